@@ -1,0 +1,238 @@
+"""The indexer: incremental passes, renames, link re-resolution and bad input."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tests.conftest import WriteNotes
+from weaver.app import App
+from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.models import Link, Note, Tag
+
+
+def links_of(app: App, source: str) -> dict[str, str | None]:
+    with app.engine.connect() as conn:
+        rows = conn.execute(
+            select(Link.target, Link.target_path).where(Link.source_path == source)
+        )
+        return {row.target: row.target_path for row in rows}
+
+
+def note(app: App, path: str) -> Note | None:
+    with Session(app.engine) as session:
+        return session.get(Note, path)
+
+
+def note_paths(app: App) -> list[str]:
+    with app.engine.connect() as conn:
+        return sorted(conn.execute(select(Note.path)).scalars())
+
+
+def bump_mtime(path: Path) -> None:
+    later = time.time_ns() + 5_000_000_000
+    os.utime(path, ns=(later, later))
+
+
+def test_first_index_stores_metadata_tags_and_links(app: App, write_notes: WriteNotes) -> None:
+    write_notes(
+        {
+            "Home.md": "---\ntitle: Welcome\ntype: hub\nstatus: active\ntags: [Project/Alpha]\n"
+            "aliases: Start\n---\nSee [[Topic]] and [[Missing]] #inline\n",
+            "notes/Topic.md": "# Topic heading\nBack to [[Home|home]].\n",
+        }
+    )
+    report = app.indexer.reconcile()
+    assert (report.added, report.updated, report.removed, report.errors) == (2, 0, 0, 0)
+    home = note(app, "Home.md")
+    assert home is not None
+    assert (home.title, home.type, home.status, home.aliases) == ("Welcome", "hub", "active", ["Start"])
+    assert home.folder == ""
+    topic = note(app, "notes/Topic.md")
+    assert topic is not None
+    assert (topic.title, topic.folder, topic.name) == ("Topic heading", "notes", "Topic.md")
+    assert links_of(app, "Home.md") == {"Topic": "notes/Topic.md", "Missing": None}
+    with app.engine.connect() as conn:
+        tags = set(conn.execute(select(Tag.key, Tag.tag).where(Tag.note_path == "Home.md")))
+    assert tags == {("project/alpha", "Project/Alpha"), ("inline", "inline")}
+
+
+def test_second_pass_reads_nothing_when_nothing_changed(app: App, write_notes: WriteNotes) -> None:
+    write_notes({f"n{i}.md": f"note {i} [[n{i + 1}]]" for i in range(20)})
+    app.indexer.reconcile()
+    report = app.indexer.reconcile()
+    assert (report.added, report.updated, report.unchanged) == (0, 0, 20)
+    assert report.events == []
+
+
+def test_touched_but_identical_note_is_not_reparsed(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes({"a.md": "same"})
+    app.indexer.reconcile()
+    bump_mtime(vault_dir / "a.md")
+    report = app.indexer.reconcile()
+    assert (report.updated, report.unchanged) == (0, 1)
+    stored = note(app, "a.md")
+    assert stored is not None
+    assert stored.mtime_ns == os.stat(vault_dir / "a.md").st_mtime_ns  # not re-hashed next time
+
+
+def test_edit_updates_and_keeps_created(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"a.md": "#one"})
+    app.indexer.reconcile()
+    before = note(app, "a.md")
+    (vault_dir / "a.md").write_text("#two [[b]]")
+    bump_mtime(vault_dir / "a.md")
+    report = app.indexer.reconcile()
+    after = note(app, "a.md")
+    assert report.events == [NoteModified("a.md")]
+    assert before is not None and after is not None
+    assert after.created == before.created
+    assert after.content_hash != before.content_hash
+    assert links_of(app, "a.md") == {"b": None}
+
+
+def test_new_note_resolves_links_that_were_broken_and_deletion_breaks_them(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes({"a.md": "[[Later]] and ![[Later#part]]", "b/c.md": "[[later.md]]"})
+    app.indexer.reconcile()
+    assert links_of(app, "a.md") == {"Later": None}
+    write_notes({"x/Later.md": "here now"})
+    report = app.indexer.reconcile()
+    assert report.relinked == 3
+    assert links_of(app, "a.md") == {"Later": "x/Later.md"}
+    assert links_of(app, "b/c.md") == {"later.md": "x/Later.md"}
+    (vault_dir / "x" / "Later.md").unlink()
+    app.indexer.reconcile()
+    assert links_of(app, "a.md") == {"Later": None}
+
+
+def test_closer_note_takes_over_resolution_when_it_appears(
+    app: App, write_notes: WriteNotes
+) -> None:
+    write_notes({"deep/er/Dup.md": "far", "proj/a.md": "[[Dup]]"})
+    app.indexer.reconcile()
+    assert links_of(app, "proj/a.md") == {"Dup": "deep/er/Dup.md"}
+    write_notes({"proj/Dup.md": "near"})
+    app.indexer.reconcile()
+    assert links_of(app, "proj/a.md") == {"Dup": "proj/Dup.md"}
+
+
+def test_rename_is_a_move_event_and_relinks(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"old/Name.md": "content", "a.md": "[[old/Name]] [[New]]"})
+    app.indexer.reconcile()
+    (vault_dir / "old" / "Name.md").rename(vault_dir / "New.md")
+    events: list[VaultEvent] = []
+    app.bus.subscribe(events.extend)
+    report = app.indexer.reconcile()
+    assert events == [NoteMoved(old_path="old/Name.md", path="New.md")]
+    assert report.moved == 1
+    assert note_paths(app) == ["New.md", "a.md"]
+    assert links_of(app, "a.md") == {"old/Name": None, "New": "New.md"}
+
+
+def test_deleted_note_takes_its_tags_and_links(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"a.md": "#t [[b]]", "b.md": "x"})
+    app.indexer.reconcile()
+    (vault_dir / "a.md").unlink()
+    report = app.indexer.reconcile()
+    assert report.events == [NoteDeleted("a.md")]
+    with app.engine.connect() as conn:
+        assert conn.execute(select(Tag)).first() is None
+        assert conn.execute(select(Link)).first() is None
+
+
+def test_apply_paths_handles_a_folder_moved_as_a_whole(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes({"proj/a.md": "A", "proj/sub/b.md": "B", "index.md": "[[proj/a]] [[b]]"})
+    app.indexer.reconcile()
+    (vault_dir / "proj").rename(vault_dir / "archive")
+    report = app.indexer.apply_paths(["proj", "archive"])
+    assert sorted(e.path for e in report.events if isinstance(e, NoteMoved)) == [
+        "archive/a.md",
+        "archive/sub/b.md",
+    ]
+    assert note_paths(app) == ["archive/a.md", "archive/sub/b.md", "index.md"]
+    assert links_of(app, "index.md") == {"proj/a": None, "b": "archive/sub/b.md"}
+
+
+def test_attachments_resolve_embeds(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"a.md": "![[pic.png|100]] [[doc.pdf]]", "media/pic.png": b"\x89PNG"})
+    app.indexer.reconcile()
+    assert links_of(app, "a.md") == {"pic.png": "media/pic.png", "doc.pdf": None}
+    (vault_dir / "media" / "pic.png").unlink()
+    app.indexer.apply_paths(["media/pic.png"])
+    assert links_of(app, "a.md") == {"pic.png": None, "doc.pdf": None}
+
+
+BAD_INPUTS: dict[str, str | bytes] = {
+    "bad-yaml.md": "---\ncreated: {{date}}\ntags: [a\n---\nBody [[Target]] #still-read\n",
+    "latin1.md": "caf\xe9 [[x]]".encode("latin-1"),
+    "bom.md": "\ufeff---\ntitle: With BOM\n---\n[[Target]]".encode(),
+    "empty.md": "",
+    "list-frontmatter.md": "---\n- a\n- b\n---\ntext",
+    "weird name (1) – ü & #.md": "[[Target]]",
+    "Target.md": "t",
+}
+
+
+def test_bad_input_is_indexed_with_its_error_and_never_stops_the_run(
+    app: App, write_notes: WriteNotes
+) -> None:
+    write_notes(BAD_INPUTS)
+    report = app.indexer.reconcile()
+    assert report.added == len(BAD_INPUTS)
+    assert report.errors == 3
+    bad_yaml = note(app, "bad-yaml.md")
+    assert bad_yaml is not None and bad_yaml.error and "line" in bad_yaml.error
+    assert bad_yaml.frontmatter == {}
+    assert links_of(app, "bad-yaml.md") == {"Target": "Target.md"}
+    latin1 = note(app, "latin1.md")
+    assert latin1 is not None and latin1.error and "UTF-8" in latin1.error
+    assert latin1.size == len("café [[x]]")
+    bom = note(app, "bom.md")
+    assert bom is not None and (bom.title, bom.error) == ("With BOM", None)
+    listed = note(app, "list-frontmatter.md")
+    assert listed is not None and listed.error and listed.frontmatter == {}
+    assert links_of(app, "weird name (1) – ü & #.md") == {"Target": "Target.md"}
+
+
+def test_huge_note_is_indexed(app: App, write_notes: WriteNotes) -> None:
+    line = "Lorem ipsum [[Target]] dolor #tag sit amet, consectetur adipiscing elit.\n"
+    write_notes({"huge.md": line * (20_000_000 // len(line)), "Target.md": "t"})
+    report = app.indexer.reconcile()
+    assert report.added == 2
+    huge = note(app, "huge.md")
+    assert huge is not None and huge.size >= 19_000_000
+
+
+def test_file_deleted_while_being_read_is_removed_quietly(
+    app: App, write_notes: WriteNotes, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes({"a.md": "a", "b.md": "b"})
+    real_read = app.vault.read_bytes
+
+    def vanish_b(path: str) -> bytes:
+        if path == "b.md":
+            (vault_dir / "b.md").unlink()
+        return real_read(path)
+
+    monkeypatch.setattr(app.vault, "read_bytes", vanish_b)
+    report = app.indexer.reconcile()
+    assert report.events == [NoteAdded("a.md")]
+    assert note_paths(app) == ["a.md"]
+
+
+def test_full_reindex_reparses_everything(app: App, write_notes: WriteNotes) -> None:
+    write_notes({"a.md": "a", "b.md": "b"})
+    app.indexer.reconcile()
+    report = app.indexer.reconcile(full=True)
+    assert (report.updated, report.unchanged) == (0, 2)

@@ -1,0 +1,50 @@
+"""The schema belongs to Alembic: head equals the models, and an old cache upgrades in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from weaver.db import alembic_config, open_engine, pending_migrations, upgrade_to_head
+from weaver.models import Base
+
+
+def test_upgrade_from_first_migration_to_head_equals_the_models(tmp_path: Path) -> None:
+    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+    assert pending_migrations(engine)  # an old cache, with migrations to apply
+    upgrade_to_head(engine)
+    assert pending_migrations(engine) == []
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+    engine.dispose()
+
+
+def test_old_cache_keeps_its_rows_when_upgraded(tmp_path: Path) -> None:
+    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        conn.execute(text("INSERT INTO cache_state (key, value) VALUES ('last_updated', '1')"))
+    upgrade_to_head(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT value FROM cache_state")).scalar() == "1"
+        assert "notes" in inspect(conn).get_table_names()
+    engine.dispose()
+
+
+def test_cache_runs_in_wal_mode(tmp_path: Path) -> None:
+    engine = open_engine(f"sqlite:///{tmp_path / 'sub' / 'cache.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+    engine.dispose()

@@ -1,0 +1,83 @@
+"""Which files are part of the vault, and the path checks behind every client-supplied path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import WriteNotes
+from weaver.errors import InvalidPathError, NoteNotFoundError
+from weaver.vault import Vault
+
+
+def test_scan_skips_hidden_ignored_and_symlinked_folders(
+    vault_dir: Path, write_notes: WriteNotes, tmp_path: Path
+) -> None:
+    write_notes(
+        {
+            "a.md": "a",
+            "sub/b.MD": "b",
+            "img/pic.png": b"\x89PNG",
+            ".obsidian/app.md": "x",
+            ".trash/old.md": "x",
+            "sub/.hidden.md": "x",
+            "templates/t.md": "x",
+        }
+    )
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("s")
+    (vault_dir / "loop").symlink_to(vault_dir)  # a symlink loop must not hang the walk
+    (vault_dir / "out.md").symlink_to(outside / "secret.md")
+    found = sorted(s.path for s in Vault(vault_dir, ignore=["templates"]).scan())
+    assert found == ["a.md", "img/pic.png", "sub/b.MD"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../secret.md",
+        "/etc/passwd.md",
+        "sub/../../x.md",
+        ".obsidian/workspace.md",
+        ".weaver/cache.md",
+        "notes/image.png",
+        "",
+        "a\x00.md",
+        "..\\x.md",
+        "C:\\x.md",
+    ],
+)
+def test_client_paths_outside_the_notes_are_invalid(vault_dir: Path, path: str) -> None:
+    with pytest.raises(InvalidPathError):
+        Vault(vault_dir).note_file(path)
+
+
+def test_symlink_leading_outside_is_invalid(vault_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("s")
+    (vault_dir / "link.md").symlink_to(tmp_path / "secret.md")
+    with pytest.raises(InvalidPathError, match="outside the vault"):
+        Vault(vault_dir).note_file("link.md")
+
+
+def test_missing_note_is_not_found_and_present_one_is_served(
+    vault_dir: Path, write_notes: WriteNotes
+) -> None:
+    write_notes({"dir/n.md": "hello"})
+    vault = Vault(vault_dir)
+    assert vault.note_file("./dir/n.md") == vault_dir.resolve() / "dir" / "n.md"
+    with pytest.raises(NoteNotFoundError):
+        vault.note_file("dir/absent.md")
+
+
+def test_stat_sees_only_vault_files(vault_dir: Path, write_notes: WriteNotes) -> None:
+    write_notes({"n.md": "x", ".git/config.md": "x"})
+    vault = Vault(vault_dir)
+    found = vault.stat("n.md")
+    assert found is not None
+    assert found.size == 1
+    assert found.mtime_ns == os.stat(vault_dir / "n.md").st_mtime_ns
+    assert vault.stat(".git/config.md") is None
+    assert vault.stat("gone.md") is None

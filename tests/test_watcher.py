@@ -1,0 +1,125 @@
+"""The watcher: its batch handler on synthetic change sets, and once end to end on real files."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from sqlalchemy import select
+from watchfiles import Change
+
+from tests.conftest import WriteNotes
+from weaver.app import App
+from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.models import Link, Note
+from weaver.watcher import VaultWatcher
+
+
+def paths(app: App) -> list[str]:
+    with app.engine.connect() as conn:
+        return sorted(conn.execute(select(Note.path)).scalars())
+
+
+def target_of(app: App, source: str) -> str | None:
+    with app.engine.connect() as conn:
+        return conn.execute(select(Link.target_path).where(Link.source_path == source)).scalar()
+
+
+def test_handler_applies_a_synthetic_batch(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"a.md": "[[b]]"})
+    app.indexer.reconcile()
+    write_notes({"b.md": "new"})
+    (vault_dir / "a.md").write_text("[[b]] edited")
+    watcher = VaultWatcher(app.indexer)
+    changes = {
+        (Change.added, str(vault_dir / "b.md")),
+        (Change.modified, str(vault_dir / "a.md")),
+        (Change.modified, str(vault_dir / ".obsidian" / "workspace.json")),
+    }
+    report = watcher.handle_changes(changes)
+    assert report is not None
+    assert sorted(map(repr, report.events)) == sorted(
+        map(repr, [NoteAdded("b.md"), NoteModified("a.md")])
+    )
+    assert target_of(app, "a.md") == "b.md"
+
+
+def test_handler_ignores_batches_of_only_ignored_paths(app: App, vault_dir: Path) -> None:
+    watcher = VaultWatcher(app.indexer)
+    cache_file = vault_dir / ".weaver" / "cache.db-wal"
+    assert watcher.handle_changes({(Change.modified, str(cache_file))}) is None
+    assert watcher.batches == 0
+
+
+def test_atomic_save_is_a_modification(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    """Editors write a temp file and rename it over the note: that is an edit, not a move."""
+    write_notes({"n.md": "v1"})
+    app.indexer.reconcile()
+    temp = vault_dir / ".n.md.swp"
+    temp.write_text("v2 #saved")
+    os.replace(temp, vault_dir / "n.md")
+    report = VaultWatcher(app.indexer).handle_changes(
+        {(Change.added, str(temp)), (Change.deleted, str(temp)), (Change.added, str(vault_dir / "n.md"))}
+    )
+    assert report is not None
+    assert report.events == [NoteModified("n.md")]
+
+
+async def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise AssertionError("the cache did not catch up in time")
+        await anyio.sleep(0.02)
+    return time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_real_watcher_follows_the_disk(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+    write_notes({"before.md": "[[later]]", "stale.md": "x"})
+    events: list[VaultEvent] = []
+    app.bus.subscribe(events.extend)
+
+    async def scenario() -> None:
+        watcher = VaultWatcher(app.indexer, debounce_ms=20)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            await wait_until(lambda: watcher.running and paths(app) == ["before.md", "stale.md"])
+            await anyio.sleep(0.2)  # let inotify settle its watches before the first change
+            write_notes({"sub/later.md": "hello"})
+            lag = await wait_until(lambda: target_of(app, "before.md") == "sub/later.md")
+            assert lag < 1.0
+            (vault_dir / "stale.md").unlink()
+            await wait_until(lambda: "stale.md" not in paths(app))
+            (vault_dir / "sub").rename(vault_dir / "moved")
+            await wait_until(lambda: paths(app) == ["before.md", "moved/later.md"])
+            await wait_until(lambda: target_of(app, "before.md") == "moved/later.md")
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    assert NoteAdded("sub/later.md") in events
+    assert NoteDeleted("stale.md") in events
+    assert NoteMoved(old_path="sub/later.md", path="moved/later.md") in events
+
+
+@pytest.mark.slow
+def test_watcher_catches_up_on_changes_made_while_down(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes({"a.md": "a"})
+    app.indexer.reconcile()
+    write_notes({"b.md": "made while nothing watched"})
+    (vault_dir / "a.md").unlink()
+
+    async def scenario() -> None:
+        watcher = VaultWatcher(app.indexer)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            await wait_until(lambda: paths(app) == ["b.md"])
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)

@@ -1,0 +1,33 @@
+"""The core objects every entry point needs, built once from `Settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from weaver.config import Settings
+from weaver.db import open_cache_engine
+from weaver.events import EventBus
+from weaver.indexer import Indexer
+from weaver.vault import Vault
+
+
+@dataclass
+class App:
+    settings: Settings
+    engine: Engine
+    vault: Vault
+    bus: EventBus
+    indexer: Indexer
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_app(settings: Settings) -> App:
+    """Open (and migrate) the cache for the configured vault."""
+    engine = open_cache_engine(settings.db_url)
+    vault = Vault(settings.vault, settings.ignore)
+    bus = EventBus()
+    return App(settings, engine, vault, bus, Indexer(engine, vault, bus))

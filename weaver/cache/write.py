@@ -1,0 +1,217 @@
+"""Writes to the cache: set-based, a handful of statements per batch, never one per link."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
+
+from weaver.models import Attachment, CacheState, Link, Note, Tag
+from weaver.parser import ParsedLink, normalize_tag
+from weaver.resolver import LinkResolver, link_key
+from weaver.vault import FileStat, split_path
+
+# Well under SQLite's bound-parameter limit, and large enough to keep statement counts low.
+CHUNK = 900
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """What the cache remembers about a file, enough to tell whether it changed on disk."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str | None  # None for attachments
+    created: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRecord:
+    """One parsed note, ready to be written."""
+
+    path: str
+    title: str
+    frontmatter: dict[str, Any]
+    type: str | None
+    status: str | None
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    links: tuple[ParsedLink, ...]
+    size: int
+    created: int
+    modified: int
+    mtime_ns: int
+    content_hash: str
+    indexed_at: int
+    word_count: int
+    tasks_open: int
+    tasks_done: int
+    error: str | None
+
+
+def chunked(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def load_stored_files(conn: Connection) -> dict[str, StoredFile]:
+    """Every note and attachment the cache knows, by path."""
+    notes = conn.execute(
+        select(Note.path, Note.size, Note.mtime_ns, Note.content_hash, Note.created)
+    )
+    stored = {row.path: StoredFile(*row) for row in notes}
+    for row in conn.execute(select(Attachment.path, Attachment.size, Attachment.mtime_ns)):
+        stored[row.path] = StoredFile(row.path, row.size, row.mtime_ns, None, None)
+    return stored
+
+
+def replace_notes(conn: Connection, records: Sequence[NoteRecord], resolver: LinkResolver) -> None:
+    """Insert these notes, replacing any previous version with their tags and links."""
+    if not records:
+        return
+    delete_files(conn, [r.path for r in records])
+    conn.execute(insert(Note), [_note_row(r) for r in records])
+    tag_rows = [row for r in records for row in _tag_rows(r)]
+    if tag_rows:
+        conn.execute(insert(Tag), tag_rows)
+    link_rows = [row for r in records for row in _link_rows(r, resolver)]
+    for batch in chunked(link_rows, 5000):
+        conn.execute(insert(Link), batch)
+
+
+def _note_row(record: NoteRecord) -> dict[str, Any]:
+    folder, name = split_path(record.path)
+    return {
+        "path": record.path,
+        "folder": folder,
+        "name": name,
+        "title": record.title,
+        "frontmatter": record.frontmatter,
+        "type": record.type,
+        "status": record.status,
+        "aliases": list(record.aliases),
+        "size": record.size,
+        "created": record.created,
+        "modified": record.modified,
+        "mtime_ns": record.mtime_ns,
+        "content_hash": record.content_hash,
+        "indexed_at": record.indexed_at,
+        "word_count": record.word_count,
+        "tasks_open": record.tasks_open,
+        "tasks_done": record.tasks_done,
+        "error": record.error,
+    }
+
+
+def _tag_rows(record: NoteRecord) -> Iterator[dict[str, str]]:
+    seen: set[str] = set()
+    for tag in record.tags:
+        key = normalize_tag(tag)
+        if key and key not in seen:
+            seen.add(key)
+            yield {"note_path": record.path, "key": key, "tag": tag.lstrip("#")}
+
+
+def _link_rows(record: NoteRecord, resolver: LinkResolver) -> Iterator[dict[str, Any]]:
+    for link in record.links:
+        yield {
+            "source_path": record.path,
+            "target": link.target,
+            "target_key": link_key(link.target),
+            "target_path": resolver.resolve(link.target, record.path),
+            "kind": link.kind,
+            "alias": link.alias,
+            "subpath": link.subpath,
+            "relation": link.relation,
+            "line": link.line,
+        }
+
+
+def delete_files(conn: Connection, paths: Collection[str]) -> None:
+    """Forget notes (with their tags and outgoing links) and attachments."""
+    for batch in chunked(paths):
+        conn.execute(delete(Link).where(Link.source_path.in_(batch)))
+        conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
+        conn.execute(delete(Note).where(Note.path.in_(batch)))
+        conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))
+
+
+def touch_notes(conn: Connection, stats: Sequence[FileStat]) -> None:
+    """Record a new size/mtime for notes whose content turned out to be unchanged."""
+    if not stats:
+        return
+    statement = (
+        update(Note)
+        .where(Note.path == bindparam("p"))
+        .values(size=bindparam("s"), mtime_ns=bindparam("m"), modified=bindparam("ms"))
+    )
+    rows = [{"p": s.path, "s": s.size, "m": s.mtime_ns, "ms": s.mtime_ns // 1_000_000} for s in stats]
+    conn.execute(statement.execution_options(synchronize_session=False), rows)
+
+
+def upsert_attachments(conn: Connection, stats: Sequence[FileStat]) -> None:
+    if not stats:
+        return
+    delete_files(conn, [s.path for s in stats])
+    rows = [{"path": s.path, "size": s.size, "mtime_ns": s.mtime_ns} for s in stats]
+    conn.execute(insert(Attachment), rows)
+
+
+def reresolve_links(
+    conn: Connection, keys: Collection[str], resolver: LinkResolver, skip_sources: Collection[str]
+) -> int:
+    """Resolve again every link whose target could name a file that appeared or vanished.
+
+    Only links whose `target_key` is among `keys` can change; the rest are untouched. Links
+    of `skip_sources` were just written with fresh resolutions. Returns how many changed.
+    """
+    changed: list[dict[str, Any]] = []
+    skip = set(skip_sources)
+    for batch in chunked(keys):
+        rows = conn.execute(
+            select(Link.id, Link.source_path, Link.target, Link.target_path).where(
+                Link.target_key.in_(batch)
+            )
+        )
+        for row in rows:
+            if row.source_path in skip:
+                continue
+            resolved = resolver.resolve(row.target, row.source_path)
+            if resolved != row.target_path:
+                changed.append({"link_id": row.id, "resolved": resolved})
+    if changed:
+        statement = (
+            update(Link)
+            .where(Link.id == bindparam("link_id"))
+            .values(target_path=bindparam("resolved"))
+        )
+        conn.execute(statement.execution_options(synchronize_session=False), changed)
+    return len(changed)
+
+
+def load_all_paths(conn: Connection) -> list[str]:
+    notes = conn.execute(select(Note.path)).scalars()
+    attachments = conn.execute(select(Attachment.path)).scalars()
+    return [*notes, *attachments]
+
+
+def set_state(conn: Connection, key: str, value: Any) -> None:
+    encoded = json.dumps(value)
+    conn.execute(delete(CacheState).where(CacheState.key == key))
+    conn.execute(insert(CacheState).values(key=key, value=encoded))
+
+
+def get_state(conn: Connection, key: str) -> Any:
+    value = conn.execute(select(CacheState.value).where(CacheState.key == key)).scalar()
+    return None if value is None else json.loads(value)

@@ -1,0 +1,140 @@
+"""Settings: built once in an entry point and passed down.
+
+Precedence, lowest first: the defaults below, the TOML file (`--config`, else `WEAVER_CONFIG`,
+else `config/weaver.toml` under the working directory when present), `WEAVER_<NAME>` environment
+variables, then CLI flags. Relative paths in the file are relative to the file's own folder, so
+the shipped `config/weaver.toml` finds the demo vault wherever the command runs from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from weaver.errors import ConfigError
+
+DEFAULT_CONFIG = Path("config") / "weaver.toml"
+CACHE_DIR_NAME = ".weaver"
+
+
+class Settings(BaseModel):
+    """Everything Weaver can be told. Each field is documented in `config/weaver.toml`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vault: Path
+    database_url: str | None = None
+    ignore: list[str] = Field(default_factory=list)
+    debounce_ms: int = Field(default=50, ge=1, le=10_000)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["auto", "console", "json"] = "auto"
+    read_only: bool = False
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8765, ge=0, le=65535)
+    http_token: str | None = None
+    workflow_dirs: list[Path] = Field(default_factory=list)
+    history_retention_days: int = Field(default=30, ge=0)
+    history_retention_count: int = Field(default=10_000, ge=0)
+    workflows: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    workflow_workers: int = Field(default=4, ge=1, le=64)
+    workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
+    schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
+
+    @property
+    def db_url(self) -> str:
+        """The cache database URL; by default a SQLite file inside the vault's `.weaver/`."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.vault / CACHE_DIR_NAME / 'cache.db'}"
+
+
+def load_settings(
+    config_path: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`."""
+    env = os.environ if environ is None else environ
+    path = _config_path(config_path, env)
+    values: dict[str, Any] = _read_config_file(path) if path else {}
+    values.update(_env_values(env))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if "vault" not in values:
+        raise ConfigError("no vault configured: pass --vault DIR or set WEAVER_VAULT")
+    settings = _validate(values, source=str(path) if path else "settings")
+    if not settings.vault.is_dir():
+        raise ConfigError(f"vault not found: {settings.vault}")
+    return settings
+
+
+def _config_path(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
+    if explicit is not None:
+        return explicit
+    if env.get("WEAVER_CONFIG"):
+        return Path(env["WEAVER_CONFIG"])
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
+    base = path.resolve().parent
+    for key in ("vault", "workflow_dirs"):
+        if key in data:
+            data[key] = _relative_to(base, data[key])
+    return data
+
+
+def _relative_to(base: Path, value: Any) -> Any:
+    """Resolve paths written in the config file against the file's folder."""
+    if isinstance(value, str):
+        return base / Path(value).expanduser()
+    if isinstance(value, list):
+        return [_relative_to(base, item) for item in value]
+    return value
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
+    """`WEAVER_<FIELD>` for every scalar or list field; lists are JSON or comma-separated."""
+    values: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        raw = env.get(f"WEAVER_{name.upper()}")
+        if raw is None or name == "workflows":
+            continue
+        is_list = "list" in str(field.annotation)
+        values[name] = _parse_list(raw) if is_list else raw
+    return values
+
+
+def _parse_list(raw: str) -> list[str]:
+    if raw.lstrip().startswith("["):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"environment list is not valid JSON: {raw!r}") from exc
+        return [str(item) for item in parsed]
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _validate(values: dict[str, Any], source: str) -> Settings:
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"unknown setting {where!r} in {source}") from exc
+        raise ConfigError(f"invalid setting {where!r} in {source}: {first['msg']}") from exc

@@ -1,0 +1,82 @@
+"""Opening the cache database and bringing its schema to head with Alembic.
+
+SQLite runs in WAL mode with a busy timeout so that a CLI command and the daemon can share one
+cache: readers never block the writer, and a second writer waits instead of failing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+import weaver
+from weaver.errors import CacheError
+
+ALEMBIC_DIR = Path(weaver.__file__).resolve().parent.parent / "alembic"
+BUSY_TIMEOUT_MS = 10_000
+
+
+def open_engine(url: str) -> Engine:
+    """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on."""
+    parsed = make_url(url)
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {}
+    engine = create_engine(url, connect_args=connect_args)
+    if is_sqlite:
+        event.listen(engine, "connect", _configure_sqlite)
+    return engine
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    # WAL with NORMAL sync is durable across application crashes; it can lose the last
+    # transactions on power loss, which a cache rebuilt from disk can afford.
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    if engine is not None:
+        config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    return config
+
+
+def upgrade_to_head(engine: Engine) -> None:
+    """Create or upgrade the cache schema in place; raises `CacheError` if it cannot."""
+    config = alembic_config(engine)
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except SQLAlchemyError as exc:
+        raise CacheError(f"cannot migrate the cache at {engine.url}: {exc}") from exc
+
+
+def pending_migrations(engine: Engine) -> list[str]:
+    """Revisions between the database's current one and head (empty when up to date)."""
+    script = ScriptDirectory.from_config(alembic_config())
+    with engine.connect() as connection:
+        current = MigrationContext.configure(connection).get_current_revision()
+    return [rev.revision for rev in script.iterate_revisions("head", current)]
+
+
+def open_cache_engine(url: str) -> Engine:
+    """Open and migrate: the one call every entry point makes."""
+    engine = open_engine(url)
+    upgrade_to_head(engine)
+    return engine

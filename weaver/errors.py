@@ -1,0 +1,58 @@
+"""Weaver's exceptions: one tree, translated to exit codes or MCP envelopes at the edges only.
+
+    WeaverError
+    ├── ConfigError            bad config file, unknown key, missing vault
+    ├── CacheError             the SQLite cache cannot be opened, migrated or queried
+    ├── VaultError             a vault path is not acceptable
+    │   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
+    │   ├── NoteNotFoundError  no such note ("File not found")
+    │   └── NoteDecodeError    the file is not UTF-8
+    └── DaemonError            a second daemon on the same vault, and the like
+"""
+
+from __future__ import annotations
+
+
+class WeaverError(Exception):
+    """Root of every error Weaver raises on purpose."""
+
+
+class ConfigError(WeaverError):
+    """The configuration cannot be used as given."""
+
+
+class CacheError(WeaverError):
+    """The cache database cannot be opened, migrated or queried."""
+
+
+class VaultError(WeaverError):
+    """A request names a vault path that cannot be served."""
+
+
+class InvalidPathError(VaultError):
+    """The path escapes the vault, is ignored, or is not a note."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Invalid path: {path!r} ({reason})")
+        self.path = path
+        self.reason = reason
+
+
+class NoteNotFoundError(VaultError):
+    """No note exists at that path."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"File not found: {path!r}")
+        self.path = path
+
+
+class NoteDecodeError(VaultError):
+    """The note's bytes are not valid UTF-8."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"File is not valid UTF-8: {path!r} ({detail})")
+        self.path = path
+
+
+class DaemonError(WeaverError):
+    """The daemon cannot start or run as asked."""

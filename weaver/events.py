@@ -1,0 +1,75 @@
+"""Typed vault events, published by the indexer after each applied batch.
+
+The workflow engine subscribes here; so can anything else. Handlers run in the publishing
+thread and must be quick: a handler that raises is logged and never stops the indexer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteAdded:
+    path: str
+    kind: str = "add"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteModified:
+    path: str
+    kind: str = "modify"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDeleted:
+    path: str
+    kind: str = "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteMoved:
+    old_path: str
+    path: str
+    kind: str = "move"
+
+
+VaultEvent = NoteAdded | NoteModified | NoteDeleted | NoteMoved
+EventHandler = Callable[[Sequence[VaultEvent]], None]
+
+
+class EventBus:
+    """Fan-out of event batches to subscribers."""
+
+    def __init__(self) -> None:
+        self._handlers: list[EventHandler] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, handler: EventHandler) -> Callable[[], None]:
+        """Register `handler`; returns a function that unsubscribes it."""
+        with self._lock:
+            self._handlers.append(handler)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if handler in self._handlers:
+                    self._handlers.remove(handler)
+
+        return unsubscribe
+
+    def publish(self, events: Sequence[VaultEvent]) -> None:
+        if not events:
+            return
+        with self._lock:
+            handlers = list(self._handlers)
+        for handler in handlers:
+            try:
+                handler(events)
+            except Exception:
+                log.exception("event handler failed", handler=getattr(handler, "__name__", "?"))

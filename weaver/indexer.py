@@ -1,0 +1,309 @@
+"""Indexing: bring the cache in step with the vault on disk.
+
+One pipeline serves both callers: `reconcile` compares the whole vault with the cache (start-up,
+`weaver index`), `apply_paths` looks only at paths the watcher reported. Each plans what changed
+from cheap `stat` data (size + mtime, then the content hash), parses only changed notes, writes
+in a few bulk statements per transaction, re-resolves just the links a new or vanished file can
+affect, and publishes typed events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+from sqlalchemy import Engine
+
+from weaver.cache import write
+from weaver.cache.write import NoteRecord, StoredFile
+from weaver.events import (
+    EventBus,
+    NoteAdded,
+    NoteDeleted,
+    NoteModified,
+    NoteMoved,
+    VaultEvent,
+)
+from weaver.parser import decode_note, parse_note
+from weaver.resolver import LinkResolver, path_key
+from weaver.vault import FileStat, Vault, is_note_path
+
+log = structlog.get_logger(__name__)
+
+# Notes parsed per write transaction: bounds memory on a huge first index while keeping the
+# number of transactions small.
+WRITE_BATCH = 2000
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class IndexReport:
+    """What one indexing pass did; printed by `weaver index`, logged by the watcher."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    errors: int = 0
+    relinked: int = 0
+    seconds: float = 0.0
+    events: list[VaultEvent] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.moved)
+
+    def summary(self) -> dict[str, int | float]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "moved": self.moved,
+            "unchanged": self.unchanged,
+            "errors": self.errors,
+            "relinked": self.relinked,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class _Plan:
+    """The difference between disk and cache for the paths in scope."""
+
+    candidates: list[FileStat] = field(default_factory=list)  # new or possibly changed notes
+    attachments: list[FileStat] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+
+class Indexer:
+    """Keeps one cache in step with one vault. Not thread-safe: one writer per cache."""
+
+    def __init__(self, engine: Engine, vault: Vault, bus: EventBus | None = None) -> None:
+        self.engine = engine
+        self.vault = vault
+        self.bus = bus or EventBus()
+
+    def reconcile(self, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
+        """Compare the whole vault with the cache and apply the difference."""
+        started = time.perf_counter()
+        on_disk = {s.path: s for s in self.vault.scan()}
+        stored = self._stored()
+        plan = _plan(on_disk, stored, scope=None, full=full)
+        return self._apply(plan, stored, set(on_disk), started, progress, reparse=full)
+
+    def apply_paths(self, paths: Iterable[str]) -> IndexReport:
+        """Apply what happened to these vault-relative paths (files or whole folders)."""
+        started = time.perf_counter()
+        stored = self._stored()
+        on_disk: dict[str, FileStat] = {}
+        scope: set[str] = set()
+        for path in set(paths):
+            scope.add(path)
+            if self.vault.is_dir(path):
+                on_disk.update((s.path, s) for s in self.vault.scan(path))
+            elif (found := self.vault.stat(path)) is not None:
+                on_disk[path] = found
+            # A folder that vanished takes everything the cache had below it.
+            prefix = path + "/"
+            scope.update(p for p in stored if p.startswith(prefix))
+        scope.update(on_disk)
+        plan = _plan(on_disk, stored, scope=scope, full=False)
+        all_paths = (set(stored) - set(plan.removed)) | set(on_disk)
+        return self._apply(plan, stored, all_paths, started, None)
+
+    def _stored(self) -> dict[str, StoredFile]:
+        with self.engine.connect() as conn:
+            return write.load_stored_files(conn)
+
+    def _apply(
+        self,
+        plan: _Plan,
+        stored: dict[str, StoredFile],
+        all_paths: set[str],
+        started: float,
+        progress: ProgressCallback | None,
+        reparse: bool = False,
+    ) -> IndexReport:
+        report = IndexReport(unchanged=plan.unchanged)
+        resolver = LinkResolver(all_paths)
+        written: list[NoteRecord] = []
+        total = len(plan.candidates)
+        for offset in range(0, total, WRITE_BATCH):
+            batch = plan.candidates[offset : offset + WRITE_BATCH]
+            records, touched, vanished = self._read_batch(batch, stored, report, reparse)
+            with self.engine.begin() as conn:
+                write.replace_notes(conn, records, resolver)
+                write.touch_notes(conn, touched)
+            plan.removed.extend(vanished)
+            written.extend(records)
+            if progress:
+                progress(min(offset + WRITE_BATCH, total), total)
+        self._finish(plan, stored, written, resolver, report)
+        report.seconds = time.perf_counter() - started
+        if report.changed or report.errors:
+            log.info("index applied", **report.summary())
+        self.bus.publish(report.events)
+        return report
+
+    def _read_batch(
+        self,
+        batch: Sequence[FileStat],
+        stored: dict[str, StoredFile],
+        report: IndexReport,
+        reparse: bool,
+    ) -> tuple[list[NoteRecord], list[FileStat], list[str]]:
+        """Read and parse; a note whose bytes hash as before is only touched, unless `reparse`
+        (`weaver index --full`, e.g. after an upgrade that parses differently)."""
+        records: list[NoteRecord] = []
+        touched: list[FileStat] = []
+        vanished: list[str] = []
+        for file_stat in batch:
+            previous = stored.get(file_stat.path)
+            try:
+                data = self.vault.read_bytes(file_stat.path)
+            except FileNotFoundError:
+                vanished.append(file_stat.path)  # deleted between the walk and the read
+                continue
+            except OSError as exc:
+                data, read_error = b"", f"cannot read file: {exc.strerror or exc}"
+            else:
+                read_error = None
+            digest = hashlib.sha256(data).hexdigest()
+            same = previous is not None and previous.content_hash == digest and read_error is None
+            if same:
+                report.unchanged += 1
+                if not reparse:
+                    touched.append(file_stat)  # touched, not edited: no need to parse again
+                    continue
+            record = build_record(file_stat, data, digest, previous, read_error)
+            if record.error:
+                report.errors += 1
+                log.warning("note indexed with error", path=record.path, error=record.error)
+            records.append(record)
+        return records, touched, vanished
+
+    def _finish(
+        self,
+        plan: _Plan,
+        stored: dict[str, StoredFile],
+        written: list[NoteRecord],
+        resolver: LinkResolver,
+        report: IndexReport,
+    ) -> None:
+        """Removals, attachments, link re-resolution and events, in one transaction."""
+        removed_notes = [p for p in plan.removed if p in stored and is_note_path(p)]
+        new_paths = [r.path for r in written if r.path not in stored]
+        new_paths += [a.path for a in plan.attachments if a.path not in stored]
+        gone = [p for p in plan.removed if p in stored]
+        for path in gone:
+            resolver.remove(path)
+        keys = {path_key(p) for p in (*new_paths, *gone)}
+        with self.engine.begin() as conn:
+            write.delete_files(conn, gone)
+            write.upsert_attachments(conn, plan.attachments)
+            report.relinked = write.reresolve_links(conn, keys, resolver, [r.path for r in written])
+            if written or gone or plan.attachments or report.relinked:
+                write.set_state(conn, "last_updated", _now_ms())
+        report.events = _events(written, stored, removed_notes)
+        report.added = sum(isinstance(e, NoteAdded) for e in report.events)
+        report.updated = sum(isinstance(e, NoteModified) for e in report.events)
+        report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
+        report.moved = sum(isinstance(e, NoteMoved) for e in report.events)
+
+
+def _plan(
+    on_disk: dict[str, FileStat],
+    stored: dict[str, StoredFile],
+    scope: set[str] | None,
+    full: bool,
+) -> _Plan:
+    plan = _Plan()
+    for path, file_stat in on_disk.items():
+        previous = stored.get(path)
+        same_stat = (
+            previous is not None
+            and previous.size == file_stat.size
+            and previous.mtime_ns == file_stat.mtime_ns
+        )
+        if not file_stat.is_note:
+            if not same_stat:
+                plan.attachments.append(file_stat)
+        elif same_stat and not full:
+            plan.unchanged += 1
+        else:
+            plan.candidates.append(file_stat)
+    in_scope = stored.keys() if scope is None else scope & stored.keys()
+    plan.removed = sorted(p for p in in_scope if p not in on_disk)
+    plan.candidates.sort(key=lambda s: s.path)
+    return plan
+
+
+def build_record(
+    file_stat: FileStat,
+    data: bytes,
+    digest: str,
+    previous: StoredFile | None,
+    read_error: str | None = None,
+) -> NoteRecord:
+    """Decode and parse one note's bytes into what the cache stores; never raises on content."""
+    text, decode_error = decode_note(data)
+    parsed = parse_note(file_stat.path, text)
+    # An edited note keeps the creation time first seen: editors' atomic saves reset ctime.
+    if previous is not None and previous.created is not None:
+        created_ms = previous.created
+    else:
+        created_ms = file_stat.created_ns // 1_000_000
+    return NoteRecord(
+        path=file_stat.path,
+        title=parsed.title,
+        frontmatter=parsed.frontmatter,
+        type=parsed.type,
+        status=parsed.status,
+        aliases=parsed.aliases,
+        tags=parsed.tags,
+        links=parsed.links,
+        size=file_stat.size,
+        created=created_ms,
+        modified=file_stat.mtime_ns // 1_000_000,
+        mtime_ns=file_stat.mtime_ns,
+        content_hash=digest,
+        indexed_at=_now_ms(),
+        word_count=parsed.word_count,
+        tasks_open=parsed.tasks_open,
+        tasks_done=parsed.tasks_done,
+        error=read_error or decode_error or parsed.error,
+    )
+
+
+def _events(
+    written: Sequence[NoteRecord], stored: dict[str, StoredFile], removed: Sequence[str]
+) -> list[VaultEvent]:
+    """Adds, edits, deletes; an add and a delete of the same content in one batch is a move."""
+    removed_by_hash: dict[str, list[str]] = {}
+    for path in removed:
+        digest = stored[path].content_hash
+        if digest:
+            removed_by_hash.setdefault(digest, []).append(path)
+    events: list[VaultEvent] = []
+    moved_from: set[str] = set()
+    for record in written:
+        if record.path in stored:
+            if stored[record.path].content_hash != record.content_hash:
+                events.append(NoteModified(record.path))
+        elif candidates := removed_by_hash.get(record.content_hash):
+            old = candidates.pop(0)
+            moved_from.add(old)
+            events.append(NoteMoved(old_path=old, path=record.path))
+        else:
+            events.append(NoteAdded(record.path))
+    events.extend(NoteDeleted(p) for p in removed if p not in moved_from)
+    return events
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,148 @@
+"""The cache's tables, as SQLAlchemy 2 models.
+
+Alembic migrations own the schema (`alembic/versions/`); these models describe it, and a test
+proves that upgrading from the first migration to head yields exactly these tables. Times are
+integers, Unix epoch milliseconds, so every tool reports them the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON}
+
+
+class Note(Base):
+    """One markdown file of the vault, as last read from disk."""
+
+    __tablename__ = "notes"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    folder: Mapped[str] = mapped_column(String, index=True)
+    name: Mapped[str] = mapped_column(String)
+    title: Mapped[str] = mapped_column(String)
+    frontmatter: Mapped[dict[str, Any]] = mapped_column(JSON)
+    type: Mapped[str | None] = mapped_column(String, index=True)
+    status: Mapped[str | None] = mapped_column(String, index=True)
+    aliases: Mapped[list[str]] = mapped_column(JSON)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created: Mapped[int] = mapped_column(BigInteger)
+    modified: Mapped[int] = mapped_column(BigInteger, index=True)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    content_hash: Mapped[str] = mapped_column(String, index=True)
+    indexed_at: Mapped[int] = mapped_column(BigInteger)
+    word_count: Mapped[int] = mapped_column(Integer)
+    tasks_open: Mapped[int] = mapped_column(Integer)
+    tasks_done: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class Tag(Base):
+    """A tag of a note: `key` is case-folded for matching, `tag` keeps the first spelling."""
+
+    __tablename__ = "tags"
+
+    note_path: Mapped[str] = mapped_column(
+        ForeignKey("notes.path", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    tag: Mapped[str] = mapped_column(String)
+
+    __table_args__ = (Index("ix_tags_key", "key"),)
+
+
+class Link(Base):
+    """One link occurrence. `target_path` is the resolved file, or NULL while it is broken."""
+
+    __tablename__ = "links"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source_path: Mapped[str] = mapped_column(
+        ForeignKey("notes.path", ondelete="CASCADE"), index=True
+    )
+    target: Mapped[str] = mapped_column(String)
+    # The file name the target can match, case-folded: finds the links a new or removed file
+    # could change without re-reading any note.
+    target_key: Mapped[str] = mapped_column(String, index=True)
+    target_path: Mapped[str | None] = mapped_column(String, index=True)
+    kind: Mapped[str] = mapped_column(String)
+    alias: Mapped[str | None] = mapped_column(String)
+    subpath: Mapped[str | None] = mapped_column(String)
+    relation: Mapped[str | None] = mapped_column(String, index=True)
+    line: Mapped[int] = mapped_column(Integer)
+
+
+class Attachment(Base):
+    """A non-markdown file (image, PDF, ...): links and embeds can resolve to it."""
+
+    __tablename__ = "attachments"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+
+
+class CacheState(Base):
+    """Small facts about the cache itself, such as when it last changed."""
+
+    __tablename__ = "cache_state"
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    value: Mapped[str] = mapped_column(String)
+
+
+class Execution(Base):
+    """One run of a workflow, from the moment it is asked for until it ends.
+
+    The table is also the queue: a `pending` row is claimed by whichever process has a free slot
+    (the daemon for `weaver trigger --async`), and `process` (host:pid) tells a later start which
+    `running` rows were left behind by a process that died. Times are Unix epoch milliseconds.
+    """
+
+    __tablename__ = "executions"
+
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    workflow_id: Mapped[str] = mapped_column(String)
+    workflow_name: Mapped[str] = mapped_column(String)
+    trigger_kind: Mapped[str] = mapped_column(String)  # manual | file | schedule
+    trigger_detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    input: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # pending | running | completed | failed | cancelled
+    status: Mapped[str] = mapped_column(String)
+    progress: Mapped[int] = mapped_column(Integer)
+    message: Mapped[str | None] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer)
+    started: Mapped[int | None] = mapped_column(BigInteger)
+    finished: Mapped[int | None] = mapped_column(BigInteger)
+    duration: Mapped[int | None] = mapped_column(BigInteger)
+    result: Mapped[Any | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    traceback: Mapped[str | None] = mapped_column(Text)
+    process: Mapped[str | None] = mapped_column(String)
+    created: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        # History, newest first, overall and per workflow; claims and running counts by status.
+        Index("ix_executions_created", "created"),
+        Index("ix_executions_workflow_created", "workflow_id", "created"),
+        Index("ix_executions_status_workflow", "status", "workflow_id"),
+    )
+
+
+class WorkflowWrite(Base):
+    """A note the workflow engine wrote (or deleted: empty `content_hash`), so that the file
+    event it causes does not start workflows again. Kept in the cache rather than in memory so
+    that a write by `weaver trigger` in a shell is recognised by the daemon watching the vault.
+    """
+
+    __tablename__ = "workflow_writes"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String, primary_key=True)
+    execution_id: Mapped[str | None] = mapped_column(String)
+    written: Mapped[int] = mapped_column(BigInteger, index=True)

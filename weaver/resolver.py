@@ -1,0 +1,111 @@
+"""Resolve link targets to vault paths the way Obsidian does (VAULT_SEMANTICS, "Resolution").
+
+Pure and in memory: the indexer feeds a LinkResolver every file path of the vault (notes and
+attachments) and keeps it current with add/remove. Lookups go through a dict keyed by file name
+(link_key / path_key), so each costs time proportional to the few files sharing that name.
+
+Order of preference for a target, checked against tasks-demo's resolvedLinks.json:
+1. "" is a self-link: the linking note itself.
+2. `./` or `../` targets are made root-relative from the linking note's folder first.
+3. An exact path from the vault root, case-insensitively.
+4. Files whose path ends with the target at a path-component boundary ("sub/C" finds "a/sub/C.md"
+   but "b/C" does not find "ab/C.md"): one in the linking note's folder, else the shortest path,
+   ties broken by path order.
+At steps 3 and 4 the target is tried first as written and then with ".md" appended, which is how
+Obsidian treats extensions: "Note" and "Note.md" find "Note.md", "img.png" finds "img.png", and a
+dotted name such as "v1.2" still finds the note "v1.2.md".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterable
+
+__all__ = ["LinkResolver", "link_key", "path_key"]
+
+_MD_SUFFIX = re.compile(r"\.md$")
+
+
+def _fold(text: str) -> str:
+    """Case-insensitive form; NFC first so macOS's decomposed file names match typed links."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def link_key(target: str) -> str:
+    """The lookup key of a link target: last path component, casefolded, without '.md'."""
+    return _MD_SUFFIX.sub("", _fold(target.rsplit("/", 1)[-1]))
+
+
+def path_key(path: str) -> str:
+    """The key under which links find a vault file: 'Folder/My Note.md' -> 'my note'."""
+    return link_key(path)
+
+
+def _candidates(folded: str) -> tuple[str, ...]:
+    """The folded target as written, then with '.md' appended (unless it already has it)."""
+    return (folded,) if folded.endswith(".md") else (folded, folded + ".md")
+
+
+def _rooted(target: str, source_path: str) -> str | None:
+    """target as a path from the vault root; None when `..` climbs out of the vault."""
+    if not target.startswith(("./", "../")):
+        return target.lstrip("/")
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(source_path), target))
+    return None if joined == ".." or joined.startswith("../") else joined
+
+
+class LinkResolver:
+    """An in-memory index of every file path in a vault, answering resolve(target, source)."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._by_key: dict[str, dict[str, str]] = {}  # path_key -> {path: folded path}
+        self._by_folded: dict[str, set[str]] = {}  # folded path -> paths (case variants)
+        for path in paths:
+            self.add(path)
+
+    def add(self, path: str) -> None:
+        self._by_key.setdefault(path_key(path), {})[path] = _fold(path)
+        self._by_folded.setdefault(_fold(path), set()).add(path)
+
+    def remove(self, path: str) -> None:
+        if path not in self:
+            return
+        key, folded = path_key(path), _fold(path)
+        del self._by_key[key][path]
+        self._by_folded[folded].discard(path)
+        if not self._by_key[key]:
+            del self._by_key[key]
+        if not self._by_folded[folded]:
+            del self._by_folded[folded]
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and path in self._by_key.get(path_key(path), {})
+
+    def __len__(self) -> int:
+        return sum(len(paths) for paths in self._by_key.values())
+
+    def resolve(self, target: str, source_path: str) -> str | None:
+        """The vault path target points to from source_path, or None if it is unresolved."""
+        if target == "":
+            return source_path
+        rooted = _rooted(target, source_path)
+        if not rooted:
+            return None
+        folded = _fold(rooted)
+        for candidate in _candidates(folded):
+            if exact := self._by_folded.get(candidate):
+                return min(exact)
+        return self._by_suffix(folded, source_path)
+
+    def _by_suffix(self, folded: str, source_path: str) -> str | None:
+        files = self._by_key.get(link_key(folded), {})
+        for candidate in _candidates(folded):
+            suffix = "/" + candidate
+            hits = [path for path, key in files.items() if key.endswith(suffix)]
+            if hits:
+                folder = posixpath.dirname(source_path)
+                nearby = [path for path in hits if posixpath.dirname(path) == folder]
+                return min(nearby or hits, key=lambda path: (len(path), path))
+        return None

@@ -1,0 +1,159 @@
+"""The vault on disk: which files belong to it, reading them, and keeping paths inside it.
+
+Every path that crosses this module's boundary is vault-relative and `/`-separated, as the
+cache stores it. Files and folders whose name starts with `.` are never part of the vault
+(`.obsidian`, `.git`, `.trash`, Weaver's own `.weaver`), nor is anything matching an ignore
+pattern from config, nor a symlink that leads outside the vault.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+
+from weaver.errors import InvalidPathError, NoteNotFoundError
+
+NOTE_SUFFIX = ".md"
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """What a directory walk learns about one file without reading it."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    created_ns: int
+
+    @property
+    def is_note(self) -> bool:
+        return is_note_path(self.path)
+
+
+def is_note_path(path: str) -> bool:
+    return path.lower().endswith(NOTE_SUFFIX)
+
+
+def split_path(path: str) -> tuple[str, str]:
+    """`a/b/c.md` -> (`a/b`, `c.md`); a note at the root has folder ``""``."""
+    folder, _, name = path.rpartition("/")
+    return folder, name
+
+
+class Vault:
+    """A vault root plus the rules that decide which files under it are part of it."""
+
+    def __init__(self, root: Path, ignore: Sequence[str] = ()) -> None:
+        self.root = root.resolve()
+        self.ignore = tuple(ignore)
+
+    def is_ignored(self, path: str) -> bool:
+        """Hidden components, or the path or one of its folders matching an ignore pattern."""
+        parts = PurePosixPath(path).parts
+        if any(part.startswith(".") for part in parts):
+            return True
+        prefixes = ("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return any(fnmatchcase(p, pattern) for p in prefixes for pattern in self.ignore)
+
+    def scan(self, under: str = "") -> Iterator[FileStat]:
+        """Every file of the vault below `under` (the whole vault by default)."""
+        start = self.root / under if under else self.root
+        yield from self._walk(start, under)
+
+    def _walk(self, folder: Path, rel_folder: str) -> Iterator[FileStat]:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return  # vanished or unreadable while walking: the next event or scan sees it
+        for entry in entries:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            if self.is_ignored(rel):
+                continue
+            try:
+                # Never descend through a symlinked folder: that is how walks loop forever.
+                if entry.is_dir(follow_symlinks=False):
+                    yield from self._walk(Path(entry.path), rel)
+                    continue
+                file_stat = self._stat_entry(entry, rel)
+            except OSError:
+                continue
+            if file_stat is not None:
+                yield file_stat
+
+    def _stat_entry(self, entry: os.DirEntry[str], rel: str) -> FileStat | None:
+        if entry.is_symlink() and not self._inside(Path(entry.path).resolve()):
+            return None
+        st = entry.stat(follow_symlinks=True)
+        return _file_stat(rel, st) if stat.S_ISREG(st.st_mode) else None
+
+    def stat(self, path: str) -> FileStat | None:
+        """The file at `path` if it is part of the vault and exists now, else None."""
+        if self.is_ignored(path):
+            return None
+        full = self.root / path
+        try:
+            if full.is_symlink() and not self._inside(full.resolve()):
+                return None
+            st = full.stat()
+        except OSError:
+            return None
+        return _file_stat(path, st) if stat.S_ISREG(st.st_mode) else None
+
+    def is_dir(self, path: str) -> bool:
+        full = self.root / path
+        return full.is_dir() and not full.is_symlink()
+
+    def read_bytes(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+    def relative(self, absolute: Path | str) -> str | None:
+        """The vault-relative path of `absolute`, or None when it is outside the vault."""
+        try:
+            return Path(absolute).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    def note_file(self, path: str) -> Path:
+        """The file behind a note path a client sent, after every safety check.
+
+        Raises `InvalidPathError` for anything that is not a note inside the vault (absolute
+        paths, `..`, hidden or ignored folders, symlinks leading out, other file types) and
+        `NoteNotFoundError` when it is acceptable but absent.
+        """
+        clean = self.check_note_path(path)
+        full = self.root / clean
+        if not self._inside(full.resolve()):
+            raise InvalidPathError(path, "leads outside the vault")
+        if not full.is_file():
+            raise NoteNotFoundError(clean)
+        return full
+
+    def check_note_path(self, path: str) -> str:
+        """Validate a client-supplied note path and return it normalised (no I/O)."""
+        if not path or "\x00" in path:
+            raise InvalidPathError(path, "empty or contains NUL")
+        posix = path.replace("\\", "/")
+        pure = PurePosixPath(posix)
+        if pure.is_absolute() or (len(posix) > 1 and posix[1] == ":"):
+            raise InvalidPathError(path, "absolute paths are not accepted")
+        if ".." in pure.parts:
+            raise InvalidPathError(path, "'..' is not accepted")
+        clean = "/".join(part for part in pure.parts if part != ".")
+        if self.is_ignored(clean):
+            raise InvalidPathError(path, "hidden or ignored folder")
+        if not is_note_path(clean):
+            raise InvalidPathError(path, "not a markdown note")
+        return clean
+
+    def _inside(self, resolved: Path) -> bool:
+        return resolved == self.root or self.root in resolved.parents
+
+
+def _file_stat(path: str, st: os.stat_result) -> FileStat:
+    # Linux has no birth time in os.stat; the earlier of ctime and mtime is the best guess.
+    created = getattr(st, "st_birthtime_ns", None) or min(st.st_ctime_ns, st.st_mtime_ns)
+    return FileStat(path=path, size=st.st_size, mtime_ns=st.st_mtime_ns, created_ns=created)
