@@ -55,14 +55,16 @@ def test_config_named_by_environment_is_used(tmp_path: Path, vault_dir: Path) ->
         ('vault = "nowhere"\n', "vault not found"),
     ],
 )
-def test_bad_config_is_a_one_line_error(tmp_path: Path, vault_dir: Path, text: str, message: str) -> None:
+def test_bad_config_is_a_one_line_error(
+    tmp_path: Path, vault_dir: Path, text: str, message: str
+) -> None:
     config = write_config(tmp_path / "weaver.toml", text)
     with pytest.raises(ConfigError, match=message):
         load_settings(config_path=config, environ={})
 
 
 def test_unreadable_config_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read config file .*missing.toml"):
+    with pytest.raises(ConfigError, match=r"cannot read config file .*missing\.toml"):
         load_settings(config_path=tmp_path / "missing.toml", environ={})
 
 

@@ -18,9 +18,7 @@ from weaver.models import Link, Note, Tag
 
 def links_of(app: App, source: str) -> dict[str, str | None]:
     with app.engine.connect() as conn:
-        rows = conn.execute(
-            select(Link.target, Link.target_path).where(Link.source_path == source)
-        )
+        rows = conn.execute(select(Link.target, Link.target_path).where(Link.source_path == source))
         return {row.target: row.target_path for row in rows}
 
 
@@ -51,7 +49,12 @@ def test_first_index_stores_metadata_tags_and_links(app: App, write_notes: Write
     assert (report.added, report.updated, report.removed, report.errors) == (2, 0, 0, 0)
     home = note(app, "Home.md")
     assert home is not None
-    assert (home.title, home.type, home.status, home.aliases) == ("Welcome", "hub", "active", ["Start"])
+    assert (home.title, home.type, home.status, home.aliases) == (
+        "Welcome",
+        "hub",
+        "active",
+        ["Start"],
+    )
     assert home.folder == ""
     topic = note(app, "notes/Topic.md")
     assert topic is not None
@@ -80,7 +83,7 @@ def test_touched_but_identical_note_is_not_reparsed(
     assert (report.updated, report.unchanged) == (0, 1)
     stored = note(app, "a.md")
     assert stored is not None
-    assert stored.mtime_ns == os.stat(vault_dir / "a.md").st_mtime_ns  # not re-hashed next time
+    assert stored.mtime_ns == (vault_dir / "a.md").stat().st_mtime_ns  # not re-hashed next time
 
 
 def test_edit_updates_and_keeps_created(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
@@ -125,7 +128,9 @@ def test_closer_note_takes_over_resolution_when_it_appears(
     assert links_of(app, "proj/a.md") == {"Dup": "proj/Dup.md"}
 
 
-def test_rename_is_a_move_event_and_relinks(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+def test_rename_is_a_move_event_and_relinks(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
     write_notes({"old/Name.md": "content", "a.md": "[[old/Name]] [[New]]"})
     app.indexer.reconcile()
     (vault_dir / "old" / "Name.md").rename(vault_dir / "New.md")
@@ -138,7 +143,9 @@ def test_rename_is_a_move_event_and_relinks(app: App, write_notes: WriteNotes, v
     assert links_of(app, "a.md") == {"old/Name": None, "New": "New.md"}
 
 
-def test_deleted_note_takes_its_tags_and_links(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+def test_deleted_note_takes_its_tags_and_links(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
     write_notes({"a.md": "#t [[b]]", "b.md": "x"})
     app.indexer.reconcile()
     (vault_dir / "a.md").unlink()

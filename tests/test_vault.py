@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -78,6 +77,6 @@ def test_stat_sees_only_vault_files(vault_dir: Path, write_notes: WriteNotes) ->
     found = vault.stat("n.md")
     assert found is not None
     assert found.size == 1
-    assert found.mtime_ns == os.stat(vault_dir / "n.md").st_mtime_ns
+    assert found.mtime_ns == (vault_dir / "n.md").stat().st_mtime_ns
     assert vault.stat(".git/config.md") is None
     assert vault.stat("gone.md") is None

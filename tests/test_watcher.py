@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,9 @@ def target_of(app: App, source: str) -> str | None:
         return conn.execute(select(Link.target_path).where(Link.source_path == source)).scalar()
 
 
-def test_handler_applies_a_synthetic_batch(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
+def test_handler_applies_a_synthetic_batch(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
     write_notes({"a.md": "[[b]]"})
     app.indexer.reconcile()
     write_notes({"b.md": "new"})
@@ -61,9 +62,13 @@ def test_atomic_save_is_a_modification(app: App, write_notes: WriteNotes, vault_
     app.indexer.reconcile()
     temp = vault_dir / ".n.md.swp"
     temp.write_text("v2 #saved")
-    os.replace(temp, vault_dir / "n.md")
+    temp.replace(vault_dir / "n.md")
     report = VaultWatcher(app.indexer).handle_changes(
-        {(Change.added, str(temp)), (Change.deleted, str(temp)), (Change.added, str(vault_dir / "n.md"))}
+        {
+            (Change.added, str(temp)),
+            (Change.deleted, str(temp)),
+            (Change.added, str(vault_dir / "n.md")),
+        }
     )
     assert report is not None
     assert report.events == [NoteModified("n.md")]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from weaver.errors import ConfigError
 
@@ -45,6 +45,11 @@ class Settings(BaseModel):
     workflow_workers: int = Field(default=4, ge=1, le=64)
     workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
     schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
+
+    @field_validator("vault")
+    @classmethod
+    def _absolute_vault(cls, vault: Path) -> Path:
+        return vault.expanduser().resolve()
 
     @property
     def db_url(self) -> str:

@@ -1,13 +1,13 @@
 """Weaver's exceptions: one tree, translated to exit codes or MCP envelopes at the edges only.
 
-    WeaverError
-    ├── ConfigError            bad config file, unknown key, missing vault
-    ├── CacheError             the SQLite cache cannot be opened, migrated or queried
-    ├── VaultError             a vault path is not acceptable
-    │   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
-    │   ├── NoteNotFoundError  no such note ("File not found")
-    │   └── NoteDecodeError    the file is not UTF-8
-    └── DaemonError            a second daemon on the same vault, and the like
+WeaverError
+├── ConfigError            bad config file, unknown key, missing vault
+├── CacheError             the SQLite cache cannot be opened, migrated or queried
+├── VaultError             a vault path is not acceptable
+│   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
+│   ├── NoteNotFoundError  no such note ("File not found")
+│   └── NoteDecodeError    the file is not UTF-8
+└── DaemonError            a second daemon on the same vault, and the like
 """
 
 from __future__ import annotations

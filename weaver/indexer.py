@@ -10,6 +10,7 @@ affect, and publishes typed events.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,10 @@ log = structlog.get_logger(__name__)
 # Notes parsed per write transaction: bounds memory on a huge first index while keeping the
 # number of transactions small.
 WRITE_BATCH = 2000
+# Set in cache_state by a migration whose new columns or tables need every note parsed again
+# (0003 adds full-text search): the next reconcile re-reads all notes, as `--full` does, and
+# clears it. Unchanged notes publish no events, so workflows do not fire for an upgrade.
+REPARSE_KEY = "reparse_pending"
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -81,23 +86,44 @@ class _Plan:
 
 
 class Indexer:
-    """Keeps one cache in step with one vault. Not thread-safe: one writer per cache."""
+    """Keeps one cache in step with one vault: one writer per cache, one pass at a time.
+
+    Passes are serialised with a lock, so the watcher and a write tool of the same process
+    (which applies its own change at once) never plan against each other's half-done work.
+    """
 
     def __init__(self, engine: Engine, vault: Vault, bus: EventBus | None = None) -> None:
         self.engine = engine
         self.vault = vault
         self.bus = bus or EventBus()
+        self._lock = threading.RLock()
 
-    def reconcile(self, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
+    def reconcile(
+        self, full: bool = False, progress: ProgressCallback | None = None
+    ) -> IndexReport:
         """Compare the whole vault with the cache and apply the difference."""
+        with self._lock:
+            return self._reconcile(full, progress)
+
+    def _reconcile(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
         started = time.perf_counter()
+        pending = self._state(REPARSE_KEY) is True
+        full = full or pending
         on_disk = {s.path: s for s in self.vault.scan()}
         stored = self._stored()
         plan = _plan(on_disk, stored, scope=None, full=full)
-        return self._apply(plan, stored, set(on_disk), started, progress, reparse=full)
+        report = self._apply(plan, stored, set(on_disk), started, progress, reparse=full)
+        if pending:
+            with self.engine.begin() as conn:
+                write.set_state(conn, REPARSE_KEY, False)
+        return report
 
     def apply_paths(self, paths: Iterable[str]) -> IndexReport:
         """Apply what happened to these vault-relative paths (files or whole folders)."""
+        with self._lock:
+            return self._apply_paths(paths)
+
+    def _apply_paths(self, paths: Iterable[str]) -> IndexReport:
         started = time.perf_counter()
         stored = self._stored()
         on_disk: dict[str, FileStat] = {}
@@ -115,6 +141,10 @@ class Indexer:
         plan = _plan(on_disk, stored, scope=scope, full=False)
         all_paths = (set(stored) - set(plan.removed)) | set(on_disk)
         return self._apply(plan, stored, all_paths, started, None)
+
+    def _state(self, key: str) -> object:
+        with self.engine.connect() as conn:
+            return write.get_state(conn, key)
 
     def _stored(self) -> dict[str, StoredFile]:
         with self.engine.connect() as conn:
@@ -164,6 +194,7 @@ class Indexer:
         vanished: list[str] = []
         for file_stat in batch:
             previous = stored.get(file_stat.path)
+            read_error: str | None = None
             try:
                 data = self.vault.read_bytes(file_stat.path)
             except FileNotFoundError:
@@ -171,8 +202,6 @@ class Indexer:
                 continue
             except OSError as exc:
                 data, read_error = b"", f"cannot read file: {exc.strerror or exc}"
-            else:
-                read_error = None
             digest = hashlib.sha256(data).hexdigest()
             same = previous is not None and previous.content_hash == digest and read_error is None
             if same:
@@ -208,7 +237,11 @@ class Indexer:
             write.upsert_attachments(conn, plan.attachments)
             report.relinked = write.reresolve_links(conn, keys, resolver, [r.path for r in written])
             if written or gone or plan.attachments or report.relinked:
-                write.set_state(conn, "last_updated", _now_ms())
+                # Strictly increasing, even for two passes in one millisecond: readers use it
+                # as the version of the cache (the graph tools cache their adjacency by it).
+                previous = write.get_state(conn, "last_updated")
+                stamp = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
+                write.set_state(conn, "last_updated", stamp)
         report.events = _events(written, stored, removed_notes)
         report.added = sum(isinstance(e, NoteAdded) for e in report.events)
         report.updated = sum(isinstance(e, NoteModified) for e in report.events)
@@ -277,6 +310,7 @@ def build_record(
         tasks_open=parsed.tasks_open,
         tasks_done=parsed.tasks_done,
         error=read_error or decode_error or parsed.error,
+        body=parsed.body,
     )
 
 

@@ -14,7 +14,7 @@ import anyio
 import structlog
 from watchfiles import Change, awatch
 
-from weaver.indexer import IndexReport, Indexer
+from weaver.indexer import Indexer, IndexReport
 
 log = structlog.get_logger(__name__)
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from weaver.cache import sqlite
 from weaver.models import Attachment, CacheState, Link, Note, Tag
 from weaver.parser import ParsedLink, normalize_tag
 from weaver.resolver import LinkResolver, link_key
@@ -52,6 +53,7 @@ class NoteRecord:
     tasks_open: int
     tasks_done: int
     error: str | None
+    body: str  # the text after the frontmatter, for full-text search
 
 
 def chunked(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -82,6 +84,7 @@ def replace_notes(conn: Connection, records: Sequence[NoteRecord], resolver: Lin
         return
     delete_files(conn, [r.path for r in records])
     conn.execute(insert(Note), [_note_row(r) for r in records])
+    sqlite.upsert_search(conn, records)
     tag_rows = [row for r in records for row in _tag_rows(r)]
     if tag_rows:
         conn.execute(insert(Tag), tag_rows)
@@ -143,6 +146,7 @@ def delete_files(conn: Connection, paths: Collection[str]) -> None:
     for batch in chunked(paths):
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
+        sqlite.delete_search(conn, batch)
         conn.execute(delete(Note).where(Note.path.in_(batch)))
         conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))
 
@@ -156,7 +160,9 @@ def touch_notes(conn: Connection, stats: Sequence[FileStat]) -> None:
         .where(Note.path == bindparam("p"))
         .values(size=bindparam("s"), mtime_ns=bindparam("m"), modified=bindparam("ms"))
     )
-    rows = [{"p": s.path, "s": s.size, "m": s.mtime_ns, "ms": s.mtime_ns // 1_000_000} for s in stats]
+    rows = [
+        {"p": s.path, "s": s.size, "m": s.mtime_ns, "ms": s.mtime_ns // 1_000_000} for s in stats
+    ]
     conn.execute(statement.execution_options(synchronize_session=False), rows)
 
 

@@ -1,0 +1,293 @@
+"""Workflow executions and the engine's own vault writes: every statement the engine runs.
+
+The `executions` table doubles as the run queue. A row is inserted `pending`; `claim` turns it
+`running` in one UPDATE whose WHERE clause also counts the workflow's running rows, so two
+processes (the daemon and a `weaver trigger` in a shell) can never both take the last slot:
+the database serialises the two UPDATEs and the second one matches nothing. Portable SQL only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
+
+from weaver.models import Execution, Note, WorkflowWrite
+
+# Core table and columns rather than ORM attributes: the engine runs several of these
+# statements per execution, and building them from the table is noticeably cheaper.
+_TABLE = cast(Table, Execution.__table__)
+col = _TABLE.c
+
+PENDING = "pending"
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+TERMINAL = (COMPLETED, FAILED, CANCELLED)
+# The `content_hash` recorded for a note the engine deleted.
+DELETED = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRecord:
+    """One row of `executions`, as read back."""
+
+    id: str
+    workflow_id: str
+    workflow_name: str
+    trigger_kind: str
+    trigger_detail: dict[str, Any]
+    input: dict[str, Any]
+    status: str
+    progress: int
+    message: str | None
+    attempt: int
+    started: int | None
+    finished: int | None
+    duration: int | None
+    result: Any
+    error: str | None
+    traceback: str | None
+    process: str | None
+    created: int
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowStats:
+    count: int
+    last_executed: int | None
+
+
+_COLUMNS = [col[field.name] for field in fields(ExecutionRecord)]
+
+
+def insert_execution(
+    conn: Connection,
+    *,
+    execution_id: str,
+    workflow_id: str,
+    workflow_name: str,
+    trigger_kind: str,
+    trigger_detail: dict[str, Any],
+    input: dict[str, Any],
+    created: int,
+) -> None:
+    """Queue a run: a `pending` row, attempt 0, no process yet."""
+    conn.execute(
+        insert(_TABLE).values(
+            id=execution_id,
+            workflow_id=workflow_id,
+            workflow_name=workflow_name,
+            trigger_kind=trigger_kind,
+            trigger_detail=trigger_detail,
+            input=input,
+            status=PENDING,
+            progress=0,
+            attempt=0,
+            created=created,
+        )
+    )
+
+
+def claim(conn: Connection, execution_id: str, max_running: int, process: str, now: int) -> bool:
+    """Make a pending row `running` if its workflow has fewer than `max_running` running rows.
+
+    True when this call took it; False when it was not pending any more or no slot was free.
+    """
+    other = _TABLE.alias("other")
+    running = (
+        select(func.count())
+        .select_from(other)
+        .where(other.c.workflow_id == col.workflow_id, other.c.status == RUNNING)
+        .scalar_subquery()
+    )
+    statement = (
+        update(_TABLE)
+        .where(col.id == execution_id, col.status == PENDING, running < max_running)
+        .values(status=RUNNING, started=now, attempt=1, process=process, message=None)
+    )
+    return conn.execute(statement).rowcount == 1
+
+
+def list_pending(
+    conn: Connection, workflow_ids: Collection[str] | None = None, limit: int = 100
+) -> list[tuple[str, str]]:
+    """(execution id, workflow id) of pending rows, oldest first."""
+    statement = select(col.id, col.workflow_id).where(col.status == PENDING)
+    if workflow_ids is not None:
+        statement = statement.where(col.workflow_id.in_(list(workflow_ids)))
+    statement = statement.order_by(col.created, col.id).limit(limit)
+    return [(row.id, row.workflow_id) for row in conn.execute(statement)]
+
+
+def start_attempt(conn: Connection, execution_id: str, attempt: int, message: str | None) -> None:
+    conn.execute(
+        update(_TABLE)
+        .where(col.id == execution_id, col.status == RUNNING)
+        .values(attempt=attempt, message=message)
+    )
+
+
+def set_progress(conn: Connection, execution_id: str, progress: int, message: str | None) -> None:
+    values: dict[str, Any] = {"progress": progress}
+    if message is not None:
+        values["message"] = message
+    conn.execute(
+        update(_TABLE).where(col.id == execution_id, col.status == RUNNING).values(**values)
+    )
+
+
+def finish(
+    conn: Connection,
+    execution_id: str,
+    *,
+    status: str,
+    now: int,
+    message: str | None,
+    result: Any = None,
+    error: str | None = None,
+    traceback: str | None = None,
+    from_status: Sequence[str] = (RUNNING,),
+) -> bool:
+    """End a run (or cancel a pending one); False when the row had already ended."""
+    values: dict[str, Any] = {
+        "status": status,
+        "finished": now,
+        "duration": now - col.started,  # NULL for a pending row cancelled
+        "message": message,
+        "result": result,
+        "error": error,
+        "traceback": traceback,
+    }
+    if status == COMPLETED:
+        values["progress"] = 100
+    statement = (
+        update(_TABLE)
+        .where(col.id == execution_id, col.status.in_(list(from_status)))
+        .values(**values)
+    )
+    return conn.execute(statement).rowcount == 1
+
+
+def get_execution(conn: Connection, execution_id: str) -> ExecutionRecord | None:
+    row = conn.execute(select(*_COLUMNS).where(col.id == execution_id)).first()
+    return None if row is None else ExecutionRecord(*row)
+
+
+def list_executions(
+    conn: Connection, workflow_id: str | None, limit: int, offset: int
+) -> tuple[list[ExecutionRecord], int]:
+    """A page of history, newest first, and the total number of rows matching."""
+    condition = col.workflow_id == workflow_id if workflow_id is not None else None
+    page = select(*_COLUMNS).order_by(col.created.desc(), col.id.desc())
+    count = select(func.count()).select_from(_TABLE)
+    if condition is not None:
+        page, count = page.where(condition), count.where(condition)
+    rows = conn.execute(page.limit(limit).offset(offset))
+    return [ExecutionRecord(*row) for row in rows], conn.execute(count).scalar_one()
+
+
+def workflow_stats(conn: Connection) -> dict[str, WorkflowStats]:
+    """Per workflow: how many executions the history holds and when the last one started."""
+    statement = select(
+        col.workflow_id, func.count(), func.max(func.coalesce(col.started, 0))
+    ).group_by(col.workflow_id)
+    return {
+        row[0]: WorkflowStats(count=row[1], last_executed=row[2] or None)
+        for row in conn.execute(statement)
+    }
+
+
+def list_running(conn: Connection) -> list[tuple[str, str | None, int | None]]:
+    """(execution id, process, started) of every `running` row."""
+    rows = conn.execute(select(col.id, col.process, col.started).where(col.status == RUNNING))
+    return [(row.id, row.process, row.started) for row in rows]
+
+
+def mark_interrupted(conn: Connection, execution_ids: Iterable[str], now: int, error: str) -> int:
+    done = 0
+    for execution_id in execution_ids:
+        done += finish(conn, execution_id, status=FAILED, now=now, message=error, error=error)
+    return done
+
+
+def prune(conn: Connection, *, older_than: int | None, keep: int | None) -> int:
+    """Delete ended rows created before `older_than`, then all but the newest `keep` ended rows.
+
+    Pending and running rows are never pruned. The count cut finds the first row to drop with
+    LIMIT/OFFSET and deletes from there down, which every SQL database can do.
+    """
+    ended = col.status.in_(TERMINAL)
+    removed = 0
+    if older_than is not None:
+        removed += conn.execute(delete(_TABLE).where(ended, col.created < older_than)).rowcount
+    if keep is not None:
+        cut = conn.execute(
+            select(col.created, col.id)
+            .where(ended)
+            .order_by(col.created.desc(), col.id.desc())
+            .limit(1)
+            .offset(keep)
+        ).first()
+        if cut is not None:
+            below = or_(
+                col.created < cut.created,
+                and_(col.created == cut.created, col.id <= cut.id),
+            )
+            removed += conn.execute(delete(_TABLE).where(ended, below)).rowcount
+    return removed
+
+
+def record_write(
+    conn: Connection, path: str, content_hash: str, execution_id: str | None, now: int
+) -> None:
+    """Remember that the engine wrote `path` with this content (or deleted it: `DELETED`)."""
+    key = (WorkflowWrite.path == path, WorkflowWrite.content_hash == content_hash)
+    conn.execute(delete(WorkflowWrite).where(*key))
+    conn.execute(
+        insert(WorkflowWrite).values(
+            path=path, content_hash=content_hash, execution_id=execution_id, written=now
+        )
+    )
+
+
+def self_written(conn: Connection, present: Collection[str], deleted: Collection[str]) -> set[str]:
+    """The paths among these whose current state is one the engine wrote itself.
+
+    `present` are notes in the cache now (added, modified, moved here): they match when the
+    cache's content hash equals a hash the engine wrote. `deleted` match a recorded deletion.
+    """
+    found: set[str] = set()
+    if present:
+        joined = select(WorkflowWrite.path).join(
+            Note,
+            and_(Note.path == WorkflowWrite.path, Note.content_hash == WorkflowWrite.content_hash),
+        )
+        found.update(conn.execute(joined.where(WorkflowWrite.path.in_(list(present)))).scalars())
+    if deleted:
+        gone = select(WorkflowWrite.path).where(
+            WorkflowWrite.path.in_(list(deleted)), WorkflowWrite.content_hash == DELETED
+        )
+        found.update(conn.execute(gone).scalars())
+    return found
+
+
+def forget_deletions(conn: Connection, paths: Collection[str]) -> None:
+    """A note the engine deleted came back: its deletion no longer says anything."""
+    if paths:
+        conn.execute(
+            delete(WorkflowWrite).where(
+                WorkflowWrite.path.in_(list(paths)), WorkflowWrite.content_hash == DELETED
+            )
+        )
+
+
+def prune_writes(conn: Connection, older_than: int) -> int:
+    return conn.execute(delete(WorkflowWrite).where(WorkflowWrite.written < older_than)).rowcount

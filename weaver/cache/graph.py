@@ -1,0 +1,227 @@
+"""Reads behind the graph and lookup tools: the link graph, tag sets, random picks, existence
+checks and name candidates. Set-based, a few statements per call, never one per note.
+
+`ByVersion` keeps the `Graph` built by `load_graph` until the cache's `last_updated` stamp
+changes (the indexer makes it strictly increasing, and it changes in every pass that writes),
+so the graph tools load the adjacency once per change of the vault, in whichever process,
+rather than once per call.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
+
+from weaver.cache import read
+from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
+from weaver.graph import Graph, NodeInfo
+from weaver.models import Attachment, Link, Note, Tag
+from weaver.names import NameIndex, NameRow
+
+TagMode = Literal["any", "all"]
+T = TypeVar("T")
+
+_SUMMARY = (
+    Note.path,
+    Note.title,
+    Note.type,
+    Note.status,
+    Note.frontmatter,
+    Note.created,
+    Note.modified,
+    Note.size,
+)
+
+
+def load_graph(conn: Connection) -> Graph:
+    """Every note and the (source, target, relation) of each link: three plain scans (no
+    DISTINCT: `Graph` folds duplicates faster than a sort in SQL would)."""
+    nodes = [
+        NodeInfo(path, title, folder)
+        for path, title, folder in conn.execute(select(Note.path, Note.title, Note.folder))
+    ]
+    resolved = conn.execute(
+        select(Link.source_path, Link.target_path, Link.relation).where(
+            Link.target_path.is_not(None)
+        )
+    )
+    broken = conn.execute(
+        select(Link.source_path, Link.target, Link.relation).where(Link.target_path.is_(None))
+    )
+    edges = ((s, t, r) for s, t, r in resolved if t is not None)
+    return Graph(nodes, edges, ((s, t, r) for s, t, r in broken))
+
+
+class ByVersion(Generic[T]):
+    """Something built from the whole cache (the graph, the name index), kept until the cache
+    changes and rebuilt on the next call after. Thread-safe: one build at a time."""
+
+    def __init__(self, build: Callable[[Connection], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._value: T | None = None
+        self._version: int | None = None
+
+    def get(self, conn: Connection) -> T:
+        """The value as of `conn`'s snapshot (open it with `read.read_snapshot`)."""
+        version = read.last_updated(conn)
+        with self._lock:
+            if self._value is None or version != self._version:
+                self._value = self._build(conn)
+                self._version = version
+            return self._value
+
+
+def graph_cache() -> ByVersion[Graph]:
+    return ByVersion(load_graph)
+
+
+# ---------------------------------------------------------------- tags, random picks
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedPage:
+    files: list[FileSummary]
+    total: int
+
+
+def tags_condition(keys: Sequence[str], mode: TagMode) -> ColumnElement[bool]:
+    """Notes carrying any (or all) of these normalised tags; nested tags and `*`/`?` match."""
+    each = [Note.path.in_(select(Tag.note_path).where(tag_pattern_condition(k))) for k in keys]
+    return and_(*each) if mode == "all" else or_(*each)
+
+
+def notes_with_tags(conn: Connection, keys: Sequence[str], mode: TagMode, limit: int) -> TaggedPage:
+    """Notes matching the tags, by path, with the total count."""
+    condition = tags_condition(keys, mode)
+    total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
+    rows = conn.execute(select(*_SUMMARY).where(condition).order_by(Note.path).limit(limit)).all()
+    return TaggedPage(summaries(conn, rows), total)
+
+
+def random_note(
+    conn: Connection, keys: Sequence[str], rng: random.Random | None = None
+) -> FileSummary | None:
+    """One note picked uniformly (among those with any of the tags), or None: a count, then one
+    row at a random offset, which is portable and never sorts the whole table."""
+    conditions = [tags_condition(keys, "any")] if keys else []
+    total = conn.execute(select(func.count()).select_from(Note).where(*conditions)).scalar_one()
+    if total == 0:
+        return None
+    offset = (rng or random.SystemRandom()).randrange(total)
+    row = conn.execute(
+        select(*_SUMMARY).where(*conditions).order_by(Note.path).limit(1).offset(offset)
+    ).first()
+    return None if row is None else summaries(conn, [row])[0]
+
+
+def summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:
+    tags = read.tags_of(conn, [row.path for row in rows])
+    return [
+        FileSummary(
+            path=row.path,
+            title=row.title,
+            type=row.type,
+            status=row.status,
+            frontmatter=row.frontmatter or {},
+            tags=tags.get(row.path, ()),
+            created=row.created,
+            modified=row.modified,
+            size=row.size,
+        )
+        for row in rows
+    ]
+
+
+def titles_of(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for start in range(0, len(paths), 900):
+        batch = paths[start : start + 900]
+        found.update(conn.execute(select(Note.path, Note.title).where(Note.path.in_(batch))).all())
+    return found
+
+
+# ---------------------------------------------------------------- existence, names
+
+
+def existing_paths(conn: Connection, paths: Sequence[str]) -> set[str]:
+    """Which of these exact paths are notes or attachments in the cache."""
+    found: set[str] = set()
+    for start in range(0, len(paths), 900):
+        batch = paths[start : start + 900]
+        found.update(conn.execute(select(Note.path).where(Note.path.in_(batch))).scalars())
+        found.update(
+            conn.execute(select(Attachment.path).where(Attachment.path.in_(batch))).scalars()
+        )
+    return found
+
+
+def paths_by_lower(conn: Connection, lowered: Sequence[str]) -> dict[str, list[str]]:
+    """Notes and attachments whose lower-cased path is one of `lowered` (ASCII case folding,
+    as SQL's lower() does it), for "did you mean" answers."""
+    found: dict[str, list[str]] = {}
+    for start in range(0, len(lowered), 900):
+        batch = lowered[start : start + 900]
+        for model in (Note, Attachment):
+            rows = conn.execute(select(model.path).where(func.lower(model.path).in_(batch)))
+            for path in rows.scalars():
+                found.setdefault(path.lower(), []).append(path)
+    return {key: sorted(paths) for key, paths in found.items()}
+
+
+def load_names(conn: Connection) -> NameIndex:
+    """Every note's names (path, file name, title, aliases), indexed for `resolve_names`."""
+    rows = conn.execute(select(Note.path, Note.title, Note.aliases))
+    return NameIndex(NameRow(p, t, tuple(str(a) for a in aliases or ())) for p, t, aliases in rows)
+
+
+def names_cache() -> ByVersion[NameIndex]:
+    return ByVersion(load_names)
+
+
+def notes_within(conn: Connection, directory: str | None, tag: str | None) -> set[str] | None:
+    """Paths of the notes in `directory` (with subfolders) carrying `tag` (nested tags too);
+    None when neither filter is given (every note)."""
+    conditions: list[ColumnElement[bool]] = []
+    if directory:
+        conditions.append(under_prefix(Note.folder, directory))
+    if tag:
+        conditions.append(tags_condition([tag], "any"))
+    if not conditions:
+        return None
+    return set(conn.execute(select(Note.path).where(*conditions)).scalars())
+
+
+# ---------------------------------------------------------------- writes' helpers
+
+
+def move_sources(conn: Connection, path: str, new_key: str) -> set[str]:
+    """Notes whose links a move of `path` may change: those linking to it, and those with a
+    resolved link that a note of the new name (`new_key`, see `resolver.path_key`) could
+    capture (a same-named note arriving in their folder)."""
+    rows = conn.execute(
+        select(Link.source_path)
+        .where(
+            or_(
+                Link.target_path == path,
+                and_(Link.target_key == new_key, Link.target_path.is_not(None)),
+            )
+        )
+        .distinct()
+    )
+    return set(rows.scalars())
+
+
+def note_hashes(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
+    """The content hash the cache holds for each of these notes (absent: not in the cache)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(paths), 900):
+        batch = paths[start : start + 900]
+        rows = conn.execute(select(Note.path, Note.content_hash).where(Note.path.in_(batch)))
+        found.update((row.path, row.content_hash) for row in rows)
+    return found

@@ -1,0 +1,292 @@
+"""The SQLite-only part of the cache: full-text search over notes with FTS5.
+
+`notes_fts` holds each note's title and body (the text after its frontmatter), tokenised by
+`porter unicode61 remove_diacritics 2`: case, accents and English inflections are ignored
+("Café running" finds "cafe run"). The table is created by the `0003` migration, not by the
+models, so the "models equal migrations" check leaves it out with `is_search_table`.
+
+Each row's rowid is a 63-bit hash of the note's path rather than the notes table's implicit
+rowid, which VACUUM and Alembic's batch copies may renumber: a note's row is found and deleted
+by an indexed rowid lookup without a mapping table, and stays right whatever happens to
+`notes`. Two paths sharing a hash (odds around 1e-8 for a million notes) would share a row:
+`INSERT OR REPLACE` keeps the last one rather than failing the indexer.
+
+User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no input can
+reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
+
+A PostgreSQL cache would provide the same three functions over `tsvector`; on any other
+dialect the writers here do nothing and `search_notes` says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    ColumnClause,
+    ColumnElement,
+    Connection,
+    column,
+    func,
+    literal_column,
+    select,
+    table,
+    text,
+)
+
+from weaver.errors import CacheError
+from weaver.models import Note
+
+if TYPE_CHECKING:
+    from weaver.cache.write import NoteRecord
+
+FTS_TABLE = "notes_fts"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+CREATE_FTS = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
+    f"USING fts5(path UNINDEXED, title, body, tokenize = '{FTS_TOKENIZER}')"
+)
+# bm25 weights per column (path, title, body): a word in the title counts ten times.
+TITLE_WEIGHT = 10.0
+BODY_WEIGHT = 1.0
+SNIPPET_OPEN = "<mark>"
+SNIPPET_CLOSE = "</mark>"
+SNIPPET_ELLIPSIS = "…"
+SNIPPET_TOKENS = 16
+# FTS5 copes with thousands of terms, but nobody types them: the rest are ignored.
+MAX_TERMS = 32
+_ROWID_MASK = (1 << 63) - 1
+_CHUNK = 900
+
+_fts = table(FTS_TABLE, column("rowid"), column("path"), column("title"), column("body"))
+
+
+def is_search_table(name: str) -> bool:
+    """The FTS table and the shadow tables FTS5 creates beside it (`notes_fts_data`, ...)."""
+    return name == FTS_TABLE or name.startswith(FTS_TABLE + "_")
+
+
+def supported(conn: Connection) -> bool:
+    return conn.dialect.name == "sqlite"
+
+
+def search_rowid(path: str) -> int:
+    """The FTS rowid of a note: a stable 63-bit hash of its path."""
+    digest = hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & _ROWID_MASK
+
+
+# ---------------------------------------------------------------- writes (from cache.write)
+
+
+def upsert_search(conn: Connection, records: Sequence[NoteRecord]) -> None:
+    """Index these notes' titles and bodies (replacing any earlier row of the same path)."""
+    if not records or not supported(conn):
+        return
+    rows = [
+        {"rowid": search_rowid(r.path), "path": r.path, "title": r.title, "body": r.body}
+        for r in records
+    ]
+    statement = text(
+        f"INSERT OR REPLACE INTO {FTS_TABLE} (rowid, path, title, body) "
+        "VALUES (:rowid, :path, :title, :body)"
+    )
+    conn.execute(statement, rows)
+
+
+def delete_search(conn: Connection, paths: Collection[str]) -> None:
+    """Forget these notes (paths of attachments or unknown notes are harmless)."""
+    if not paths or not supported(conn):
+        return
+    rowids = [search_rowid(p) for p in paths]
+    for start in range(0, len(rowids), _CHUNK):
+        batch = rowids[start : start + _CHUNK]
+        conn.execute(_fts.delete().where(_fts.c.rowid.in_(batch)))
+
+
+def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
+    """The indexed body of each note in `paths` (one query per 900 paths)."""
+    if not paths or not supported(conn):
+        return {}
+    found: dict[str, str] = {}
+    rowids = [search_rowid(p) for p in paths]
+    for start in range(0, len(rowids), _CHUNK):
+        rows = conn.execute(
+            select(_fts.c.path, _fts.c.body).where(_fts.c.rowid.in_(rowids[start : start + _CHUNK]))
+        )
+        found.update((row.path, row.body) for row in rows)
+    return found
+
+
+# ---------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    path: str
+    title: str
+    snippet: str
+    score: float  # -bm25: higher is better
+    modified: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    hits: list[SearchHit]
+    total: int
+
+
+def search(
+    conn: Connection,
+    expression: str,
+    conditions: Sequence[ColumnElement[bool]],
+    limit: int,
+    offset: int,
+) -> SearchPage:
+    """Notes matching an FTS5 `expression` (from `fts_query`), best first, with snippets.
+
+    `conditions` filter on `notes` columns (folder, tag). No join: the count and the ranking
+    run on the FTS table alone (a join, or reading any stored column, per match costs more than
+    the search itself), and snippets and metadata are made for the page's rows only.
+    """
+    if not supported(conn):
+        raise CacheError(f"full-text search needs a SQLite cache, not {conn.dialect.name}")
+    fts: ColumnClause[Any] = literal_column(FTS_TABLE)
+    match = fts.match(expression)
+    rank = func.bm25(fts, 0.0, TITLE_WEIGHT, BODY_WEIGHT).label("rank")
+    # Only rowid and rank: a stored column would be read for every match before sorting. Ties
+    # fall back to the rowid (a hash of the path): arbitrary, but stable across pages.
+    ranking = select(_fts.c.rowid, rank).where(match).order_by(rank, _fts.c.rowid)
+    page: list[tuple[int, float]]
+    if conditions:
+        # Filtering by path in SQL would read every match's row; the allowed rowids are cheap.
+        allowed = {
+            search_rowid(path)
+            for path in conn.execute(select(Note.path).where(*conditions)).scalars()
+        }
+        matches = [(rowid, score) for rowid, score in conn.execute(ranking) if rowid in allowed]
+        total, page = len(matches), matches[offset : offset + limit]
+    else:
+        total = conn.execute(select(func.count()).select_from(_fts).where(match)).scalar_one()
+        page = [
+            (rowid, score) for rowid, score in conn.execute(ranking.limit(limit).offset(offset))
+        ]
+    if not page:
+        return SearchPage([], total)
+    snippet = func.snippet(fts, 2, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
+    rowids = [rowid for rowid, _ in page]
+    found = {
+        rowid: (path, text_)
+        for rowid, path, text_ in conn.execute(
+            select(_fts.c.rowid, _fts.c.path, snippet).where(match, _fts.c.rowid.in_(rowids))
+        )
+    }
+    paths = [path for path, _ in found.values()]
+    notes = {
+        path: (title, modified)
+        for path, title, modified in conn.execute(
+            select(Note.path, Note.title, Note.modified).where(Note.path.in_(paths))
+        )
+    }
+    hits = []
+    for rowid, score in page:
+        path, snippet_text = found[rowid]
+        title, modified = notes[path]
+        hits.append(SearchHit(path, title, snippet_text or "", _score(score), modified))
+    return SearchPage(hits, total)
+
+
+def _score(rank: Any) -> float:
+    # bm25() is negative, better matches more so; SQLite may hand back -0.0.
+    return round(-float(rank or 0.0), 6) + 0.0
+
+
+# ---------------------------------------------------------------- user text -> FTS5
+
+# A "quoted phrase" (closed), or a run of anything else up to whitespace or a quote.
+_TOKEN = re.compile(r'"([^"]*)"|([^\s"]+)')
+_OPERATORS = {"AND", "OR", "NOT"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Term:
+    text: str
+    prefix: bool
+    negated: bool
+
+
+def fts_query(user_text: str) -> str | None:
+    """A safe FTS5 expression for any text, or None when it holds nothing searchable.
+
+    Words are ANDed; "a phrase" in double quotes matches as a phrase (an unbalanced quote is
+    ignored); `word*` matches by prefix; an upper-case `OR` between terms makes either do;
+    `-word` or `NOT word` excludes. Each term is quoted with `"` doubled, so `:`, `^`, `(`,
+    `NEAR(`, `*` elsewhere and lower-case `and`/`or`/`not` are ordinary text. Terms with no
+    letter or digit (punctuation, emoji) are dropped: FTS5 would find no token in them.
+    """
+    groups: list[list[_Term]] = []
+    negated: list[_Term] = []
+    join_next = negate_next = False
+    for term_text, is_phrase in _tokens(user_text):
+        if not is_phrase and term_text in _OPERATORS:
+            join_next = term_text == "OR" and bool(groups)
+            negate_next = term_text == "NOT"
+            continue
+        term = _term(term_text, is_phrase, negate_next)
+        negate_next = False
+        if term is None:
+            continue
+        if term.negated:
+            negated.append(term)
+        elif join_next:
+            groups[-1].append(term)
+        else:
+            groups.append([term])
+        join_next = False
+        if sum(map(len, groups)) + len(negated) >= MAX_TERMS:
+            break
+    if not groups:
+        return None
+    expression = " ".join(_group(g) for g in groups)
+    if negated:
+        expression = f"({expression}) NOT {_group(negated)}"
+    return expression
+
+
+def _tokens(user_text: str) -> list[tuple[str, bool]]:
+    # An odd quote out opens no phrase: drop the last one, then pair the rest.
+    if user_text.count('"') % 2:
+        cut = user_text.rfind('"')
+        user_text = user_text[:cut] + " " + user_text[cut + 1 :]
+    return [
+        (m.group(1), True) if m.group(1) is not None else (m.group(2), False)
+        for m in _TOKEN.finditer(user_text)
+    ]
+
+
+def _term(raw: str, is_phrase: bool, negate: bool) -> _Term | None:
+    prefix = False
+    if not is_phrase:
+        if raw.startswith("-") and len(raw) > 1:
+            negate, raw = True, raw[1:]
+        prefix = raw.endswith("*")
+        raw = raw.replace("*", " ")
+    words = " ".join(raw.split())
+    if not any(char.isalnum() for char in words):
+        return None
+    return _Term(words, prefix, negate)
+
+
+def _quoted(term: _Term) -> str:
+    quoted = '"' + term.text.replace('"', '""') + '"'
+    return quoted + "*" if term.prefix else quoted
+
+
+def _group(terms: list[_Term]) -> str:
+    if len(terms) == 1:
+        return _quoted(terms[0])
+    return "(" + " OR ".join(_quoted(t) for t in terms) + ")"
