@@ -1,0 +1,586 @@
+"""Every tool through the SDK's in-memory client, in both protocol modes, on a temp vault and on
+the real tasks-demo corpus: filters, pagination edges, clamping, errors, path traversal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from tests.conftest import write_files
+from tests.corpora import require_corpora
+from weaver.app import App, open_app
+from weaver.config import Settings
+from weaver.mcp_server import ServerState, build_server
+
+pytestmark = pytest.mark.anyio
+
+TOOLS = {
+    "query_files",
+    "get_file",
+    "get_file_content",
+    "search_tags",
+    "search_links",
+    "get_stats",
+    "health_check",
+}
+
+FILES: dict[str, str | bytes] = {
+    "Home.md": (
+        "---\ntype: hub\nstatus: active\ntags: [Project/Alpha]\naliases: [Start]\n---\n"
+        "# Home\nSee [[Topic]], [[Missing]] and ![[img.png]]. #inline\n"
+    ),
+    "technical/Topic.md": "---\ntype: concept\nstatus: active\n---\nBack to [[Home]] #neural\n",
+    "technical/sub/deep.md": "---\ntype: concept\nstatus: draft\n---\n[[Topic]] #project #Neural\n",
+    "technical-old/old.md": "---\ntype: concept\n---\n#projects [[Home]]\n",
+    "bom.md": "\ufeff# Bom\nbody\n",
+    "latin1.md": "caf\xe9 #latin".encode("latin-1"),
+    "img.png": b"\x89PNG",
+    ".obsidian/hidden.md": "# hidden\n",
+    ".weaver/notes.md": "# cache folder\n",
+    "ignored/skip.md": "# ignored by config\n",
+}
+
+
+@dataclass
+class Served:
+    server: MCPServer[ServerState]
+    state: ServerState
+    app: App
+    root: Path
+
+
+class Tools:
+    """Calls tools and checks the envelope is the same as structured content and as text."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def raw(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = await self.client.call_tool(name, args or {})
+        envelope: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        assert result.structured_content == envelope
+        assert result.is_error is (not envelope["success"])
+        assert set(envelope["metadata"]) == {"executionTime", "cacheHit"}
+        assert isinstance(envelope["metadata"]["executionTime"], int | float)
+        return envelope
+
+    async def ok(self, name: str, **args: Any) -> dict[str, Any]:
+        envelope = await self.raw(name, args)
+        assert envelope["success"] is True, envelope
+        assert "error" not in envelope
+        data: dict[str, Any] = envelope["data"]
+        return data
+
+    async def error(self, name: str, **args: Any) -> str:
+        envelope = await self.raw(name, args)
+        assert envelope["success"] is False, envelope
+        assert "data" not in envelope
+        message: str = envelope["error"]
+        return message
+
+
+def serve(settings: Settings, reconcile: bool = True) -> Served:
+    app = open_app(settings)
+    if reconcile:
+        app.indexer.reconcile()
+    state = ServerState(app, watch=False)
+    return Served(build_server(state), state, app, settings.vault)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("mcp")
+    root = base / "vault"
+    write_files(root, FILES)
+    write_files(base, {"outside.md": "# secret\n", "outside-dir/secret.md": "# secret\n"})
+    (root / "escape.md").symlink_to(base / "outside.md")
+    (root / "escape-dir").symlink_to(base / "outside-dir")
+    (root / "alias.md").symlink_to(root / "bom.md")
+    served = serve(Settings(vault=root, ignore=["ignored"]))
+    yield served
+    served.app.close()
+
+
+@pytest.fixture(params=["legacy", "auto"])
+async def tools(request: pytest.FixtureRequest, temp: Served) -> AsyncIterator[Tools]:
+    async with Client(temp.server, mode=request.param) as client:
+        yield Tools(client)
+
+
+def paths(data: dict[str, Any]) -> list[str]:
+    return [f["path"] for f in data["files"]]
+
+
+ALL_NOTES = [
+    "Home.md",
+    "alias.md",
+    "bom.md",
+    "latin1.md",
+    "technical-old/old.md",
+    "technical/Topic.md",
+    "technical/sub/deep.md",
+]
+
+
+# -- tools/list ---------------------------------------------------------------------------
+
+
+async def test_lists_the_contract_tools_read_only_with_schemas(tools: Tools) -> None:
+    listed = {tool.name: tool for tool in (await tools.client.list_tools()).tools}
+    assert set(listed) >= TOOLS  # the other tools are checked in test_mcp_extra_tools.py
+    for tool in (listed[name] for name in TOOLS):
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.output_schema is not None
+        assert "Example" in (tool.description or "")
+    for name in ("query_files", "get_file", "search_tags", "get_stats"):
+        assert "epoch milliseconds" in (listed[name].description or "")
+    limit = listed["query_files"].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 500, 50)
+    assert listed["search_tags"].input_schema["properties"]["limit"]["default"] == 100
+    assert listed["search_links"].input_schema["required"] == ["path"]
+    direction = listed["search_links"].input_schema["properties"]["direction"]
+    assert (direction["enum"], direction["default"]) == (["outgoing", "incoming", "both"], "both")
+
+
+# -- query_files --------------------------------------------------------------------------
+
+
+async def test_query_files_all_notes_by_path(tools: Tools) -> None:
+    data = await tools.ok("query_files")
+    assert paths(data) == ALL_NOTES
+    assert (data["total"], data["limit"], data["offset"], data["hasMore"]) == (7, 50, 0, False)
+    home = data["files"][0]
+    assert set(home) >= {"path", "type", "status", "frontmatter", "tags", "created", "modified"}
+    assert (home["type"], home["status"], home["tags"]) == (
+        "hub",
+        "active",
+        ["inline", "Project/Alpha"],
+    )
+    assert isinstance(home["modified"], int) and home["modified"] > 1_600_000_000_000
+    assert home["size"] == len(str(FILES["Home.md"]).encode())
+
+
+async def test_query_files_each_filter(tools: Tools) -> None:
+    assert paths(await tools.ok("query_files", directory="technical")) == [
+        "technical/Topic.md",
+        "technical/sub/deep.md",
+    ]
+    assert paths(await tools.ok("query_files", directory="/technical/sub/")) == [
+        "technical/sub/deep.md"
+    ]
+    assert len(paths(await tools.ok("query_files", type="concept"))) == 3
+    assert paths(await tools.ok("query_files", status="draft")) == ["technical/sub/deep.md"]
+    assert paths(await tools.ok("query_files", tag="project")) == [
+        "Home.md",
+        "technical/sub/deep.md",
+    ]
+    assert paths(await tools.ok("query_files", tag="#PROJECT/alpha")) == ["Home.md"]
+
+
+async def test_query_files_filters_combine_with_and(tools: Tools) -> None:
+    data = await tools.ok("query_files", directory="technical", type="concept", status="active")
+    assert paths(data) == ["technical/Topic.md"]
+    data = await tools.ok("query_files", tag="neural", status="draft")
+    assert paths(data) == ["technical/sub/deep.md"]
+
+
+async def test_query_files_no_match_and_blank_filters(tools: Tools) -> None:
+    data = await tools.ok("query_files", directory="nowhere")
+    assert (data["files"], data["total"], data["hasMore"]) == ([], 0, False)
+    assert paths(await tools.ok("query_files", directory="", type=" ", tag="")) == ALL_NOTES
+
+
+async def test_query_files_pagination_edges(tools: Tools) -> None:
+    pages = []
+    for offset in range(0, 8, 3):
+        data = await tools.ok("query_files", limit=3, offset=offset)
+        assert (data["total"], data["offset"]) == (7, offset)
+        assert data["hasMore"] is (offset + 3 < 7)
+        pages.extend(paths(data))
+    assert pages == ALL_NOTES
+    at_end = await tools.ok("query_files", limit=3, offset=7)
+    assert (at_end["files"], at_end["total"], at_end["hasMore"]) == ([], 7, False)
+    last = await tools.ok("query_files", limit=1, offset=6)
+    assert (paths(last), last["hasMore"]) == (["technical/sub/deep.md"], False)
+
+
+@pytest.mark.parametrize(
+    ("args", "limit", "offset"),
+    [
+        ({"limit": 0}, 1, 0),
+        ({"limit": -5}, 1, 0),
+        ({"limit": 9999}, 500, 0),
+        ({"limit": "7"}, 7, 0),
+        ({"limit": 3.0}, 3, 0),
+        ({"offset": -3}, 50, 0),
+        ({"offset": 10**30}, 50, 2**31 - 1),
+    ],
+)
+async def test_query_files_clamps_limit_and_offset(
+    tools: Tools, args: dict[str, Any], limit: int, offset: int
+) -> None:
+    data = await tools.ok("query_files", **args)
+    assert (data["limit"], data["offset"]) == (limit, offset)
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"),
+    [
+        ({"limit": "abc"}, "limit"),
+        ({"limit": 2.5}, "limit"),
+        ({"offset": [1]}, "offset"),
+        ({"directory": 5}, "directory"),
+        ({"tag": {"x": 1}}, "tag"),
+    ],
+)
+async def test_query_files_wrong_types_name_the_argument(
+    tools: Tools, args: dict[str, Any], argument: str
+) -> None:
+    message = await tools.error("query_files", **args)
+    assert message.startswith(f"Invalid arguments: {argument}: ")
+
+
+async def test_query_files_rejects_a_tag_of_only_hashes(tools: Tools) -> None:
+    assert (await tools.error("query_files", tag="#")).startswith("Invalid arguments: tag:")
+
+
+# -- get_file -----------------------------------------------------------------------------
+
+
+async def test_get_file_metadata_and_links(tools: Tools) -> None:
+    data = await tools.ok("get_file", path="Home.md")
+    assert (data["path"], data["title"], data["aliases"]) == ("Home.md", "Home", ["Start"])
+    assert data["frontmatter"]["tags"] == ["Project/Alpha"]
+    assert data["links"] == {
+        "outgoing": ["technical/Topic.md", "Missing", "img.png"],
+        "incoming": ["technical-old/old.md", "technical/Topic.md"],
+        "broken": ["Missing"],
+    }
+    assert isinstance(data["created"], int)
+
+
+async def test_get_file_accepts_backslashes_and_dot_segments(tools: Tools) -> None:
+    assert (await tools.ok("get_file", path="technical\\Topic.md"))["path"] == "technical/Topic.md"
+    assert (await tools.ok("get_file", path="./technical/Topic.md"))["path"] == "technical/Topic.md"
+
+
+@pytest.mark.parametrize(
+    ("path", "prefix"),
+    [
+        ("nope.md", "File not found"),
+        ("technical", "Invalid path"),
+        ("../Home.md", "Invalid path"),
+        (".obsidian/hidden.md", "Invalid path"),
+        ("", "Invalid path"),
+    ],
+)
+async def test_get_file_errors(tools: Tools, path: str, prefix: str) -> None:
+    assert (await tools.error("get_file", path=path)).startswith(prefix)
+
+
+async def test_get_file_requires_a_string_path(tools: Tools) -> None:
+    assert (await tools.error("get_file")).startswith("Invalid arguments: path: Field required")
+    assert (await tools.error("get_file", path=3)).startswith("Invalid arguments: path:")
+
+
+# -- get_file_content ---------------------------------------------------------------------
+
+
+async def test_get_file_content_reads_the_disk(tools: Tools, temp: Served) -> None:
+    data = await tools.ok("get_file_content", path="technical/Topic.md")
+    expected = (temp.root / "technical" / "Topic.md").read_bytes()
+    assert data == {
+        "path": "technical/Topic.md",
+        "content": expected.decode(),
+        "size": len(expected),
+        "encoding": "utf-8",
+    }
+    envelope = await tools.raw("get_file_content", {"path": "bom.md"})
+    assert envelope["metadata"]["cacheHit"] is False
+    assert envelope["data"]["content"] == "# Bom\nbody\n"
+
+
+async def test_get_file_content_serves_a_symlink_that_stays_inside(tools: Tools) -> None:
+    data = await tools.ok("get_file_content", path="alias.md")
+    assert data["content"] == "# Bom\nbody\n"
+
+
+async def test_get_file_content_reports_non_utf8(tools: Tools) -> None:
+    message = await tools.error("get_file_content", path="latin1.md")
+    assert "not valid UTF-8" in message and "latin1.md" in message
+
+
+TRAVERSAL = [
+    "../outside.md",
+    "technical/../../outside.md",
+    "..\\outside.md",
+    "technical\\..\\..\\outside.md",
+    "/etc/passwd",
+    "C:\\Windows\\win.ini",
+    "C:/outside.md",
+    "escape.md",
+    "escape-dir/secret.md",
+    ".obsidian/hidden.md",
+    ".weaver/notes.md",
+    ".weaver/cache.db",
+    "ignored/skip.md",
+    "img.png",
+    "technical",
+    "Home.md\x00.png",
+    "",
+]
+
+
+@pytest.mark.parametrize("path", TRAVERSAL)
+async def test_get_file_content_path_traversal_battery(tools: Tools, path: str) -> None:
+    message = await tools.error("get_file_content", path=path)
+    assert message.startswith("Invalid path"), message
+    assert "# secret" not in message
+
+
+async def test_get_file_content_rejects_an_absolute_path_even_inside_the_vault(
+    tools: Tools, temp: Served
+) -> None:
+    message = await tools.error("get_file_content", path=str(temp.root / "Home.md"))
+    assert message.startswith("Invalid path")
+
+
+async def test_get_file_content_missing_file(tools: Tools) -> None:
+    assert (await tools.error("get_file_content", path="nope.md")).startswith("File not found")
+
+
+# -- search_tags --------------------------------------------------------------------------
+
+
+async def test_search_tags_nested_case_and_hash(tools: Tools) -> None:
+    data = await tools.ok("search_tags", tag="#Project")
+    assert data["tag"] == "project"
+    assert paths(data) == ["Home.md", "technical/sub/deep.md"]
+    assert (data["count"], data["hasMore"]) == (2, False)
+    assert data["matchedTags"] == ["project", "project/alpha"]
+    assert set(data["files"][0]) >= {"path", "type", "status", "frontmatter", "modified"}
+
+
+async def test_search_tags_wildcards(tools: Tools) -> None:
+    data = await tools.ok("search_tags", tag="proj*")
+    assert data["matchedTags"] == ["project", "project/alpha", "projects"]
+    assert data["count"] == 3
+    assert (await tools.ok("search_tags", tag="*/ALPHA"))["matchedTags"] == ["project/alpha"]
+    assert (await tools.ok("search_tags", tag="neura?"))["count"] == 2
+
+
+async def test_search_tags_limit_keeps_count(tools: Tools) -> None:
+    data = await tools.ok("search_tags", tag="proj*", limit=1)
+    assert (paths(data), data["count"], data["limit"], data["hasMore"]) == (
+        ["Home.md"],
+        3,
+        1,
+        True,
+    )
+    assert (await tools.ok("search_tags", tag="proj*", limit=0))["limit"] == 1
+    assert (await tools.ok("search_tags", tag="proj*", limit=501))["limit"] == 500
+
+
+async def test_search_tags_no_match_and_invalid(tools: Tools) -> None:
+    data = await tools.ok("search_tags", tag="absent")
+    assert (data["files"], data["count"]) == ([], 0)
+    for bad in ("", "#", "  "):
+        assert (await tools.error("search_tags", tag=bad)).startswith("Invalid arguments: tag:")
+    assert (await tools.error("search_tags")).startswith("Invalid arguments: tag: Field required")
+
+
+# -- search_links -------------------------------------------------------------------------
+
+
+async def test_search_links_both_directions(tools: Tools) -> None:
+    data = await tools.ok("search_links", path="Home.md")
+    assert data == {
+        "path": "Home.md",
+        "direction": "both",
+        "outgoing": ["Missing", "img.png", "technical/Topic.md"],
+        "incoming": ["technical-old/old.md", "technical/Topic.md"],
+        "broken": ["Missing"],
+        "count": {"outgoing": 3, "incoming": 2, "total": 5},
+    }
+
+
+async def test_search_links_one_direction_and_limit(tools: Tools) -> None:
+    data = await tools.ok("search_links", path="Home.md", direction="INCOMING", limit=1)
+    assert (data["direction"], data["outgoing"], data["incoming"]) == (
+        "incoming",
+        [],
+        ["technical-old/old.md"],
+    )
+    assert data["count"] == {"outgoing": 0, "incoming": 2, "total": 2}
+    data = await tools.ok("search_links", path="Home.md", direction="outgoing", limit=-1)
+    assert (data["outgoing"], data["count"]["outgoing"]) == (["Missing"], 3)
+
+
+async def test_search_links_errors(tools: Tools) -> None:
+    assert (await tools.error("search_links", path="nope.md")).startswith("File not found")
+    assert (await tools.error("search_links", path="../x.md")).startswith("Invalid path")
+    message = await tools.error("search_links", path="Home.md", direction="sideways")
+    assert message.startswith("Invalid arguments: direction:")
+
+
+# -- get_stats and health_check -----------------------------------------------------------
+
+
+async def test_get_stats(tools: Tools) -> None:
+    data = await tools.ok("get_stats")
+    assert (data["totalFiles"], data["totalAttachments"], data["filesWithErrors"]) == (7, 1, 1)
+    assert (data["totalLinks"], data["brokenLinks"]) == (6, 1)
+    assert data["filesByType"] == {"concept": 3, "hub": 1}
+    assert data["filesByStatus"] == {"active": 2, "draft": 1}
+    assert data["topTags"][0] == {"tag": "neural", "count": 2}
+    assert len(data["topTags"]) <= 10
+    assert isinstance(data["lastUpdated"], int) and data["lastUpdated"] > 1_600_000_000_000
+    assert data["vaultSize"] > 0
+
+
+async def test_health_check(tools: Tools) -> None:
+    await tools.ok("get_stats")  # health_check does not wait for the initial reconcile; this does
+    first = await tools.ok("health_check")
+    assert first["status"] == "healthy", first["problems"]
+    assert first["components"] == {"shadowCache": True, "workflowEngine": False, "fileSystem": True}
+    assert first["role"] == "unwatched"
+    assert isinstance(first["uptime"], int) and first["version"]
+    await tools.ok("get_stats")
+    await tools.raw("get_file", {})  # argument errors count as calls too
+    second = await tools.ok("health_check")
+    assert second["requestCount"] == first["requestCount"] + 3
+
+
+async def test_health_reports_an_unreadable_cache_as_unhealthy(tmp_path: Path) -> None:
+    (tmp_path / "v").mkdir()
+    served = serve(Settings(vault=tmp_path / "v"))
+    try:
+        served.app.engine.dispose()
+        (tmp_path / "v" / ".weaver" / "cache.db").unlink()
+        (tmp_path / "v" / ".weaver" / "cache.db").mkdir()  # now it cannot be opened
+        async with Client(served.server, mode="legacy") as client:
+            data = await Tools(client).ok("health_check")
+            stats = await Tools(client).error("get_stats")
+    finally:
+        served.app.close()
+    assert data["status"] == "unhealthy"
+    assert data["components"]["shadowCache"] is False
+    assert stats.startswith("Database error")
+
+
+async def test_tools_wait_for_the_initial_reconcile(tmp_path: Path) -> None:
+    write_files(tmp_path / "v", {"a.md": "#x", "b/c.md": "[[a]]"})
+    served = serve(Settings(vault=tmp_path / "v"), reconcile=False)  # never indexed
+    try:
+        async with Client(served.server, mode="legacy") as client:
+            data = await Tools(client).ok("query_files")
+    finally:
+        served.app.close()
+    assert paths(data) == ["a.md", "b/c.md"]
+
+
+# -- the real tasks-demo vault -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = require_corpora() / "tasks-demo"
+    database = tmp_path_factory.mktemp("corpus") / "cache.db"  # the corpus is read in place
+    served = serve(Settings(vault=root, database_url=f"sqlite:///{database}"))
+    yield served
+    served.app.close()
+
+
+@pytest.fixture(params=["legacy", "auto"])
+async def corpus_tools(request: pytest.FixtureRequest, corpus: Served) -> AsyncIterator[Tools]:
+    async with Client(corpus.server, mode=request.param) as client:
+        yield Tools(client)
+
+
+def notes_on_disk(root: Path, under: str = "") -> list[str]:
+    start = root / under if under else root
+    found = (p.relative_to(root).as_posix() for p in start.rglob("*.md"))
+    return sorted(p for p in found if not any(part.startswith(".") for part in p.split("/")))
+
+
+def obsidian_backlinks(target: str) -> list[str]:
+    cache = require_corpora() / "tasks-demo-obsidian-cache" / "metadataCache"
+    resolved = json.loads((cache / "resolvedLinks.json").read_text(encoding="utf-8"))
+    return sorted(source for source, targets in resolved.items() if target in targets)
+
+
+@pytest.mark.corpus
+async def test_corpus_pages_through_every_note_in_order(
+    corpus_tools: Tools, corpus: Served
+) -> None:
+    collected: list[str] = []
+    offset, has_more = 0, True
+    while has_more:
+        data = await corpus_tools.ok("query_files", limit=50, offset=offset)
+        assert data["total"] == 205
+        collected.extend(paths(data))
+        has_more, offset = data["hasMore"], offset + 50
+    assert collected == notes_on_disk(corpus.root)
+    assert len(collected) == 205
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("folder", ["How To", "Test Data", "Manual Testing", "Filters"])
+async def test_corpus_directory_filter_matches_the_disk(
+    corpus_tools: Tools, corpus: Served, folder: str
+) -> None:
+    data = await corpus_tools.ok("query_files", directory=folder, limit=500)
+    assert paths(data) == notes_on_disk(corpus.root, folder)
+    assert data["total"] == len(data["files"])
+
+
+@pytest.mark.corpus
+async def test_corpus_stats_and_tags_agree(corpus_tools: Tools) -> None:
+    stats = await corpus_tools.ok("get_stats")
+    assert (stats["totalFiles"], stats["filesWithErrors"]) == (205, 0)
+    assert stats["totalLinks"] >= stats["brokenLinks"] > 0
+    top = stats["topTags"][0]
+    assert top["tag"] == "task"
+    found = await corpus_tools.ok("search_tags", tag="#TASK", limit=10)
+    queried = await corpus_tools.ok("query_files", tag="task", limit=10)
+    assert found["count"] == queried["total"] >= top["count"]
+    assert paths(found) == paths(queried)
+    assert found["hasMore"] is True
+    nested = await corpus_tools.ok("search_tags", tag="context")
+    assert nested["matchedTags"] and all(t.startswith("context/") for t in nested["matchedTags"])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "target",
+    ["Test Data/all_link_types.md", "Test Data/multiple_headings.md", "Test Data/link_in_yaml.md"],
+)
+async def test_corpus_backlinks_match_obsidian(corpus_tools: Tools, target: str) -> None:
+    data = await corpus_tools.ok("get_file", path=target)
+    assert data["links"]["incoming"] == obsidian_backlinks(target)
+    links = await corpus_tools.ok("search_links", path=target, direction="incoming", limit=1)
+    assert links["count"]["incoming"] == len(data["links"]["incoming"])
+    assert len(links["incoming"]) == 1
+
+
+@pytest.mark.corpus
+async def test_corpus_file_content_is_the_file(corpus_tools: Tools, corpus: Served) -> None:
+    path = "Test Data/all_link_types.md"
+    data = await corpus_tools.ok("get_file_content", path=path)
+    raw = (corpus.root / path).read_bytes()
+    assert (data["content"], data["size"]) == (raw.decode("utf-8-sig"), len(raw))
+    assert (await corpus_tools.error("get_file_content", path="../edge-vault/x.md")).startswith(
+        "Invalid path"
+    )

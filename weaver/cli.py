@@ -1,0 +1,349 @@
+"""The `weaver` command line: a thin edge over the core; errors become one line and an exit code.
+
+Exit codes: 0 success, 1 a runtime failure, 2 bad usage or configuration (argparse's own code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import structlog
+from pydantic import ValidationError
+
+from weaver import __version__
+from weaver.app import open_app
+from weaver.config import Settings, load_settings
+from weaver.errors import ConfigError, DaemonError, WeaverError
+from weaver.log import configure_logging
+
+if TYPE_CHECKING:
+    from weaver.engine import WorkflowEngine
+
+Command = Callable[[argparse.Namespace, Settings], int]
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(
+            config_path=args.config,
+            overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
+        )
+        configure_logging(settings.log_level, settings.log_format)
+        command: Command = args.command
+        return command(args, settings)
+    except (ConfigError, DaemonError) as exc:
+        print(f"weaver: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except WeaverError as exc:
+        print(f"weaver: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="weaver", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"weaver {__version__}")
+    parser.add_argument("--config", type=Path, help="TOML config file (default: WEAVER_CONFIG)")
+    parser.add_argument("--vault", type=Path, help="the vault folder (overrides config)")
+    parser.add_argument("--db", help="cache database URL (default: <vault>/.weaver/cache.db)")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    index = commands.add_parser("index", help="bring the cache up to date with the vault")
+    index.add_argument("--full", action="store_true", help="re-read every note")
+    index.add_argument("--json", action="store_true", help="print the summary as JSON")
+    index.set_defaults(command=cmd_index)
+
+    daemon = commands.add_parser("daemon", help="keep the cache fresh until stopped")
+    daemon.set_defaults(command=cmd_daemon)
+
+    serve = commands.add_parser("serve", help="serve the vault to MCP clients (stdio or HTTP)")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve.add_argument("--host", help="HTTP address to bind (default: http_host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default: http_port, 8765)")
+    serve.add_argument(
+        "--no-watch", action="store_true", help="do not keep the cache fresh while serving"
+    )
+    serve.set_defaults(command=cmd_serve)
+
+    add_workflow_commands(commands)
+    return parser
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    app = open_app(settings)
+    try:
+        progress = _progress_bar(sys.stdout) if sys.stdout.isatty() and not args.json else None
+        report = app.indexer.reconcile(full=args.full, progress=progress)
+    finally:
+        app.close()
+    summary = report.summary()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(_format_summary(settings.vault, summary))
+    return 0
+
+
+def cmd_daemon(_args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.daemon import run_daemon
+
+    run_daemon(settings)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.mcp_server.serve import run_serve
+
+    overrides = {"http_host": args.host, "http_port": args.port}
+    updates = {key: value for key, value in overrides.items() if value is not None}
+    if updates:
+        try:
+            settings = Settings.model_validate({**settings.model_dump(), **updates})
+        except ValidationError as exc:
+            raise ConfigError(f"invalid --host/--port: {exc.errors()[0]['msg']}") from exc
+    run_serve(settings, transport=args.transport, watch=not args.no_watch)
+    return 0
+
+
+def _format_summary(vault: Path, summary: dict[str, Any]) -> str:
+    counts = ", ".join(f"{summary[k]} {k}" for k in ("added", "updated", "removed", "moved"))
+    return (
+        f"Indexed {vault}: {counts}, {summary['unchanged']} unchanged, "
+        f"{summary['errors']} with errors, {summary['relinked']} links re-resolved "
+        f"in {summary['seconds']:.2f}s"
+    )
+
+
+def _progress_bar(stream: TextIO) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notes")
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+
+    return show
+
+
+# -- workflows: trigger, workflows, history, status (thin edges over WorkflowEngine) -----------
+
+
+def add_workflow_commands(commands: Any) -> None:
+    """The workflow subcommands, registered on `build_parser`'s subparsers."""
+    trigger = commands.add_parser("trigger", help="run a workflow now (or queue it with --async)")
+    trigger.add_argument("workflow", help="the workflow id (see `weaver workflows`)")
+    trigger.add_argument("--input", help="the workflow's input, a JSON object")
+    trigger.add_argument(
+        "--async",
+        dest="async_",
+        action="store_true",
+        help="queue it for the running daemon and return at once",
+    )
+    trigger.add_argument("--json", action="store_true", help="print trigger_workflow's data")
+    trigger.set_defaults(command=cmd_trigger)
+
+    workflows = commands.add_parser("workflows", help="list the workflows and broken plugins")
+    workflows.add_argument("--json", action="store_true", help="print list_workflows' data")
+    workflows.set_defaults(command=cmd_workflows)
+
+    history = commands.add_parser("history", help="past and queued workflow executions")
+    history.add_argument("--workflow", help="only this workflow's executions")
+    history.add_argument("--limit", type=int, default=20, help="rows to show, 1-100 (20)")
+    history.add_argument("--offset", type=int, default=0, help="rows to skip, for paging")
+    history.add_argument("--json", action="store_true", help="print get_workflow_history's data")
+    history.set_defaults(command=cmd_history)
+
+    status = commands.add_parser("status", help="one workflow execution in detail")
+    status.add_argument("execution_id", help="an execution id (from trigger or history)")
+    status.add_argument("--json", action="store_true", help="print get_workflow_status's data")
+    status.set_defaults(command=cmd_status)
+
+
+@contextmanager
+def _workflow_engine(
+    settings: Settings, fresh_cache: bool = False, plugins: bool = True
+) -> Iterator[WorkflowEngine]:
+    """An engine for one command: sync runs here, async runs are left queued for the daemon.
+
+    With `fresh_cache`, the cache is reconciled first unless a daemon or server holds the
+    writer lock (and so keeps it fresh already). Without `plugins`, none are imported (the
+    history needs only the executions table).
+    """
+    from weaver.engine import Registry, WorkflowEngine, load_registry
+    from weaver.locks import WriterLock
+
+    app = open_app(settings)
+    try:
+        if fresh_cache:
+            with WriterLock.for_settings(settings) as lock:
+                if lock.try_acquire():
+                    app.indexer.reconcile()
+        registry = load_registry(settings) if plugins else Registry()
+        engine = WorkflowEngine.for_app(app, registry, background="queue")
+        engine.start(subscribe=False)
+        try:
+            yield engine
+        finally:
+            engine.stop()
+    finally:
+        app.close()
+
+
+def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.engine import WorkflowRequestError
+    from weaver.locks import daemon_running
+
+    try:
+        data = json.loads(args.input) if args.input is not None else None
+    except json.JSONDecodeError as exc:
+        print(f"weaver: --input is not valid JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with _workflow_engine(settings, fresh_cache=not args.async_) as engine:
+        try:
+            engine.get_runnable(args.workflow).validate_input(data)
+            if args.async_ and not daemon_running(settings.vault):
+                print(
+                    f"weaver: no daemon is running on {settings.vault}, so nothing would run "
+                    "the queued workflow: start `weaver daemon`, or trigger without --async",
+                    file=sys.stderr,
+                )
+                return EXIT_FAILURE
+            result = engine.trigger(args.workflow, data, async_=args.async_, via="cli")
+        except WorkflowRequestError as exc:
+            print(f"weaver: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.to_wire()))
+    elif result.mode == "async":
+        print(f"{result.message}: {result.execution_id} (weaver status {result.execution_id})")
+    else:
+        print(
+            f"{result.execution_id} {result.status} in {result.duration or 0} ms: {result.message}"
+        )
+        if result.result is not None:
+            print(json.dumps(result.result, indent=2, ensure_ascii=False))
+    return 0 if result.mode == "async" or result.status == "completed" else EXIT_FAILURE
+
+
+def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
+    with _workflow_engine(settings) as engine:
+        listing = engine.list_workflows()
+    if args.json:
+        print(json.dumps(listing.to_wire()))
+        return 0
+    rows = [
+        (
+            w.id,
+            "yes" if w.enabled else "no",
+            ", ".join(w.triggers),
+            str(w.execution_count),
+            _when(w.last_executed),
+        )
+        for w in listing.workflows
+    ]
+    print(_table(("ID", "ENABLED", "TRIGGERS", "RUNS", "LAST RUN"), rows) or "No workflows.")
+    for error in listing.errors:
+        print(f"failed to load: {error.source}: {error.error}")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
+    with _workflow_engine(settings, plugins=False) as engine:
+        page = engine.get_history(args.workflow, args.limit, args.offset)
+    if args.json:
+        print(json.dumps(page.to_wire()))
+        return 0
+    rows = [
+        (
+            e.execution_id,
+            e.workflow_id,
+            e.status,
+            e.trigger,
+            _when(e.start_time),
+            "" if e.duration is None else f"{e.duration} ms",
+            e.error or "",
+        )
+        for e in page.executions
+    ]
+    header = ("EXECUTION", "WORKFLOW", "STATUS", "TRIGGER", "STARTED", "DURATION", "ERROR")
+    print(_table(header, rows) or "No executions.")
+    if page.has_more:
+        print(
+            f"... {page.total - page.offset - len(rows)} more (--offset {page.offset + len(rows)})"
+        )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.engine import WorkflowRequestError
+
+    with _workflow_engine(settings, plugins=False) as engine:
+        try:
+            status = engine.get_status(args.execution_id)
+        except WorkflowRequestError as exc:
+            print(f"weaver: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.json:
+        print(json.dumps(status.to_wire()))
+        return 0
+    lines = {
+        "execution": status.execution_id,
+        "workflow": f"{status.workflow_id} ({status.workflow_name})",
+        "status": f"{status.status}, {status.progress}%, attempt {status.attempt}",
+        "trigger": f"{status.trigger.kind} {json.dumps(status.trigger.detail)}",
+        "input": json.dumps(status.input),
+        "created": _when(status.created_time),
+        "started": _when(status.start_time),
+        "ended": _when(status.end_time),
+        "duration": "" if status.duration is None else f"{status.duration} ms",
+        "process": status.process or "",
+        "message": status.message or "",
+        "result": "" if status.result is None else json.dumps(status.result, ensure_ascii=False),
+        "error": status.error or "",
+    }
+    for key, value in lines.items():
+        if value:
+            print(f"{key + ':':<10} {value}")
+    if status.traceback:
+        print(status.traceback.rstrip())
+    return 0
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def run() -> None:
+    structlog.contextvars.clear_contextvars()
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,163 @@
+"""Inter-process locks on a vault and its cache, with `flock` (released by the OS on any exit).
+
+- The **daemon lock** (`<vault>/.weaver/daemon.lock`): one `weaver daemon` per vault; a second
+  one refuses to start.
+- The **writer lock** (beside the cache database, `<cache>.writer.lock`): one process writes a
+  cache at a time. `weaver serve` and the daemon take it before reconciling and watching; a
+  process that cannot get it serves the cache read-only and keeps retrying, so it takes over
+  when the writer exits. It sits beside the database rather than in the vault because the cache
+  is what it protects, and because a vault may be read-only while its cache lives elsewhere.
+
+Each lock file holds the pid of its holder, for messages only: the `flock` is the truth.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import anyio
+import structlog
+from sqlalchemy.engine import make_url
+
+from weaver.config import CACHE_DIR_NAME, Settings
+from weaver.errors import DaemonError
+
+log = structlog.get_logger(__name__)
+
+WRITER_LOCK_SUFFIX = ".writer.lock"
+DEFAULT_RETRY_SECONDS = 3.0
+
+
+def _try_flock(handle: IO[str]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _write_pid(handle: IO[str]) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+
+
+def _read_holder(handle: IO[str]) -> str:
+    handle.seek(0)
+    return handle.read().strip() or "another process"
+
+
+@contextmanager
+def daemon_lock(vault: Path) -> Iterator[Path]:
+    """Hold `<vault>/.weaver/daemon.lock` for the life of the daemon (released on any exit)."""
+    lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a+") as handle:
+        if not _try_flock(handle):
+            owner = _read_holder(handle)
+            raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
+        _write_pid(handle)
+        try:
+            yield lock_path
+        finally:
+            handle.truncate(0)
+
+
+def daemon_running(vault: Path) -> bool:
+    """True while some process holds the daemon lock of this vault."""
+    lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
+    if not lock_path.exists():
+        return False
+    with lock_path.open("a+") as handle:
+        if not _try_flock(handle):
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def writer_lock_path(settings: Settings) -> Path:
+    """Beside a SQLite cache file; in the vault's `.weaver/` for any other database."""
+    url = make_url(settings.db_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database)
+        return database.with_name(database.name + WRITER_LOCK_SUFFIX)
+    return settings.vault / CACHE_DIR_NAME / ("cache" + WRITER_LOCK_SUFFIX)
+
+
+class WriterLock:
+    """The right to write one cache. Not reentrant; `release()` is always safe to call.
+
+    When the lock file cannot be created at all (a read-only folder), `try_acquire` answers
+    True with a warning: refusing would leave nobody to keep the cache fresh, and SQLite still
+    serialises the writes.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[str] | None = None
+        self._unlocked = False
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> WriterLock:
+        return cls(writer_lock_path(settings))
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None or self._unlocked
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free; never blocks."""
+        if self.held:
+            return True
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = self.path.open("a+")
+        except OSError as exc:
+            log.warning("cannot create the writer lock; writing without it", error=str(exc))
+            self._unlocked = True
+            return True
+        if not _try_flock(handle):
+            handle.close()
+            return False
+        _write_pid(handle)
+        self._handle = handle
+        return True
+
+    async def acquire(
+        self,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        """Wait until the lock is ours, trying again every `retry_seconds`."""
+        while not self.try_acquire():
+            if on_wait is not None:
+                on_wait(self.holder())
+                on_wait = None  # say it once
+            await anyio.sleep(retry_seconds)
+
+    def holder(self) -> str:
+        """The pid written by the current holder, for messages."""
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "another process"
+        except OSError:
+            return "another process"
+
+    def release(self) -> None:
+        self._unlocked = False
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        handle.truncate(0)
+        handle.close()  # closing the file drops the flock
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()

@@ -1,0 +1,176 @@
+"""Tool results as envelopes, and the tool class that guarantees every answer is one.
+
+Success: `{success: true, data, metadata: {executionTime, cacheHit}}`; failure:
+`{success: false, error, metadata}` with the MCP `isError` flag. Both travel as structured
+content and as the same JSON in a text block, for clients that read only one of the two.
+
+Errors are translated here and only here: a `WeaverError` becomes its own message ("Invalid
+path: ...", "File not found: ..."), a database failure "Database error", an unreadable file
+"Cannot read file", and arguments that fail validation "Invalid arguments: <argument>:
+<reason>" (the SDK would otherwise answer with a bare text block outside the envelope).
+Anything unexpected is logged and answered "Internal error", still as an envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+import structlog
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from sqlalchemy.exc import SQLAlchemyError
+
+from weaver.errors import WeaverError
+from weaver.mcp_server.schemas import Metadata
+from weaver.mcp_server.state import ServerState
+
+log = structlog.get_logger(__name__)
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def _metadata(started: float, cache_hit: bool) -> dict[str, Any]:
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    return Metadata(execution_time=elapsed_ms, cache_hit=cache_hit).to_wire()
+
+
+def _result(envelope: dict[str, Any]) -> CallToolResult:
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=envelope,
+        is_error=not envelope["success"],
+    )
+
+
+def ok(data: BaseModel, started: float, cache_hit: bool) -> CallToolResult:
+    payload = data.model_dump(mode="json", by_alias=True)
+    return _result({"success": True, "data": payload, "metadata": _metadata(started, cache_hit)})
+
+
+def fail(message: str, started: float, cache_hit: bool) -> CallToolResult:
+    return _result({"success": False, "error": message, "metadata": _metadata(started, cache_hit)})
+
+
+def describe_invalid_arguments(exc: ValidationError) -> str:
+    """`Invalid arguments: limit: Input should be a valid integer; path: Field required`."""
+    parts = []
+    for error in exc.errors(include_input=False, include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg']}")
+    return "Invalid arguments: " + "; ".join(parts)
+
+
+class ArgumentError(Exception):
+    """An argument the schema accepts but the tool cannot use (an empty tag): an edge-only error,
+    answered as `Invalid arguments: <argument>: <reason>`."""
+
+    def __init__(self, argument: str, reason: str) -> None:
+        super().__init__(f"Invalid arguments: {argument}: {reason}")
+
+
+async def answer(
+    state: ServerState,
+    work: Callable[[], BaseModel],
+    *,
+    cache_hit: bool = True,
+    wait_ready: bool = True,
+) -> CallToolResult:
+    """Run `work` in a worker thread (after the initial reconcile) and wrap what it returns."""
+    started = time.perf_counter()
+    if wait_ready:
+        await state.wait_ready()
+    try:
+        data = await anyio.to_thread.run_sync(work)
+    except (WeaverError, ArgumentError) as exc:
+        return fail(str(exc), started, cache_hit)
+    except SQLAlchemyError as exc:
+        log.exception("cache query failed")
+        return fail(f"Database error: {type(exc).__name__}", started, cache_hit)
+    except OSError as exc:  # the message would carry an absolute path: keep only the reason
+        return fail(f"Cannot read file: {exc.strerror or type(exc).__name__}", started, cache_hit)
+    except Exception as exc:  # still an envelope, with the details left in the server's log
+        log.exception("tool failed")
+        return fail(f"Internal error: {type(exc).__name__}", started, cache_hit)
+    return ok(data, started, cache_hit)
+
+
+class EnvelopeTool(Tool):
+    """A tool whose argument errors are envelopes too, and whose calls are counted."""
+
+    on_call: Callable[[], None] | None = Field(default=None, exclude=True)
+    cache_hit: bool = Field(default=True, exclude=True)
+
+    async def run(
+        self,
+        arguments: dict[str, Any],
+        context: Context[Any, Any],
+        convert_result: bool = False,
+    ) -> Any:
+        if self.on_call is not None:
+            self.on_call()
+        started = time.perf_counter()
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            return fail(describe_invalid_arguments(exc), started, self.cache_hit)
+        return await super().run(arguments, context, convert_result)
+
+
+def unwrap(text: str) -> str:
+    """Source-wrapped prose as the model should read it: one line per paragraph."""
+    paragraphs = text.strip().split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    state: ServerState,
+    *,
+    title: str,
+    description: str,
+    cache_hit: bool = True,
+) -> EnvelopeTool:
+    """Register `fn` (named as the tool) with its description, read-only hints and counter."""
+    tool = EnvelopeTool.from_function(
+        fn,
+        title=title,
+        description=unwrap(description),
+        annotations=READ_ONLY.model_copy(update={"title": title}),
+    )
+    assert isinstance(tool, EnvelopeTool)  # from_function builds `cls`
+    tool.on_call = state.count_request
+    tool.cache_hit = cache_hit
+    return tool
+
+
+def clamp_to(low: int, high: int) -> BeforeValidator:
+    """Bring an integer (or an integer-like string or float) into [low, high] before validation.
+
+    Anything else is left alone, so a wrong type is still reported by the argument's name. Use
+    it after `Field(ge=low, le=high)` in `Annotated[...]`: the schema then shows the range, and
+    out-of-range values are clamped instead of rejected (`Field` first, or the schema gets
+    `ge`/`le` keys instead of `minimum`/`maximum`).
+    """
+
+    def clamp(value: object) -> object:
+        if isinstance(value, bool):
+            return value
+        number: int | None = None
+        if isinstance(value, int):
+            number = value
+        elif isinstance(value, float) and value.is_integer():
+            number = int(value)
+        elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            number = int(value.strip())
+        return value if number is None else min(max(number, low), high)
+
+    return BeforeValidator(clamp)

@@ -1,0 +1,366 @@
+"""The graph and lookup tools: get_neighbors, find_path, get_hubs, get_graph, search_by_tags,
+random_file, files_exist, resolve_names. Thin edges over `weaver.graph`, `weaver.names` and
+`weaver.cache.graph`; the adjacency and the name index are kept per cache version."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
+from pydantic import BaseModel, Field
+
+from weaver import graph as g
+from weaver.cache import graph as cache_graph
+from weaver.cache import read, sqlite
+from weaver.errors import NoteNotFoundError
+from weaver.mcp_server.cache_tools import Filter, NotePath, normalize_directory, tag_key
+from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
+from weaver.mcp_server.graph_schemas import (
+    LIST_CONTENT,
+    PRIMARY_CONTENT,
+    FilesExistData,
+    GraphData,
+    GraphEdge,
+    GraphNode,
+    HubInfo,
+    HubsData,
+    NameMatchInfo,
+    NeighborInfo,
+    NeighborsData,
+    NoData,
+    PathData,
+    RandomFileData,
+    ResolveNamesData,
+    TagsSearchData,
+)
+from weaver.mcp_server.schemas import Envelope, TaggedFile
+from weaver.mcp_server.state import ServerState
+
+Relation = Annotated[
+    Filter,
+    Field(description="Only links of this type: `rel:: [[X]]`, `[[rel::X]]` or a frontmatter key"),
+]
+TagList = Annotated[list[str], Field(min_length=1, max_length=20, description="Tags, '#' optional")]
+
+
+def _tag_keys(tags: list[str], argument: str = "tags") -> list[str]:
+    keys = list(dict.fromkeys(tag_key(t) for t in tags))
+    if not keys or any(not k.strip("*?") for k in keys):
+        raise ArgumentError(argument, f"{tags!r} holds an empty tag")
+    return keys
+
+
+GET_NEIGHBORS = """List the notes linked to or from a note, up to 3 links away.
+
+`direction`: "out" (notes it links to), "in" (notes linking to it) or "both". `depth` 1-3
+walks further, breadth first. `relation` keeps only typed links of that name (`author::
+[[X]]`, `[[author::X]]`, or a frontmatter key such as `up`). Returns `neighbors` ordered by
+depth then path, each with depth, `via` (the note it was reached from), direction, relations
+and tags; with includeContent, the text after the frontmatter, cut at 500 characters
+(`truncated`, `contentLength`). `total` counts all notes within depth; incomingCount and
+outgoingCount are the direct link counts. Example: {"path": "Home.md", "depth": 2}."""
+
+FIND_PATH = """Find the shortest chain of links from one note to another.
+
+Links are followed in the direction they point (source links to the next note, and so on), as
+in the reference graph server; to find a chain the other way, swap source and target. Among
+equally short chains the answer is stable. Returns {path: [source, ..., target], length}
+(number of links), or data null when no chain exists or either note is unknown. `relation`
+follows only typed links of that name. Example: {"source": "Home.md", "target": "b/Deep.md"}."""
+
+GET_HUBS = """Rank the most central notes of the vault.
+
+`metric`: "in_degree" (distinct notes linking here), "out_degree" (distinct notes it links to)
+or "pagerank" (damping 0.85, rank of dangling notes spread evenly; scores sum to 1). Returns
+`hubs` (path, title, score), best first, ties by path. Example: {"metric": "pagerank"}."""
+
+GET_GRAPH = """Get the link graph of a folder (with subfolders) or of the whole vault, for
+visualisation or analysis.
+
+Returns `nodes` (id = note path, title) and `edges` (source, target, relations) between them;
+with includeBroken, also broken links, their targets as nodes marked `broken: true`. Beyond
+`limit` notes the best connected are kept (`truncated`, `totalNodes`). `relation` keeps only
+typed links of that name. Example: {"directory": "projects", "includeBroken": true}."""
+
+SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one) or "all".
+
+Tags ignore case and a leading '#', match nested tags ('project' finds 'project/alpha') and
+accept '*'/'?' wildcards. Returns `files` (path, title, type, status, frontmatter, tags,
+modified in Unix epoch milliseconds) by path, with `total` and `hasMore`.
+Example: {"tags": ["project", "urgent"], "mode": "all"}."""
+
+RANDOM_FILE = """Pick a random note, optionally among those carrying any of `tags`.
+
+Returns path, title, tags, frontmatter, modified (Unix epoch milliseconds) and the text after
+the frontmatter, cut at 10,000 characters (`truncated`, `contentLength`); data null when no
+note qualifies. Good for discovery and review. Example: {"tags": ["idea"]}."""
+
+FILES_EXIST = """Check at once whether vault paths exist (notes or attachments).
+
+Returns `exists` (each path as given -> true/false), `found`, `missing`, and `suggestions`
+for missing paths that differ from an existing one only by case or a missing '.md'. Paths are
+relative to the vault root. Example: {"paths": ["Home.md", "projects/plan.md"]}."""
+
+RESOLVE_NAMES = """Turn names (of notes, as a person would say them) into note paths.
+
+A note answers to its title, file name, path and aliases, ignoring case, '.md' and [[ ]].
+`strategy` "exact" matches those exactly; "fuzzy" tolerates typos, scoring 0-1 and keeping
+matches at or above `threshold` (0.7 by default; 0.5-0.6 for looser). When several notes
+match, the best is chosen as Obsidian picks a link target and the rest are `alternatives`.
+`tag` and `directory` narrow the candidates. Example:
+{"names": ["projet plan", "Alice"], "strategy": "fuzzy", "threshold": 0.6}."""
+
+
+def build_graph_tools(state: ServerState) -> list[Tool]:
+    app = state.app
+    graphs = cache_graph.graph_cache()
+    name_index = cache_graph.names_cache()
+
+    async def get_neighbors(
+        path: NotePath,
+        direction: Literal["in", "out", "both"] = "both",
+        depth: Annotated[int, Field(ge=1, le=3, description="1-3 links away"), clamp_to(1, 3)] = 1,
+        limit: Annotated[
+            int, Field(ge=1, le=100, description="Neighbours listed, 1-100"), clamp_to(1, 100)
+        ] = 20,
+        includeContent: Annotated[  # noqa: N803  (the contract's camelCase argument)
+            bool, Field(description="Add each note's text, cut at 500 characters")
+        ] = False,
+        relation: Relation = None,
+    ) -> Annotated[CallToolResult, Envelope[NeighborsData]]:
+        def work() -> NeighborsData:
+            clean = app.vault.check_note_path(path)
+            with read.read_snapshot(app.engine) as conn:
+                graph = graphs.get(conn)
+                if clean not in graph:
+                    raise NoteNotFoundError(clean)
+                found, total = g.neighbors(graph, clean, direction, depth, relation, limit)
+                paths = [n.path for n in found]
+                tags = read.tags_of(conn, paths)
+                bodies = sqlite.note_bodies(conn, paths) if includeContent else {}
+            key = g.relation_key(relation)
+            items = []
+            for n in found:
+                item = NeighborInfo(
+                    path=n.path,
+                    title=graph.nodes[n.path].title,
+                    tags=list(tags.get(n.path, ())),
+                    depth=n.depth,
+                    via=n.via,
+                    direction=n.direction,
+                    relations=list(n.relations),
+                )
+                item.with_content(bodies.get(n.path), LIST_CONTENT)
+                items.append(item)
+            return NeighborsData(
+                path=clean,
+                title=graph.nodes[clean].title,
+                direction=direction,
+                depth=depth,
+                relation=relation,
+                neighbors=items,
+                total=total,
+                limit=limit,
+                has_more=len(items) < total,
+                incoming_count=len(list(graph.predecessors(clean, key))),
+                outgoing_count=len(list(graph.successors(clean, key))),
+            )
+
+        return await answer(state, work)
+
+    async def find_path(
+        source: NotePath, target: NotePath, relation: Relation = None
+    ) -> Annotated[CallToolResult, Envelope[PathData]]:
+        def work() -> BaseModel:
+            start, end = app.vault.check_note_path(source), app.vault.check_note_path(target)
+            with read.read_snapshot(app.engine) as conn:
+                found = g.shortest_path(graphs.get(conn), start, end, relation)
+            return NoData() if found is None else PathData(path=found, length=len(found) - 1)
+
+        return await answer(state, work)
+
+    async def get_hubs(
+        metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
+        limit: Annotated[
+            int, Field(ge=1, le=50, description="Notes listed, 1-50"), clamp_to(1, 50)
+        ] = 10,
+    ) -> Annotated[CallToolResult, Envelope[HubsData]]:
+        def work() -> HubsData:
+            with read.read_snapshot(app.engine) as conn:
+                graph = graphs.get(conn)
+            ranked = g.hubs(graph, metric, limit)
+            hubs = [
+                HubInfo(
+                    path=h.path,
+                    title=graph.nodes[h.path].title,
+                    score=round(h.score, 8) if metric == "pagerank" else int(h.score),
+                )
+                for h in ranked
+            ]
+            return HubsData(metric=metric, hubs=hubs, total_notes=len(graph))
+
+        return await answer(state, work)
+
+    async def get_graph(
+        directory: Annotated[Filter, Field(description="Folder, with its subfolders")] = None,
+        includeBroken: Annotated[  # noqa: N803  (the contract's camelCase argument)
+            bool, Field(description="Add broken links and their targets")
+        ] = False,
+        relation: Relation = None,
+        limit: Annotated[
+            int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
+        ] = 1000,
+    ) -> Annotated[CallToolResult, Envelope[GraphData]]:
+        def work() -> GraphData:
+            folder = normalize_directory(directory)
+            with read.read_snapshot(app.engine) as conn:
+                graph = graphs.get(conn)
+            sub = g.subgraph(graph, folder, includeBroken, relation, limit)
+            nodes = [GraphNode(id=p, title=graph.nodes[p].title, broken=False) for p in sub.nodes]
+            nodes += [GraphNode(id=t, title=t, broken=True) for t in sub.broken]
+            edges = [
+                GraphEdge(
+                    source=e.source, target=e.target, relations=list(e.relations), broken=e.broken
+                )
+                for e in sub.edges
+            ]
+            truncated = len(sub.nodes) < sub.total_nodes
+            return GraphData(
+                directory=folder,
+                nodes=nodes,
+                edges=edges,
+                total_nodes=sub.total_nodes,
+                truncated=truncated,
+            )
+
+        return await answer(state, work)
+
+    async def search_by_tags(
+        tags: TagList,
+        mode: Literal["any", "all"] = "any",
+        limit: Annotated[
+            int, Field(ge=1, le=100, description="Notes listed, 1-100"), clamp_to(1, 100)
+        ] = 20,
+    ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
+        def work() -> TagsSearchData:
+            keys = _tag_keys(tags)
+            with read.read_snapshot(app.engine) as conn:
+                page = cache_graph.notes_with_tags(conn, keys, mode, limit)
+            return TagsSearchData(
+                tags=keys,
+                mode=mode,
+                files=[TaggedFile.of(f) for f in page.files],
+                total=page.total,
+                limit=limit,
+                has_more=len(page.files) < page.total,
+            )
+
+        return await answer(state, work)
+
+    async def random_file(
+        tags: Annotated[
+            list[str] | None, Field(max_length=20, description="Pick among notes with any")
+        ] = None,
+    ) -> Annotated[CallToolResult, Envelope[RandomFileData]]:
+        def work() -> BaseModel:
+            keys = _tag_keys(tags) if tags else []
+            with read.read_snapshot(app.engine) as conn:
+                note = cache_graph.random_note(conn, keys)
+                body = sqlite.note_bodies(conn, [note.path]) if note else {}
+            if note is None:
+                return NoData()
+            data = RandomFileData(
+                path=note.path,
+                title=note.title,
+                tags=list(note.tags),
+                frontmatter=note.frontmatter,
+                modified=note.modified,
+            )
+            data.with_content(body.get(note.path), PRIMARY_CONTENT)
+            return data
+
+        return await answer(state, work)
+
+    async def files_exist(
+        paths: Annotated[list[str], Field(min_length=1, max_length=1000)],
+    ) -> Annotated[CallToolResult, Envelope[FilesExistData]]:
+        def work() -> FilesExistData:
+            clean = {p: _clean_path(p) for p in paths}
+            with read.read_snapshot(app.engine) as conn:
+                found = cache_graph.existing_paths(conn, list(set(clean.values())))
+                missing = [p for p in dict.fromkeys(paths) if clean[p] not in found]
+                guesses = {p: _guesses(clean[p]) for p in missing}
+                lowered = sorted({x for gs in guesses.values() for x in gs})
+                by_lower = cache_graph.paths_by_lower(conn, lowered)
+            exists = {p: clean[p] in found for p in paths}
+            suggestions = {}
+            for p, options in guesses.items():
+                hits = [hit for option in options for hit in by_lower.get(option, [])]
+                if hits:
+                    suggestions[p] = hits[0]
+            return FilesExistData(
+                exists=exists,
+                found=sum(exists.values()),
+                missing=missing,
+                suggestions=suggestions,
+            )
+
+        return await answer(state, work)
+
+    async def resolve_names(
+        names: Annotated[list[str], Field(min_length=1, max_length=100)],
+        strategy: Literal["exact", "fuzzy"] = "fuzzy",
+        threshold: Annotated[
+            float, Field(ge=0, le=1, description="Lowest fuzzy score kept, 0-1")
+        ] = 0.7,
+        tag: Annotated[Filter, Field(description="Only notes with this tag (nested too)")] = None,
+        directory: Annotated[Filter, Field(description="Only notes in this folder")] = None,
+    ) -> Annotated[CallToolResult, Envelope[ResolveNamesData]]:
+        def work() -> ResolveNamesData:
+            key = _tag_keys([tag], "tag")[0] if tag is not None else None
+            with read.read_snapshot(app.engine) as conn:
+                index = name_index.get(conn)
+                within = cache_graph.notes_within(conn, normalize_directory(directory), key)
+            matches = index.resolve(names, strategy, threshold, within)
+            results = [
+                NameMatchInfo(
+                    name=m.name,
+                    path=m.path,
+                    title=m.title,
+                    matched_on=m.matched_on,
+                    matched_text=m.matched_text,
+                    score=m.score,
+                    alternatives=list(m.alternatives),
+                )
+                for m in matches
+            ]
+            resolved = sum(m.path is not None for m in matches)
+            return ResolveNamesData(
+                strategy=strategy, threshold=threshold, results=results, resolved=resolved
+            )
+
+        return await answer(state, work)
+
+    return [
+        make_tool(get_neighbors, state, title="Note neighbours", description=GET_NEIGHBORS),
+        make_tool(find_path, state, title="Shortest link path", description=FIND_PATH),
+        make_tool(get_hubs, state, title="Central notes", description=GET_HUBS),
+        make_tool(get_graph, state, title="Link graph", description=GET_GRAPH),
+        make_tool(search_by_tags, state, title="Search by tags", description=SEARCH_BY_TAGS),
+        make_tool(random_file, state, title="Random note", description=RANDOM_FILE),
+        make_tool(files_exist, state, title="Check paths exist", description=FILES_EXIST),
+        make_tool(resolve_names, state, title="Resolve note names", description=RESOLVE_NAMES),
+    ]
+
+
+def _clean_path(path: str) -> str:
+    """A client path in the cache's spelling: '/'-separated, no leading './' or '/'."""
+    parts = [p for p in path.strip().replace("\\", "/").split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
+def _guesses(path: str) -> list[str]:
+    """Lower-cased spellings a missing path may have meant: as given, then with '.md'."""
+    lowered = path.lower()
+    return [lowered] if lowered.endswith(".md") or not lowered else [lowered, lowered + ".md"]

@@ -1,0 +1,85 @@
+"""The server's lifespan: keep the cache fresh while serving, if this process may write it.
+
+The lifespan returns at once, so `initialize` is answered promptly; the work runs beside it:
+
+1. Try the writer lock. Taken: reconcile (in a worker thread), then tools may answer, then
+   watch. Not taken: another process writes this cache, so tools answer from it right away, and
+   the lock is retried every few seconds to take over when that process exits.
+2. If the watcher stops (the vault folder vanished, inotify limits), catch up and watch again
+   after a pause; `health_check` reports it degraded meanwhile.
+3. With `--no-watch`, reconcile once if the lock is free, then let it go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import structlog
+
+from weaver.locks import WriterLock
+from weaver.mcp_server.state import ServerState
+from weaver.watcher import VaultWatcher
+
+log = structlog.get_logger(__name__)
+
+Lifespan = Callable[[Any], AbstractAsyncContextManager[ServerState]]
+
+
+def make_lifespan(state: ServerState) -> Lifespan:
+    @asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[ServerState]:
+        state.begin()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_cache_fresh, state)
+            try:
+                yield state
+            finally:
+                tg.cancel_scope.cancel()
+
+    return lifespan
+
+
+async def keep_cache_fresh(state: ServerState) -> None:
+    """Become the cache's writer when possible, and keep it in step with the vault."""
+    lock = WriterLock.for_settings(state.app.settings)
+    try:
+        if not lock.try_acquire():
+            log.info("another process writes this cache; serving it read-only", pid=lock.holder())
+            state.mark_ready()
+            if not state.watch:
+                return
+            await lock.acquire(state.lock_retry_seconds)
+            log.info("the other writer is gone; this process now keeps the cache fresh")
+        state.writer = True
+        await _reconcile(state)
+        state.mark_ready()
+        if state.watch:
+            await _watch(state)
+    finally:
+        state.writer = False
+        lock.release()
+
+
+async def _watch(state: ServerState) -> None:
+    app = state.app
+    while True:
+        watcher = VaultWatcher(app.indexer, app.settings.debounce_ms)
+        state.watcher = watcher
+        await watcher.run(reconcile_first=False)
+        # run() only returns when watching failed: pause, catch up, and watch again.
+        await anyio.sleep(state.lock_retry_seconds)
+        await _reconcile(state)
+
+
+async def _reconcile(state: ServerState) -> None:
+    try:
+        await anyio.to_thread.run_sync(state.app.indexer.reconcile)
+    except Exception as exc:  # a broken cache must not stop the server from answering
+        state.reconcile_error = str(exc) or type(exc).__name__
+        log.exception("reconciling the cache with the vault failed")
+        return
+    state.reconcile_error = None

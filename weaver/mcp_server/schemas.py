@@ -1,0 +1,181 @@
+"""The shapes of the tools' results, as pydantic models: they become each tool's `outputSchema`.
+
+Field names are snake_case here and camelCase on the wire (`hasMore`, `executionTime`), as the
+contract spells them. Every timestamp is an integer, Unix epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from weaver.cache.read import FileSummary
+
+D = TypeVar("D", bound=BaseModel)
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Metadata(WireModel):
+    execution_time: float = Field(description="Time spent answering, in milliseconds")
+    cache_hit: bool = Field(description="True when the answer came from the shadow cache")
+
+
+class Envelope(WireModel, Generic[D]):
+    """Every tool answers `{success, data, metadata}`, or `{success: false, error, metadata}`."""
+
+    success: bool
+    data: D | None = None
+    error: str | None = None
+    metadata: Metadata
+
+
+class FileInfo(WireModel):
+    path: str = Field(description="Vault-relative path, '/'-separated")
+    title: str
+    type: str | None = Field(description="`type` from the frontmatter")
+    status: str | None = Field(description="`status` from the frontmatter")
+    frontmatter: dict[str, Any] | None
+    tags: list[str] = Field(description="Frontmatter and inline tags, without '#'")
+    created: int = Field(description="Unix epoch milliseconds")
+    modified: int = Field(description="Unix epoch milliseconds")
+    size: int = Field(description="File size in bytes")
+
+    @classmethod
+    def of(cls, summary: FileSummary) -> FileInfo:
+        return cls(
+            path=summary.path,
+            title=summary.title,
+            type=summary.type,
+            status=summary.status,
+            frontmatter=summary.frontmatter,
+            tags=list(summary.tags),
+            created=summary.created,
+            modified=summary.modified,
+            size=summary.size,
+        )
+
+
+class QueryFilesData(WireModel):
+    files: list[FileInfo]
+    total: int = Field(description="Notes matching the filters, over all pages")
+    limit: int = Field(description="The limit applied (after clamping)")
+    offset: int = Field(description="The offset applied (after clamping)")
+    has_more: bool = Field(description="True when another page follows")
+
+
+class FileLinks(WireModel):
+    outgoing: list[str] = Field(
+        description="Distinct link targets in order of appearance: the resolved path, or the "
+        "raw target text when the link is broken"
+    )
+    incoming: list[str] = Field(description="Paths of the notes linking here (backlinks)")
+    broken: list[str] = Field(description="The outgoing targets that resolve to no file")
+
+
+class FileData(FileInfo):
+    aliases: list[str]
+    links: FileLinks
+    content_hash: str = Field(
+        description="sha256 of the note's bytes when last indexed: update_file's expectedHash"
+    )
+
+
+class FileContentData(WireModel):
+    path: str
+    content: str = Field(description="The full markdown text, frontmatter included")
+    size: int = Field(description="File size in bytes")
+    encoding: Literal["utf-8"] = "utf-8"
+
+
+class TaggedFile(WireModel):
+    path: str
+    title: str
+    type: str | None
+    status: str | None
+    frontmatter: dict[str, Any] | None
+    tags: list[str]
+    modified: int = Field(description="Unix epoch milliseconds")
+
+    @classmethod
+    def of(cls, summary: FileSummary) -> TaggedFile:
+        return cls(
+            path=summary.path,
+            title=summary.title,
+            type=summary.type,
+            status=summary.status,
+            frontmatter=summary.frontmatter,
+            tags=list(summary.tags),
+            modified=summary.modified,
+        )
+
+
+class SearchTagsData(WireModel):
+    tag: str = Field(description="The tag searched for, normalised (lower case, no '#')")
+    files: list[TaggedFile]
+    count: int = Field(description="Notes carrying a matching tag, even beyond `limit`")
+    limit: int
+    has_more: bool
+    matched_tags: list[str] = Field(description="The distinct tags that matched")
+
+
+class LinkCounts(WireModel):
+    outgoing: int
+    incoming: int
+    total: int
+
+
+class SearchLinksData(WireModel):
+    path: str
+    direction: Literal["outgoing", "incoming", "both"]
+    outgoing: list[str] = Field(
+        description="Distinct targets, sorted: resolved paths, or raw text for broken links"
+    )
+    incoming: list[str] = Field(description="Distinct notes linking here, sorted")
+    broken: list[str] = Field(description="The listed outgoing targets that resolve to no file")
+    count: LinkCounts = Field(description="Totals for the requested direction(s), before `limit`")
+
+
+class TagCountInfo(WireModel):
+    tag: str
+    count: int
+
+
+class StatsData(WireModel):
+    total_files: int = Field(description="Markdown notes")
+    total_attachments: int = Field(description="Other files (images, PDFs) links can point to")
+    files_with_errors: int = Field(description="Notes indexed with a parse or decode error")
+    total_tags: int = Field(description="Distinct tags")
+    total_links: int = Field(description="Link occurrences, embeds included")
+    broken_links: int = Field(description="Link occurrences that resolve to no file")
+    files_by_type: dict[str, int]
+    files_by_status: dict[str, int]
+    top_tags: list[TagCountInfo] = Field(description="The 10 most used tags")
+    vault_size: int = Field(description="Bytes of all notes and attachments")
+    last_updated: int | None = Field(description="When the cache last changed, epoch ms")
+
+
+class Components(WireModel):
+    shadow_cache: bool
+    workflow_engine: bool
+    file_system: bool
+
+
+class HealthData(WireModel):
+    status: Literal["healthy", "degraded", "unhealthy"]
+    components: Components
+    uptime: int = Field(description="Milliseconds since the server started")
+    request_count: int = Field(description="Tool calls handled since start")
+    version: str
+    role: Literal["writer", "reader", "unwatched"] = Field(
+        description="writer: this server keeps the cache fresh; reader: another process does; "
+        "unwatched: started with --no-watch"
+    )
+    problems: list[str] = Field(description="Why the status is not healthy")

@@ -1,0 +1,121 @@
+"""`search_notes`: full-text search over the notes' titles and bodies (SQLite FTS5, BM25).
+
+A thin edge over `weaver.cache.sqlite`: the user's text becomes a safe FTS5 expression there
+(`fts_query`), and the folder and tag filters are the ones `query_files` applies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
+from pydantic import Field
+from sqlalchemy import ColumnElement, select
+
+from weaver.cache import read, sqlite
+from weaver.mcp_server.cache_tools import Filter, Offset, normalize_directory, tag_key
+from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
+from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.state import ServerState
+from weaver.models import Note, Tag
+
+MAX_LIMIT = 100
+
+
+class SearchHitInfo(WireModel):
+    path: str
+    title: str
+    snippet: str = Field(
+        description="The best passage of the body, matches wrapped in <mark>…</mark>"
+    )
+    score: float = Field(description="BM25 relevance (higher is better); title words weigh 10x")
+    tags: list[str]
+    modified: int = Field(description="Unix epoch milliseconds")
+
+
+class SearchNotesData(WireModel):
+    query: str
+    fts_query: str | None = Field(
+        description="The FTS5 expression searched for, or null when the query held no words"
+    )
+    results: list[SearchHitInfo]
+    total: int = Field(description="Notes matching, over all pages")
+    limit: int
+    offset: int
+    has_more: bool
+
+
+SEARCH_NOTES = """Search the text of the notes: titles and bodies, ranked by relevance (BM25,
+title words count ten times), each result with a highlighted snippet.
+
+Any text is a valid query. Words must all appear (in any order; case, accents and word endings
+are ignored: 'running' finds 'run'). Use "double quotes" for an exact phrase, word* for a
+prefix, an upper-case OR between words for either, and -word or NOT word to exclude; every other
+character is plain text. `directory` limits to a folder and its subfolders; `tag` to notes with
+that tag or one nested below it ('#' and case ignored). Returns `results` (path, title, snippet
+with <mark>…</mark> around matches, score, tags, modified in Unix epoch milliseconds), `total`,
+`hasMore`, and `ftsQuery`, the expression actually run. Use query_files or search_tags to filter
+by metadata only, get_file_content to read a hit. Example:
+{"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
+
+
+def build_search_tools(state: ServerState) -> list[Tool]:
+    app = state.app
+
+    async def search_notes(
+        query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+        limit: Annotated[
+            int,
+            Field(ge=1, le=MAX_LIMIT, description="Results per page, 1-100 (clamped)"),
+            clamp_to(1, MAX_LIMIT),
+        ] = 20,
+        offset: Offset = 0,
+        directory: Annotated[
+            Filter, Field(description="Folder relative to the vault root, with its subfolders")
+        ] = None,
+        tag: Annotated[Filter, Field(description="Tag, '#' optional; nested tags match")] = None,
+    ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
+        def work() -> SearchNotesData:
+            expression = sqlite.fts_query(query)
+            conditions: list[ColumnElement[bool]] = []
+            folder = normalize_directory(directory)
+            if folder:
+                conditions.append(read.under_prefix(Note.folder, folder))
+            if tag is not None:
+                key = tag_key(tag)
+                if not key:
+                    raise ArgumentError("tag", f"{tag!r} is not a tag")
+                tagged = select(Tag.note_path).where(read.tag_condition(key))
+                conditions.append(Note.path.in_(tagged))
+            hits: list[SearchHitInfo] = []
+            total = 0
+            if expression is not None:
+                with read.read_snapshot(app.engine) as conn:
+                    page = sqlite.search(conn, expression, conditions, limit, offset)
+                    tags = read.tags_of(conn, [h.path for h in page.hits])
+                total = page.total
+                hits = [
+                    SearchHitInfo(
+                        path=h.path,
+                        title=h.title,
+                        snippet=h.snippet,
+                        score=h.score,
+                        tags=list(tags.get(h.path, ())),
+                        modified=h.modified,
+                    )
+                    for h in page.hits
+                ]
+            return SearchNotesData(
+                query=query,
+                fts_query=expression,
+                results=hits,
+                total=total,
+                limit=limit,
+                offset=offset,
+                has_more=offset + len(hits) < total,
+            )
+
+        return await answer(state, work)
+
+    return [make_tool(search_notes, state, title="Full-text search", description=SEARCH_NOTES)]

@@ -1,0 +1,118 @@
+"""`weaver serve`: MCP over stdio, or over Streamable HTTP at `/mcp`.
+
+HTTP binds to loopback by default, with DNS-rebinding protection (Host and Origin must name the
+loopback address). Binding anywhere else requires a bearer token (`http_token` in the config, or
+`WEAVER_HTTP_TOKEN`): without one the server refuses to start. When a token is set it is required
+on every address. `GET /health` answers without auth, with the status only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+import structlog
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from weaver.app import open_app
+from weaver.config import Settings
+from weaver.errors import ConfigError
+from weaver.mcp_server.server import build_server
+from weaver.mcp_server.state import ServerState
+from weaver.mcp_server.system_tools import compute_health
+
+log = structlog.get_logger(__name__)
+
+Transport = Literal["stdio", "http"]
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_http_settings(settings: Settings) -> None:
+    """Refuse to expose the vault beyond this machine without a token."""
+    if not is_loopback(settings.http_host) and not settings.http_token:
+        raise ConfigError(
+            f"refusing to serve HTTP on {settings.http_host} without a bearer token: set "
+            "WEAVER_HTTP_TOKEN (or http_token in the config), or bind to 127.0.0.1"
+        )
+
+
+def transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for loopback binds: only loopback Host/Origin headers pass."""
+    if not is_loopback(host):
+        return None
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    bare = host.strip("[]")
+    names.add(f"[{bare}]" if ":" in bare else bare)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(f"{name}:*" for name in names),
+        allowed_origins=sorted(f"http://{name}:*" for name in names),
+    )
+
+
+def http_app(server: MCPServer[ServerState], state: ServerState, host: str) -> Starlette:
+    """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open."""
+
+    async def health(_request: Request) -> Response:
+        report = await anyio.to_thread.run_sync(compute_health, state)
+        body = {
+            "status": report.status,
+            "components": report.components.to_wire(),
+            "uptime": report.uptime,
+            "version": report.version,
+        }
+        return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
+
+    server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(health)
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=transport_security(host)
+    )
+
+
+async def serve_http(app: Starlette, host: str, port: int) -> None:
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        # Our logging goes to stderr; uvicorn's default config would print access logs to stdout.
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
+    log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
+    await uvicorn.Server(config).serve()
+
+
+def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = True) -> None:
+    """Serve until the client hangs up (stdio) or the process is interrupted (HTTP)."""
+    if transport == "http":
+        check_http_settings(settings)
+    app = open_app(settings)
+    try:
+        state = ServerState(app, watch=watch)
+        server = build_server(state)
+        if transport == "http":
+            starlette_app = http_app(server, state, settings.http_host)
+            anyio.run(serve_http, starlette_app, settings.http_host, settings.http_port)
+        else:
+            log.info("serving MCP over stdio", vault=str(settings.vault))
+            anyio.run(server.run_stdio_async)
+    finally:
+        app.close()

@@ -1,0 +1,64 @@
+"""`build_server`: Weaver's tools on an `MCPServer`, with a lifespan that keeps the cache fresh."""
+
+from __future__ import annotations
+
+import hmac
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+
+import weaver
+from weaver.mcp_server.cache_tools import build_cache_tools
+from weaver.mcp_server.envelope import unwrap
+from weaver.mcp_server.graph_tools import build_graph_tools
+from weaver.mcp_server.lifecycle import make_lifespan
+from weaver.mcp_server.search_tools import build_search_tools
+from weaver.mcp_server.state import ServerState
+from weaver.mcp_server.system_tools import build_system_tools
+from weaver.mcp_server.write_tools import build_write_tools
+
+INSTRUCTIONS = """Weaver serves a read-only shadow cache of the user's Obsidian-style markdown
+vault: every note's frontmatter, tags and links, kept in step with the files as they change.
+Start with get_stats for an overview; find notes with query_files (folder, type, status, tag)
+or search_tags; follow links with get_file or search_links; read a note's text with
+get_file_content. Paths are relative to the vault root ('folder/Note.md'). All timestamps are
+Unix epoch milliseconds. Every result is {success, data | error, metadata}."""
+
+
+class StaticTokenVerifier:
+    """Accepts exactly one bearer token (`http_token`), compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="weaver-http-token", scopes=[])
+        return None
+
+
+def build_server(state: ServerState) -> MCPServer[ServerState]:
+    """The MCP server for one vault. With `http_token` set, its HTTP app requires that token."""
+    token = state.app.settings.http_token
+    verifier = StaticTokenVerifier(token) if token else None
+    # The SDK wants an issuer for bearer auth; with no authorization server and no
+    # resource_server_url it is never published or checked, so a placeholder is enough.
+    auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
+    return MCPServer(
+        name="weaver",
+        title="Weaver",
+        version=weaver.__version__,
+        instructions=unwrap(INSTRUCTIONS),
+        tools=[
+            *build_cache_tools(state),
+            *build_system_tools(state),
+            *build_search_tools(state),
+            *build_graph_tools(state),
+            *build_write_tools(state),  # none when read_only
+        ],
+        lifespan=make_lifespan(state),
+        token_verifier=verifier,
+        auth=auth,
+        log_level="WARNING",
+    )

@@ -1,0 +1,86 @@
+"""What the MCP server knows while it runs, shared by the lifespan, the tools and `/health`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import anyio
+
+from weaver.app import App
+from weaver.locks import DEFAULT_RETRY_SECONDS
+from weaver.watcher import VaultWatcher
+
+
+class WorkflowEngineStatus(Protocol):
+    """What `health_check` asks of the workflow engine (filled in by the engine's issue).
+
+    `running` is False when the engine stopped; `plugin_errors` names workflow plugins that
+    failed to load. Either one makes the server `degraded`.
+    """
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def plugin_errors(self) -> Sequence[str]: ...
+
+
+@dataclass
+class ServerState:
+    """One server's view of its cache.
+
+    `watch`: keep the cache fresh with the watcher while this process holds the writer lock.
+    `engine` is the workflow engine, absent until that feature lands: while it is None,
+    `workflowEngine` reports false but does not by itself make the server degraded, since a
+    server without the engine is complete for the tools it offers.
+    """
+
+    app: App
+    watch: bool = True
+    lock_retry_seconds: float = DEFAULT_RETRY_SECONDS
+    engine: WorkflowEngineStatus | None = None
+    watcher: VaultWatcher | None = None
+    writer: bool = False  # this process holds the writer lock right now
+    reconcile_error: str | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    request_count: int = 0
+    _ready: anyio.Event | None = field(default=None, repr=False)
+
+    def begin(self) -> None:
+        """Start a serving session (the lifespan calls this): nothing is ready yet."""
+        self._ready = anyio.Event()
+        self.watcher = None
+        self.writer = False
+        self.reconcile_error = None
+
+    @property
+    def ready(self) -> bool:
+        """True once the initial reconcile is done (or another process owns the cache)."""
+        return self._ready is not None and self._ready.is_set()
+
+    def mark_ready(self) -> None:
+        if self._ready is not None:
+            self._ready.set()
+
+    async def wait_ready(self) -> None:
+        if self._ready is not None:
+            await self._ready.wait()
+
+    def count_request(self) -> None:
+        # Called from the event loop only (tool dispatch), so a plain increment is safe.
+        self.request_count += 1
+
+    @property
+    def role(self) -> Literal["writer", "reader", "unwatched"]:
+        """writer: keeps the cache fresh; reader: another process does; unwatched: nobody here
+        does (`--no-watch`, after the initial reconcile)."""
+        if self.writer:
+            return "writer"
+        return "reader" if self.watch else "unwatched"
+
+    @property
+    def uptime_ms(self) -> int:
+        return int((time.monotonic() - self.started_at) * 1000)

@@ -1,0 +1,134 @@
+"""`health_check`, and the same report for the HTTP `GET /health` route.
+
+- `unhealthy`: the cache cannot be queried, or the vault folder cannot be read.
+- `degraded`: it works, partly: the initial index is still running or failed, this process
+  should be watching but its watcher stopped, a migration is pending, or the workflow engine
+  (once there is one) stopped or failed to load a plugin.
+- `healthy` otherwise. A reader process (another one holds the writer lock) is healthy: the
+  cache is kept fresh, just not by it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Literal
+
+import anyio.to_thread
+import structlog
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
+from sqlalchemy import select
+
+import weaver
+from weaver.db import pending_migrations
+from weaver.mcp_server.envelope import fail, make_tool, ok
+from weaver.mcp_server.schemas import Components, Envelope, HealthData
+from weaver.mcp_server.state import ServerState
+from weaver.models import Note
+
+log = structlog.get_logger(__name__)
+
+HealthResult = Annotated[CallToolResult, Envelope[HealthData]]
+
+HEALTH_CHECK = """Report whether Weaver is working.
+
+Returns `status` ("healthy", "degraded" or "unhealthy"), `components` (shadowCache,
+workflowEngine, fileSystem as booleans), `uptime` in milliseconds, `requestCount` (tool calls
+since start), `version`, `role` ("writer" when this server keeps the cache fresh, "reader" when
+another process does, "unwatched" when nothing here watches the vault) and `problems` explaining
+anything short of healthy. Use it when other
+tools fail or answers look stale. Example: {}."""
+
+
+def _cache_ok(state: ServerState, problems: list[str]) -> bool:
+    try:
+        with state.app.engine.connect() as conn:
+            conn.execute(select(Note.path).limit(1)).all()
+    except Exception as exc:
+        problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
+        return False
+    try:
+        if pending_migrations(state.app.engine):
+            problems.append("the cache schema has a pending migration")
+    except Exception as exc:
+        problems.append(f"cannot check cache migrations: {type(exc).__name__}")
+    return True
+
+
+def _vault_ok(state: ServerState, problems: list[str]) -> bool:
+    root = state.app.vault.root
+    try:
+        with os.scandir(root) as entries:
+            next(entries, None)
+    except OSError as exc:
+        problems.append(f"vault folder cannot be read: {exc.strerror or type(exc).__name__}")
+        return False
+    return True
+
+
+def _indexing_problems(state: ServerState) -> list[str]:
+    problems: list[str] = []
+    if not state.ready:
+        problems.append("the initial index of the vault is still running")
+    if state.reconcile_error:
+        problems.append(f"indexing the vault failed: {state.reconcile_error}")
+    watcher = state.watcher
+    if state.writer and state.watch and watcher is not None and not watcher.running:
+        detail = f": {watcher.last_error}" if watcher.last_error else ""
+        problems.append(f"the file watcher stopped{detail}")
+    return problems
+
+
+def _engine_ok(state: ServerState, problems: list[str]) -> bool:
+    engine = state.engine
+    if engine is None:
+        return False  # not part of this build yet: reported, not a problem
+    if not engine.running:
+        problems.append("the workflow engine is not running")
+    problems.extend(f"workflow plugin failed to load: {name}" for name in engine.plugin_errors)
+    return engine.running
+
+
+def compute_health(state: ServerState) -> HealthData:
+    """The health report; never raises (it runs blocking checks: call it in a thread)."""
+    problems: list[str] = []
+    cache_ok = _cache_ok(state, problems)
+    vault_ok = _vault_ok(state, problems)
+    try:
+        engine_ok = _engine_ok(state, problems)
+    except Exception as exc:
+        engine_ok = False
+        problems.append(f"the workflow engine cannot report: {type(exc).__name__}")
+    problems.extend(_indexing_problems(state))
+    status: Literal["healthy", "degraded", "unhealthy"]
+    if not (cache_ok and vault_ok):
+        status = "unhealthy"
+    elif problems:
+        status = "degraded"
+    else:
+        status = "healthy"
+    return HealthData(
+        status=status,
+        components=Components(
+            shadow_cache=cache_ok, workflow_engine=engine_ok, file_system=vault_ok
+        ),
+        uptime=state.uptime_ms,
+        request_count=state.request_count,
+        version=weaver.__version__,
+        role=state.role,
+        problems=problems,
+    )
+
+
+def build_system_tools(state: ServerState) -> list[Tool]:
+    async def health_check() -> HealthResult:
+        started = time.perf_counter()
+        try:
+            report = await anyio.to_thread.run_sync(compute_health, state)
+        except Exception as exc:  # compute_health guards each check; this is the last net
+            log.exception("health check failed")
+            return fail(f"health check failed: {type(exc).__name__}", started, False)
+        return ok(report, started, False)
+
+    return [make_tool(health_check, state, title="Health check", description=HEALTH_CHECK)]

@@ -1,0 +1,220 @@
+"""The workflow tools: trigger_workflow, list_workflows, get_workflow_status,
+get_workflow_history. Thin edges over `WorkflowEngine` (the same calls `weaver trigger`,
+`weaver workflows`, `weaver status` and `weaver history` make).
+
+The engine is read from `state.engine` at each call, so the server can be built before the
+lifespan starts the engine; until then the tools answer "Workflow engine not available".
+
+A sync `trigger_workflow` whose run failed (or was cancelled) is not a success: its envelope
+has `success: false` and `isError: true`, with `error` the run's error and `data` the same
+object a successful run returns, so the execution id and status are not lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict, Field
+
+from weaver.engine import WorkflowEngine, WorkflowError
+from weaver.engine.payloads import (
+    ListWorkflowsData,
+    TriggerWorkflowData,
+    WorkflowHistoryData,
+    WorkflowStatusData,
+)
+from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.schemas import Envelope, Metadata
+from weaver.mcp_server.state import ServerState
+
+HISTORY_MAX_LIMIT = 100
+MAX_OFFSET = 2**31 - 1
+
+TriggerResult = Annotated[CallToolResult, Envelope[TriggerWorkflowData]]
+ListResult = Annotated[CallToolResult, Envelope[ListWorkflowsData]]
+StatusResult = Annotated[CallToolResult, Envelope[WorkflowStatusData]]
+HistoryResult = Annotated[CallToolResult, Envelope[WorkflowHistoryData]]
+Limit = Annotated[
+    int,
+    Field(ge=1, le=HISTORY_MAX_LIMIT, description="Maximum results, 1-100 (clamped)"),
+    clamp_to(1, HISTORY_MAX_LIMIT),
+]
+Offset = Annotated[
+    int,
+    Field(ge=0, le=MAX_OFFSET, description="Results to skip, for pagination (negative -> 0)"),
+    clamp_to(0, MAX_OFFSET),
+]
+
+TRIGGER_WORKFLOW = """Run a registered workflow now, with optional input.
+
+Sync (the default) waits for the run and returns `executionId`, `workflowId`, `workflowName`,
+`mode` "sync", `status` ("completed" or "failed"), `duration` in ms, `message`, `result` (what
+the workflow returned) and `error`; a failed run comes back with success false, its error, and
+the same data. With `async: true` it returns at once with `executionId` and `mode` "async":
+follow it with get_workflow_status. `input` must match the workflow's `inputSchema` (see
+list_workflows). Fails with "Workflow not found", "Workflow disabled" or "Invalid input".
+Example: {"workflowId": "markdown-analyzer", "input": {"path": "concepts/graph.md"}}."""
+
+LIST_WORKFLOWS = """List the registered workflows.
+
+Returns `workflows` (id, name, description, enabled, triggers such as "manual",
+"file-change", "schedule", lastExecuted in Unix epoch milliseconds or null, executionCount,
+inputSchema: the JSON Schema of its input, fileTriggers, schedules, policy), their `count`, and
+`errors`: workflow plugins that failed to load. `enabled` filters on enabled status. Example:
+{"enabled": true}."""
+
+GET_WORKFLOW_STATUS = """Check one workflow execution.
+
+Returns executionId, workflowId, workflowName, `status` (pending, running, completed, failed,
+cancelled), `progress` 0-100, `message`, `attempt`, startTime / endTime (Unix epoch
+milliseconds, null until reached), `duration` in ms, `result`, `error` and `traceback`, the
+`trigger` (manual, file or schedule, with detail) and the `input`. Fails with "Execution not
+found". Example: {"executionId": "wf_exec_20251024_123456_1a2b3c4d"}."""
+
+GET_WORKFLOW_HISTORY = """List past and queued workflow executions, newest first.
+
+Returns `executions` (executionId, workflowId, workflowName, status, startTime, endTime in Unix
+epoch milliseconds, duration in ms, error, trigger), with `total`, the `limit`/`offset` applied
+and `hasMore`. `workflowId` keeps one workflow's executions. Example:
+{"workflowId": "markdown-analyzer", "limit": 10}."""
+
+
+class TriggerArguments(ArgModelBase):
+    """trigger_workflow's arguments: `async` is a Python keyword, so the names on the wire are
+    aliases of the function's parameters, mapped back for the call."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_by_name=True)
+
+    workflow_id: str = Field(alias="workflowId", description="ID of the workflow to trigger")
+    input: dict[str, Any] | None = Field(
+        default=None, description="Input for the workflow, matching its inputSchema"
+    )
+    run_async: bool = Field(
+        default=False, alias="async", description="Return at once with the execution id"
+    )
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"workflow_id": self.workflow_id, "input": self.input, "run_async": self.run_async}
+
+
+class EngineUnavailableError(WorkflowError):
+    def __init__(self) -> None:
+        super().__init__("Workflow engine not available")
+
+
+def _engine(state: ServerState) -> WorkflowEngine:
+    engine = state.engine
+    if not isinstance(engine, WorkflowEngine) or not engine.running:
+        raise EngineUnavailableError()
+    return engine
+
+
+def failed_run(data: TriggerWorkflowData, started: float) -> CallToolResult:
+    """The envelope of a sync run that did not complete: an error, with its data."""
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    envelope = {
+        "success": False,
+        "error": data.error or data.message,
+        "data": data.to_wire(),
+        "metadata": Metadata(execution_time=elapsed_ms, cache_hit=False).to_wire(),
+    }
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(envelope, ensure_ascii=False))],
+        structured_content=envelope,
+        is_error=True,
+    )
+
+
+def build_workflow_tools(state: ServerState) -> list[Tool]:
+    """The four workflow tools; with `read_only`, trigger_workflow (which may write) is left out."""
+
+    async def trigger_workflow(
+        workflow_id: str, input: dict[str, Any] | None = None, run_async: bool = False
+    ) -> TriggerResult:
+        started = time.perf_counter()
+        outcome: list[TriggerWorkflowData] = []
+
+        def work() -> TriggerWorkflowData:
+            data = _engine(state).trigger(workflow_id, input, async_=run_async, via="mcp")
+            outcome.append(data)
+            return data
+
+        result = await answer(state, work, cache_hit=False)
+        if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
+            return failed_run(outcome[0], started)
+        return result
+
+    async def list_workflows(
+        enabled: Annotated[
+            bool | None, Field(description="Only enabled (or disabled) ones")
+        ] = None,
+    ) -> ListResult:
+        return await answer(
+            state, lambda: _engine(state).list_workflows(enabled), cache_hit=False, wait_ready=False
+        )
+
+    async def get_workflow_status(
+        executionId: Annotated[str, Field(description="From trigger_workflow or the history")],  # noqa: N803
+    ) -> StatusResult:
+        return await answer(
+            state, lambda: _engine(state).get_status(executionId), cache_hit=False, wait_ready=False
+        )
+
+    async def get_workflow_history(
+        workflowId: Annotated[str | None, Field(description="Only this workflow")] = None,  # noqa: N803
+        limit: Limit = 20,
+        offset: Offset = 0,
+    ) -> HistoryResult:
+        def work() -> WorkflowHistoryData:
+            return _engine(state).get_history(workflowId or None, limit, offset)
+
+        return await answer(state, work, cache_hit=False, wait_ready=False)
+
+    trigger = make_tool(
+        trigger_workflow,
+        state,
+        title="Trigger workflow",
+        description=TRIGGER_WORKFLOW,
+        cache_hit=False,
+    )
+    trigger.fn_metadata.arg_model = TriggerArguments
+    trigger.parameters = TriggerArguments.model_json_schema(by_alias=True)
+    # A workflow may write to the vault, and running it twice runs it twice.
+    trigger.annotations = ToolAnnotations(
+        title="Trigger workflow",
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=False,
+        open_world_hint=False,
+    )
+    tools: list[Tool] = [
+        make_tool(
+            list_workflows,
+            state,
+            title="List workflows",
+            description=LIST_WORKFLOWS,
+            cache_hit=False,
+        ),
+        make_tool(
+            get_workflow_status,
+            state,
+            title="Workflow execution status",
+            description=GET_WORKFLOW_STATUS,
+            cache_hit=False,
+        ),
+        make_tool(
+            get_workflow_history,
+            state,
+            title="Workflow history",
+            description=GET_WORKFLOW_HISTORY,
+            cache_hit=False,
+        ),
+    ]
+    if not state.app.settings.read_only:
+        tools.insert(0, trigger)
+    return tools

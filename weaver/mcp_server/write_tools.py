@@ -1,0 +1,206 @@
+"""The write tools: create_file, update_file, move_file, delete_file. Thin edges over
+`weaver.notes`; none is registered when the settings say `read_only = true`.
+
+Each returns once the cache shows the change (`cacheSynced`), so a read tool called next sees
+it. Hints: none is read-only; create_file only adds (not destructive); all four are
+idempotent in effect, since repeating a call with the same arguments changes nothing more
+(update writes the same bytes again or is refused by its expected hash; create, move and
+delete find their work done and refuse or report it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from weaver import notes
+from weaver.mcp_server.cache_tools import NotePath
+from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.state import ServerState
+
+
+class WriteData(WireModel):
+    path: str
+    content_hash: str = Field(
+        description="sha256 of the note's bytes now: update_file's expectedHash"
+    )
+    size: int = Field(description="Bytes")
+    changed: bool = Field(description="False when the note already had exactly this content")
+    cache_synced: bool = Field(description="True when the cache already shows the change")
+
+
+class RewrittenNote(WireModel):
+    path: str
+    links: int = Field(description="Links rewritten in this note")
+
+
+class MoveData(WireModel):
+    path: str = Field(description="The note's new path")
+    old_path: str
+    content_hash: str
+    rewritten: list[RewrittenNote] = Field(description="Notes whose links now name the new path")
+    failed: list[str] = Field(description="Notes edited meanwhile whose links were not rewritten")
+    cache_synced: bool
+
+
+class DeleteData(WireModel):
+    path: str
+    deleted: bool = Field(description="False when there was no such note (not an error)")
+    trash_path: str | None = Field(description="Where the note went, to restore it from")
+    cache_synced: bool
+
+
+Frontmatter = Annotated[
+    dict[str, Any] | None,
+    Field(description="Frontmatter keys to set (merged into the existing; null deletes a key)"),
+]
+Tags = Annotated[
+    list[str] | None,
+    Field(max_length=100, description="The note's frontmatter tags ('#' optional); [] removes"),
+]
+
+CREATE_FILE = """Create a new note. Fails with "File already exists" rather than overwrite.
+
+`content` is the markdown text; it may carry its own frontmatter block. `frontmatter` (an
+object) and `tags` (a list) are written into the frontmatter block. Folders are created as
+needed. The file is written atomically and the cache updated before the answer, which gives
+the note's `contentHash`. Example: {"path": "ideas/Graph search.md", "content": "# Graph
+search\\nSee [[Home]].", "tags": ["idea"]}."""
+
+UPDATE_FILE = """Change an existing note: replace its content, patch its frontmatter, set
+its tags, in any combination.
+
+`content` replaces the text: the body only, keeping the frontmatter, unless it carries a
+frontmatter block of its own. `frontmatter` merges keys into the frontmatter (null deletes a
+key); `tags` replaces the frontmatter tags (inline #tags in the body stay). Pass
+`expectedHash`, the `contentHash` from get_file or an earlier write, so that if the note was
+edited meanwhile (say, in Obsidian) the update is refused and nothing is lost; read it again
+and retry. Example: {"path": "ideas/Graph search.md", "frontmatter": {"status": "draft"},
+"expectedHash": "9f2c..."}."""
+
+MOVE_FILE = """Rename or move a note, rewriting every link to it across the vault, as
+Obsidian does: wikilinks and embeds (keeping #heading, #^block and |alias), markdown links
+(keeping percent-encoding and relative paths) and frontmatter links, each in the shortest form
+that still finds the note. Links in the moved note that the move would break are fixed too.
+`newPath` is the new vault-relative path, or a folder ending in '/' to keep the file name.
+Fails if a file exists there. Returns the notes rewritten and how many links in each.
+Example: {"path": "inbox/Idea.md", "newPath": "projects/"}."""
+
+DELETE_FILE = """Delete a note by moving it to the vault's .trash folder (Obsidian's trash),
+where it can be restored from; an earlier trashed file of the same name is never overwritten.
+Links to it become broken links. A path with no note answers `deleted: false`, not an error.
+Example: {"path": "inbox/old draft.md"}."""
+
+
+def _hints(title: str, *, destructive: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=True,
+        open_world_hint=False,
+    )
+
+
+def build_write_tools(state: ServerState) -> list[Tool]:
+    """The write tools, or none at all when the vault is configured read-only."""
+    app = state.app
+    if app.settings.read_only:
+        return []
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return notes.sync_cache(app, expected, holds_writer=state.writer)
+
+    def written(result: notes.Written) -> WriteData:
+        return WriteData(
+            path=result.path,
+            content_hash=result.content_hash,
+            size=result.size,
+            changed=result.changed,
+            cache_synced=result.cache_synced,
+        )
+
+    async def create_file(
+        path: NotePath,
+        content: Annotated[str, Field(description="Markdown text of the note")] = "",
+        frontmatter: Frontmatter = None,
+        tags: Tags = None,
+    ) -> Annotated[CallToolResult, Envelope[WriteData]]:
+        def work() -> WriteData:
+            return written(notes.create_note(app, path, content, frontmatter, tags, sync))
+
+        return await answer(state, work, cache_hit=False)
+
+    async def update_file(
+        path: NotePath,
+        content: Annotated[
+            str | None, Field(description="New text (the body, unless it has frontmatter)")
+        ] = None,
+        frontmatter: Frontmatter = None,
+        tags: Tags = None,
+        expectedHash: Annotated[  # noqa: N803  (the contract's camelCase argument)
+            str | None, Field(description="contentHash the note must still have, else refused")
+        ] = None,
+    ) -> Annotated[CallToolResult, Envelope[WriteData]]:
+        def work() -> WriteData:
+            result = notes.update_note(
+                app,
+                path,
+                content=content,
+                frontmatter=frontmatter,
+                tags=tags,
+                expected_hash=expectedHash,
+                sync=sync,
+            )
+            return written(result)
+
+        return await answer(state, work, cache_hit=False)
+
+    async def move_file(
+        path: NotePath,
+        newPath: Annotated[  # noqa: N803  (the contract's camelCase argument)
+            str, Field(description="New path relative to the vault root, or a folder + '/'")
+        ],
+    ) -> Annotated[CallToolResult, Envelope[MoveData]]:
+        def work() -> MoveData:
+            result = notes.move_note(app, path, newPath, sync)
+            return MoveData(
+                path=result.path,
+                old_path=result.old_path,
+                content_hash=result.content_hash,
+                rewritten=[RewrittenNote(path=p, links=n) for p, n in result.rewritten.items()],
+                failed=list(result.failed),
+                cache_synced=result.cache_synced,
+            )
+
+        return await answer(state, work, cache_hit=False)
+
+    async def delete_file(path: NotePath) -> Annotated[CallToolResult, Envelope[DeleteData]]:
+        def work() -> DeleteData:
+            result = notes.delete_note(app, path, sync)
+            return DeleteData(
+                path=result.path,
+                deleted=result.trash_path is not None,
+                trash_path=result.trash_path,
+                cache_synced=result.cache_synced,
+            )
+
+        return await answer(state, work, cache_hit=False)
+
+    specs: list[tuple[Callable[..., Any], str, str, bool]] = [
+        (create_file, "Create note", CREATE_FILE, False),
+        (update_file, "Update note", UPDATE_FILE, True),
+        (move_file, "Move note", MOVE_FILE, True),
+        (delete_file, "Delete note", DELETE_FILE, True),
+    ]
+    tools: list[Tool] = []
+    for fn, title, description, destructive in specs:
+        tool = make_tool(fn, state, title=title, description=description, cache_hit=False)
+        tool.annotations = _hints(title, destructive=destructive)
+        tools.append(tool)
+    return tools
