@@ -1,0 +1,216 @@
+"""The workflow tools through the SDK's in-memory client: the contract's arguments and fields,
+sync and async runs, a failed run that is not a success, errors, and the sync overhead."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+from weaver.app import App, open_app
+from weaver.config import Settings
+from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+from weaver.mcp_server import ServerState
+from weaver.mcp_server.lifecycle import make_lifespan
+from weaver.mcp_server.workflow_tools import build_workflow_tools
+
+pytestmark = pytest.mark.anyio
+
+GATE = threading.Event()
+
+
+class Greeting(BaseModel):
+    name: str = "world"
+
+
+@workflow(id="greet", name="Greet", input_model=Greeting)
+def greet(ctx: WorkflowContext[Greeting]) -> dict[str, str]:
+    return {"greeting": f"hello {ctx.input.name}"}
+
+
+@workflow(id="broken", name="Broken")
+def broken(_ctx: WorkflowContext[Any]) -> None:
+    raise RuntimeError("no luck")
+
+
+@workflow(id="gated", name="Gated")
+def gated(_ctx: WorkflowContext[Any]) -> str:
+    GATE.wait(5)
+    return "opened"
+
+
+@workflow(id="off", name="Off", enabled=False)
+def off(_ctx: WorkflowContext[Any]) -> None: ...
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[MCPServer[ServerState], WorkflowEngine, App]]:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A")
+    app = open_app(Settings(vault=vault))
+    registry = Registry()
+    for item in (greet, broken, gated, off):
+        registry.register(item)
+    engine = WorkflowEngine.for_app(app, registry, background="threads")
+    engine.start()
+    state = ServerState(app, watch=False, engine=engine)
+    server = MCPServer(
+        name="weaver-test", tools=build_workflow_tools(state), lifespan=make_lifespan(state)
+    )
+    GATE.clear()
+    yield server, engine, app
+    GATE.set()
+    engine.stop()
+    app.close()
+
+
+@pytest.fixture(params=["legacy", "auto"])
+async def client(
+    request: pytest.FixtureRequest, served: tuple[MCPServer[ServerState], WorkflowEngine, App]
+) -> AsyncIterator[Client]:
+    async with Client(served[0], mode=request.param) as connected:
+        yield connected
+
+
+async def call(client: Client, name: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    envelope: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.structured_content == envelope
+    assert result.is_error is (not envelope["success"])
+    return envelope
+
+
+async def test_tools_and_their_schemas(client: Client) -> None:
+    listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == {
+        "trigger_workflow",
+        "list_workflows",
+        "get_workflow_status",
+        "get_workflow_history",
+    }
+    trigger = listed["trigger_workflow"]
+    assert trigger.input_schema["required"] == ["workflowId"]
+    assert set(trigger.input_schema["properties"]) == {"workflowId", "input", "async"}
+    assert trigger.annotations is not None and trigger.annotations.read_only_hint is False
+    assert listed["get_workflow_status"].input_schema["required"] == ["executionId"]
+    limit = listed["get_workflow_history"].input_schema["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 100, 20)
+    for tool in listed.values():
+        assert tool.output_schema is not None
+
+
+async def test_sync_trigger_returns_the_final_status(client: Client) -> None:
+    envelope = await call(client, "trigger_workflow", workflowId="greet", input={"name": "MCP"})
+    assert envelope["success"] is True
+    data = envelope["data"]
+    assert (data["mode"], data["status"], data["workflowName"]) == ("sync", "completed", "Greet")
+    assert data["result"] == {"greeting": "hello MCP"}
+    assert isinstance(data["duration"], int)
+    status = await call(client, "get_workflow_status", executionId=data["executionId"])
+    assert status["data"]["status"] == "completed"
+    assert status["data"]["trigger"] == {"kind": "manual", "detail": {"via": "mcp"}}
+
+
+async def test_a_failed_sync_run_is_not_a_success(client: Client) -> None:
+    envelope = await call(client, "trigger_workflow", workflowId="broken")
+    assert envelope["success"] is False
+    assert envelope["error"] == "RuntimeError: no luck"
+    assert envelope["data"]["status"] == "failed"
+    assert envelope["data"]["executionId"].startswith("wf_exec_")
+
+
+async def test_async_trigger_then_poll(client: Client) -> None:
+    envelope = await call(client, "trigger_workflow", workflowId="gated", **{"async": True})
+    data = envelope["data"]
+    assert (data["mode"], data["message"]) == ("async", "Workflow execution started")
+    status = await call(client, "get_workflow_status", executionId=data["executionId"])
+    assert status["data"]["status"] in ("pending", "running")
+    assert status["data"]["endTime"] is None
+    GATE.set()
+    with anyio.fail_after(5):
+        while (await call(client, "get_workflow_status", executionId=data["executionId"]))["data"][
+            "status"
+        ] != "completed":
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"workflowId": "nope"}, "Workflow not found: 'nope'"),
+        ({"workflowId": "off"}, "Workflow disabled: 'off'"),
+        ({"workflowId": "greet", "input": {"name": 5}}, "Invalid input for 'greet': name:"),
+        ({"workflowId": "greet", "async": "maybe"}, "Invalid arguments: async:"),
+        ({}, "Invalid arguments: workflowId: Field required"),
+    ],
+)
+async def test_trigger_errors(client: Client, args: dict[str, Any], error: str) -> None:
+    envelope = await call(client, "trigger_workflow", **args)
+    assert envelope["success"] is False
+    assert error in envelope["error"]
+    history = await call(client, "get_workflow_history")
+    assert history["data"]["total"] == 0  # nothing recorded
+
+
+async def test_list_history_and_missing_execution(client: Client) -> None:
+    for _ in range(3):
+        await call(client, "trigger_workflow", workflowId="greet")
+    listing = (await call(client, "list_workflows"))["data"]
+    assert listing["count"] == 4 and listing["errors"] == []
+    greet_info = next(w for w in listing["workflows"] if w["id"] == "greet")
+    assert greet_info["executionCount"] == 3 and greet_info["lastExecuted"] is not None
+    assert greet_info["inputSchema"]["properties"]["name"]["default"] == "world"
+    assert greet_info["triggers"] == ["manual"]
+    enabled = (await call(client, "list_workflows", enabled=False))["data"]
+    assert [w["id"] for w in enabled["workflows"]] == ["off"]
+
+    page = (await call(client, "get_workflow_history", workflowId="greet", limit=2))["data"]
+    assert (page["total"], page["limit"], page["offset"], page["hasMore"]) == (3, 2, 0, True)
+    clamped = (await call(client, "get_workflow_history", limit=1000, offset=-3))["data"]
+    assert (clamped["limit"], clamped["offset"]) == (100, 0)
+
+    missing = await call(client, "get_workflow_status", executionId="wf_exec_nope")
+    assert missing["error"] == "Execution not found: 'wf_exec_nope'"
+
+
+async def test_without_a_running_engine(
+    client: Client, served: tuple[MCPServer[ServerState], WorkflowEngine, App]
+) -> None:
+    served[1].stop()
+    envelope = await call(client, "list_workflows")
+    assert envelope["error"] == "Workflow engine not available"
+
+
+async def test_read_only_servers_offer_no_trigger(tmp_path: Path) -> None:
+    app = open_app(Settings(vault=tmp_path, read_only=True))
+    state = ServerState(app, watch=False)
+    names = {tool.name for tool in build_workflow_tools(state)}
+    app.close()
+    assert "trigger_workflow" not in names and len(names) == 3
+
+
+async def test_sync_overhead_is_milliseconds(client: Client) -> None:
+    """A short workflow through MCP answers within milliseconds of its own run time."""
+    await call(client, "trigger_workflow", workflowId="greet")  # warm up
+    rounds = 20
+    started = time.perf_counter()
+    for _ in range(rounds):
+        envelope = await call(client, "trigger_workflow", workflowId="greet")
+        assert envelope["success"] is True
+    per_call_ms = (time.perf_counter() - started) * 1000 / rounds
+    assert per_call_ms < 100, per_call_ms

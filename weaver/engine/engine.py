@@ -1,0 +1,653 @@
+"""The workflow engine: queues executions, runs them, and answers questions about them.
+
+Every run starts as a `pending` row in the cache's `executions` table, whatever asked for it (a
+manual trigger, a file event, the scheduler); then whoever has a free slot claims the row and
+runs it. The table is the queue, so a row queued by `weaver trigger --async` in a shell is run
+by the daemon, and a workflow's `max_concurrent` holds across processes. Where queued work runs
+is the engine's `background` mode:
+
+- `threads` (daemon, server): a thread pool runs it; with `poll`, the engine also claims rows
+  queued by other processes every `workflow_poll_ms`.
+- `inline` (tests): it runs in the caller's thread before the call returns, like huey's
+  immediate mode, so a test sees a file event's workflow finished when `publish` returns.
+- `queue` (the CLI): it stays `pending` for the daemon. Sync triggers run in the caller's
+  thread in every mode.
+
+`trigger`, `list_workflows`, `get_status` and `get_history` are the core behind both the MCP
+tools and the CLI. A failing workflow, a timeout, a broken plugin or a database hiccup while
+recording never stops the engine: each is logged and recorded on its execution.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+from pydantic import BaseModel
+from sqlalchemy import Engine
+from structlog.typing import FilteringBoundLogger
+
+from weaver.cache import executions
+from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
+from weaver.config import Settings
+from weaver.engine.context import (
+    CacheReader,
+    FileTrigger,
+    ManualTrigger,
+    ScheduleTrigger,
+    Trigger,
+    WorkflowContext,
+    trigger_detail,
+    trigger_from_row,
+    trigger_kind,
+)
+from weaver.engine.definition import Workflow
+from weaver.engine.errors import (
+    ExecutionNotFoundError,
+    WorkflowDisabledError,
+    WorkflowError,
+    WorkflowNotFoundError,
+)
+from weaver.engine.payloads import (
+    ExecutionSummary,
+    ListWorkflowsData,
+    PluginErrorInfo,
+    TriggerWorkflowData,
+    WorkflowHistoryData,
+    WorkflowInfo,
+    WorkflowStatusData,
+)
+from weaver.engine.processes import is_gone, process_label
+from weaver.engine.registry import Registry
+from weaver.engine.runner import Completed, Failed, Outcome, run_attempt
+from weaver.events import EventBus, VaultEvent
+from weaver.vault import Vault
+from weaver.vault_writer import VaultWriter
+
+if TYPE_CHECKING:
+    from weaver.app import App
+
+Background = Literal["threads", "inline", "queue"]
+
+HISTORY_MAX_LIMIT = 100
+# A sync caller whose run another process took looks at its row this often, in seconds.
+SYNC_POLL_SECONDS = 0.1
+# History pruning runs at start and then this often while the engine runs.
+PRUNE_EVERY_SECONDS = 3600.0
+# How long the engine remembers its own vault writes (for events of a daemon catching up).
+WRITE_MEMORY_MS = 7 * 86_400_000
+STARTED_MESSAGE = "Workflow execution started"
+QUEUED_MESSAGE = "Workflow execution queued for the daemon"
+COMPLETED_MESSAGE = "Workflow completed"
+
+
+class WorkflowEngine:
+    """Runs the workflows of one registry against one cache and vault. One per process."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        db: Engine,
+        vault: Vault,
+        settings: Settings,
+        bus: EventBus | None = None,
+        background: Background = "threads",
+        poll: bool = False,
+    ) -> None:
+        self.registry = registry
+        self.db = db
+        self.vault = vault
+        self.settings = settings
+        self.bus = bus
+        self.background = background
+        self.process = process_label()
+        self._poll = poll
+        self._log: FilteringBoundLogger = structlog.get_logger("weaver.engine")
+        self._stopping = threading.Event()
+        self._changed = threading.Condition()
+        self._lock = threading.Lock()
+        self._active: dict[str, threading.Event] = {}  # execution id -> its attempt's `cancelled`
+        self._submitted: set[str] = set()
+        self._pool: ThreadPoolExecutor | None = None
+        self._poller: threading.Thread | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._started = False
+
+    @classmethod
+    def for_app(
+        cls, app: App, registry: Registry, background: Background = "threads", poll: bool = False
+    ) -> WorkflowEngine:
+        return cls(
+            registry,
+            db=app.engine,
+            vault=app.vault,
+            settings=app.settings,
+            bus=app.bus,
+            background=background,
+            poll=poll,
+        )
+
+    # -- health (what the MCP server's `health_check` asks) -----------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._started and not self._stopping.is_set()
+
+    @property
+    def plugin_errors(self) -> list[str]:
+        return [str(error) for error in self.registry.errors]
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.registry.errors) or not self.running
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self, subscribe: bool = True) -> None:
+        """Recover interrupted runs, prune history, listen to vault events, start the workers."""
+        self.recover_interrupted()
+        self.prune()
+        if subscribe and self.bus is not None:
+            self._unsubscribe = self.bus.subscribe(self._on_events)
+        if self.background == "threads":
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.settings.workflow_workers, thread_name_prefix="weaver-engine"
+            )
+            if self._poll:
+                self._poller = threading.Thread(
+                    target=self._poll_loop, name="weaver-engine-poll", daemon=True
+                )
+                self._poller.start()
+        self._started = True
+        # Info for a long-lived host; a CLI command's engine need not announce itself.
+        announce = self._log.debug if self.background == "queue" else self._log.info
+        announce(
+            "workflow engine started",
+            workflows=len(self.registry),
+            plugin_errors=len(self.registry.errors),
+            background=self.background,
+        )
+
+    def stop(self) -> None:
+        """Stop taking work and end the runs under way (recorded as interrupted)."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        with self._lock:
+            for cancelled in self._active.values():
+                cancelled.set()
+        if self._poller is not None:
+            self._poller.join()
+        if self._pool is not None:
+            # Runs notice `_stopping` within runner.STOP_CHECK_SECONDS and record themselves.
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        (self._log.debug if self.background == "queue" else self._log.info)(
+            "workflow engine stopped"
+        )
+
+    def __enter__(self) -> WorkflowEngine:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # -- the core behind MCP and CLI ----------------------------------------------------------
+
+    def trigger(
+        self, workflow_id: str, input: object = None, *, async_: bool = False, via: str = "api"
+    ) -> TriggerWorkflowData:
+        """Start a workflow by hand. Sync: run it and answer with the final status. Async:
+        answer at once with the execution id. Raises `WorkflowRequestError` (recording
+        nothing) for an unknown or disabled workflow or invalid input."""
+        workflow = self.get_runnable(workflow_id)
+        data = workflow.validate_input(input).model_dump(mode="json")
+        queued = self._enqueue(workflow, ManualTrigger(via), data)
+        if not async_:
+            return TriggerWorkflowData.finished(self._run_to_end(queued))
+        self._submit(queued.id)
+        message = QUEUED_MESSAGE if self.background == "queue" else STARTED_MESSAGE
+        return TriggerWorkflowData.started(self._record(queued.id), message)
+
+    def list_workflows(self, enabled: bool | None = None) -> ListWorkflowsData:
+        with self.db.connect() as conn:
+            stats = executions.workflow_stats(conn)
+        infos = []
+        for workflow in self.registry:
+            if enabled is not None and workflow.enabled != enabled:
+                continue
+            stat = stats.get(workflow.id)
+            count, last = (stat.count, stat.last_executed) if stat else (0, None)
+            infos.append(WorkflowInfo.of(workflow, last, count))
+        errors = [PluginErrorInfo.of(error) for error in self.registry.errors]
+        return ListWorkflowsData(workflows=infos, count=len(infos), errors=errors)
+
+    def get_status(self, execution_id: str) -> WorkflowStatusData:
+        return WorkflowStatusData.of(self._record(execution_id))
+
+    def get_history(
+        self, workflow_id: str | None = None, limit: int = 20, offset: int = 0
+    ) -> WorkflowHistoryData:
+        """Newest first; `limit` is brought into 1..100 and `offset` to at least 0."""
+        limit = min(max(limit, 1), HISTORY_MAX_LIMIT)
+        offset = max(offset, 0)
+        with self.db.connect() as conn:
+            records, total = executions.list_executions(conn, workflow_id, limit, offset)
+        return WorkflowHistoryData(
+            executions=[ExecutionSummary.of(r) for r in records],
+            total=total,
+            limit=limit,
+            offset=offset,
+            has_more=offset + len(records) < total,
+        )
+
+    def get_runnable(self, workflow_id: str) -> Workflow:
+        workflow = self.registry.get(workflow_id)
+        if workflow is None:
+            raise WorkflowNotFoundError(workflow_id)
+        if not workflow.enabled:
+            raise WorkflowDisabledError(workflow_id)
+        return workflow
+
+    # -- other ways in: file events, schedules, rows queued elsewhere -------------------------
+
+    def handle_events(self, events: Sequence[VaultEvent]) -> list[str]:
+        """The EventBus handler: queue one execution per matching workflow for this batch.
+
+        Events for notes whose current content the engine wrote itself are left out, so a
+        workflow writing into a folder it watches does not start itself again.
+        """
+        matching = [
+            (workflow, [event for event in events if workflow.matches(event)])
+            for workflow in self.registry
+            if workflow.enabled and workflow.on_file
+        ]
+        matching = [(workflow, found) for workflow, found in matching if found]
+        if not matching:
+            return []
+        own = self._own_changes(events)
+        queued = []
+        for workflow, found in matching:
+            theirs = tuple(event for event in found if event.path not in own)
+            if theirs:
+                trigger = FileTrigger(theirs)
+                queued.append(self._enqueue(workflow, trigger, _defaults(workflow)).id)
+            else:
+                self._log.debug("own vault writes ignored", workflow_id=workflow.id)
+        for execution_id in queued:
+            self._submit(execution_id)
+        return queued
+
+    def _on_events(self, events: Sequence[VaultEvent]) -> None:
+        self.handle_events(events)
+
+    def enqueue_scheduled(self, workflow_id: str, scheduled_time: datetime) -> str | None:
+        """Queue the run the scheduler planned for `scheduled_time` (the scheduler only
+        enqueues; the engine's workers execute)."""
+        workflow = self.registry.get(workflow_id)
+        if workflow is None or not workflow.enabled or not workflow.schedules:
+            self._log.warning(
+                "scheduled run skipped: no such enabled schedule", workflow_id=workflow_id
+            )
+            return None
+        queued = self._enqueue(workflow, ScheduleTrigger(scheduled_time), _defaults(workflow))
+        self._submit(queued.id)
+        return queued.id
+
+    def run_pending(self) -> int:
+        """Take up pending rows of enabled workflows, oldest first (those queued by other
+        processes included); returns how many were handed to the workers."""
+        enabled = [workflow.id for workflow in self.registry if workflow.enabled]
+        if not enabled:
+            return 0
+        with self.db.connect() as conn:
+            pending = executions.list_pending(conn, enabled)
+        for execution_id, _workflow_id in pending:
+            self._submit(execution_id)
+        return len(pending)
+
+    # -- maintenance ---------------------------------------------------------------------------
+
+    def recover_interrupted(self) -> list[str]:
+        """Mark `failed` ("interrupted") the running rows whose process is gone."""
+        with self.db.begin() as conn:
+            running = executions.list_running(conn)
+            gone = [
+                (execution_id, label)
+                for execution_id, label, started in running
+                if execution_id not in self._active and is_gone(label, started)
+            ]
+            for execution_id, label in gone:
+                error = f"interrupted: the process running it ({label}) stopped"
+                executions.mark_interrupted(conn, [execution_id], _now_ms(), error)
+        if gone:
+            self._log.warning("interrupted executions recovered", count=len(gone))
+        return [execution_id for execution_id, _ in gone]
+
+    def prune(self, now: int | None = None) -> int:
+        """Apply the retention settings (0 means no limit) to ended executions."""
+        now = _now_ms() if now is None else now
+        days = self.settings.history_retention_days
+        keep = self.settings.history_retention_count
+        with self.db.begin() as conn:
+            removed = executions.prune(
+                conn,
+                older_than=now - days * 86_400_000 if days > 0 else None,
+                keep=keep if keep > 0 else None,
+            )
+            executions.prune_writes(conn, now - WRITE_MEMORY_MS)
+        if removed:
+            self._log.info("execution history pruned", removed=removed)
+        return removed
+
+    # -- queueing and running ------------------------------------------------------------------
+
+    def _enqueue(
+        self, workflow: Workflow, trigger: Trigger, data: dict[str, Any]
+    ) -> ExecutionRecord:
+        """Insert a pending row; returns it as inserted (so a sync run need not read it back)."""
+        record = ExecutionRecord(
+            id=new_execution_id(),
+            workflow_id=workflow.id,
+            workflow_name=workflow.name,
+            trigger_kind=trigger_kind(trigger),
+            trigger_detail=trigger_detail(trigger),
+            input=data,
+            status=PENDING,
+            progress=0,
+            message=None,
+            attempt=0,
+            started=None,
+            finished=None,
+            duration=None,
+            result=None,
+            error=None,
+            traceback=None,
+            process=None,
+            created=_now_ms(),
+        )
+        with self.db.begin() as conn:
+            executions.insert_execution(
+                conn,
+                execution_id=record.id,
+                workflow_id=record.workflow_id,
+                workflow_name=record.workflow_name,
+                trigger_kind=record.trigger_kind,
+                trigger_detail=record.trigger_detail,
+                input=record.input,
+                created=record.created,
+            )
+        return record
+
+    def _submit(self, execution_id: str) -> None:
+        if self.background == "inline":
+            self._drive(execution_id)
+            return
+        if self.background == "queue" or self._pool is None or self._stopping.is_set():
+            return  # stays pending: a worker process (or this one, once started) takes it
+        with self._lock:
+            if execution_id in self._submitted:
+                return
+            self._submitted.add(execution_id)
+        self._pool.submit(self._drive, execution_id)
+
+    def _drive(self, execution_id: str) -> None:
+        """Run this row if a slot is free, then the workflow's next pending rows while any."""
+        try:
+            current: str | None = execution_id
+            while current is not None and not self._stopping.is_set():
+                ran = self._claim_and_run(current)
+                current = self._next_pending(ran) if ran else None
+        except Exception:
+            self._log.exception("workflow dispatch failed", execution_id=execution_id)
+        finally:
+            with self._lock:
+                self._submitted.discard(execution_id)
+
+    def _next_pending(self, workflow_id: str) -> str | None:
+        if self.background == "queue":
+            return None
+        with self.db.connect() as conn:
+            pending = executions.list_pending(conn, [workflow_id], limit=1)
+        return pending[0][0] if pending else None
+
+    def _run_to_end(self, queued: ExecutionRecord) -> ExecutionRecord:
+        """Run the row here when a slot is free, else wait for whoever runs it."""
+        execution_id = queued.id
+        known: ExecutionRecord | None = queued
+        try:
+            while True:
+                self._claim_and_run(execution_id, known)
+                known = None
+                record = self._record(execution_id)
+                if record.done:
+                    return record
+                with self._changed:
+                    self._changed.wait(SYNC_POLL_SECONDS)
+        except BaseException:  # Ctrl-C in `weaver trigger`: nobody waits for it any more
+            self._cancel_pending(execution_id)
+            raise
+
+    def _cancel_pending(self, execution_id: str) -> None:
+        with self.db.begin() as conn:
+            executions.finish(
+                conn,
+                execution_id,
+                status=executions.CANCELLED,
+                now=_now_ms(),
+                message="cancelled: the caller stopped waiting",
+                from_status=(PENDING,),
+            )
+
+    def _claim_and_run(self, execution_id: str, known: ExecutionRecord | None = None) -> str | None:
+        """Claim the row and run it here; the workflow id if it ran, None if not claimable.
+
+        `known` is the row as this process just inserted it (the claim still checks that it
+        is pending), saving a read on the way of a sync trigger."""
+        record = known
+        if record is None:
+            with self.db.connect() as conn:
+                record = executions.get_execution(conn, execution_id)
+        if record is None or record.status != PENDING:
+            return None
+        workflow = self.registry.get(record.workflow_id)
+        if workflow is None or not workflow.enabled:
+            return None  # not ours to run: another process may know it
+        claimed_at = _now_ms()
+        with self.db.begin() as conn:
+            if not executions.claim(
+                conn, execution_id, workflow.policy.max_concurrent, self.process, claimed_at
+            ):
+                return None
+        self._execute(workflow, record, claimed_at)
+        return workflow.id
+
+    def _execute(self, workflow: Workflow, record: ExecutionRecord, claimed_at: int) -> None:
+        log = self._log.bind(execution_id=record.id, workflow_id=workflow.id)
+        outcome: Outcome = Failed("interrupted: the engine stopped")
+        attempts = 0
+        try:
+            outcome, attempts = self._attempts(workflow, record, log)
+        except Exception as exc:
+            log.exception("execution failed inside the engine")
+            outcome = Failed(f"engine error: {type(exc).__name__}: {exc}")
+        finally:
+            self._finish(record.id, outcome, log, attempts, claimed_at)
+            with self._lock:
+                self._active.pop(record.id, None)
+            with self._changed:
+                self._changed.notify_all()
+
+    def _attempts(
+        self, workflow: Workflow, record: ExecutionRecord, log: FilteringBoundLogger
+    ) -> tuple[Outcome, int]:
+        try:
+            model = workflow.input_model.model_validate(record.input)
+            trigger = trigger_from_row(record.trigger_kind, record.trigger_detail)
+        except Exception as exc:
+            return Failed(f"cannot start: {type(exc).__name__}: {exc}"), 0
+        attempt = 1
+        while True:
+            cancelled = threading.Event()
+            with self._lock:
+                self._active[record.id] = cancelled
+            if self._stopping.is_set():
+                return Failed("interrupted: the engine stopped"), attempt - 1
+            ctx = self._context(workflow, record.id, attempt, model, trigger, cancelled, log)
+            outcome = run_attempt(workflow, ctx, self._stopping)
+            if isinstance(outcome, Completed) or attempt > workflow.policy.retries:
+                return outcome, attempt
+            if self._stopping.is_set():
+                return outcome, attempt
+            attempt += 1
+            delay = workflow.policy.delay_before(attempt)
+            log.warning("workflow attempt failed; retrying", error=outcome.error, delay=delay)
+            with self.db.begin() as conn:
+                note = f"attempt {attempt} in {delay:g}s after: {outcome.error}"
+                executions.start_attempt(conn, record.id, attempt, note)
+            if self._stopping.wait(delay):
+                return Failed("interrupted: the engine stopped"), attempt - 1
+
+    def _context(
+        self,
+        workflow: Workflow,
+        execution_id: str,
+        attempt: int,
+        model: BaseModel,
+        trigger: Trigger,
+        cancelled: threading.Event,
+        log: FilteringBoundLogger,
+    ) -> WorkflowContext[Any]:
+        def progress(percent: int, message: str | None) -> None:
+            if not cancelled.is_set():
+                with self.db.begin() as conn:
+                    executions.set_progress(conn, execution_id, percent, message)
+
+        def record_write(path: str, content_hash: str) -> None:
+            # A timed-out attempt's thread cannot be stopped, but it can be kept off the vault.
+            if cancelled.is_set():
+                raise WorkflowError(f"execution {execution_id} was cancelled; write refused")
+            with self.db.begin() as conn:
+                executions.record_write(conn, path, content_hash, execution_id, _now_ms())
+
+        return WorkflowContext(
+            execution_id=execution_id,
+            workflow_id=workflow.id,
+            attempt=attempt,
+            input=model,
+            trigger=trigger,
+            settings=workflow.settings,
+            weaver_settings=self.settings,
+            cache=CacheReader(self.db),
+            vault=VaultWriter(self.vault, on_write=record_write),
+            log=log.bind(attempt=attempt),
+            cancelled=cancelled,
+            progress_sink=progress,
+        )
+
+    def _finish(
+        self,
+        execution_id: str,
+        outcome: Outcome,
+        log: FilteringBoundLogger,
+        attempts: int,
+        claimed_at: int,
+    ) -> None:
+        now = _now_ms()
+        match outcome:
+            case Completed(result=result):
+                fields: dict[str, Any] = {
+                    "status": COMPLETED,
+                    "message": COMPLETED_MESSAGE,
+                    "result": result,
+                }
+            case Failed(error=error, traceback=trace):
+                fields = {"status": FAILED, "message": error, "error": error, "traceback": trace}
+        try:
+            with self.db.begin() as conn:
+                executions.finish(conn, execution_id, now=now, **fields)
+        except Exception:
+            log.exception("cannot record the end of an execution")
+        # The one canonical log event per execution.
+        log.info(
+            "workflow finished",
+            status=fields["status"],
+            attempts=attempts,
+            duration_ms=now - claimed_at,
+            error=fields.get("error"),
+        )
+
+    def _record(self, execution_id: str) -> ExecutionRecord:
+        with self.db.connect() as conn:
+            record = executions.get_execution(conn, execution_id)
+        if record is None:
+            raise ExecutionNotFoundError(execution_id)
+        return record
+
+    def _own_changes(self, events: Sequence[VaultEvent]) -> set[str]:
+        present = {event.path for event in events if event.kind != "delete"}
+        deleted = {event.path for event in events if event.kind == "delete"}
+        with self.db.begin() as conn:
+            own = executions.self_written(conn, present, deleted)
+            executions.forget_deletions(conn, present - own)
+        return own
+
+    def _poll_loop(self) -> None:
+        last_prune = time.monotonic()
+        interval = self.settings.workflow_poll_ms / 1000
+        while True:
+            try:
+                self.run_pending()
+                if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
+                    last_prune = time.monotonic()
+                    self.prune()
+            except Exception:
+                self._log.exception("polling for queued executions failed")
+            if self._stopping.wait(interval):
+                return
+
+
+def new_execution_id() -> str:
+    """`wf_exec_20251024_123456_1a2b3c4d`: sortable by time at a glance, unique by its tail."""
+    return f"wf_exec_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+
+
+def _defaults(workflow: Workflow) -> dict[str, Any]:
+    """The input of a run started by a file event or a schedule: the model's defaults."""
+    return workflow.input_model.model_validate({}).model_dump(mode="json")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@contextmanager
+def hosted_engine(
+    app: App, registry: Registry | None = None, *, schedules: bool = False
+) -> Iterator[WorkflowEngine]:
+    """The engine as the daemon (`schedules=True`) or the MCP server hosts it: plugins loaded,
+    interrupted runs recovered, vault events followed, queued rows polled, schedules run."""
+    from weaver.engine.loader import load_registry
+    from weaver.scheduler import WorkflowScheduler
+
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), poll=True)
+    engine.start()
+    scheduler = WorkflowScheduler(engine) if schedules else None
+    try:
+        if scheduler is not None:
+            scheduler.start()
+        yield engine
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
+        engine.stop()

@@ -1,0 +1,56 @@
+"""The workflow engine's errors, part of Weaver's one tree (`weaver.errors`).
+
+WeaverError
+└── WorkflowError
+    ├── WorkflowDefinitionError   a `@workflow(...)` declaration that cannot work
+    ├── DuplicateWorkflowError    a second workflow with an id already registered
+    └── WorkflowRequestError      a request the caller must fix (CLI exit code 2)
+        ├── WorkflowNotFoundError     "Workflow not found: 'x'"
+        ├── WorkflowDisabledError     "Workflow disabled: 'x'"
+        ├── InvalidInputError         "Invalid input for 'x': field: reason"
+        └── ExecutionNotFoundError    "Execution not found: 'x'"
+"""
+
+from __future__ import annotations
+
+from weaver.errors import WeaverError
+
+
+class WorkflowError(WeaverError):
+    """Anything the workflow engine refuses."""
+
+
+class WorkflowDefinitionError(WorkflowError):
+    """A workflow declaration is invalid (bad id, cron, glob, time zone, policy)."""
+
+
+class DuplicateWorkflowError(WorkflowError):
+    """Two workflows claim the same id; the first one registered keeps it."""
+
+
+class WorkflowRequestError(WorkflowError):
+    """The caller asked for something that cannot be done as asked."""
+
+
+class WorkflowNotFoundError(WorkflowRequestError):
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(f"Workflow not found: {workflow_id!r}")
+        self.workflow_id = workflow_id
+
+
+class WorkflowDisabledError(WorkflowRequestError):
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(f"Workflow disabled: {workflow_id!r}")
+        self.workflow_id = workflow_id
+
+
+class InvalidInputError(WorkflowRequestError):
+    def __init__(self, workflow_id: str, detail: str) -> None:
+        super().__init__(f"Invalid input for {workflow_id!r}: {detail}")
+        self.workflow_id = workflow_id
+
+
+class ExecutionNotFoundError(WorkflowRequestError):
+    def __init__(self, execution_id: str) -> None:
+        super().__init__(f"Execution not found: {execution_id!r}")
+        self.execution_id = execution_id

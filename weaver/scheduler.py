@@ -1,0 +1,198 @@
+"""Cron schedules of workflows, run by APScheduler 3 inside the daemon only.
+
+The scheduler only enqueues; the engine's workers execute. Each job in the store holds nothing
+but a textual reference to one stable function, `weaver.scheduler:dispatch`, and the workflow
+id as its argument: never a plugin's callable, so a stored job survives plugins being renamed,
+removed or failing to import. `EnqueueExecutor` calls `dispatch` with the engine it was built
+with (no module global needed) and the time the run was planned for.
+
+At start the registry is reconciled into the store: jobs are added for new schedules,
+rescheduled when their cron or time zone changed, removed when their workflow is gone,
+disabled or unscheduled, and left untouched otherwise, so a run that fell due while the daemon
+was down keeps its due time. APScheduler then finds it late: within `misfire_grace_time` it
+runs once (`coalesce=True` folds several missed runs into one), so a daily digest missed
+overnight runs on wake, not never and not seven times after a week away.
+
+The job store is its own SQLite file, `<vault>/.weaver/scheduler.db`, not a table of the cache:
+APScheduler creates and owns its table (pickled job state, its own schema), which must not
+appear in the Alembic-managed schema (autogenerate would try to drop it; the migration test
+compares the cache with the models), and the store stays local to the vault's machine even when
+the cache is on a database server. Losing the file only loses pending due times.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from apscheduler.executors.base import BaseExecutor  # type: ignore[import-untyped]
+from apscheduler.job import Job  # type: ignore[import-untyped]
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore  # type: ignore[import-untyped]
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+
+from weaver.config import CACHE_DIR_NAME
+
+if TYPE_CHECKING:
+    from weaver.engine.engine import WorkflowEngine
+
+log = structlog.get_logger(__name__)
+
+DISPATCH_REF = "weaver.scheduler:dispatch"
+JOB_ID_SEPARATOR = "#"
+# The scheduler thread sleeps until the next due time on a monotonic clock, which stands still
+# while the machine is suspended: after a night asleep it would wake hours late. A nudge this
+# often (seconds of awake time) makes it look at the wall clock again soon after a resume.
+WAKEUP_EVERY_SECONDS = 30.0
+
+
+def dispatch(
+    workflow_id: str,
+    engine: WorkflowEngine | None = None,
+    scheduled_time: datetime | None = None,
+) -> None:
+    """What every stored job runs: queue the workflow's scheduled execution.
+
+    The job stores only `workflow_id`; `EnqueueExecutor` supplies the engine and the time the
+    run was planned for (the defaults exist because APScheduler checks a job's arguments
+    against this signature when the job is added).
+    """
+    if engine is None or scheduled_time is None:
+        raise RuntimeError("dispatch is called by EnqueueExecutor, with an engine")
+    engine.enqueue_scheduled(workflow_id, scheduled_time)
+
+
+class EnqueueExecutor(BaseExecutor):  # type: ignore[misc]  # APScheduler 3 has no type hints
+    """Calls a job's function in the scheduler's thread with the engine as first argument.
+
+    Enqueueing takes a millisecond, so no thread pool; a run missed by more than the job's
+    `misfire_grace_time` is skipped, as APScheduler's own executors do.
+    """
+
+    def __init__(self, engine: WorkflowEngine) -> None:
+        super().__init__()
+        self._engine = engine
+
+    def submit_job(self, job: Job, run_times: Sequence[datetime]) -> None:
+        for run_time in run_times:
+            late = datetime.now(UTC) - run_time
+            grace = job.misfire_grace_time
+            if grace is not None and late > timedelta(seconds=grace):
+                log.warning("scheduled run missed beyond grace", job=job.id, late=str(late))
+                continue
+            try:
+                job.func(*job.args, engine=self._engine, scheduled_time=run_time, **job.kwargs)
+            except Exception:
+                log.exception("scheduled dispatch failed", job=job.id)
+
+    def _do_submit_job(self, job: Job, run_times: Sequence[datetime]) -> None:
+        self.submit_job(job, run_times)
+
+
+@dataclass
+class ReconcileReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+class WorkflowScheduler:
+    """APScheduler over one engine's registry, its jobs in a SQLite file of their own."""
+
+    def __init__(self, engine: WorkflowEngine, store_path: Path | None = None) -> None:
+        settings = engine.settings
+        self.engine = engine
+        self.store_path = store_path or settings.vault / CACHE_DIR_NAME / "scheduler.db"
+        self.store_path.parent.mkdir(parents=True, exist_ok=True)
+        self._store = SQLAlchemyJobStore(url=f"sqlite:///{self.store_path}")
+        self._scheduler = BackgroundScheduler(
+            jobstores={"default": self._store},
+            executors={"default": EnqueueExecutor(engine)},
+            job_defaults={
+                "coalesce": True,
+                "misfire_grace_time": settings.schedule_misfire_grace_s,
+                "max_instances": 1,
+            },
+            timezone=UTC,
+        )
+        self._stop = threading.Event()
+        self._nudger: threading.Thread | None = None
+
+    def start(self) -> ReconcileReport:
+        """Open the store, reconcile it with the registry, then let due jobs fire."""
+        self._scheduler.start(paused=True)
+        report = self.reconcile()
+        self._scheduler.resume()
+        self._nudger = threading.Thread(
+            target=self._nudge, name="weaver-scheduler-wakeup", daemon=True
+        )
+        self._nudger.start()
+        log.info(
+            "scheduler started",
+            jobs=len(self.jobs()),
+            **{k: len(v) for k, v in vars(report).items()},
+        )
+        return report
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+        if self._nudger is not None:
+            self._nudger.join()
+        self._store.engine.dispose()
+
+    def jobs(self) -> list[Job]:
+        return list(self._scheduler.get_jobs())
+
+    def reconcile(self) -> ReconcileReport:
+        """Make the stored jobs exactly the enabled workflows' schedules."""
+        report = ReconcileReport()
+        wanted = self._wanted()
+        for job in self._scheduler.get_jobs():
+            target = wanted.pop(job.id, None)
+            if target is None:
+                job.remove()
+                report.removed.append(job.id)
+            elif job.name != target["name"]:
+                job.modify(name=target["name"])
+                job.reschedule(trigger=target["trigger"])
+                report.updated.append(job.id)
+            else:
+                report.kept.append(job.id)
+        for job_id, target in wanted.items():
+            self._scheduler.add_job(
+                DISPATCH_REF,
+                trigger=target["trigger"],
+                args=[target["workflow_id"]],
+                id=job_id,
+                name=target["name"],
+            )
+            report.added.append(job_id)
+        return report
+
+    def _wanted(self) -> dict[str, dict[str, Any]]:
+        wanted: dict[str, dict[str, Any]] = {}
+        for workflow in self.engine.registry:
+            if not workflow.enabled:
+                continue
+            for index, schedule in enumerate(workflow.schedules):
+                job_id = f"{workflow.id}{JOB_ID_SEPARATOR}{index}"
+                trigger = schedule.build_trigger()
+                wanted[job_id] = {
+                    "workflow_id": workflow.id,
+                    # The name carries the schedule, so a changed cron or zone is seen as such
+                    # (the zone as resolved: the machine's own may change between starts).
+                    "name": f"{workflow.id} [{schedule.cron}] {trigger.timezone}",
+                    "trigger": trigger,
+                }
+        return wanted
+
+    def _nudge(self) -> None:
+        while not self._stop.wait(WAKEUP_EVERY_SECONDS):
+            self._scheduler.wakeup()
