@@ -1,0 +1,289 @@
+"""Full-text search: user text to safe FTS5, ranking and snippets, filters, the index kept in step
+by the indexer, the 0003 migration's backfill, and the real tasks-demo corpus."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+import structlog
+from sqlalchemy import ColumnElement, Engine, select, text
+
+from tests.conftest import WriteNotes
+from tests.corpora import require_corpora
+from weaver.app import App, open_app
+from weaver.cache import read, sqlite
+from weaver.config import Settings
+from weaver.db import upgrade_to_head
+from weaver.events import NoteModified, VaultEvent
+from weaver.models import Note, Tag
+
+NOTES: dict[str, str | bytes] = {
+    "Cooking.md": "---\ntags: [food]\n---\n# Cooking\nRunning a café kitchen is hard work.\n",
+    "food/Bread.md": "# Bread\nBake bread with flour, water and salt. #food/baking\n",
+    "food/Soup.md": "# Soup\nA soup of leeks. Cooking for friends, not the café.\n",
+    "travel/Paris.md": "# Paris\nThe best café in Paris serves bread.\n`code café` is code.\n",
+    "Notes on C++.md": "# C++ tips\nTemplates: `std::vector`. Use C++ NEAR the metal.\n",
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def default_logging() -> None:
+    # Some tests run `weaver.cli.main` in-process, which points structlog at that test's captured
+    # stderr; once pytest closes it, any later log line would fail. Start from the defaults.
+    structlog.reset_defaults()
+
+
+def search(
+    engine: Engine,
+    query: str,
+    conditions: Sequence[ColumnElement[bool]] = (),
+    limit: int = 20,
+    offset: int = 0,
+) -> sqlite.SearchPage:
+    expression = sqlite.fts_query(query)
+    if expression is None:
+        return sqlite.SearchPage([], 0)
+    with read.read_snapshot(engine) as conn:
+        return sqlite.search(conn, expression, conditions, limit, offset)
+
+
+def paths(page: sqlite.SearchPage) -> list[str]:
+    return [hit.path for hit in page.hits]
+
+
+@pytest.fixture
+def indexed(app: App, write_notes: WriteNotes) -> App:
+    write_notes(NOTES)
+    app.indexer.reconcile()
+    return app
+
+
+# -- user text -> FTS5 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expression"),
+    [
+        ("cafe bread", '"cafe" "bread"'),
+        ('"best café" paris', '"best café" "paris"'),
+        ("bre*", '"bre"*'),
+        ("bread OR soup", '("bread" OR "soup")'),
+        ("café -paris", '("café") NOT "paris"'),
+        ("café NOT paris NOT soup", '("café") NOT ("paris" OR "soup")'),
+        ("a AND b", '"a" "b"'),
+        ("and or not", '"and" "or" "not"'),
+        ('say "hi', '"say" "hi"'),
+        ("title:x ^y (z) NEAR(a b)", '"title:x" "^y" "(z)" "NEAR(a" "b)"'),
+        ("", None),
+        ("   ", None),
+        ('"" *** ( ) :', None),
+        ("😀 🎉", None),
+        ("NOT paris", None),
+        ("OR", None),
+    ],
+)
+def test_fts_query_quotes_every_term(query: str, expression: str | None) -> None:
+    assert sqlite.fts_query(query) == expression
+
+
+def test_fts_query_caps_the_number_of_terms() -> None:
+    expression = sqlite.fts_query(" ".join(f"w{i}" for i in range(1000)))
+    assert expression is not None and expression.count('"') == 2 * sqlite.MAX_TERMS
+
+
+HOSTILE = [
+    '"',
+    '"""',
+    "AND OR NOT",
+    "a AND",
+    "OR b",
+    "NEAR(",
+    "NEAR(a b, 2)",
+    "*",
+    "a*b*",
+    ":",
+    "body:cafe",
+    "^cafe",
+    "(",
+    "((cafe)",
+    '"unbalanced cafe',
+    "cafe\"'",
+    "😀",
+    "café 😀 ",
+    "-",
+    "--cafe",
+    "NOT",
+    "'; DROP TABLE notes; --",
+    "\x00",
+    "\\",
+    "{a b}",
+    "a + b",
+    "\u200bcafe",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(indexed: App, query: str) -> None:
+    page = search(indexed.engine, query)
+    assert page.total >= len(page.hits)
+
+
+def test_random_punctuation_soup_never_raises(indexed: App) -> None:
+    alphabet = [
+        *"\"*:^()-+{}[],.;!?#~`\\'",
+        "AND ",
+        "OR ",
+        "NOT ",
+        "NEAR",
+        " ",
+        "é",
+        "😀",
+        "a",
+    ]
+    rng = random.Random(6)
+    for _ in range(300):
+        query = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12)))
+        search(indexed.engine, query)
+
+
+# -- ranking, snippets, filters, pagination ------------------------------------------------
+
+
+def test_words_are_stemmed_case_and_accent_folded(indexed: App) -> None:
+    assert paths(search(indexed.engine, "RUN CAFE")) == ["Cooking.md"]
+    assert set(paths(search(indexed.engine, "cafe"))) == {
+        "Cooking.md",
+        "food/Soup.md",
+        "travel/Paris.md",
+    }
+
+
+def test_title_matches_rank_first_and_snippets_mark_matches(indexed: App) -> None:
+    page = search(indexed.engine, "cooking")
+    assert paths(page) == ["Cooking.md", "food/Soup.md"]
+    assert page.hits[0].score > page.hits[1].score > 0
+    assert "<mark>Cooking</mark>" in page.hits[1].snippet
+
+
+def test_phrase_prefix_or_and_exclusion(indexed: App) -> None:
+    assert paths(search(indexed.engine, '"best café"')) == ["travel/Paris.md"]
+    assert paths(search(indexed.engine, '"café best"')) == []
+    assert set(paths(search(indexed.engine, "lee*"))) == {"food/Soup.md"}
+    assert set(paths(search(indexed.engine, "leeks OR flour"))) == {"food/Soup.md", "food/Bread.md"}
+    assert set(paths(search(indexed.engine, "café -paris"))) == {"Cooking.md", "food/Soup.md"}
+    assert paths(search(indexed.engine, "C++ NEAR(")) == ["Notes on C++.md"]
+
+
+def test_text_in_code_and_frontmatter_is_searchable_body_text(indexed: App) -> None:
+    # Unlike links and tags, words in code spans are words the user wrote: they are found.
+    assert paths(search(indexed.engine, "vector")) == ["Notes on C++.md"]
+    assert paths(search(indexed.engine, "tags food")) == []  # frontmatter is not body text
+
+
+def test_folder_and_tag_filters(indexed: App) -> None:
+    in_food = read.under_prefix(Note.folder, "food")
+    assert set(paths(search(indexed.engine, "cafe OR bread", [in_food]))) == {
+        "food/Bread.md",
+        "food/Soup.md",
+    }
+    tagged = Note.path.in_(select(Tag.note_path).where(read.tag_condition("food")))
+    assert set(paths(search(indexed.engine, "cafe OR bread", [tagged]))) == {
+        "Cooking.md",
+        "food/Bread.md",
+    }
+
+
+def test_pagination_total_and_order_are_stable(indexed: App) -> None:
+    everything = search(indexed.engine, "cafe OR bread OR cooking")
+    assert everything.total == 5 - 1  # all but the C++ note
+    pages = [search(indexed.engine, "cafe OR bread OR cooking", limit=2, offset=o) for o in (0, 2)]
+    assert [p.total for p in pages] == [4, 4]
+    assert paths(pages[0]) + paths(pages[1]) == paths(everything)
+
+
+# -- kept in step ---------------------------------------------------------------------------
+
+
+def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path) -> None:
+    (vault_dir / "food" / "Soup.md").write_text("# Soup\nNow with pumpkin.\n", encoding="utf-8")
+    (vault_dir / "food" / "Bread.md").unlink()
+    (vault_dir / "travel" / "Paris.md").rename(vault_dir / "travel" / "Lyon.md")
+    indexed.indexer.apply_paths(["food/Soup.md", "food/Bread.md", "travel"])
+    assert paths(search(indexed.engine, "pumpkin")) == ["food/Soup.md"]
+    assert paths(search(indexed.engine, "leeks")) == []
+    assert paths(search(indexed.engine, "flour")) == []
+    assert paths(search(indexed.engine, "serves")) == ["travel/Lyon.md"]
+    with indexed.engine.connect() as conn:
+        rows = conn.execute(text("SELECT count(*) FROM notes_fts")).scalar_one()
+    assert rows == 4
+
+
+def test_non_utf8_note_is_indexed_without_body(app: App, write_notes: WriteNotes) -> None:
+    write_notes({"latin.md": "caf\xe9 au lait".encode("latin-1"), "ok.md": "au lait"})
+    app.indexer.reconcile()
+    assert paths(search(app.engine, "lait")) == ["ok.md"]
+
+
+def test_search_rowid_is_a_stable_positive_63_bit_hash() -> None:
+    ids = {sqlite.search_rowid(f"note {i}.md") for i in range(2000)}
+    assert len(ids) == 2000 and all(0 <= i < 2**63 for i in ids)
+    assert sqlite.search_rowid("a.md") == sqlite.search_rowid("a.md")
+
+
+# -- migration -------------------------------------------------------------------------------
+
+
+def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
+    settings: Settings, write_notes: WriteNotes
+) -> None:
+    write_notes(NOTES)
+    app = open_app(settings)
+    app.indexer.reconcile()
+    with app.engine.begin() as conn:  # back to a cache from before full-text search
+        conn.execute(text("DROP TABLE notes_fts"))
+        conn.execute(text("DELETE FROM cache_state WHERE key = 'reparse_pending'"))
+        conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
+        tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
+        assert not any(sqlite.is_search_table(name) for name in tables)
+    upgrade_to_head(app.engine)
+    assert search(app.engine, "leeks").total == 0  # the table is back, still empty
+    events: list[VaultEvent] = []
+    app.bus.subscribe(events.extend)
+    report = app.indexer.reconcile()
+    assert paths(search(app.engine, "leeks")) == ["food/Soup.md"]
+    assert not any(isinstance(e, NoteModified) for e in events) and not report.changed
+    with app.engine.connect() as conn:
+        pending = conn.execute(text("SELECT value FROM cache_state WHERE key='reparse_pending'"))
+        assert pending.scalar_one() == "false"
+    app.indexer.reconcile()  # and only once: the next start does not re-read everything
+    app.close()
+
+
+# -- the real corpus ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tasks_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    vault = require_corpora() / "tasks-demo"
+    cache = tmp_path_factory.mktemp("fts") / "cache.db"
+    app = open_app(Settings(vault=vault, database_url=f"sqlite:///{cache}"))
+    app.indexer.reconcile()
+    yield app
+    app.close()
+
+
+@pytest.mark.corpus
+def test_tasks_demo_phrases_prefixes_and_filters(tasks_demo: App) -> None:
+    page = search(tasks_demo.engine, '"custom filters"')
+    assert page.total == 4
+    assert all(h.path.startswith("Functions/Custom Filters") for h in page.hits[:3])
+    assert "<mark>Custom Filters</mark>" in page.hits[0].snippet
+    in_how_to = read.under_prefix(Note.folder, "How To")
+    found = paths(search(tasks_demo.engine, "frontmatter propert*", [in_how_to]))
+    assert found[0] == "How To/Access properties in frontmatter.md"
+    assert all(p.startswith("How To/") for p in found)
+    for query in HOSTILE:
+        search(tasks_demo.engine, query)

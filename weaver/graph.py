@@ -1,0 +1,358 @@
+"""The vault's link graph and the algorithms over it: pure, in memory, no I/O.
+
+Nodes are notes; an edge `a -> b` means note `a` has at least one resolved link (wikilink,
+embed, markdown or frontmatter link) to note `b`. Several links between the same pair make one
+edge carrying the union of their relations (`None` for an untyped link, the Dataview field or
+`[[rel::X]]` name, or the frontmatter key for a frontmatter link). Links to attachments and a
+note's links to itself are not edges. Broken links are kept aside, by their raw target text,
+for `subgraph(include_broken=True)`.
+
+Paths follow links in the direction they point, as the reference graph server does (a directed
+graph, unweighted): `shortest_path(a, b)` is how `a` reaches `b` by following links, which can
+differ from the way back. Ties are broken by path order, so every answer is deterministic.
+
+`cache.graph.load_graph` builds a `Graph` with three queries; `cache.graph.graph_cache` keeps it
+until the cache changes, so these functions answer in milliseconds on a 10,000-note vault.
+PageRank is computed once per `Graph` and kept on it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Relations = frozenset[str | None]
+Direction = Literal["in", "out", "both"]
+HubMetric = Literal["in_degree", "out_degree", "pagerank"]
+
+DAMPING = 0.85
+# Iteration stops once the L1 change of the rank vector (which sums to 1) is below this.
+PAGERANK_TOLERANCE = 1e-9
+PAGERANK_MAX_ITERATIONS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    path: str
+    title: str
+    folder: str
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    path: str
+    depth: int  # 1 for a direct neighbour
+    via: str  # the node it was reached from (the start node at depth 1)
+    direction: Literal["in", "out", "both"]  # relative to `via`: it links there, or is linked
+    relations: tuple[str, ...]  # relation names on the edge(s) with `via`, sorted
+
+
+@dataclass(frozen=True, slots=True)
+class Hub:
+    path: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SubgraphEdge:
+    source: str
+    target: str  # a note path, or a broken link's raw target
+    relations: tuple[str, ...]
+    broken: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    nodes: list[str]  # note paths, highest degree first
+    broken: list[str]  # raw targets of broken links from those notes (include_broken only)
+    edges: list[SubgraphEdge]
+    total_nodes: int  # notes in scope before `limit`
+
+
+def relation_key(relation: str | None) -> str | None:
+    """How relations compare: case-insensitively, surrounding space ignored; blank is none."""
+    if relation is None:
+        return None
+    return relation.strip().casefold() or None
+
+
+class Graph:
+    """Adjacency in both directions, each neighbour list sorted by path."""
+
+    def __init__(
+        self,
+        nodes: Iterable[NodeInfo],
+        edges: Iterable[tuple[str, str, str | None]],
+        broken: Iterable[tuple[str, str, str | None]] = (),
+    ) -> None:
+        self.nodes: dict[str, NodeInfo] = {n.path: n for n in nodes}
+        nodes_set = self.nodes.keys()
+        self.relations = _relations(
+            (s, t, r) for s, t, r in edges if s != t and s in nodes_set and t in nodes_set
+        )
+        self.broken = _relations((s, t, r) for s, t, r in broken if s in nodes_set)
+        out: dict[str, list[str]] = {}
+        inc: dict[str, list[str]] = {}
+        for source, target in self.relations:
+            out.setdefault(source, []).append(target)
+            inc.setdefault(target, []).append(source)
+        self.out: dict[str, tuple[str, ...]] = {k: tuple(sorted(v)) for k, v in out.items()}
+        self.inc: dict[str, tuple[str, ...]] = {k: tuple(sorted(v)) for k, v in inc.items()}
+        self._ranked: dict[HubMetric, list[tuple[str, float]]] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def edge_count(self) -> int:
+        return len(self.relations)
+
+    def successors(self, path: str, relation: str | None = None) -> Iterable[str]:
+        """Notes `path` links to (through an edge carrying `relation`, a `relation_key`)."""
+        targets = self.out.get(path, ())
+        if relation is None:
+            return targets
+        return [t for t in targets if _has(self.relations[path, t], relation)]
+
+    def predecessors(self, path: str, relation: str | None = None) -> Iterable[str]:
+        """Notes linking to `path` (through an edge carrying `relation`, a `relation_key`)."""
+        sources = self.inc.get(path, ())
+        if relation is None:
+            return sources
+        return [s for s in sources if _has(self.relations[s, path], relation)]
+
+    def edge_relations(self, a: str, b: str) -> tuple[str, ...]:
+        """Named relations on the edges between a and b, either way round, sorted."""
+        found = self.relations.get((a, b), frozenset()) | self.relations.get((b, a), frozenset())
+        return _names(found)
+
+    def pagerank(self) -> dict[str, float]:
+        """PageRank of every note, computed once (thread-safe) and kept."""
+        return dict(self.ranked("pagerank"))
+
+    def ranked(self, metric: HubMetric) -> list[tuple[str, float]]:
+        """(path, score) of every note by `metric`, best first, ties by path; computed once.
+        The degree metrics leave out notes scoring 0."""
+        with self._lock:
+            if metric not in self._ranked:
+                self._ranked[metric] = _ranking(self, metric)
+            return self._ranked[metric]
+
+
+def _relations(
+    edges: Iterable[tuple[str, str, str | None]],
+) -> dict[tuple[str, str], Relations]:
+    """Relations per (source, target) pair; most pairs share one frozenset ({None}, {"up"})."""
+    shared: dict[str | None, Relations] = {}
+    found: dict[tuple[str, str], Relations] = {}
+    for source, target, relation in edges:
+        pair = (source, target)
+        current = found.get(pair)
+        if current is None:
+            single = shared.get(relation)
+            if single is None:
+                single = shared[relation] = frozenset((relation,))
+            found[pair] = single
+        elif relation not in current:
+            found[pair] = current | {relation}
+    return found
+
+
+def _ranking(graph: Graph, metric: HubMetric) -> list[tuple[str, float]]:
+    if metric == "pagerank":
+        scores = pagerank(graph)
+    elif metric == "in_degree":
+        scores = {path: float(len(sources)) for path, sources in graph.inc.items()}
+    else:
+        scores = {path: float(len(targets)) for path, targets in graph.out.items()}
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _has(relations: Relations, relation: str) -> bool:
+    return any(relation_key(r) == relation for r in relations if r is not None)
+
+
+def _names(relations: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(sorted({r for r in relations if r is not None}))
+
+
+# ---------------------------------------------------------------- traversal
+
+
+def neighbors(
+    graph: Graph,
+    start: str,
+    direction: Direction = "both",
+    depth: int = 1,
+    relation: str | None = None,
+    limit: int | None = None,
+) -> tuple[list[Neighbor], int]:
+    """Notes within `depth` links of `start` (breadth first), ordered by depth then path: the
+    first `limit` of them, and how many there are in all.
+
+    `direction` "out" follows links, "in" follows backlinks, "both" either; `relation` keeps
+    only edges carrying that relation (case-insensitive). `start` itself is never listed.
+    """
+    key = relation_key(relation)
+    sides = [(_OUT, graph.successors)] if direction != "in" else []
+    sides += [(_IN, graph.predecessors)] if direction != "out" else []
+    seen = {start}
+    found: list[tuple[str, int, str, int]] = []
+    frontier = [start]
+    for level in range(1, depth + 1):
+        reached: dict[str, tuple[str, int]] = {}  # node -> (first node reaching it, sides)
+        for node in frontier:
+            for bit, step in sides:
+                for other in step(node, key):
+                    if other in seen:
+                        continue
+                    entry = reached.get(other)
+                    if entry is None:
+                        reached[other] = (node, bit)
+                    elif entry[0] == node:
+                        reached[other] = (node, entry[1] | bit)
+        frontier = sorted(reached)
+        found.extend((path, level, *reached[path]) for path in frontier)
+        seen.update(frontier)
+        if not frontier:
+            break
+    page = found if limit is None else found[:limit]
+    result = [
+        Neighbor(path, level, via, _WAYS[bits], graph.edge_relations(via, path))
+        for path, level, via, bits in page
+    ]
+    return result, len(found)
+
+
+_OUT, _IN = 1, 2
+_WAYS: dict[int, Literal["in", "out", "both"]] = {_OUT: "out", _IN: "in", _OUT | _IN: "both"}
+
+
+def shortest_path(
+    graph: Graph, source: str, target: str, relation: str | None = None
+) -> list[str] | None:
+    """The fewest links to follow from `source` to `target` ([source] when they are the same
+    note), or None when no chain of links leads there. Breadth first, neighbours in path
+    order, so among equally short paths the one found first is always the same."""
+    if source not in graph or target not in graph:
+        return None
+    if source == target:
+        return [source]
+    key = relation_key(relation)
+    parent: dict[str, str] = {source: source}
+    queue = deque([source])
+    while queue:
+        node = queue.popleft()
+        for nxt in graph.successors(node, key):
+            if nxt in parent:
+                continue
+            parent[nxt] = node
+            if nxt == target:
+                return _walk_back(parent, target)
+            queue.append(nxt)
+    return None
+
+
+def _walk_back(parent: dict[str, str], node: str) -> list[str]:
+    path = [node]
+    while parent[node] != node:
+        node = parent[node]
+        path.append(node)
+    return path[::-1]
+
+
+# ---------------------------------------------------------------- centrality
+
+
+def hubs(graph: Graph, metric: HubMetric, limit: int) -> list[Hub]:
+    """The `limit` notes scoring highest: in_degree (distinct notes linking here),
+    out_degree (distinct notes linked to) or PageRank; ties by path. Zero scores are left out
+    for the degree metrics: a note nothing links to is no hub."""
+    return [Hub(path, score) for path, score in graph.ranked(metric)[:limit]]
+
+
+def pagerank(
+    graph: Graph,
+    damping: float = DAMPING,
+    tolerance: float = PAGERANK_TOLERANCE,
+    max_iterations: int = PAGERANK_MAX_ITERATIONS,
+) -> dict[str, float]:
+    """PageRank by power iteration; the ranks sum to 1.
+
+    A note's rank is shared equally among the distinct notes it links to. A dangling note (no
+    outgoing edges) spreads its rank over every note, as the random surfer jumps anywhere from
+    a page without links; the teleport term (1 - damping) is uniform too. Iteration stops when
+    the L1 change falls below `tolerance`, or after `max_iterations` (the rank vector is then
+    as good as that many steps make it; convergence is geometric in `damping`).
+    """
+    paths = sorted(graph.nodes)
+    count = len(paths)
+    if count == 0:
+        return {}
+    index = {path: i for i, path in enumerate(paths)}
+    inbound = [[index[s] for s in graph.inc.get(path, ())] for path in paths]
+    out_degree = [len(graph.out.get(path, ())) for path in paths]
+    dangling = [i for i, degree in enumerate(out_degree) if degree == 0]
+    ranks = [1.0 / count] * count
+    for _ in range(max_iterations):
+        share = [r / d if d else 0.0 for r, d in zip(ranks, out_degree, strict=True)]
+        leaked = sum(ranks[i] for i in dangling)
+        base = (1.0 - damping) / count + damping * leaked / count
+        new = [base + damping * sum(map(share.__getitem__, sources)) for sources in inbound]
+        change = sum(abs(a - b) for a, b in zip(new, ranks, strict=True))
+        ranks = new
+        if change < tolerance:
+            break
+    return dict(zip(paths, ranks, strict=True))
+
+
+# ---------------------------------------------------------------- whole graph
+
+
+def subgraph(
+    graph: Graph,
+    directory: str | None = None,
+    include_broken: bool = False,
+    relation: str | None = None,
+    limit: int | None = None,
+) -> Subgraph:
+    """The notes of `directory` (with its subfolders; None is the whole vault) and the edges
+    among them; with `include_broken`, also their broken links to raw targets.
+
+    Beyond `limit` notes, the best connected are kept (degree within the scope, then path),
+    so a capped graph still shows its structure; edges only join kept notes.
+    """
+    key = relation_key(relation)
+    scope = {p for p, n in graph.nodes.items() if _in_folder(n.folder, directory)}
+    degree = dict.fromkeys(scope, 0)
+    for source in scope:
+        for target in graph.successors(source, key):
+            if target in scope:
+                degree[source] += 1
+                degree[target] += 1
+    ranked = sorted(scope, key=lambda p: (-degree[p], p))
+    nodes = ranked if limit is None else ranked[:limit]
+    kept = set(nodes)
+    result = [
+        SubgraphEdge(s, t, _names(graph.relations[s, t]), False)
+        for s in sorted(kept)
+        for t in graph.successors(s, key)
+        if t in kept
+    ]
+    broken: set[str] = set()
+    if include_broken:
+        for (source, target), rels in sorted(graph.broken.items()):
+            if source in kept and (key is None or _has(rels, key)):
+                broken.add(target)
+                result.append(SubgraphEdge(source, target, _names(rels), True))
+    return Subgraph(nodes, sorted(broken), result, len(scope))
+
+
+def _in_folder(folder: str, directory: str | None) -> bool:
+    return not directory or folder == directory or folder.startswith(directory + "/")

@@ -1,0 +1,157 @@
+"""Resolve names a person or a model typed to notes: exactly, or fuzzily for typos. Pure.
+
+A note answers to its title, its file name without `.md`, its path without `.md`, and each of
+its aliases (aliases never make a link resolve, but they are how people name notes). Names and
+keys compare after Unicode NFC and case folding, with surrounding space, `[[`/`]]`, a `|alias`
+or `#heading` part and a `.md` suffix removed, so `[[Some Note|x]]` finds "Some Note".
+
+When several notes match equally, the winner is chosen the way Obsidian picks a link target
+(path match first, then file name, title, alias; then the shortest path, then path order) and
+the others are listed as alternatives, so an ambiguous name is never silently half-answered.
+Fuzzy scores are rapidfuzz's normalised Indel similarity (`fuzz.ratio`, 0-1), the character
+analogue of the Dice coefficient the reference server uses: "chikken" scores 0.86 against
+"chicken". A `NameIndex` folds every key once; `cache.graph.names_cache` keeps it until the
+cache changes, so a call costs the lookups only.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rapidfuzz import fuzz, process
+
+MatchedOn = Literal["path", "name", "title", "alias"]
+Strategy = Literal["exact", "fuzzy"]
+_PREFERENCE: dict[MatchedOn, int] = {"path": 0, "name": 1, "title": 2, "alias": 3}
+# Fuzzy candidates looked at per name before grouping them by note.
+_FUZZY_POOL = 25
+MAX_ALTERNATIVES = 5
+_MD = re.compile(r"\.md$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class NameRow:
+    """A note as names see it."""
+
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NameMatch:
+    name: str
+    path: str | None  # None: nothing matched (well enough)
+    title: str | None
+    matched_on: MatchedOn | None
+    matched_text: str | None  # the title, file name, path or alias that matched
+    score: float  # 1.0 for an exact match, 0.0 for none
+    alternatives: tuple[str, ...]  # other notes that matched, best first
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    folded: str
+    text: str
+    kind: MatchedOn
+    row: NameRow
+
+
+def fold(text: str) -> str:
+    """The comparison form of a name (see the module docstring)."""
+    text = text.strip()
+    if text.startswith("[[") and text.endswith("]]"):
+        text = text[2:-2]
+    text = text.removeprefix("!").split("|", 1)[0].split("#", 1)[0]
+    return _MD.sub("", unicodedata.normalize("NFC", text).strip()).casefold()
+
+
+class NameIndex:
+    """The folded names of a set of notes, for exact and fuzzy lookups."""
+
+    def __init__(self, rows: Iterable[NameRow]) -> None:
+        self.keys: list[_Key] = []
+        self.by_folded: dict[str, list[_Key]] = {}
+        for row in rows:
+            for key in _keys(row):
+                self.keys.append(key)
+                self.by_folded.setdefault(key.folded, []).append(key)
+        self.choices = [key.folded for key in self.keys]
+
+    def resolve(
+        self,
+        names: Sequence[str],
+        strategy: Strategy = "fuzzy",
+        threshold: float = 0.7,
+        within: Collection[str] | None = None,
+    ) -> list[NameMatch]:
+        """One `NameMatch` per name, in order. `threshold` (0-1) applies to fuzzy scores only;
+        `within` limits the candidates to these note paths."""
+        if strategy == "exact":
+            return [self._exact(name, within) for name in names]
+        keys, choices = self.keys, self.choices
+        if within is not None:
+            keys = [key for key in self.keys if key.row.path in within]
+            choices = [key.folded for key in keys]
+        return [_fuzzy(name, keys, choices, threshold) for name in names]
+
+    def _exact(self, name: str, within: Collection[str] | None) -> NameMatch:
+        keys = self.by_folded.get(fold(name), [])
+        return _answer(name, [(1.0, k) for k in keys if within is None or k.row.path in within])
+
+
+def resolve_names(
+    names: Sequence[str],
+    rows: Iterable[NameRow],
+    strategy: Strategy = "fuzzy",
+    threshold: float = 0.7,
+) -> list[NameMatch]:
+    """`NameIndex(rows).resolve(...)`, for a one-off lookup."""
+    return NameIndex(rows).resolve(names, strategy, threshold)
+
+
+def _keys(row: NameRow) -> Iterable[_Key]:
+    name = row.path.rsplit("/", 1)[-1]
+    texts: list[tuple[str, MatchedOn]] = [
+        (_MD.sub("", row.path), "path"),
+        (_MD.sub("", name), "name"),
+        (row.title, "title"),
+        *((alias, "alias") for alias in row.aliases),
+    ]
+    seen: set[str] = set()
+    for text, kind in texts:
+        folded = fold(text)
+        if folded and folded not in seen:  # a note whose title is its name: one key
+            seen.add(folded)
+            yield _Key(folded, text, kind, row)
+
+
+def _fuzzy(name: str, keys: Sequence[_Key], choices: Sequence[str], threshold: float) -> NameMatch:
+    query = fold(name)
+    if not query:
+        return _answer(name, [])
+    hits = process.extract(
+        query, choices, scorer=fuzz.ratio, score_cutoff=threshold * 100, limit=_FUZZY_POOL
+    )
+    return _answer(name, [(round(score / 100, 4), keys[index]) for _, score, index in hits])
+
+
+def _rank(key: _Key) -> tuple[int, int, str]:
+    return (_PREFERENCE[key.kind], len(key.row.path), key.row.path)
+
+
+def _answer(name: str, scored: Sequence[tuple[float, _Key]]) -> NameMatch:
+    """Best key per note; the best note first (score, then Obsidian's preference)."""
+    best: dict[str, tuple[float, _Key]] = {}
+    for score, key in sorted(scored, key=lambda item: (-item[0], _rank(item[1]))):
+        best.setdefault(key.row.path, (score, key))
+    if not best:
+        return NameMatch(name, None, None, None, None, 0.0, ())
+    ordered = sorted(best.values(), key=lambda item: (-item[0], _rank(item[1])))
+    score, key = ordered[0]
+    others = tuple(k.row.path for _, k in ordered[1 : 1 + MAX_ALTERNATIVES])
+    return NameMatch(name, key.row.path, key.row.title, key.kind, key.text, score, others)
