@@ -66,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
     index.set_defaults(command=cmd_index)
 
-    daemon = commands.add_parser("daemon", help="keep the cache fresh until stopped")
+    daemon = commands.add_parser(
+        "daemon", help="watch the vault, run workflows and schedules, serve MCP over HTTP"
+    )
+    daemon.add_argument(
+        "--no-http", action="store_true", help="do not serve MCP over HTTP (the rest still runs)"
+    )
     daemon.set_defaults(command=cmd_daemon)
 
     serve = commands.add_parser("serve", help="serve the vault to MCP clients (stdio or HTTP)")
@@ -97,10 +102,10 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_daemon(_args: argparse.Namespace, settings: Settings) -> int:
+def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.daemon import run_daemon
 
-    run_daemon(settings)
+    run_daemon(settings, http=not args.no_http)
     return 0
 
 

@@ -1,49 +1,58 @@
-"""`weaver daemon`: the long-running service that keeps the cache fresh.
+"""`weaver daemon`: the background service, everything together on one vault.
 
-At this stage it reconciles and watches. It holds the vault's daemon lock, so that a second
-daemon on the same vault refuses to start instead of fighting the first, and the cache's writer
-lock (`weaver.locks`), which it waits for while a `weaver serve` is writing.
+It reconciles the cache and keeps it in step with the disk (the MCP server's lifespan, which
+takes the cache's writer lock, waiting for it while a `weaver serve` writes), runs the workflow
+engine's workers and the scheduler, and serves MCP over Streamable HTTP on loopback. It holds
+the vault's daemon lock, so a second daemon on the same vault refuses to start instead of
+fighting the first. SIGINT or SIGTERM stops it cleanly with exit code 0.
 """
 
 from __future__ import annotations
 
-import signal
+from functools import partial
 
 import anyio
 import structlog
 
 from weaver.app import open_app
 from weaver.config import Settings
-from weaver.locks import WriterLock, daemon_lock
-from weaver.watcher import VaultWatcher
+from weaver.engine import hosted_engine
+from weaver.locks import daemon_lock
+from weaver.mcp_server.lifecycle import make_lifespan
+from weaver.mcp_server.serve import bind_socket, check_http_settings, http_app, serve_http
+from weaver.mcp_server.server import build_server
+from weaver.mcp_server.state import ServerState
+from weaver.signals import run_until_signalled
 
 log = structlog.get_logger(__name__)
 
 
-def run_daemon(settings: Settings) -> None:
-    """Run until SIGINT or SIGTERM, then stop cleanly."""
+def run_daemon(settings: Settings, http: bool = True) -> None:
+    """Run until SIGINT or SIGTERM. `http=False` leaves out the MCP server, keeping the rest."""
     with daemon_lock(settings.vault):
+        sock = None
+        if http:
+            check_http_settings(settings)
+            sock = bind_socket(settings.http_host, settings.http_port)
         app = open_app(settings)
-        watcher = VaultWatcher(app.indexer, settings.debounce_ms)
         try:
-            with WriterLock.for_settings(settings) as lock:
-                anyio.run(_serve_forever, watcher, lock)
+            with hosted_engine(app, schedules=True) as engine:
+                state = ServerState(app, engine=engine)
+                log.info("daemon started", vault=str(settings.vault), http=http)
+                if sock is None:
+                    anyio.run(run_until_signalled, partial(_keep_fresh, state))
+                else:
+                    server = build_server(state)
+                    starlette_app = http_app(server, state, settings.http_host)
+                    anyio.run(run_until_signalled, partial(serve_http, starlette_app, sock))
         finally:
+            if sock is not None:
+                sock.close()
             app.close()
     log.info("daemon stopped")
 
 
-async def _serve_forever(watcher: VaultWatcher, lock: WriterLock) -> None:
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_write_when_allowed, watcher, lock)
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                log.info("stopping", signal=signal.Signals(signum).name)
-                tg.cancel_scope.cancel()
-                return
-
-
-async def _write_when_allowed(watcher: VaultWatcher, lock: WriterLock) -> None:
-    """Wait for the writer lock (a `weaver serve` may hold it), then reconcile and watch."""
-    await lock.acquire(on_wait=lambda pid: log.info("waiting for the cache writer", pid=pid))
-    await watcher.run()
+async def _keep_fresh(state: ServerState, stop: anyio.Event) -> None:
+    """Without HTTP, the server's lifespan alone: reconcile, then watch until stopped."""
+    async with make_lifespan(state)(None):
+        await stop.wait()

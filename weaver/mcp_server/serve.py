@@ -9,6 +9,10 @@ on every address. `GET /health` answers without auth, with the status only.
 from __future__ import annotations
 
 import ipaddress
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Literal
 
 import anyio
@@ -23,10 +27,12 @@ from starlette.responses import JSONResponse, Response
 
 from weaver.app import open_app
 from weaver.config import Settings
-from weaver.errors import ConfigError
+from weaver.engine import hosted_engine
+from weaver.errors import ConfigError, DaemonError
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
+from weaver.signals import cancel_when, run_until_signalled
 
 log = structlog.get_logger(__name__)
 
@@ -86,33 +92,82 @@ def http_app(server: MCPServer[ServerState], state: ServerState, host: str) -> S
     )
 
 
-async def serve_http(app: Starlette, host: str, port: int) -> None:
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before serving, so a port in use is a clear error rather than uvicorn's exit."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise DaemonError(
+            f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc} "
+            "(is another Weaver running? set http_port or WEAVER_HTTP_PORT)"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+class _HostedServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to its host, which stops it with `should_exit`.
+
+    uvicorn's own handlers re-raise the signal after shutting down, which would end the process
+    with the signal's status before the host has stopped its other parts.
+    """
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(app: Starlette, sock: socket.socket, stop: anyio.Event) -> None:
+    """Serve on a bound socket until `stop` is set, then finish the requests under way."""
+    host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         # Our logging goes to stderr; uvicorn's default config would print access logs to stdout.
         log_config=None,
         access_log=False,
         lifespan="on",
     )
+    server = _HostedServer(config)
     log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
-    await uvicorn.Server(config).serve()
+    async with anyio.create_task_group() as tg:
+
+        async def exit_when_stopped() -> None:
+            await stop.wait()
+            server.should_exit = True
+
+        tg.start_soon(exit_when_stopped)
+        await server.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
 
 
 def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = True) -> None:
-    """Serve until the client hangs up (stdio) or the process is interrupted (HTTP)."""
+    """Serve until the client hangs up (stdio), or SIGINT / SIGTERM.
+
+    The workflow engine runs beside the tools (without schedules, which are the daemon's), so
+    `trigger_workflow` works and file events seen by this process's watcher start workflows.
+    """
+    sock = None
     if transport == "http":
         check_http_settings(settings)
+        sock = bind_socket(settings.http_host, settings.http_port)
     app = open_app(settings)
     try:
-        state = ServerState(app, watch=watch)
-        server = build_server(state)
-        if transport == "http":
-            starlette_app = http_app(server, state, settings.http_host)
-            anyio.run(serve_http, starlette_app, settings.http_host, settings.http_port)
-        else:
-            log.info("serving MCP over stdio", vault=str(settings.vault))
-            anyio.run(server.run_stdio_async)
+        with hosted_engine(app) as engine:
+            state = ServerState(app, watch=watch, engine=engine)
+            server = build_server(state)
+            if sock is not None:
+                anyio.run(
+                    run_until_signalled,
+                    partial(serve_http, http_app(server, state, settings.http_host), sock),
+                )
+            else:
+                log.info("serving MCP over stdio", vault=str(settings.vault))
+                anyio.run(run_until_signalled, partial(cancel_when, main=server.run_stdio_async))
     finally:
+        if sock is not None:
+            sock.close()
         app.close()

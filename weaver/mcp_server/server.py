@@ -16,14 +16,19 @@ from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.search_tools import build_search_tools
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import build_system_tools
+from weaver.mcp_server.workflow_tools import build_workflow_tools
 from weaver.mcp_server.write_tools import build_write_tools
 
-INSTRUCTIONS = """Weaver serves a read-only shadow cache of the user's Obsidian-style markdown
-vault: every note's frontmatter, tags and links, kept in step with the files as they change.
-Start with get_stats for an overview; find notes with query_files (folder, type, status, tag)
-or search_tags; follow links with get_file or search_links; read a note's text with
-get_file_content. Paths are relative to the vault root ('folder/Note.md'). All timestamps are
-Unix epoch milliseconds. Every result is {success, data | error, metadata}."""
+INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
+every note's frontmatter, tags and links, kept in step with the files as they change.
+Start with get_stats for an overview; find notes with query_files (folder, type, status, tag),
+search_tags or search_notes (full text); follow links with get_file, search_links,
+get_neighbors and find_path; read a note's text with get_file_content. When writes are enabled,
+create_file, update_file (pass the contentHash from get_file as expectedHash), move_file
+(rewrites links) and delete_file (to .trash) change the vault. Workflows: list_workflows,
+trigger_workflow, get_workflow_status, get_workflow_history. Paths are relative to the vault
+root ('folder/Note.md'). All timestamps are Unix epoch milliseconds. Every result is
+{success, data | error, metadata}."""
 
 
 class StaticTokenVerifier:
@@ -55,6 +60,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
             *build_system_tools(state),
             *build_search_tools(state),
             *build_graph_tools(state),
+            *build_workflow_tools(state),
             *build_write_tools(state),  # none when read_only
         ],
         lifespan=make_lifespan(state),
