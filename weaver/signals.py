@@ -33,16 +33,3 @@ async def run_until_signalled(main: Callable[[anyio.Event], Awaitable[None]]) ->
         tg.start_soon(set_stop_on_signal)
         await main(stop)
         tg.cancel_scope.cancel()
-
-
-async def cancel_when(stop: anyio.Event, main: Callable[[], Awaitable[None]]) -> None:
-    """Run `main()` until it returns or `stop` is set, whichever comes first."""
-    async with anyio.create_task_group() as tg:
-
-        async def cancel_on_stop() -> None:
-            await stop.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(cancel_on_stop)
-        await main()
-        tg.cancel_scope.cancel()

@@ -32,7 +32,7 @@ from weaver.errors import ConfigError, DaemonError
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
-from weaver.signals import cancel_when, run_until_signalled
+from weaver.signals import run_until_signalled
 
 log = structlog.get_logger(__name__)
 
@@ -166,7 +166,10 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
                 )
             else:
                 log.info("serving MCP over stdio", vault=str(settings.vault))
-                anyio.run(run_until_signalled, partial(cancel_when, main=server.run_stdio_async))
+                # A stdio client ends the session by closing stdin, which ends this cleanly. On
+                # SIGTERM the process just dies: the SDK's blocking stdin read cannot be
+                # cancelled, and the next start marks any run it left as interrupted.
+                anyio.run(server.run_stdio_async)
     finally:
         if sock is not None:
             sock.close()
