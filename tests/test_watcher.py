@@ -128,3 +128,25 @@ def test_watcher_catches_up_on_changes_made_while_down(
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_a_change_made_during_the_catch_up_is_not_lost(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    """Watching begins before the reconcile, so an edit saved while it runs is applied after."""
+    write_notes({"a.md": "a"})
+
+    async def catch_up_with_an_edit_meanwhile() -> None:
+        await anyio.to_thread.run_sync(app.indexer.reconcile)
+        write_notes({"during.md": "saved while the reconcile ran"})
+        await anyio.sleep(0.1)  # the change is now in the watcher's queue, not in the cache
+
+    async def scenario() -> None:
+        watcher = VaultWatcher(app.indexer, debounce_ms=20)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: watcher.run(catch_up=catch_up_with_an_edit_meanwhile))
+            await wait_until(lambda: paths(app) == ["a.md", "during.md"])
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)

@@ -2,9 +2,10 @@
 
 The lifespan returns at once, so `initialize` is answered promptly; the work runs beside it:
 
-1. Try the writer lock. Taken: reconcile (in a worker thread), then tools may answer, then
-   watch. Not taken: another process writes this cache, so tools answer from it right away, and
-   the lock is retried every few seconds to take over when that process exits.
+1. Try the writer lock. Taken: start watching, reconcile (in a worker thread; a change made
+   meanwhile is applied right after), then tools may answer. Not taken: another process writes
+   this cache, so tools answer from it right away, and the lock is retried every few seconds
+   to take over when that process exits.
 2. If the watcher stops (the vault folder vanished, inotify limits), catch up and watch again
    after a pause; `health_check` reports it degraded meanwhile.
 3. With `--no-watch`, reconcile once if the lock is free, then let it go.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -55,10 +57,10 @@ async def keep_cache_fresh(state: ServerState) -> None:
             await lock.acquire(state.lock_retry_seconds)
             log.info("the other writer is gone; this process now keeps the cache fresh")
         state.writer = True
-        await _reconcile(state)
-        state.mark_ready()
         if state.watch:
             await _watch(state)
+        else:
+            await _catch_up(state)
     finally:
         state.writer = False
         lock.release()
@@ -69,10 +71,15 @@ async def _watch(state: ServerState) -> None:
     while True:
         watcher = VaultWatcher(app.indexer, app.settings.debounce_ms)
         state.watcher = watcher
-        await watcher.run(reconcile_first=False)
-        # run() only returns when watching failed: pause, catch up, and watch again.
+        await watcher.run(catch_up=partial(_catch_up, state))
+        # run() only returns when watching failed: pause, then watch (and catch up) again.
         await anyio.sleep(state.lock_retry_seconds)
-        await _reconcile(state)
+
+
+async def _catch_up(state: ServerState) -> None:
+    """Reconcile with the disk, then let the tools answer."""
+    await _reconcile(state)
+    state.mark_ready()
 
 
 async def _reconcile(state: ServerState) -> None:
