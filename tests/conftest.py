@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from weaver.app import App, open_app
 from weaver.config import Settings
@@ -23,6 +24,14 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             target.write_text(content, encoding="utf-8")
     return root
+
+
+@pytest.fixture(autouse=True)
+def default_logging() -> Iterator[None]:
+    """Undo `configure_logging` after a test that ran the CLI in-process: it points structlog at
+    that test's captured stderr, which pytest closes, and a later log line would fail on it."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -12,7 +12,10 @@ from sqlalchemy.orm import Session
 
 from tests.conftest import WriteNotes
 from weaver.app import App
+from weaver.cli import main
+from weaver.config import Settings
 from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.locks import WriterLock
 from weaver.models import Link, Note, Tag
 
 
@@ -243,3 +246,16 @@ def test_full_reindex_reparses_everything(app: App, write_notes: WriteNotes) -> 
     app.indexer.reconcile()
     report = app.indexer.reconcile(full=True)
     assert (report.updated, report.unchanged) == (0, 2)
+
+
+def test_cli_index_refuses_while_another_process_keeps_the_cache(
+    settings: Settings, write_notes: WriteNotes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_notes({"a.md": "a"})
+    with WriterLock.for_settings(settings) as held:
+        assert held.try_acquire()
+        code = main(["--vault", str(settings.vault), "index"])
+    assert code == 2
+    assert "keeping this cache fresh" in capsys.readouterr().err
+    assert main(["--vault", str(settings.vault), "index", "--json"]) == 0
+    assert '"added": 1' in capsys.readouterr().out

@@ -88,12 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    app = open_app(settings)
-    try:
-        progress = _progress_bar(sys.stdout) if sys.stdout.isatty() and not args.json else None
-        report = app.indexer.reconcile(full=args.full, progress=progress)
-    finally:
-        app.close()
+    from weaver.locks import WriterLock
+
+    with WriterLock.for_settings(settings) as lock:
+        if not lock.try_acquire():
+            raise DaemonError(
+                f"process {lock.holder()} (a weaver daemon or serve) is keeping this cache "
+                "fresh; stop it to index by hand"
+            )
+        app = open_app(settings)
+        try:
+            tty = sys.stdout.isatty() and not args.json
+            progress = _progress_bar(sys.stdout) if tty else None
+            report = app.indexer.reconcile(full=args.full, progress=progress)
+        finally:
+            app.close()
     summary = report.summary()
     if args.json:
         print(json.dumps(summary))
