@@ -244,6 +244,7 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     app.indexer.reconcile()
     with app.engine.begin() as conn:  # back to a cache from before full-text search
         conn.execute(text("DROP TABLE notes_fts"))
+        conn.execute(text("DROP TABLE workflow_records"))  # added by 0004, after 0002
         conn.execute(text("DELETE FROM cache_state WHERE key = 'reparse_pending'"))
         conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
         tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()

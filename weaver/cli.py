@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace, Settings], int]
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+# Characters of a record's data shown in `weaver records`' table.
+RECORD_WIDTH = 80
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -180,6 +182,19 @@ def add_workflow_commands(commands: Any) -> None:
     history.add_argument("--offset", type=int, default=0, help="rows to skip, for paging")
     history.add_argument("--json", action="store_true", help="print get_workflow_history's data")
     history.set_defaults(command=cmd_history)
+
+    records = commands.add_parser("records", help="what a workflow recorded, newest first")
+    records.add_argument("workflow", help="the workflow id (see `weaver workflows`)")
+    records.add_argument("--key", help="only records about this (usually a note path)")
+    records.add_argument("--kind", help="only records of this kind (change, analysis, ...)")
+    records.add_argument(
+        "--since", type=parse_time, help="recorded at or after: YYYY-MM-DD[THH:MM] or epoch ms"
+    )
+    records.add_argument("--until", type=parse_time, help="recorded before (same forms)")
+    records.add_argument("--limit", type=int, default=20, help="records to show, 1-500 (20)")
+    records.add_argument("--offset", type=int, default=0, help="records to skip, for paging")
+    records.add_argument("--json", action="store_true", help="print get_workflow_records' data")
+    records.set_defaults(command=cmd_records)
 
     status = commands.add_parser("status", help="one workflow execution in detail")
     status.add_argument("execution_id", help="an execution id (from trigger or history)")
@@ -335,6 +350,47 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     if status.traceback:
         print(status.traceback.rstrip())
     return 0
+
+
+def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cache.records import RecordFilter, fetch_page
+    from weaver.engine.payloads import WorkflowRecordsData
+
+    where = RecordFilter(args.workflow, args.key, args.kind, args.since, args.until)
+    app = open_app(settings)
+    try:
+        page = WorkflowRecordsData.of(fetch_page(app.engine, where, args.limit, args.offset))
+    finally:
+        app.close()
+    if args.json:
+        print(json.dumps(page.to_wire(), ensure_ascii=False))
+        return 0
+    rows = [
+        (_when(r.recorded_at), r.key, r.kind, _clip(json.dumps(r.data, ensure_ascii=False)))
+        for r in page.records
+    ]
+    print(_table(("RECORDED", "KEY", "KIND", "DATA"), rows) or "No records.")
+    if page.has_more:
+        shown = page.offset + len(rows)
+        print(f"... {page.total - shown} more (--offset {shown}; --json for whole records)")
+    return 0
+
+
+def parse_time(text: str) -> int:
+    """`--since`/`--until`: Unix epoch ms, or an ISO date or date-time in local time."""
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (YYYY-MM-DD, YYYY-MM-DDTHH:MM or epoch ms)"
+        ) from None
+    return int(moment.astimezone().timestamp() * 1000)
+
+
+def _clip(text: str, width: int = RECORD_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _when(ms: int | None) -> str:

@@ -3,6 +3,7 @@
 WeaverError
 ├── ConfigError            bad config file, unknown key, missing vault
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
+│   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
 │   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
 │   ├── NoteNotFoundError  no such note ("File not found")

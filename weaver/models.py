@@ -146,3 +146,28 @@ class WorkflowWrite(Base):
     content_hash: Mapped[str] = mapped_column(String, primary_key=True)
     execution_id: Mapped[str | None] = mapped_column(String)
     written: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class WorkflowRecord(Base):
+    """Data a workflow keeps for later: an audit log, a note's analysis, a concept's versions.
+
+    `key` says what the record is about (usually a note path) and `kind` what sort of record it
+    is ("change", "analysis", "state", ...); `data` is a JSON object. Workflows append through
+    `ctx.records`; users read with `get_workflow_records` and `weaver records`.
+    """
+
+    __tablename__ = "workflow_records"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[str] = mapped_column(String)
+    key: Mapped[str] = mapped_column(String)
+    kind: Mapped[str] = mapped_column(String)
+    recorded_at: Mapped[int] = mapped_column(BigInteger)
+    execution_id: Mapped[str | None] = mapped_column(String)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    __table_args__ = (
+        # One key's timeline (and its latest record); one workflow's records over a time range.
+        Index("ix_workflow_records_workflow_key_recorded", "workflow_id", "key", "recorded_at"),
+        Index("ix_workflow_records_workflow_recorded", "workflow_id", "recorded_at"),
+    )

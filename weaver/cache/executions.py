@@ -205,6 +205,17 @@ def workflow_stats(conn: Connection) -> dict[str, WorkflowStats]:
     }
 
 
+def list_failures(conn: Connection, since: int, until: int) -> list[ExecutionRecord]:
+    """Executions that ended `failed` within [since, until), oldest first (the status index
+    narrows it to failed rows, which retention keeps few)."""
+    statement = (
+        select(*_COLUMNS)
+        .where(col.status == FAILED, col.finished >= since, col.finished < until)
+        .order_by(col.finished, col.id)
+    )
+    return [ExecutionRecord(*row) for row in conn.execute(statement)]
+
+
 def list_running(conn: Connection) -> list[tuple[str, str | None, int | None]]:
     """(execution id, process, started) of every `running` row."""
     rows = conn.execute(select(col.id, col.process, col.started).where(col.status == RUNNING))

@@ -4,6 +4,7 @@
     registry    `Registry` (refuses duplicate ids), `[workflows.<id>]` config overrides
     loader      plugins from folders (by path) and the `weaver.workflows` entry points
     context     `WorkflowContext` and the triggers a workflow can be started by
+                (its `records` are `weaver.cache.records.WorkflowRecords`)
     runner      one attempt: sync or async, bounded by its timeout
     engine      `WorkflowEngine`: the queue, the workers, and the core behind MCP and CLI
     payloads    what the core returns (the MCP tools' `data`)
@@ -16,6 +17,7 @@ A plugin needs only this package's top level:
     from weaver.engine import OnFile, WorkflowContext, workflow
 """
 
+from weaver.cache.records import NewRecord, StoredRecord, WorkflowRecords
 from weaver.engine.context import (
     CacheReader,
     FileTrigger,
@@ -47,6 +49,7 @@ __all__ = [
     "FileTrigger",
     "InvalidInputError",
     "ManualTrigger",
+    "NewRecord",
     "NoInput",
     "OnFile",
     "OnSchedule",
@@ -54,6 +57,7 @@ __all__ = [
     "Registry",
     "RunPolicy",
     "ScheduleTrigger",
+    "StoredRecord",
     "Trigger",
     "Workflow",
     "WorkflowContext",
@@ -62,6 +66,7 @@ __all__ = [
     "WorkflowEngine",
     "WorkflowError",
     "WorkflowNotFoundError",
+    "WorkflowRecords",
     "WorkflowRequestError",
     "hosted_engine",
     "load_registry",

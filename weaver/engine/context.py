@@ -9,7 +9,9 @@
 
 The cache is read-only (`ctx.cache.snapshot()` yields a connection that SQLite itself refuses to
 write through); the vault is written through `ctx.vault`, a `VaultWriter` that records each
-write so the file event it causes starts no workflow again.
+write so the file event it causes starts no workflow again. What a workflow wants to keep for
+later (an audit log, a note's analysis, state between runs) goes to `ctx.records`, its own part
+of the `workflow_records` table, which users query with `get_workflow_records`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine
 from structlog.typing import FilteringBoundLogger
 
+from weaver.cache.records import WorkflowRecords
 from weaver.config import Settings
 from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault_writer import VaultWriter
@@ -154,6 +157,7 @@ class WorkflowContext(Generic[InputT]):
     weaver_settings: Settings
     cache: CacheReader
     vault: VaultWriter
+    records: WorkflowRecords
     log: FilteringBoundLogger
     cancelled: threading.Event
     progress_sink: Callable[[int, str | None], None]

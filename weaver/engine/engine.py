@@ -36,6 +36,7 @@ from structlog.typing import FilteringBoundLogger
 
 from weaver.cache import executions
 from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
+from weaver.cache.records import WorkflowRecords
 from weaver.config import Settings
 from weaver.engine.context import (
     CacheReader,
@@ -533,10 +534,13 @@ class WorkflowEngine:
                 with self.db.begin() as conn:
                     executions.set_progress(conn, execution_id, percent, message)
 
-        def record_write(path: str, content_hash: str) -> None:
-            # A timed-out attempt's thread cannot be stopped, but it can be kept off the vault.
+        def refuse_if_cancelled() -> None:
+            # A timed-out attempt's thread cannot be stopped, but it can be kept from writing.
             if cancelled.is_set():
                 raise WorkflowError(f"execution {execution_id} was cancelled; write refused")
+
+        def record_write(path: str, content_hash: str) -> None:
+            refuse_if_cancelled()
             with self.db.begin() as conn:
                 executions.record_write(conn, path, content_hash, execution_id, _now_ms())
 
@@ -550,6 +554,9 @@ class WorkflowEngine:
             weaver_settings=self.settings,
             cache=CacheReader(self.db),
             vault=VaultWriter(self.vault, on_write=record_write),
+            records=WorkflowRecords(
+                self.db, workflow.id, execution_id=execution_id, before_write=refuse_if_cancelled
+            ),
             log=log.bind(attempt=attempt),
             cancelled=cancelled,
             progress_sink=progress,

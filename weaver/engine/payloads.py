@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from weaver.cache.executions import ExecutionRecord
+from weaver.cache.records import RecordPage, StoredRecord
 from weaver.engine.definition import Workflow
 from weaver.engine.registry import PluginError
 
@@ -218,3 +219,43 @@ class ListWorkflowsData(Wire):
     errors: list[PluginErrorInfo] = Field(
         description="Plugins that failed to load (the server reports degraded while any do)"
     )
+
+
+class RecordInfo(Wire):
+    id: int
+    workflow_id: str
+    key: str = Field(description="What the record is about, usually a note path")
+    kind: str = Field(description="Its sort, e.g. change, analysis, version, completion")
+    recorded_at: int = Field(description="Unix epoch milliseconds")
+    execution_id: str | None = Field(description="The execution that recorded it")
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, record: StoredRecord) -> RecordInfo:
+        return cls(
+            id=record.id,
+            workflow_id=record.workflow_id,
+            key=record.key,
+            kind=record.kind,
+            recorded_at=record.recorded_at,
+            execution_id=record.execution_id,
+            data=record.data,
+        )
+
+
+class WorkflowRecordsData(Wire):
+    records: list[RecordInfo] = Field(description="Newest first")
+    total: int = Field(description="Records matching, over all pages")
+    limit: int
+    offset: int
+    has_more: bool
+
+    @classmethod
+    def of(cls, page: RecordPage) -> WorkflowRecordsData:
+        return cls(
+            records=[RecordInfo.of(record) for record in page.records],
+            total=page.total,
+            limit=page.limit,
+            offset=page.offset,
+            has_more=page.has_more,
+        )

@@ -13,6 +13,7 @@ from weaver.mcp_server.cache_tools import build_cache_tools
 from weaver.mcp_server.envelope import unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
+from weaver.mcp_server.record_tools import build_record_tools
 from weaver.mcp_server.search_tools import build_search_tools
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import build_system_tools
@@ -26,7 +27,9 @@ search_tags or search_notes (full text); follow links with get_file, search_link
 get_neighbors and find_path; read a note's text with get_file_content. When writes are enabled,
 create_file, update_file (pass the contentHash from get_file as expectedHash), move_file
 (rewrites links) and delete_file (to .trash) change the vault. Workflows: list_workflows,
-trigger_workflow, get_workflow_status, get_workflow_history. Paths are relative to the vault
+trigger_workflow, get_workflow_status, get_workflow_history; what the built-in workflows
+stored (change log, note analyses, concept timelines, completed tasks, reviews, digests) with
+get_workflow_records. Paths are relative to the vault
 root ('folder/Note.md'). All timestamps are Unix epoch milliseconds. Every result is
 {success, data | error, metadata}."""
 
@@ -61,6 +64,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
             *build_search_tools(state),
             *build_graph_tools(state),
             *build_workflow_tools(state),
+            *build_record_tools(state),
             *build_write_tools(state),  # none when read_only
         ],
         lifespan=make_lifespan(state),

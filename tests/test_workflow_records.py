@@ -1,0 +1,250 @@
+"""Workflow records: what `ctx.records` keeps and reads back, the get_workflow_records tool
+through the SDK's in-memory client, and `weaver records`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from weaver.app import App
+from weaver.cache.records import (
+    NewRecord,
+    RecordFilter,
+    RecordsReadOnlyError,
+    WorkflowRecords,
+    fetch_page,
+    insert_records,
+)
+from weaver.cli import main
+from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+from weaver.mcp_server import ServerState
+from weaver.mcp_server.record_tools import build_record_tools
+
+DAY_MS = 86_400_000
+
+
+def seed(app: App) -> None:
+    """Three analyses of two notes and one change, at known times."""
+    rows = [
+        NewRecord("a.md", {"words": 1}, "analysis", 1_000),
+        NewRecord("b.md", {"words": 5}, "analysis", 2_000),
+        NewRecord("a.md", {"words": 3}, "analysis", 3_000),
+    ]
+    with app.engine.begin() as conn:
+        insert_records(conn, "markdown-analyzer", rows, now=0, execution_id="wf_exec_x")
+        insert_records(conn, "file-change-logger", [NewRecord("a.md", {"kind": "add"})], now=500)
+
+
+# -- the store a workflow uses -------------------------------------------------------------------
+
+
+def test_records_keep_a_timeline_per_key(app: App) -> None:
+    seed(app)
+    records = WorkflowRecords(app.engine, "markdown-analyzer")
+    latest = records.latest("a.md")
+    assert latest is not None and latest.data == {"words": 3}
+    assert latest.execution_id == "wf_exec_x"
+    assert records.latest("missing.md") is None
+    assert {
+        k: r.data["words"] for k, r in records.latest_many(["a.md", "b.md", "c.md"]).items()
+    } == {
+        "a.md": 3,
+        "b.md": 5,
+    }
+    assert [r.data["words"] for r in records.history("a.md")] == [3, 1]
+    assert [r.data["words"] for r in records.history(oldest_first=True)] == [1, 5, 3]
+    assert [r.key for r in records.history(since=2_000, until=3_000)] == ["b.md"]
+    assert records.history(kind="state") == []
+    # Scoped to its own workflow: the change log's record is not among them.
+    assert len(records.history(limit=None)) == 3
+
+
+def test_replace_keeps_one_state_and_move_key_carries_the_timeline(app: App) -> None:
+    records = WorkflowRecords(app.engine, "concept-tracker")
+    records.replace("x.md", {"version": 1}, kind="state")
+    records.replace("x.md", {"version": 2}, kind="state")
+    records.append("x.md", {"version": 2}, kind="version")
+    assert [r.data for r in records.history("x.md", kind="state")] == [{"version": 2}]
+    assert records.move_key("x.md", "renamed/x.md") == 2
+    assert records.history("x.md") == []
+    assert len(records.history("renamed/x.md")) == 2
+
+
+def test_another_workflows_records_are_read_only(app: App) -> None:
+    seed(app)
+    mine = WorkflowRecords(app.engine, "file-deletion-monitor")
+    theirs = mine.of("markdown-analyzer")
+    assert theirs.latest("b.md") is not None
+    with pytest.raises(RecordsReadOnlyError):
+        theirs.append("b.md", {"words": 0})
+
+
+def test_a_timed_out_attempt_cannot_write_records(app: App) -> None:
+    release = threading.Event()
+
+    @workflow(id="slow-recorder", timeout=0.1)
+    def slow(ctx: WorkflowContext[Any]) -> None:
+        release.wait(5)
+        ctx.records.append("late.md", {"too": "late"})
+
+    registry = Registry()
+    registry.register(slow)
+    engine = WorkflowEngine.for_app(app, registry, background="inline")
+    engine.start()
+    try:
+        assert engine.trigger("slow-recorder").status == "failed"
+        release.set()
+        time.sleep(0.2)  # the abandoned thread tries its write now, and is refused
+    finally:
+        engine.stop()
+    assert WorkflowRecords(app.engine, "slow-recorder").history() == []
+
+
+def test_fetch_page_clamps_and_pages(app: App) -> None:
+    seed(app)
+    page = fetch_page(app.engine, RecordFilter("markdown-analyzer"), limit=2, offset=-5)
+    assert (page.total, page.limit, page.offset, page.has_more) == (3, 2, 0, True)
+    assert [r.recorded_at for r in page.records] == [3_000, 2_000]
+    assert fetch_page(app.engine, RecordFilter("markdown-analyzer"), limit=10_000).limit == 500
+
+
+# -- get_workflow_records ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(app: App) -> AsyncIterator[Client]:
+    seed(app)
+    state = ServerState(app, watch=False)
+    server = MCPServer(name="weaver-test", tools=build_record_tools(state))
+    async with Client(server) as connected:
+        yield connected
+
+
+async def call(client: Client, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool("get_workflow_records", args)
+    envelope: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.structured_content == envelope
+    assert result.is_error is (not envelope["success"])
+    return envelope
+
+
+@pytest.mark.anyio
+async def test_the_tool_reads_records_by_key_time_and_page(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    schema = tools["get_workflow_records"].input_schema
+    assert schema["required"] == ["workflowId"]
+    assert set(schema["properties"]) == {
+        "workflowId",
+        "key",
+        "kind",
+        "since",
+        "until",
+        "limit",
+        "offset",
+    }
+    assert tools["get_workflow_records"].annotations.read_only_hint is True  # type: ignore[union-attr]
+
+    envelope = await call(client, workflowId="markdown-analyzer", key="a.md", limit=1)
+    assert envelope["success"] is True
+    data = envelope["data"]
+    assert (data["total"], data["hasMore"]) == (2, True)
+    newest = data["records"][0]
+    assert newest == {
+        "id": newest["id"],
+        "workflowId": "markdown-analyzer",
+        "key": "a.md",
+        "kind": "analysis",
+        "recordedAt": 3_000,
+        "executionId": "wf_exec_x",
+        "data": {"words": 3},
+    }
+    window = await call(client, workflowId="markdown-analyzer", since=1_500, until=3_000)
+    assert [r["key"] for r in window["data"]["records"]] == ["b.md"]
+    second = await call(client, workflowId="markdown-analyzer", limit=1, offset=1, key="")
+    assert second["data"]["records"][0]["recordedAt"] == 2_000
+    none = await call(client, workflowId="no-such-workflow")
+    assert none["data"]["records"] == [] and none["data"]["total"] == 0
+
+
+@pytest.mark.anyio
+async def test_the_tool_answers_bad_arguments_in_an_envelope(client: Client) -> None:
+    envelope = await call(client, workflowId="markdown-analyzer", since="yesterday")
+    assert envelope["success"] is False
+    assert envelope["error"].startswith("Invalid arguments: since")
+    missing = await call(client)
+    assert missing["error"].startswith("Invalid arguments: workflowId")
+
+
+# -- weaver records ------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """`main()` points logging at the stderr of the moment, which pytest closes after the test."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    yield
+    structlog.reset_defaults()
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+
+
+def weaver(vault: Path, *args: str) -> int:
+    return main(["--vault", str(vault), "--log-level", "error", *args])
+
+
+def test_cli_prints_records_as_a_table_or_json(
+    app: App, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed(app)
+    assert weaver(vault_dir, "records", "markdown-analyzer", "--limit", "2") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["RECORDED", "KEY", "KIND", "DATA"]
+    assert lines[1].split()[2:] == ["a.md", "analysis", '{"words":', "3}"]
+    assert lines[-1].startswith("... 1 more (--offset 2")
+
+    assert weaver(vault_dir, "records", "markdown-analyzer", "--key", "b.md", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["key"], r["data"]) for r in data["records"]] == [("b.md", {"words": 5})]
+
+    assert weaver(vault_dir, "records", "markdown-analyzer", "--kind", "state") == 0
+    assert capsys.readouterr().out.strip() == "No records."
+
+
+def test_cli_since_takes_a_local_date(
+    app: App, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    midnight = int(datetime(2026, 1, 5).astimezone().timestamp() * 1000)
+    rows = [
+        NewRecord("old.md", {}, "change", midnight - 1),
+        NewRecord("new.md", {}, "change", midnight),
+    ]
+    with app.engine.begin() as conn:
+        insert_records(conn, "file-change-logger", rows, now=0)
+    assert (
+        weaver(vault_dir, "records", "file-change-logger", "--since", "2026-01-05", "--json") == 0
+    )
+    assert [r["key"] for r in json.loads(capsys.readouterr().out)["records"]] == ["new.md"]
+    until = str(midnight)
+    assert weaver(vault_dir, "records", "file-change-logger", "--until", until, "--json") == 0
+    assert [r["key"] for r in json.loads(capsys.readouterr().out)["records"]] == ["old.md"]
+    with pytest.raises(SystemExit) as exited:
+        weaver(vault_dir, "records", "file-change-logger", "--since", "last week")
+    assert exited.value.code == 2
+    assert "not a time: 'last week'" in capsys.readouterr().err

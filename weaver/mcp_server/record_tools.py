@@ -1,0 +1,88 @@
+"""The records tool: get_workflow_records, what workflows recorded for later (the change log, each
+note's analysis, a concept's versions, task completions, spec reviews). A thin edge over
+`weaver.cache.records.fetch_page`, the same call `weaver records` makes.
+
+It reads the cache only, so it answers with or without a running workflow engine.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
+from pydantic import BeforeValidator, Field
+
+from weaver.cache.records import PAGE_MAX_LIMIT, RecordFilter, fetch_page
+from weaver.engine.payloads import WorkflowRecordsData
+from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.schemas import Envelope
+from weaver.mcp_server.state import ServerState
+
+MAX_OFFSET = 2**31 - 1
+# Far beyond any clock Weaver will meet, well inside SQLite's integers.
+MAX_TIME = 2**53
+
+
+def _blank_to_none(value: object) -> object:
+    """Some clients send "" for an optional filter they mean to leave out."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+RecordsResult = Annotated[CallToolResult, Envelope[WorkflowRecordsData]]
+Limit = Annotated[
+    int,
+    Field(ge=1, le=PAGE_MAX_LIMIT, description="Maximum records, 1-500 (clamped)"),
+    clamp_to(1, PAGE_MAX_LIMIT),
+]
+Offset = Annotated[
+    int,
+    Field(ge=0, le=MAX_OFFSET, description="Records to skip, for pagination (negative -> 0)"),
+    clamp_to(0, MAX_OFFSET),
+]
+Time = Annotated[int | None, Field(ge=0, le=MAX_TIME)]
+Filter = Annotated[str | None, BeforeValidator(_blank_to_none)]
+
+GET_WORKFLOW_RECORDS = """Read what a workflow recorded, newest first.
+
+Built-in workflows record: file-change-logger a `change` per file event (kind, path, oldPath,
+size, hash, time); markdown-analyzer an `analysis` per note (words, readingMinutes, headings,
+links, embeds, tags, brokenLinks, tasks, newTags, newBrokenLinks); concept-tracker a `version`
+per change of a concept note (words, wordsAdded/Removed, linksAdded/Removed,
+tagsAdded/Removed); file-deletion-monitor a `deletion` (what was deleted and the notes now
+holding broken links to it); proof-task-complete a `completion` (taskId, name, durationMs);
+proof-spec-kit-review a `review` (findings with severity); proof-daily-digest each digest
+written. Some also keep a `state` record (what the next run compares with).
+
+Returns `records` (id, workflowId, key: usually a note path, kind, recordedAt in Unix epoch
+milliseconds, executionId, data), with `total`, the `limit`/`offset` applied and `hasMore`.
+`key` keeps one note's records (a concept's timeline; the latest analysis of a note with
+limit 1); `kind` one sort; `since` (inclusive) and `until` (exclusive) are Unix epoch
+milliseconds. Example: {"workflowId": "concept-tracker", "key": "Concepts/Graph.md"}."""
+
+
+def build_record_tools(state: ServerState) -> list[Tool]:
+    async def get_workflow_records(
+        workflowId: Annotated[str, Field(description="The workflow whose records to read")],  # noqa: N803
+        key: Annotated[Filter, Field(description="Only records about this (a note path)")] = None,
+        kind: Annotated[Filter, Field(description="Only records of this kind")] = None,
+        since: Annotated[Time, Field(description="Recorded at or after (epoch ms)")] = None,
+        until: Annotated[Time, Field(description="Recorded before (epoch ms)")] = None,
+        limit: Limit = 50,
+        offset: Offset = 0,
+    ) -> RecordsResult:
+        where = RecordFilter(workflowId, key, kind, since, until)
+
+        def work() -> WorkflowRecordsData:
+            return WorkflowRecordsData.of(fetch_page(state.app.engine, where, limit, offset))
+
+        return await answer(state, work, cache_hit=True, wait_ready=False)
+
+    return [
+        make_tool(
+            get_workflow_records,
+            state,
+            title="Workflow records",
+            description=GET_WORKFLOW_RECORDS,
+        )
+    ]
