@@ -77,6 +77,18 @@ async def wait_for_note(client: Client, path: str, timeout: float) -> float:
         await anyio.sleep(0.02)
 
 
+async def logged_changes(client: Client, path: str, timeout: float) -> list[dict[str, Any]]:
+    """Poll the change log until `file-change-logger` has recorded a change of `path`."""
+    started = time.monotonic()
+    while True:
+        args = {"workflowId": "file-change-logger", "key": path}
+        records = envelope_of(await client.call_tool("get_workflow_records", args))
+        if found := records["data"]["records"]:
+            return list(found)
+        assert time.monotonic() - started < timeout, "no change logged"
+        await anyio.sleep(0.05)
+
+
 async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path: Path) -> None:
     with (tmp_path / "stderr.log").open("w") as log:
         async with stdio_server(vault, log) as client:
@@ -87,7 +99,14 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
             (vault / "sub" / "New.md").write_text("# New\n[[Home]]\n", encoding="utf-8")
             elapsed = await wait_for_note(client, "sub/New.md", timeout=1.0)
             home = envelope_of(await client.call_tool("get_file", {"path": "Home.md"}))
+            # `weaver serve` hosts the workflow engine: file events start workflows, and a
+            # sync trigger answers with the run's final status and result.
+            changes = await logged_changes(client, "sub/New.md", timeout=5.0)
+            args = {"workflowId": "markdown-analyzer", "input": {"path": "Home.md"}}
+            run = envelope_of(await client.call_tool("trigger_workflow", args))
     assert "get_file_content" in names
+    assert [change["data"]["kind"] for change in changes] == ["add"]
+    assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "Home.md")
     assert [f["path"] for f in data["data"]["files"]] == ["Home.md", "sub/Topic.md"]
     assert elapsed < 1.0
     assert "sub/New.md" in home["data"]["links"]["incoming"]
