@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import WriteNotes
-from weaver.app import App
+from weaver.app import App, open_app
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
@@ -216,12 +216,20 @@ def test_bad_input_is_indexed_with_its_error_and_never_stops_the_run(
 
 
 def test_huge_note_is_indexed(app: App, write_notes: WriteNotes) -> None:
-    line = "Lorem ipsum [[Target]] dolor #tag sit amet, consectetur adipiscing elit.\n"
-    write_notes({"huge.md": line * (20_000_000 // len(line)), "Target.md": "t"})
+    # 20 MB of prose with a link and a tag every hundred lines: this is about size (reading,
+    # hashing, full-text indexing, memory). That the parser stays linear on dense links, code
+    # and unclosed openers is test_parser's test_large_note_completes.
+    prose = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod.\n" * 99
+    block = prose + "See [[Target]], then #tag and [[Missing]].\n"
+    write_notes({"huge.md": block * (20_000_000 // len(block)), "Target.md": "t"})
     report = app.indexer.reconcile()
     assert report.added == 2
     huge = note(app, "huge.md")
-    assert huge is not None and huge.size >= 19_000_000
+    assert huge is not None and huge.size >= 19_000_000 and huge.tasks_open == 0
+    assert links_of(app, "huge.md") == {"Target": "Target.md", "Missing": None}
+    with app.engine.connect() as conn:
+        count = select(func.count()).select_from(Link).where(Link.source_path == "huge.md")
+        assert conn.execute(count).scalar_one() == 2 * (20_000_000 // len(block))
 
 
 def test_file_deleted_while_being_read_is_removed_quietly(
@@ -259,3 +267,50 @@ def test_cli_index_refuses_while_another_process_keeps_the_cache(
     assert "keeping this cache fresh" in capsys.readouterr().err
     assert main(["--vault", str(settings.vault), "index", "--json"]) == 0
     assert '"added": 1' in capsys.readouterr().out
+
+
+def test_watcher_batches_reuse_the_paths_they_know_until_another_process_writes(
+    app: App, settings: Settings, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    # A watcher batch resolves links against the indexer's own list of every path, kept from
+    # pass to pass; a pass by another indexer (another process) must make it read them again.
+    write_notes({"a.md": "[[New]] [[Old]]", "Old.md": "o"})
+    app.indexer.reconcile()
+    other = open_app(settings)
+    try:
+        write_notes({"New.md": "n"})
+        (vault_dir / "Old.md").unlink()
+        other.indexer.apply_paths(["New.md", "Old.md"])
+    finally:
+        other.close()
+    write_notes({"b.md": "[[New]] [[Old]]"})
+    app.indexer.apply_paths(["b.md"])
+    assert links_of(app, "b.md") == {"New": "New.md", "Old": None}
+    assert links_of(app, "a.md") == {"New": "New.md", "Old": None}
+    # And its own passes keep the list in step: a file it added, then removed.
+    write_notes({"c.md": "c"})
+    app.indexer.apply_paths(["c.md"])
+    write_notes({"d.md": "[[c]]"})
+    app.indexer.apply_paths(["d.md"])
+    assert links_of(app, "d.md") == {"c": "c.md"}
+    (vault_dir / "c.md").unlink()
+    app.indexer.apply_paths(["c.md"])
+    assert links_of(app, "d.md") == {"c": None}
+    write_notes({"e.md": "[[c]]"})
+    app.indexer.apply_paths(["e.md"])
+    assert links_of(app, "e.md") == {"c": None}
+
+
+def test_a_vanished_folder_takes_only_what_was_below_it(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes({"f/a.md": "a", "f/sub/b.md": "b", "f-other/c.md": "c", "f.md": "[[a]]"})
+    app.indexer.reconcile()
+    for name in ("f/sub/b.md", "f/a.md"):
+        (vault_dir / name).unlink()
+    (vault_dir / "f" / "sub").rmdir()
+    (vault_dir / "f").rmdir()
+    report = app.indexer.apply_paths(["f"])
+    assert report.removed == 2
+    assert note_paths(app) == ["f-other/c.md", "f.md"]
+    assert links_of(app, "f.md") == {"a": None}

@@ -5,6 +5,11 @@ One pipeline serves both callers: `reconcile` compares the whole vault with the 
 from cheap `stat` data (size + mtime, then the content hash), parses only changed notes, writes
 in a few bulk statements per transaction, re-resolves just the links a new or vanished file can
 affect, and publishes typed events.
+
+Two things keep the cost of a pass in proportion to what changed rather than to the vault: a
+watcher batch loads only the stored rows of its own paths, and reuses the indexer's
+`LinkResolver` (every path in the cache) as long as the cache's version is the one this indexer
+last wrote.
 """
 
 from __future__ import annotations
@@ -42,6 +47,15 @@ WRITE_BATCH = 2000
 # clears it. Unchanged notes publish no events, so workflows do not fire for an upgrade.
 REPARSE_KEY = "reparse_pending"
 ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a pass remembers of a note it wrote (not the whole record, whose text and links
+    would otherwise stay in memory until the end of a first index)."""
+
+    path: str
+    content_hash: str
 
 
 @dataclass
@@ -83,6 +97,9 @@ class _Plan:
     attachments: list[FileStat] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
+    # `stored` is the whole cache (a reconcile), not just the paths in scope (a watcher batch).
+    complete: bool = False
+    version: object = None  # the cache's `last_updated` when `stored` was read
 
 
 class Indexer:
@@ -97,6 +114,9 @@ class Indexer:
         self.vault = vault
         self.bus = bus or EventBus()
         self._lock = threading.RLock()
+        # Every file path in the cache, and the cache version it matches (see the docstring).
+        self._resolver: LinkResolver | None = None
+        self._version: object = None
 
     def reconcile(
         self, full: bool = False, progress: ProgressCallback | None = None
@@ -110,9 +130,12 @@ class Indexer:
         pending = self._state(REPARSE_KEY) is True
         full = full or pending
         on_disk = {s.path: s for s in self.vault.scan()}
-        stored = self._stored()
+        with self.engine.connect() as conn:
+            version = write.get_state(conn, "last_updated")
+            stored = write.load_stored_files(conn)
         plan = _plan(on_disk, stored, scope=None, full=full)
-        report = self._apply(plan, stored, set(on_disk), started, progress, reparse=full)
+        plan.complete, plan.version = True, version
+        report = self._apply(plan, stored, LinkResolver(on_disk), started, progress, full)
         if pending:
             with self.engine.begin() as conn:
                 write.set_state(conn, REPARSE_KEY, False)
@@ -125,10 +148,16 @@ class Indexer:
 
     def _apply_paths(self, paths: Iterable[str]) -> IndexReport:
         started = time.perf_counter()
-        stored = self._stored()
+        paths = set(paths)
+        with self.engine.connect() as conn:
+            version = write.get_state(conn, "last_updated")
+            stored = write.load_stored_files(conn, under=paths)
+            if self._resolver is None or version != self._version:
+                self._resolver = LinkResolver(write.load_all_paths(conn))
+        resolver, self._resolver = self._resolver, None  # out of step until this pass is done
         on_disk: dict[str, FileStat] = {}
         scope: set[str] = set()
-        for path in set(paths):
+        for path in paths:
             scope.add(path)
             if self.vault.is_dir(path):
                 on_disk.update((s.path, s) for s in self.vault.scan(path))
@@ -139,29 +168,49 @@ class Indexer:
             scope.update(p for p in stored if p.startswith(prefix))
         scope.update(on_disk)
         plan = _plan(on_disk, stored, scope=scope, full=False)
-        all_paths = (set(stored) - set(plan.removed)) | set(on_disk)
-        return self._apply(plan, stored, all_paths, started, None)
+        plan.version = version
+        for removed in plan.removed:
+            resolver.remove(removed)
+        for present in on_disk:
+            resolver.add(present)
+        return self._apply(plan, stored, resolver, started, None)
 
     def _state(self, key: str) -> object:
         with self.engine.connect() as conn:
             return write.get_state(conn, key)
 
-    def _stored(self) -> dict[str, StoredFile]:
-        with self.engine.connect() as conn:
-            return write.load_stored_files(conn)
-
     def _apply(
         self,
         plan: _Plan,
         stored: dict[str, StoredFile],
-        all_paths: set[str],
+        resolver: LinkResolver,
         started: float,
         progress: ProgressCallback | None,
         reparse: bool = False,
     ) -> IndexReport:
+        """Write the plan; `resolver` holds every path the cache will hold afterwards."""
+        self._resolver = None  # should this pass fail, the next builds it again
         report = IndexReport(unchanged=plan.unchanged)
-        resolver = LinkResolver(all_paths)
-        written: list[NoteRecord] = []
+        written = self._write_batches(plan, stored, resolver, report, progress, reparse)
+        version = self._finish(plan, stored, written, resolver, report)
+        self._resolver, self._version = (resolver, version) if version is not None else (None, None)
+        report.seconds = time.perf_counter() - started
+        if report.changed or report.errors:
+            log.info("index applied", **report.summary())
+        self.bus.publish(report.events)
+        return report
+
+    def _write_batches(
+        self,
+        plan: _Plan,
+        stored: dict[str, StoredFile],
+        resolver: LinkResolver,
+        report: IndexReport,
+        progress: ProgressCallback | None,
+        reparse: bool,
+    ) -> list[Written]:
+        """Read, parse and write the candidates, a transaction per `WRITE_BATCH` notes."""
+        written: list[Written] = []
         total = len(plan.candidates)
         for offset in range(0, total, WRITE_BATCH):
             batch = plan.candidates[offset : offset + WRITE_BATCH]
@@ -170,15 +219,10 @@ class Indexer:
                 write.replace_notes(conn, records, resolver)
                 write.touch_notes(conn, touched)
             plan.removed.extend(vanished)
-            written.extend(records)
+            written.extend(Written(r.path, r.content_hash) for r in records)
             if progress:
                 progress(min(offset + WRITE_BATCH, total), total)
-        self._finish(plan, stored, written, resolver, report)
-        report.seconds = time.perf_counter() - started
-        if report.changed or report.errors:
-            log.info("index applied", **report.summary())
-        self.bus.publish(report.events)
-        return report
+        return written
 
     def _read_batch(
         self,
@@ -220,33 +264,42 @@ class Indexer:
         self,
         plan: _Plan,
         stored: dict[str, StoredFile],
-        written: list[NoteRecord],
+        written: list[Written],
         resolver: LinkResolver,
         report: IndexReport,
-    ) -> None:
-        """Removals, attachments, link re-resolution and events, in one transaction."""
+    ) -> object:
+        """Removals, attachments, link re-resolution and events, in one transaction.
+
+        Returns the cache's version afterwards, or None when another process wrote to the cache
+        during this pass (so that the resolver is not trusted to match it)."""
         removed_notes = [p for p in plan.removed if p in stored and is_note_path(p)]
         new_paths = [r.path for r in written if r.path not in stored]
         new_paths += [a.path for a in plan.attachments if a.path not in stored]
         gone = [p for p in plan.removed if p in stored]
-        for path in gone:
+        for path in plan.removed:  # with the notes that vanished between the walk and the read
             resolver.remove(path)
         keys = {path_key(p) for p in (*new_paths, *gone)}
+        sources = {r.path for r in written}
+        # Only links from notes this pass did not write can need resolving again: after a
+        # first index or a `--full` one there are none, and looking would read every link.
+        others = not plan.complete or any(p not in sources for p in stored if is_note_path(p))
         with self.engine.begin() as conn:
             write.delete_files(conn, gone)
             write.upsert_attachments(conn, plan.attachments)
-            report.relinked = write.reresolve_links(conn, keys, resolver, [r.path for r in written])
+            if others:
+                report.relinked = write.reresolve_links(conn, keys, resolver, sources)
+            version = previous = write.get_state(conn, "last_updated")
             if written or gone or plan.attachments or report.relinked:
                 # Strictly increasing, even for two passes in one millisecond: readers use it
                 # as the version of the cache (the graph tools cache their adjacency by it).
-                previous = write.get_state(conn, "last_updated")
-                stamp = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
-                write.set_state(conn, "last_updated", stamp)
+                version = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
+                write.set_state(conn, "last_updated", version)
         report.events = _events(written, stored, removed_notes)
         report.added = sum(isinstance(e, NoteAdded) for e in report.events)
         report.updated = sum(isinstance(e, NoteModified) for e in report.events)
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
         report.moved = sum(isinstance(e, NoteMoved) for e in report.events)
+        return version if previous == plan.version else None
 
 
 def _plan(
@@ -315,7 +368,7 @@ def build_record(
 
 
 def _events(
-    written: Sequence[NoteRecord], stored: dict[str, StoredFile], removed: Sequence[str]
+    written: Sequence[Written], stored: dict[str, StoredFile], removed: Sequence[str]
 ) -> list[VaultEvent]:
     """Adds, edits, deletes; an add and a delete of the same content in one batch is a move."""
     removed_by_hash: dict[str, list[str]] = {}

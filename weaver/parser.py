@@ -525,6 +525,11 @@ class _Fields:
 
 def _finish(raws: list[_Raw], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
     """Give each link its line, and the inline field it sits in (`rel:: [[X]]`)."""
+    if "::" not in linkless:  # no inline field anywhere (most notes): only the lines to find
+        offset, index_of = lines.offset, lines.index
+        for start, _, kind, target, alias, subpath, relation in raws:
+            yield ParsedLink(target, kind, alias, subpath, relation, offset + index_of(start))
+        return
     fields: dict[int, tuple[int, _Fields | None]] = {}
     for start, end, kind, target, alias, subpath, relation in raws:
         index = lines.index(start)

@@ -50,6 +50,7 @@ class Vault:
     def __init__(self, root: Path, ignore: Sequence[str] = ()) -> None:
         self.root = root.resolve()
         self.ignore = tuple(ignore)
+        self._root_prefix = str(self.root) + os.sep  # for reads without building a Path
 
     def is_ignored(self, path: str) -> bool:
         """Hidden components, or the path or one of its folders matching an ignore pattern."""
@@ -61,6 +62,8 @@ class Vault:
 
     def scan(self, under: str = "") -> Iterator[FileStat]:
         """Every file of the vault below `under` (the whole vault by default)."""
+        if under and self.is_ignored(under):
+            return
         start = self.root / under if under else self.root
         yield from self._walk(start, under)
 
@@ -71,7 +74,9 @@ class Vault:
             return  # vanished or unreadable while walking: the next event or scan sees it
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            if self.is_ignored(rel):
+            # `is_ignored(rel)`, knowing that the folders above passed it on the way down: only
+            # the last component can be hidden, and only the whole path is new to the patterns.
+            if entry.name.startswith(".") or any(fnmatchcase(rel, p) for p in self.ignore):
                 continue
             try:
                 # Never descend through a symlinked folder: that is how walks loop forever.
@@ -108,7 +113,8 @@ class Vault:
         return full.is_dir() and not full.is_symlink()
 
     def read_bytes(self, path: str) -> bytes:
-        return (self.root / path).read_bytes()
+        with open(self._root_prefix + path, "rb") as handle:  # noqa: PTH123 - the hot path
+            return handle.read()
 
     def relative(self, absolute: Path | str) -> str | None:
         """The vault-relative path of `absolute`, or None when it is outside the vault."""

@@ -20,7 +20,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
-    distinct,
+    exists,
     func,
     or_,
     select,
@@ -30,6 +30,7 @@ from weaver.models import Attachment, CacheState, Link, Note, Tag
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
+MAX_KEYS_LISTED = 500  # a wildcard matching more tag keys than this stays a LIKE
 # Characters LIKE treats specially, escaped with this one.
 LIKE_ESCAPE = "\\"
 
@@ -193,7 +194,7 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _file_conditions(filters: FileFilters) -> list[ColumnElement[bool]]:
+def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
     if filters.directory:
         conditions.append(under_prefix(Note.folder, filters.directory))
@@ -202,15 +203,39 @@ def _file_conditions(filters: FileFilters) -> list[ColumnElement[bool]]:
     if filters.status is not None:
         conditions.append(Note.status == filters.status)
     if filters.tag is not None:
-        tagged = select(Tag.note_path).where(tag_condition(filters.tag))
-        conditions.append(Note.path.in_(tagged))
+        conditions.append(_tagged(tag_condition(filters.tag), scan))
     return conditions
+
+
+def _tagged(condition: ColumnElement[bool], scan: bool) -> ColumnElement[bool]:
+    """Notes with a tag matching `condition`, in the form that suits the query (`_prefer_scan`):
+    a list of the tagged paths, or a check of each note's own tags as notes are walked."""
+    if scan:
+        return exists(select(Tag.key).where(Tag.note_path == Note.path, condition))
+    return Note.path.in_(select(Tag.note_path).where(condition))
+
+
+def _prefer_scan(conn: Connection, matches: int, wanted: int) -> bool:
+    """Whether a page of `wanted` notes out of `matches` tagged ones is found sooner by walking
+    notes in path order and checking each one's tags (about `wanted * notes / matches` notes
+    read) than by listing every tagged note first (about `matches` tag rows read, each a lookup
+    in the tags table). For a tag on a third of 10,000 notes that is 0.5 ms against 20 ms; for
+    a rare tag the list wins by as much."""
+    if matches == 0:
+        return False
+    notes = conn.execute(select(func.count()).select_from(Note)).scalar_one()
+    return wanted * notes < matches * matches
 
 
 def query_files(conn: Connection, filters: FileFilters, limit: int, offset: int) -> FilePage:
     """One page of notes matching `filters`, ordered by path, with the total match count."""
-    conditions = _file_conditions(filters)
+    # With a folder, type or status filter, SQLite walks that column's index and checking
+    # each note's tags beats listing every tagged note (4 ms against 20 for a common tag).
+    narrowed = bool(filters.directory) or filters.type is not None or filters.status is not None
+    conditions = _file_conditions(filters, scan=narrowed)
     total = conn.execute(select(func.count()).select_from(Note).where(*conditions)).scalar_one()
+    if filters.tag is not None and not narrowed and _prefer_scan(conn, total, offset + limit):
+        conditions = _file_conditions(filters, scan=True)
     rows = conn.execute(
         select(*_SUMMARY_COLUMNS).where(*conditions).order_by(Note.path).limit(limit).offset(offset)
     ).all()
@@ -284,15 +309,22 @@ def get_file(conn: Connection, path: str) -> FileDetail | None:
 def search_tags(conn: Connection, pattern: str, limit: int) -> TagSearch:
     """Notes carrying a tag matching `pattern` (normalised key, wildcards allowed), by path."""
     condition = tag_pattern_condition(pattern)
-    tagged = select(Tag.note_path).where(condition)
+    matched = list(
+        conn.execute(select(Tag.key).where(condition).distinct().order_by(Tag.key)).scalars()
+    )
+    wildcard = "*" in pattern or "?" in pattern
+    if wildcard and len(matched) <= MAX_KEYS_LISTED:
+        # The keys a wildcard matched, as a list the tag index can look up, rather than a LIKE
+        # that reads every tag row twice more.
+        condition = Tag.key.in_(matched)
     total = conn.execute(
-        select(func.count()).select_from(Note).where(Note.path.in_(tagged))
+        select(func.count()).select_from(Note).where(_tagged(condition, scan=False))
     ).scalar_one()
+    tagged = _tagged(condition, scan=_prefer_scan(conn, total, limit))
     rows = conn.execute(
-        select(*_SUMMARY_COLUMNS).where(Note.path.in_(tagged)).order_by(Note.path).limit(limit)
+        select(*_SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
     ).all()
-    matched = conn.execute(select(Tag.key).where(condition).distinct().order_by(Tag.key))
-    return TagSearch(_summaries(conn, rows), total, list(matched.scalars()))
+    return TagSearch(_summaries(conn, rows), total, matched)
 
 
 def search_links(conn: Connection, path: str, direction: Direction, limit: int) -> LinkSearch:
@@ -312,12 +344,11 @@ def search_links(conn: Connection, path: str, direction: Direction, limit: int) 
         rows = conn.execute(select(grouped).order_by(grouped.c.target).limit(limit))
         outgoing = [LinkTarget(r.target, r.resolved is None) for r in rows]
     if direction in ("incoming", "both"):
-        linked = Link.target_path == path
-        incoming_total = conn.execute(
-            select(func.count(distinct(Link.source_path))).where(linked)
-        ).scalar_one()
-        sources = select(Link.source_path).where(linked).distinct().order_by(Link.source_path)
-        incoming = list(conn.execute(sources.limit(limit)).scalars())
+        # One read of the backlinks, counted and cut here: a count and a page in SQL would each
+        # look up every linking row (thousands for a hub note).
+        sources = select(Link.source_path).where(Link.target_path == path).distinct()
+        every = sorted(conn.execute(sources).scalars())
+        incoming, incoming_total = every[:limit], len(every)
     return LinkSearch(outgoing, incoming, outgoing_total, incoming_total)
 
 
@@ -333,22 +364,24 @@ def get_stats(conn: Connection) -> VaultStats:
     attachments = conn.execute(
         select(func.count(), func.coalesce(func.sum(Attachment.size), 0))
     ).one()
-    links = conn.execute(select(func.count(), func.count(Link.target_path))).one()
-    total_tags = conn.execute(select(func.count(distinct(Tag.key)))).scalar_one()
-    count = func.count().label("n")
-    top = conn.execute(
-        select(Tag.key, count).group_by(Tag.key).order_by(count.desc(), Tag.key).limit(TOP_TAGS)
-    )
+    # count(*) reads the smallest index; the broken ones are a range of the target_path index.
+    links = conn.execute(select(func.count()).select_from(Link)).scalar_one()
+    broken = conn.execute(
+        select(func.count()).select_from(Link).where(Link.target_path.is_(None))
+    ).scalar_one()
+    # One pass over the tag index gives both the number of distinct tags and the top ones.
+    per_tag = conn.execute(select(Tag.key, func.count()).group_by(Tag.key)).all()
+    top = sorted(per_tag, key=lambda row: (-row[1], row[0]))[:TOP_TAGS]
     return VaultStats(
         total_files=notes[0],
         total_attachments=attachments[0],
         files_with_errors=notes[2],
-        total_tags=total_tags,
-        total_links=links[0],
-        broken_links=links[0] - links[1],
+        total_tags=len(per_tag),
+        total_links=links,
+        broken_links=broken,
         files_by_type=_grouped(conn, Note.type),
         files_by_status=_grouped(conn, Note.status),
-        top_tags=[TagCount(row.key, row.n) for row in top],
+        top_tags=[TagCount(key, count) for key, count in top],
         vault_size=int(notes[1]) + int(attachments[1]),
         last_updated=last_updated(conn),
     )

@@ -5,12 +5,23 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from weaver.cache import sqlite
-from weaver.models import Attachment, CacheState, Link, Note, Tag
+from weaver.models import Attachment, Base, CacheState, Link, Note, Tag
 from weaver.parser import ParsedLink, normalize_tag
 from weaver.resolver import LinkResolver, link_key
 from weaver.vault import FileStat, split_path
@@ -67,15 +78,31 @@ def chunked(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
         yield batch
 
 
-def load_stored_files(conn: Connection) -> dict[str, StoredFile]:
-    """Every note and attachment the cache knows, by path."""
-    notes = conn.execute(
-        select(Note.path, Note.size, Note.mtime_ns, Note.content_hash, Note.created)
+def load_stored_files(
+    conn: Connection, under: Collection[str] | None = None
+) -> dict[str, StoredFile]:
+    """Every note and attachment the cache knows, by path; with `under`, only those at these
+    paths or below them (a watcher batch need not read the whole vault's rows)."""
+    stored: dict[str, StoredFile] = {}
+    batches: Iterable[list[str] | None] = (
+        [None] if under is None else chunked(sorted(under), CHUNK // 3)
     )
-    stored = {row.path: StoredFile(*row) for row in notes}
-    for row in conn.execute(select(Attachment.path, Attachment.size, Attachment.mtime_ns)):
-        stored[row.path] = StoredFile(row.path, row.size, row.mtime_ns, None, None)
+    for batch in batches:
+        notes = select(Note.path, Note.size, Note.mtime_ns, Note.content_hash, Note.created)
+        attachments = select(Attachment.path, Attachment.size, Attachment.mtime_ns)
+        if batch is not None:
+            notes = notes.where(_at_or_below(Note.path, batch))
+            attachments = attachments.where(_at_or_below(Attachment.path, batch))
+        for path, size, mtime_ns, digest, created in conn.execute(notes):
+            stored[path] = StoredFile(path, size, mtime_ns, digest, created)
+        for path, size, mtime_ns in conn.execute(attachments):
+            stored[path] = StoredFile(path, size, mtime_ns, None, None)
     return stored
+
+
+def _at_or_below(column: Any, paths: Sequence[str]) -> ColumnElement[bool]:
+    below = (and_(column >= p + "/", column < p + "0") for p in paths)
+    return or_(column.in_(paths), *below)
 
 
 def replace_notes(conn: Connection, records: Sequence[NoteRecord], resolver: LinkResolver) -> None:
@@ -85,12 +112,26 @@ def replace_notes(conn: Connection, records: Sequence[NoteRecord], resolver: Lin
     delete_files(conn, [r.path for r in records])
     conn.execute(insert(Note), [_note_row(r) for r in records])
     sqlite.upsert_search(conn, records)
-    tag_rows = [row for r in records for row in _tag_rows(r)]
-    if tag_rows:
-        conn.execute(insert(Tag), tag_rows)
-    link_rows = [row for r in records for row in _link_rows(r, resolver)]
-    for batch in chunked(link_rows, 5000):
-        conn.execute(insert(Link), batch)
+    insert_rows(conn, Tag, TAG_COLUMNS, [row for r in records for row in _tag_rows(r)])
+    insert_rows(conn, Link, LINK_COLUMNS, [row for r in records for row in _link_rows(r, resolver)])
+
+
+def insert_rows(
+    conn: Connection, model: type[Base], columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert plain tuples of `columns`. On SQLite they go straight to the driver's
+    executemany, skipping SQLAlchemy's per-row parameter handling: the 97,000 links of a
+    10,000-note vault take 2.2 s this way (mostly SQLite's own work) against 3.5 s through
+    Core. Other dialects go through Core."""
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(insert(model), [dict(zip(columns, row, strict=True)) for row in rows])
+        return
+    names = ", ".join(columns)
+    marks = ", ".join("?" * len(columns))
+    table = cast(Table, model.__table__).name
+    conn.exec_driver_sql(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
 
 
 def _note_row(record: NoteRecord) -> dict[str, Any]:
@@ -117,28 +158,44 @@ def _note_row(record: NoteRecord) -> dict[str, Any]:
     }
 
 
-def _tag_rows(record: NoteRecord) -> Iterator[dict[str, str]]:
+TAG_COLUMNS = ("note_path", "key", "tag")
+LINK_COLUMNS = (
+    "source_path",
+    "target",
+    "target_key",
+    "target_path",
+    "kind",
+    "alias",
+    "subpath",
+    "relation",
+    "line",
+)
+
+
+def _tag_rows(record: NoteRecord) -> Iterator[tuple[str, str, str]]:
     seen: set[str] = set()
     for tag in record.tags:
         key = normalize_tag(tag)
         if key and key not in seen:
             seen.add(key)
-            yield {"note_path": record.path, "key": key, "tag": tag.lstrip("#")}
+            yield record.path, key, tag.lstrip("#")
 
 
-def _link_rows(record: NoteRecord, resolver: LinkResolver) -> Iterator[dict[str, Any]]:
+def _link_rows(record: NoteRecord, resolver: LinkResolver) -> Iterator[tuple[Any, ...]]:
+    path = record.path
     for link in record.links:
-        yield {
-            "source_path": record.path,
-            "target": link.target,
-            "target_key": link_key(link.target),
-            "target_path": resolver.resolve(link.target, record.path),
-            "kind": link.kind,
-            "alias": link.alias,
-            "subpath": link.subpath,
-            "relation": link.relation,
-            "line": link.line,
-        }
+        target = link.target
+        yield (
+            path,
+            target,
+            link_key(target),
+            resolver.resolve(target, path),
+            link.kind,
+            link.alias,
+            link.subpath,
+            link.relation,
+            link.line,
+        )
 
 
 def delete_files(conn: Connection, paths: Collection[str]) -> None:

@@ -1,0 +1,419 @@
+"""Query latency of every read tool through the SDK's in-memory client, the graph and name index
+builds behind the graph tools, a sync workflow trigger, one stdio round trip for reference, and
+the memory of a serving process.
+
+The in-memory client runs in a fresh worker process against `build_server(state)` on the
+reference vault's (already built) cache, in the `legacy` protocol mode real clients speak today.
+Each figure judges the client's whole round trip, as the issue asks, and says what the tool
+itself took (the envelope's `executionTime`) and what the SDK client spent checking the result
+against the tool's output schema (pure-Python jsonschema: a cost of this client, not of Weaver).
+The graph tools keep their graph until the cache changes; the warm-up calls build it, and
+"graph rebuilt" says what the first call after a change pays. The stdio figures spawn
+`weaver serve` as an MCP client would. Adding a tool's figure is one line in `TOOL_CASES`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.benchmarks.context import BenchContext
+from tests.benchmarks.report import Figure, Target, latency_figure, percentile
+from tests.benchmarks.vaultgen import COMMON_WORDS, MIDDLE_WORD, RARE_WORD, VaultFacts
+from tests.benchmarks.worker import clean_env, rss_mb, run_worker
+
+FAST = Target("<=", 20, "p95 ≤ 20 ms")
+STATS = Target("<=", 50, "p95 ≤ 50 ms")
+Arguments = Callable[[VaultFacts, int], dict[str, Any]]  # (facts, call number) -> arguments
+BENCH_WORKFLOW = "bench-noop"
+
+
+@dataclass(frozen=True)
+class ToolCase:
+    label: str
+    tool: str
+    arguments: Arguments
+    target: Target | None = FAST
+
+
+def _sample(facts: VaultFacts, i: int) -> str:
+    return facts.sample[i % len(facts.sample)]
+
+
+def _other(facts: VaultFacts, i: int) -> str:
+    """A sample note far from `_sample(facts, i)` in the list, for two-ended tools."""
+    return facts.sample[(i + len(facts.sample) // 2) % len(facts.sample)]
+
+
+def _stem(path: str) -> str:
+    return path.rpartition("/")[2].removesuffix(".md")
+
+
+def _names(facts: VaultFacts, i: int) -> list[str]:
+    """Ten names as a person types them: exact file names, lower case, and one typo each."""
+    stems = [_stem(_sample(facts, i + k)) for k in range(10)]
+    return [
+        s if k % 3 == 0 else s.lower() if k % 3 == 1 else s[:-2] + s[-1]
+        for k, s in enumerate(stems)
+    ]
+
+
+def _paths(facts: VaultFacts, i: int) -> list[str]:
+    """Twenty paths: most exist, one differs in case only, one is missing."""
+    paths = [_sample(facts, i + k) for k in range(18)]
+    return [*paths, _sample(facts, i).upper(), "nowhere/Missing note.md"]
+
+
+# The mixed queries cover the syntax: a phrase, a prefix, OR and an exclusion.
+MIXED = (f'"{COMMON_WORDS}"', "migr*", f"{MIDDLE_WORD} OR {RARE_WORD} -draft", MIDDLE_WORD)
+
+TOOL_CASES = (
+    ToolCase("query_files, no filter", "query_files", lambda f, i: {}),
+    ToolCase("query_files directory=", "query_files", lambda f, i: {"directory": f.folder}),
+    ToolCase("query_files type=", "query_files", lambda f, i: {"type": f.type}),
+    ToolCase("query_files status=", "query_files", lambda f, i: {"status": f.status}),
+    ToolCase("query_files tag= (parent of nested)", "query_files", lambda f, i: {"tag": f.tag}),
+    ToolCase(
+        "query_files all filters, page 3",
+        "query_files",
+        lambda f, i: {"type": f.type, "status": f.status, "tag": f.tag, "offset": 100},
+    ),
+    ToolCase("get_file, spread of notes", "get_file", lambda f, i: {"path": _sample(f, i)}),
+    ToolCase("get_file, most linked note", "get_file", lambda f, i: {"path": f.hub}),
+    ToolCase("get_file_content", "get_file_content", lambda f, i: {"path": _sample(f, i)}),
+    ToolCase("search_tags", "search_tags", lambda f, i: {"tag": f.tag}),
+    ToolCase("search_tags wildcard", "search_tags", lambda f, i: {"tag": f"{f.tag}/*"}),
+    ToolCase("search_links, spread", "search_links", lambda f, i: {"path": _sample(f, i)}),
+    ToolCase("search_links, most linked", "search_links", lambda f, i: {"path": f.hub}),
+    ToolCase("get_stats", "get_stats", lambda f, i: {}, STATS),
+    ToolCase("health_check", "health_check", lambda f, i: {}, None),
+    ToolCase(
+        "search_notes, two common words (most notes match)",
+        "search_notes",
+        lambda f, i: {"query": COMMON_WORDS},
+    ),
+    ToolCase(
+        "search_notes, a word in ~1 note in 20", "search_notes", lambda f, i: {"query": MIDDLE_WORD}
+    ),
+    ToolCase("search_notes, a rare word", "search_notes", lambda f, i: {"query": RARE_WORD}),
+    ToolCase(
+        "search_notes, phrase / prefix / OR and NOT",
+        "search_notes",
+        lambda f, i: {"query": MIXED[i % len(MIXED)]},
+    ),
+    ToolCase(
+        "search_notes, ~1 in 20 word, tag=",
+        "search_notes",
+        lambda f, i: {"query": MIDDLE_WORD, "tag": f.tag},
+    ),
+    ToolCase("get_neighbors, depth 1", "get_neighbors", lambda f, i: {"path": _sample(f, i)}),
+    ToolCase(
+        "get_neighbors, depth 2",
+        "get_neighbors",
+        lambda f, i: {"path": _sample(f, i), "depth": 2},
+    ),
+    ToolCase(
+        "find_path",
+        "find_path",
+        lambda f, i: {"source": _sample(f, i), "target": _other(f, i)},
+    ),
+    ToolCase("get_hubs in_degree", "get_hubs", lambda f, i: {"metric": "in_degree"}),
+    ToolCase("get_hubs out_degree", "get_hubs", lambda f, i: {"metric": "out_degree"}),
+    ToolCase("get_hubs pagerank", "get_hubs", lambda f, i: {"metric": "pagerank"}),
+    ToolCase("get_graph directory=", "get_graph", lambda f, i: {"directory": f.folder}),
+    ToolCase("get_graph, 1,000 notes (default limit)", "get_graph", lambda f, i: {}),
+    ToolCase(
+        "search_by_tags any",
+        "search_by_tags",
+        lambda f, i: {"tags": [f.tag, "status/draft"], "mode": "any"},
+    ),
+    ToolCase(
+        "search_by_tags all",
+        "search_by_tags",
+        lambda f, i: {"tags": [f.tag, "idea"], "mode": "all"},
+    ),
+    ToolCase("random_file", "random_file", lambda f, i: {}),
+    ToolCase("random_file tags=", "random_file", lambda f, i: {"tags": [f.tag]}),
+    ToolCase("files_exist, 20 paths", "files_exist", lambda f, i: {"paths": _paths(f, i)}),
+    ToolCase(
+        "resolve_names, 10 names, fuzzy", "resolve_names", lambda f, i: {"names": _names(f, i)}
+    ),
+    ToolCase(
+        "trigger_workflow, sync, trivial workflow",
+        "trigger_workflow",
+        lambda f, i: {"workflow_id": BENCH_WORKFLOW, "input": {"n": i}},
+        None,
+    ),
+)
+WARMUP_CALLS = 3
+MIN_CALLS = 20  # p95 of fewer calls is one outlier (--quick makes do with 5)
+CASE_BUDGET_SECONDS = 3.0  # stop a slow case after this long, once it has MIN_CALLS calls
+BUILD_RUNS = 5
+STDIO_CALLS = 20
+
+
+# ---------------------------------------------------------------- in the worker process
+
+
+@dataclass(frozen=True)
+class _Call:
+    total: float  # the client's round trip, seconds
+    tool: float  # the envelope's `executionTime`: the tool's own work inside the server
+    validation: float  # the SDK client checking the result against the tool's outputSchema
+    size: int  # bytes of the JSON text result
+
+
+def measure_queries(vault: str, facts_file: str, calls: int, min_calls: int) -> dict[str, Any]:
+    """Each case's calls through `mcp.Client(server)`, as lists of seconds per component, and
+    the seconds of each build of the graph and the name index."""
+    from weaver.log import configure_logging
+
+    configure_logging("warning", "json")
+    facts = VaultFacts.read(Path(facts_file))
+    results: dict[str, Any] = anyio.run(_in_memory, Path(vault), facts, calls, min_calls)
+    results["builds"] = _time_builds(Path(vault))
+    return results
+
+
+def _bench_engine(app: Any) -> Any:
+    """A started engine with one trivial workflow, run on the engine's threads as in a server."""
+    from pydantic import BaseModel
+
+    from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+
+    class Count(BaseModel):
+        n: int = 0
+
+    @workflow(id=BENCH_WORKFLOW, name="Bench no-op", input_model=Count, timeout=10)
+    def noop(ctx: WorkflowContext[Count]) -> dict[str, int]:
+        return {"n": ctx.input.n}
+
+    registry = Registry()
+    registry.register(noop)
+    engine = WorkflowEngine.for_app(app, registry, background="threads")
+    engine.start(subscribe=False)
+    return engine
+
+
+async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int) -> dict[str, Any]:
+    from mcp import Client
+
+    from weaver.app import open_app
+    from weaver.config import Settings
+    from weaver.mcp_server import ServerState, build_server
+
+    validation = _time_client_validation()
+    app = open_app(Settings(vault=vault))
+    engine = _bench_engine(app)
+    server = build_server(ServerState(app, watch=False, engine=engine))
+    results: dict[str, Any] = {}
+    try:
+        async with Client(server, mode="legacy", cache=None) as client:
+            for case in TOOL_CASES:
+                for i in range(WARMUP_CALLS):
+                    await _call(client, case, facts, i, validation)
+                timed: list[_Call] = []
+                began = time.perf_counter()
+                while len(timed) < calls and (
+                    len(timed) < min_calls or time.perf_counter() - began < CASE_BUDGET_SECONDS
+                ):
+                    timed.append(await _call(client, case, facts, len(timed), validation))
+                results[case.label] = {
+                    "seconds": [c.total for c in timed],
+                    "tool_seconds": [c.tool for c in timed],
+                    "validation_seconds": [c.validation for c in timed],
+                    "bytes": max(c.size for c in timed),
+                }
+    finally:
+        engine.stop()
+        app.close()
+    return results
+
+
+def _time_builds(vault: Path) -> dict[str, list[float]]:
+    """What the first graph or name call after a change pays: the whole graph (with PageRank,
+    which `get_hubs` computes once per graph) and the name index, built from the cache."""
+    from weaver import graph as g
+    from weaver.app import open_app
+    from weaver.cache import graph as cache_graph
+    from weaver.cache import read
+    from weaver.config import Settings
+
+    app = open_app(Settings(vault=vault))
+    timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": []}
+    try:
+        for _ in range(BUILD_RUNS):
+            with read.read_snapshot(app.engine) as conn:
+                started = time.perf_counter()
+                graph = cache_graph.load_graph(conn)
+                built = time.perf_counter()
+                g.hubs(graph, "pagerank", 10)
+                ranked = time.perf_counter()
+                cache_graph.load_names(conn)
+                named = time.perf_counter()
+            timings["graph"].append(built - started)
+            timings["pagerank"].append(ranked - built)
+            timings["names"].append(named - ranked)
+    finally:
+        app.close()
+    return timings
+
+
+def _time_client_validation() -> list[float]:
+    """Record how long the SDK client spends validating each result against its outputSchema
+    (pure-Python jsonschema), so the table can tell client cost from server cost."""
+    from mcp.client.session import ClientSession
+
+    spent: list[float] = []
+    original = ClientSession.validate_tool_result
+
+    async def timed(self: ClientSession, name: str, result: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await original(self, name, result)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    ClientSession.validate_tool_result = timed  # type: ignore[method-assign]
+    return spent
+
+
+async def _call(
+    client: Any, case: ToolCase, facts: VaultFacts, i: int, validation: list[float]
+) -> _Call:
+    arguments = case.arguments(facts, i)
+    validation.clear()
+    started = time.perf_counter()
+    result = await client.call_tool(case.tool, arguments)
+    elapsed = time.perf_counter() - started
+    envelope = result.structured_content or {}
+    if result.is_error or not envelope.get("success"):
+        raise RuntimeError(f"{case.tool}({arguments}) failed: {result.content}")
+    tool = envelope["metadata"]["executionTime"] / 1000
+    return _Call(elapsed, tool, sum(validation), len(result.content[0].text))
+
+
+# ---------------------------------------------------------------- in the driver
+
+
+def run(ctx: BenchContext) -> list[Figure]:
+    notes = ctx.reference
+    measured = run_worker(
+        "queries",
+        vault=str(ctx.vault(notes)),
+        facts_file=str(ctx.facts_file(notes)),
+        calls=ctx.calls,
+        min_calls=5 if ctx.quick else MIN_CALLS,
+    )
+    figures = [tool_figure(case, measured[case.label], notes) for case in TOOL_CASES]
+    figures += build_figures(measured["builds"], notes)
+    stdio = anyio.run(_stdio, ctx.vault(notes), ctx.workdir)
+    figures += [
+        latency_figure(
+            "query latency", "get_stats over stdio (`weaver serve`)", stdio["seconds"], None
+        ),
+        Figure(
+            "query latency",
+            "`weaver serve` spawn → first answer",
+            stdio["start"],
+            "s",
+            f"{stdio['start']:.2f} s (start-up and a no-op reconcile)",
+        ),
+        Figure(
+            "memory and size",
+            f"peak RSS, `weaver serve` on {notes:,} notes",
+            stdio["peak_rss_mb"],
+            "MB",
+            f"{stdio['peak_rss_mb']:.0f} MB (now {stdio['rss_mb']:.0f} MB)",
+        ),
+    ]
+    return figures
+
+
+def tool_figure(case: ToolCase, measured: dict[str, Any], notes: int) -> Figure:
+    """The round trip's p50/p95 (p95 judged), then what the tool itself and the client's
+    schema validation account for, and the result size."""
+    fig = latency_figure(
+        "query latency", f"{case.label}, {notes:,} notes", measured["seconds"], case.target
+    )
+    tool = percentile(measured["tool_seconds"], 50) * 1000
+    tool95 = percentile(measured["tool_seconds"], 95) * 1000
+    check = percentile(measured["validation_seconds"], 50) * 1000
+    size = measured["bytes"] / 1024
+    return replace(
+        fig,
+        shown=f"{fig.shown}; tool p50 {tool:.1f} · p95 {tool95:.1f} ms, client schema check "
+        f"p50 {check:.1f} ms; {size:.1f} KiB",
+        data={
+            **fig.data,
+            "tool_p50_ms": tool,
+            "tool_p95_ms": tool95,
+            "validation_p50_ms": check,
+            **measured,
+        },
+    )
+
+
+def build_figures(builds: dict[str, list[float]], notes: int) -> list[Figure]:
+    labels = {
+        "graph": "graph rebuilt after a change (first graph call)",
+        "pagerank": "PageRank, once per graph (first get_hubs pagerank)",
+        "names": "name index rebuilt after a change (first resolve_names)",
+    }
+    figures = []
+    for key, label in labels.items():
+        median = statistics.median(builds[key]) * 1000
+        figures.append(
+            Figure(
+                "query latency",
+                f"{label}, {notes:,} notes",
+                median,
+                "ms",
+                f"{median:.0f} ms (median of {len(builds[key])})",
+                data={"seconds": builds[key]},
+            )
+        )
+    return figures
+
+
+async def _stdio(vault: Path, workdir: Path) -> dict[str, Any]:
+    """Spawn `weaver serve` as a client would; time start-up and get_stats round trips."""
+    from mcp import Client, StdioServerParameters
+
+    weaver = str(Path(sys.executable).with_name("weaver"))
+    params = StdioServerParameters(
+        command=weaver,
+        args=["--vault", str(vault), "--log-level", "warning", "serve"],
+        env={**clean_env(), "WEAVER_LOG_FORMAT": "json"},
+        cwd=str(workdir),
+    )
+    started = time.perf_counter()
+    async with Client(params, mode="legacy", cache=None) as client:
+        await client.call_tool("get_stats", {})
+        start = time.perf_counter() - started
+        seconds = []
+        for _ in range(STDIO_CALLS):
+            began = time.perf_counter()
+            result = await client.call_tool("get_stats", {})
+            seconds.append(time.perf_counter() - began)
+            if result.is_error:
+                raise RuntimeError(f"get_stats over stdio failed: {result.content}")
+        rss, peak = rss_mb(_server_pid())
+    return {"start": start, "seconds": seconds, "rss_mb": rss, "peak_rss_mb": peak}
+
+
+def _server_pid() -> int:
+    """The `weaver serve` child of this process (the SDK does not expose its pid)."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+    raise RuntimeError("cannot find the `weaver serve` process")

@@ -1,0 +1,75 @@
+"""Run one measurement in a fresh interpreter: `python -m tests.benchmarks.worker TASK JSON`.
+
+The driver generates vaults and holds results; anything it measures about Weaver runs here, so
+timings and peak RSS (`ru_maxrss` of this process alone) are those of a clean process that
+imported only what the task needs. The task's result dict is printed as the last stdout line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+# task name -> "module:function"; the function takes JSON keyword arguments, returns a JSON dict.
+TASKS = {
+    "floor": "tests.benchmarks.indexing:measure_floor",
+    "index": "tests.benchmarks.indexing:measure_index",
+    "queries": "tests.benchmarks.queries:measure_queries",
+}
+
+
+class WorkerError(RuntimeError):
+    """A measurement process failed; carries the tail of its stderr."""
+
+
+def clean_env() -> dict[str, str]:
+    """The caller's environment without `WEAVER_*`, so a developer's settings cannot leak in."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+
+
+def run_worker(task: str, timeout: float = 1800, **kwargs: Any) -> dict[str, Any]:
+    """Run `task` in a child interpreter and return its result."""
+    command = [sys.executable, "-m", "tests.benchmarks.worker", task, json.dumps(kwargs)]
+    proc = subprocess.run(
+        command, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=timeout
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise WorkerError(f"worker {task} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux reports `ru_maxrss` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(current, peak) resident set of a live process, from /proc/<pid>/status."""
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def main(argv: list[str]) -> int:
+    task, raw = argv
+    module, _, name = TASKS[task].partition(":")
+    function = getattr(importlib.import_module(module), name)
+    result = function(**json.loads(raw))
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

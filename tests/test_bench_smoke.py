@@ -1,0 +1,115 @@
+"""The benchmark's vault generator, checked at 50 notes on every `make test`.
+
+`make bench` is not collected by pytest, so this is what keeps its vaults honest: the same seed
+gives the same bytes, and the notes hold what the figures claim to measure (every link form,
+broken links, nested tags, link-like text in code that must not count).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.vaultgen import VaultFacts, generate_vault
+from weaver.parser import ParsedLink, ParsedNote, parse_note
+from weaver.resolver import LinkResolver
+
+NOTES = 50
+
+
+def digest(root: Path) -> str:
+    """One hash over every file's path and bytes, in path order."""
+    total = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        total.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return total.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, VaultFacts]:
+    root = tmp_path_factory.mktemp("bench") / "vault"
+    return root, generate_vault(root, NOTES, seed=7)
+
+
+@pytest.fixture(scope="module")
+def parsed(vault: tuple[Path, VaultFacts]) -> dict[str, ParsedNote]:
+    root, _ = vault
+    notes = sorted(root.rglob("*.md"))
+    return {
+        p.relative_to(root).as_posix(): parse_note(
+            p.relative_to(root).as_posix(), p.read_text(encoding="utf-8")
+        )
+        for p in notes
+    }
+
+
+def links(parsed: dict[str, ParsedNote]) -> Iterator[tuple[str, ParsedLink]]:
+    for path, note in parsed.items():
+        for link in note.links:
+            yield path, link
+
+
+def test_the_same_seed_gives_the_same_bytes(vault: tuple[Path, VaultFacts], tmp_path: Path) -> None:
+    root, facts = vault
+    again = generate_vault(tmp_path / "again", NOTES, seed=7)
+    assert again == facts
+    assert digest(tmp_path / "again") == digest(root)
+    other = generate_vault(tmp_path / "other", NOTES, seed=8)
+    assert digest(tmp_path / "other") != digest(root)
+    assert other.notes == NOTES
+
+
+def test_the_facts_describe_the_vault(
+    vault: tuple[Path, VaultFacts], parsed: dict[str, ParsedNote]
+) -> None:
+    root, facts = vault
+    assert facts.notes == len(parsed) == NOTES
+    assert facts.attachments == len(list(root.rglob("*.png")))
+    assert facts.total_bytes == sum(p.stat().st_size for p in root.rglob("*.md"))
+    assert facts.hub in parsed and set(facts.sample) <= set(parsed)
+    assert facts.broken_links > 0
+
+
+def test_every_link_form_is_there(parsed: dict[str, ParsedNote]) -> None:
+    found = list(links(parsed))
+    kinds = {link.kind for _, link in found}
+    assert kinds == {"wikilink", "embed", "markdown", "frontmatter"}
+    assert any(link.alias for _, link in found if link.kind == "wikilink")
+    assert any(link.subpath and not link.subpath.startswith("^") for _, link in found)
+    assert any(link.subpath and link.subpath.startswith("^") for _, link in found)
+    assert any(link.target == "" and link.subpath for _, link in found)  # [[#Heading]]
+    assert any("/" in link.target for _, link in found if link.kind == "wikilink")  # a path
+    assert any(link.target.endswith(".png") for _, link in found if link.kind == "embed")
+    assert any("%20" not in link.target and " " in link.target for _, link in found)
+    assert any(link.kind == "markdown" and link.target.endswith(".md") for _, link in found)
+
+
+def test_some_links_are_broken_and_code_holds_none(
+    vault: tuple[Path, VaultFacts], parsed: dict[str, ParsedNote]
+) -> None:
+    root, facts = vault
+    resolver = LinkResolver(p.relative_to(root).as_posix() for p in root.rglob("*.*"))
+    unresolved = [
+        link
+        for path, link in links(parsed)
+        if link.target and resolver.resolve(link.target, path) is None
+    ]
+    assert len(unresolved) == facts.broken_links
+    assert all(link.target.startswith("Missing ") for link in unresolved)  # only those
+    targets = {link.target for _, link in links(parsed)}
+    assert not {"Not a link", "nope", "inline code"} & targets
+    tags = {tag for note in parsed.values() for tag in note.tags}
+    assert "not-a-tag" not in tags
+
+
+def test_tags_are_nested_three_deep(parsed: dict[str, ParsedNote]) -> None:
+    tags = {tag for note in parsed.values() for tag in note.tags}
+    assert any(tag.count("/") == 2 for tag in tags)
+    assert any(tag.count("/") == 1 for tag in tags)
+    assert any("/" not in tag for tag in tags)
+    assert any(not tag.isascii() for tag in tags) or any(not p.isascii() for p in parsed)
+    assert any(note.frontmatter.get("aliases") for note in parsed.values())
+    assert any(note.tasks_open + note.tasks_done for note in parsed.values())
