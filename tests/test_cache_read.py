@@ -14,7 +14,7 @@ from weaver.app import App, open_app
 from weaver.cache import read
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
-from weaver.models import Note, Tag
+from weaver.models import Link, Note, Tag
 
 FILES: dict[str, str | bytes] = {
     "Home.md": (
@@ -139,7 +139,9 @@ def test_folder_and_tag_filters_use_their_indexes(conn: Connection) -> None:
     folder = select(Note.path).where(read.under_prefix(Note.folder, "technical"))
     assert "ix_notes_folder" in explain(conn, folder)
     tags = select(Tag.note_path).where(read.tag_condition("project"))
-    assert "ix_tags_key" in explain(conn, tags)
+    assert "COVERING INDEX ix_tags_key_note" in explain(conn, tags)
+    backlinks = select(Link.source_path).where(Link.target_path == "Home.md")
+    assert "COVERING INDEX ix_links_target_source" in explain(conn, backlinks)
 
 
 def test_get_file_lists_distinct_targets_in_order_and_backlinks(conn: Connection) -> None:

@@ -245,6 +245,12 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     with app.engine.begin() as conn:  # back to a cache from before full-text search
         conn.execute(text("DROP TABLE notes_fts"))
         conn.execute(text("DROP TABLE workflow_records"))  # added by 0004, after 0002
+        for old, new, table, columns in (  # 0005 replaced these indexes with covering ones
+            ("ix_tags_key", "ix_tags_key_note", "tags", "key"),
+            ("ix_links_target_path", "ix_links_target_source", "links", "target_path"),
+        ):
+            conn.execute(text(f"DROP INDEX {new}"))
+            conn.execute(text(f"CREATE INDEX {old} ON {table} ({columns})"))
         conn.execute(text("DELETE FROM cache_state WHERE key = 'reparse_pending'"))
         conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
         tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()

@@ -53,7 +53,8 @@ class Tag(Base):
     key: Mapped[str] = mapped_column(String, primary_key=True)
     tag: Mapped[str] = mapped_column(String)
 
-    __table_args__ = (Index("ix_tags_key", "key"),)
+    # Covering: a lookup by tag reads the note paths from the index alone.
+    __table_args__ = (Index("ix_tags_key_note", "key", "note_path"),)
 
 
 class Link(Base):
@@ -69,12 +70,15 @@ class Link(Base):
     # The file name the target can match, case-folded: finds the links a new or removed file
     # could change without re-reading any note.
     target_key: Mapped[str] = mapped_column(String, index=True)
-    target_path: Mapped[str | None] = mapped_column(String, index=True)
+    target_path: Mapped[str | None] = mapped_column(String)
     kind: Mapped[str] = mapped_column(String)
     alias: Mapped[str | None] = mapped_column(String)
     subpath: Mapped[str | None] = mapped_column(String)
     relation: Mapped[str | None] = mapped_column(String, index=True)
     line: Mapped[int] = mapped_column(Integer)
+
+    # Covering: backlinks of a note come from the index alone.
+    __table_args__ = (Index("ix_links_target_source", "target_path", "source_path"),)
 
 
 class Attachment(Base):

@@ -13,7 +13,7 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
@@ -25,17 +25,6 @@ from weaver.names import NameIndex, NameRow
 
 TagMode = Literal["any", "all"]
 T = TypeVar("T")
-
-_SUMMARY = (
-    Note.path,
-    Note.title,
-    Note.type,
-    Note.status,
-    Note.frontmatter,
-    Note.created,
-    Note.modified,
-    Note.size,
-)
 
 
 def load_graph(conn: Connection) -> Graph:
@@ -100,8 +89,9 @@ def notes_with_tags(conn: Connection, keys: Sequence[str], mode: TagMode, limit:
     """Notes matching the tags, by path, with the total count."""
     condition = tags_condition(keys, mode)
     total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
-    rows = conn.execute(select(*_SUMMARY).where(condition).order_by(Note.path).limit(limit)).all()
-    return TaggedPage(summaries(conn, rows), total)
+    page = select(*read.SUMMARY_COLUMNS).where(condition).order_by(Note.path).limit(limit)
+    rows = conn.execute(page).all()
+    return TaggedPage(read.summaries(conn, rows), total)
 
 
 def random_note(
@@ -115,27 +105,9 @@ def random_note(
         return None
     offset = (rng or random.SystemRandom()).randrange(total)
     row = conn.execute(
-        select(*_SUMMARY).where(*conditions).order_by(Note.path).limit(1).offset(offset)
+        select(*read.SUMMARY_COLUMNS).where(*conditions).order_by(Note.path).limit(1).offset(offset)
     ).first()
-    return None if row is None else summaries(conn, [row])[0]
-
-
-def summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:
-    tags = read.tags_of(conn, [row.path for row in rows])
-    return [
-        FileSummary(
-            path=row.path,
-            title=row.title,
-            type=row.type,
-            status=row.status,
-            frontmatter=row.frontmatter or {},
-            tags=tags.get(row.path, ()),
-            created=row.created,
-            modified=row.modified,
-            size=row.size,
-        )
-        for row in rows
-    ]
+    return None if row is None else read.summaries(conn, [row])[0]
 
 
 def titles_of(conn: Connection, paths: Sequence[str]) -> dict[str, str]:

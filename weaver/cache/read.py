@@ -182,7 +182,8 @@ def wildcard_to_like(pattern: str) -> str:
     return "".join(out)
 
 
-_SUMMARY_COLUMNS = (
+# The columns `summaries` turns into `FileSummary` values.
+SUMMARY_COLUMNS = (
     Note.path,
     Note.title,
     Note.type,
@@ -237,12 +238,12 @@ def query_files(conn: Connection, filters: FileFilters, limit: int, offset: int)
     if filters.tag is not None and not narrowed and _prefer_scan(conn, total, offset + limit):
         conditions = _file_conditions(filters, scan=True)
     rows = conn.execute(
-        select(*_SUMMARY_COLUMNS).where(*conditions).order_by(Note.path).limit(limit).offset(offset)
+        select(*SUMMARY_COLUMNS).where(*conditions).order_by(Note.path).limit(limit).offset(offset)
     ).all()
-    return FilePage(_summaries(conn, rows), total, limit, offset)
+    return FilePage(summaries(conn, rows), total, limit, offset)
 
 
-def _summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:
+def summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:
     tags = tags_of(conn, [row.path for row in rows])
     return [
         FileSummary(
@@ -282,7 +283,7 @@ def note_exists(conn: Connection, path: str) -> bool:
 def get_file(conn: Connection, path: str) -> FileDetail | None:
     """A note's metadata with its distinct outgoing targets and backlinks, or None."""
     row = conn.execute(
-        select(*_SUMMARY_COLUMNS, Note.aliases, Note.content_hash).where(Note.path == path)
+        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash).where(Note.path == path)
     ).first()
     if row is None:
         return None
@@ -302,7 +303,7 @@ def get_file(conn: Connection, path: str) -> FileDetail | None:
             .order_by(Link.source_path)
         ).scalars()
     )
-    summary = _summaries(conn, [row])[0]
+    summary = summaries(conn, [row])[0]
     return FileDetail(summary, tuple(row.aliases or ()), outgoing, incoming, row.content_hash)
 
 
@@ -322,9 +323,9 @@ def search_tags(conn: Connection, pattern: str, limit: int) -> TagSearch:
     ).scalar_one()
     tagged = _tagged(condition, scan=_prefer_scan(conn, total, limit))
     rows = conn.execute(
-        select(*_SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
+        select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
     ).all()
-    return TagSearch(_summaries(conn, rows), total, matched)
+    return TagSearch(summaries(conn, rows), total, matched)
 
 
 def search_links(conn: Connection, path: str, direction: Direction, limit: int) -> LinkSearch:
