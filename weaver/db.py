@@ -37,9 +37,6 @@ def open_engine(url: str) -> Engine:
     return engine
 
 
-MMAP_BYTES = 256 * 1024 * 1024
-
-
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -48,8 +45,6 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     # WAL with NORMAL sync is durable across application crashes; it can lose the last
     # transactions on power loss, which a cache rebuilt from disk can afford.
     cursor.execute("PRAGMA synchronous=NORMAL")
-    # Reads through memory-mapped pages skip a copy per page: scans 30-40 % faster (make bench).
-    cursor.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     cursor.close()
 
 
