@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
 
 from weaver.app import App, open_app
 from weaver.config import Settings
+from weaver.engine import Registry, Workflow, WorkflowEngine
+from weaver.engine.engine import Background
+from weaver.engine.registry import apply_overrides
 
 WriteNotes = Callable[[dict[str, str | bytes]], Path]
+EngineFactory = Callable[..., WorkflowEngine]
 
 
 def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -28,10 +34,15 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
 
 @pytest.fixture(autouse=True)
 def default_logging() -> Iterator[None]:
-    """Undo `configure_logging` after a test that ran the CLI in-process: it points structlog at
-    that test's captured stderr, which pytest closes, and a later log line would fail on it."""
+    """Undo `configure_logging` after a test that ran the CLI in-process: it points structlog and
+    the stdlib root logger at that test's captured stderr, which pytest closes, and a later log
+    line would fail on it."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
     yield
     structlog.reset_defaults()
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
 
 
 @pytest.fixture
@@ -57,3 +68,39 @@ def app(settings: Settings) -> Iterator[App]:
     weaver_app = open_app(settings)
     yield weaver_app
     weaver_app.close()
+
+
+@pytest.fixture
+def make_engine(app: App) -> Iterator[EngineFactory]:
+    """Engines over `app`'s cache running the given workflows, stopped at the end of the test.
+    Keyword settings (`workflows={...}`, `workflow_workers=2`, ...) override `app.settings`."""
+    started: list[WorkflowEngine] = []
+
+    def make(
+        *workflows: Workflow,
+        background: Background = "inline",
+        poll: bool = False,
+        subscribe: bool = True,
+        **settings: Any,
+    ) -> WorkflowEngine:
+        registry = Registry()
+        for item in workflows:
+            registry.register(item)
+        configured = app.settings.model_copy(update=settings)
+        apply_overrides(registry, configured.workflows)
+        engine = WorkflowEngine(
+            registry,
+            db=app.engine,
+            vault=app.vault,
+            settings=configured,
+            bus=app.bus,
+            background=background,
+            poll=poll,
+        )
+        engine.start(subscribe=subscribe)
+        started.append(engine)
+        return engine
+
+    yield make
+    for engine in started:
+        engine.stop()

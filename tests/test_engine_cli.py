@@ -4,16 +4,13 @@ codes, in process through `main()` and once as a real subprocess."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from weaver.app import open_app
 from weaver.cli import main
@@ -44,17 +41,6 @@ def fails(ctx):
 def off(ctx):
     return None
 """
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """`main()` points logging at the stderr of the moment, which pytest closes after the test."""
-    root = logging.getLogger()
-    handlers = list(root.handlers)
-    yield
-    structlog.reset_defaults()
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
 
 
 @pytest.fixture

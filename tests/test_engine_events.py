@@ -5,57 +5,25 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.conftest import WriteNotes
+from tests.conftest import EngineFactory, WriteNotes
 from weaver.app import App
 from weaver.cache import executions
 from weaver.engine import (
     FileTrigger,
     OnFile,
-    Registry,
     Workflow,
     WorkflowContext,
-    WorkflowEngine,
     workflow,
 )
-from weaver.engine.engine import Background
 from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.watcher import VaultWatcher
-
-EngineFactory = Callable[..., WorkflowEngine]
-
-
-@pytest.fixture
-def make_engine(app: App) -> Iterator[EngineFactory]:
-    started: list[WorkflowEngine] = []
-
-    def make(
-        *workflows: Workflow, background: Background = "inline", subscribe: bool = True
-    ) -> WorkflowEngine:
-        registry = Registry()
-        for item in workflows:
-            registry.register(item)
-        engine = WorkflowEngine(
-            registry,
-            db=app.engine,
-            vault=app.vault,
-            settings=app.settings,
-            bus=app.bus,
-            background=background,
-        )
-        engine.start(subscribe=subscribe)
-        started.append(engine)
-        return engine
-
-    yield make
-    for engine in started:
-        engine.stop()
 
 
 def recorder(

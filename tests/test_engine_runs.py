@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -17,59 +17,19 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert, select, text
 
+from tests.conftest import EngineFactory
 from weaver.app import App
 from weaver.cache import executions
 from weaver.engine import (
     ExecutionNotFoundError,
     InvalidInputError,
     ManualTrigger,
-    Registry,
-    Workflow,
     WorkflowContext,
     WorkflowDisabledError,
-    WorkflowEngine,
     WorkflowNotFoundError,
     workflow,
 )
-from weaver.engine.engine import Background
-from weaver.engine.registry import apply_overrides
 from weaver.models import Execution, Note
-
-EngineFactory = Callable[..., WorkflowEngine]
-
-
-@pytest.fixture
-def make_engine(app: App) -> Iterator[EngineFactory]:
-    """Engines over `app`'s cache, stopped at the end of the test."""
-    started: list[WorkflowEngine] = []
-
-    def make(
-        *workflows: Workflow,
-        background: Background = "inline",
-        poll: bool = False,
-        **settings: Any,
-    ) -> WorkflowEngine:
-        registry = Registry()
-        for item in workflows:
-            registry.register(item)
-        configured = app.settings.model_copy(update=settings)
-        apply_overrides(registry, configured.workflows)
-        engine = WorkflowEngine(
-            registry,
-            db=app.engine,
-            vault=app.vault,
-            settings=configured,
-            bus=app.bus,
-            background=background,
-            poll=poll,
-        )
-        engine.start()
-        started.append(engine)
-        return engine
-
-    yield make
-    for engine in started:
-        engine.stop()
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
@@ -21,13 +20,6 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
 from weaver.names import NameRow, fold, resolve_names
-
-
-@pytest.fixture(autouse=True, scope="module")
-def default_logging() -> None:
-    # Some tests run `weaver.cli.main` in-process, which points structlog at that test's captured
-    # stderr; once pytest closes it, any later log line would fail. Start from the defaults.
-    structlog.reset_defaults()
 
 
 def make(edges: str, extra: str = "", broken: str = "") -> g.Graph:

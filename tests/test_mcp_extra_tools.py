@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from mcp import Client
 
 from tests.conftest import write_files
@@ -34,13 +33,6 @@ READ_TOOLS = {
 }
 WRITE_TOOLS = {"create_file": False, "update_file": True, "move_file": True, "delete_file": True}
 SMOKE = "Manual Testing/Smoke Testing the Tasks Plugin.md"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def default_logging() -> None:
-    # Some tests run `weaver.cli.main` in-process, which points structlog at that test's captured
-    # stderr; once pytest closes it, any later log line would fail. Start from the defaults.
-    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from tests.conftest import WriteNotes
 from weaver import notes
@@ -20,13 +19,6 @@ from weaver.cache import read
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
 from weaver.locks import WriterLock
 from weaver.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
-
-
-@pytest.fixture(autouse=True, scope="module")
-def default_logging() -> None:
-    # Some tests run `weaver.cli.main` in-process, which points structlog at that test's captured
-    # stderr; once pytest closes it, any later log line would fail. Start from the defaults.
-    structlog.reset_defaults()
 
 
 def sync_for(app: App) -> notes.CacheSync:

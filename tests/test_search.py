@@ -8,7 +8,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-import structlog
 from sqlalchemy import ColumnElement, Engine, select, text
 
 from tests.conftest import WriteNotes
@@ -27,13 +26,6 @@ NOTES: dict[str, str | bytes] = {
     "travel/Paris.md": "# Paris\nThe best café in Paris serves bread.\n`code café` is code.\n",
     "Notes on C++.md": "# C++ tips\nTemplates: `std::vector`. Use C++ NEAR the metal.\n",
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def default_logging() -> None:
-    # Some tests run `weaver.cli.main` in-process, which points structlog at that test's captured
-    # stderr; once pytest closes it, any later log line would fail. Start from the defaults.
-    structlog.reset_defaults()
 
 
 def search(

@@ -4,16 +4,14 @@ through the SDK's in-memory client, and `weaver records`."""
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
@@ -192,17 +190,6 @@ async def test_the_tool_answers_bad_arguments_in_an_envelope(client: Client) -> 
 
 
 # -- weaver records ------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """`main()` points logging at the stderr of the moment, which pytest closes after the test."""
-    root = logging.getLogger()
-    handlers = list(root.handlers)
-    yield
-    structlog.reset_defaults()
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
 
 
 def weaver(vault: Path, *args: str) -> int:
