@@ -73,13 +73,16 @@ SearchLinksResult = Annotated[CallToolResult, Envelope[SearchLinksData]]
 StatsResult = Annotated[CallToolResult, Envelope[StatsData]]
 
 
+def normalize_path(path: str) -> str:
+    """A client's path in the cache's spelling: `/technical/`, `./technical`, `technical\\sub`
+    -> `technical`, `technical/sub`; the vault root (`""`, `/`, `.`) -> `""`."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
 def normalize_directory(directory: str | None) -> str | None:
-    """`/technical/`, `./technical`, `technical\\sub` -> `technical`, `technical/sub`; the vault
-    root (`""`, `/`, `.`) -> None, i.e. no filter."""
-    if directory is None:
-        return None
-    parts = [p for p in directory.replace("\\", "/").split("/") if p not in ("", ".")]
-    return "/".join(parts) or None
+    """A folder filter in the cache's spelling; the vault root -> None, i.e. no filter."""
+    return None if directory is None else normalize_path(directory) or None
 
 
 def tag_key(tag: str) -> str:

@@ -14,7 +14,13 @@ from weaver import graph as g
 from weaver.cache import graph as cache_graph
 from weaver.cache import read, sqlite
 from weaver.errors import NoteNotFoundError
-from weaver.mcp_server.cache_tools import Filter, NotePath, normalize_directory, tag_key
+from weaver.mcp_server.cache_tools import (
+    Filter,
+    NotePath,
+    normalize_directory,
+    normalize_path,
+    tag_key,
+)
 from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
 from weaver.mcp_server.graph_schemas import (
     LIST_CONTENT,
@@ -286,7 +292,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         paths: Annotated[list[str], Field(min_length=1, max_length=1000)],
     ) -> Annotated[CallToolResult, Envelope[FilesExistData]]:
         def work() -> FilesExistData:
-            clean = {p: _clean_path(p) for p in paths}
+            clean = {p: normalize_path(p.strip()) for p in paths}
             with read.read_snapshot(app.engine) as conn:
                 found = cache_graph.existing_paths(conn, list(set(clean.values())))
                 missing = [p for p in dict.fromkeys(paths) if clean[p] not in found]
@@ -352,12 +358,6 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         make_tool(files_exist, state, title="Check paths exist", description=FILES_EXIST),
         make_tool(resolve_names, state, title="Resolve note names", description=RESOLVE_NAMES),
     ]
-
-
-def _clean_path(path: str) -> str:
-    """A client path in the cache's spelling: '/'-separated, no leading './' or '/'."""
-    parts = [p for p in path.strip().replace("\\", "/").split("/") if p not in ("", ".")]
-    return "/".join(parts)
 
 
 def _guesses(path: str) -> list[str]:
