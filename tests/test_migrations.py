@@ -35,6 +35,23 @@ def test_upgrade_from_first_migration_to_head_equals_the_models(tmp_path: Path) 
     engine.dispose()
 
 
+def test_every_migration_downgrades_and_upgrades_again(tmp_path: Path) -> None:
+    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+    upgrade_to_head(engine)
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "base")
+        assert inspect(conn).get_table_names() == ["alembic_version"]
+    upgrade_to_head(engine)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"include_name": include_name})
+        assert compare_metadata(context, Base.metadata) == []
+        config_rows = dict(conn.execute(text("SELECT k, v FROM notes_fts_config")).all())
+    assert config_rows["hashsize"] == 8 * 1024 * 1024
+    engine.dispose()
+
+
 def test_old_cache_keeps_its_rows_when_upgraded(tmp_path: Path) -> None:
     engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
     config = alembic_config(engine)

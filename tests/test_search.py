@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from alembic import command
 from sqlalchemy import ColumnElement, Engine, select, text
 
 from tests.conftest import WriteNotes
@@ -15,7 +16,7 @@ from tests.corpora import require_corpora
 from weaver.app import App, open_app
 from weaver.cache import read, sqlite
 from weaver.config import Settings
-from weaver.db import upgrade_to_head
+from weaver.db import alembic_config, upgrade_to_head
 from weaver.events import NoteModified, VaultEvent
 from weaver.models import Note, Tag
 
@@ -234,17 +235,10 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     write_notes(NOTES)
     app = open_app(settings)
     app.indexer.reconcile()
+    config = alembic_config(app.engine)
     with app.engine.begin() as conn:  # back to a cache from before full-text search
-        conn.execute(text("DROP TABLE notes_fts"))
-        conn.execute(text("DROP TABLE workflow_records"))  # added by 0004, after 0002
-        for old, new, table, columns in (  # 0005 replaced these indexes with covering ones
-            ("ix_tags_key", "ix_tags_key_note", "tags", "key"),
-            ("ix_links_target_path", "ix_links_target_source", "links", "target_path"),
-        ):
-            conn.execute(text(f"DROP INDEX {new}"))
-            conn.execute(text(f"CREATE INDEX {old} ON {table} ({columns})"))
-        conn.execute(text("DELETE FROM cache_state WHERE key = 'reparse_pending'"))
-        conn.execute(text("UPDATE alembic_version SET version_num = '0002'"))
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0002")
         tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
         assert not any(sqlite.is_search_table(name) for name in tables)
     upgrade_to_head(app.engine)

@@ -30,4 +30,5 @@ def open_app(settings: Settings) -> App:
     engine = open_cache_engine(settings.db_url)
     vault = Vault(settings.vault, settings.ignore)
     bus = EventBus()
-    return App(settings, engine, vault, bus, Indexer(engine, vault, bus))
+    indexer = Indexer(engine, vault, bus, parse_workers=settings.index_workers)
+    return App(settings, engine, vault, bus, indexer)

@@ -32,6 +32,7 @@ class Settings(BaseModel):
     database_url: str | None = None
     ignore: list[str] = Field(default_factory=list)
     debounce_ms: int = Field(default=50, ge=1, le=10_000)
+    index_workers: int | None = Field(default=None, ge=0, le=64)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "console", "json"] = "auto"
     read_only: bool = False

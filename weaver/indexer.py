@@ -14,17 +14,16 @@ last wrote.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from weaver.cache import write
-from weaver.cache.write import NoteRecord, StoredFile
+from weaver.db import bulk_cache
 from weaver.events import (
     EventBus,
     NoteAdded,
@@ -33,7 +32,7 @@ from weaver.events import (
     NoteMoved,
     VaultEvent,
 )
-from weaver.parser import decode_note, parse_note
+from weaver.reading import ReadChunk, StoredFile, default_workers, read_notes
 from weaver.resolver import LinkResolver, path_key
 from weaver.vault import FileStat, Vault, is_note_path
 
@@ -109,10 +108,18 @@ class Indexer:
     (which applies its own change at once) never plan against each other's half-done work.
     """
 
-    def __init__(self, engine: Engine, vault: Vault, bus: EventBus | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        vault: Vault,
+        bus: EventBus | None = None,
+        parse_workers: int | None = None,
+    ) -> None:
         self.engine = engine
         self.vault = vault
         self.bus = bus or EventBus()
+        # Processes that parse notes beside this one on a big pass (`weaver.reading`).
+        self.parse_workers = default_workers() if parse_workers is None else parse_workers
         self._lock = threading.RLock()
         # Every file path in the cache, and the cache version it matches (see the docstring).
         self._resolver: LinkResolver | None = None
@@ -210,55 +217,28 @@ class Indexer:
         reparse: bool,
     ) -> list[Written]:
         """Read, parse and write the candidates, a transaction per `WRITE_BATCH` notes."""
+        if not plan.candidates:
+            return []
         written: list[Written] = []
-        total = len(plan.candidates)
-        for offset in range(0, total, WRITE_BATCH):
-            batch = plan.candidates[offset : offset + WRITE_BATCH]
-            records, touched, vanished = self._read_batch(batch, stored, report, reparse)
-            with self.engine.begin() as conn:
-                write.replace_notes(conn, records, resolver)
-                write.touch_notes(conn, touched)
-            plan.removed.extend(vanished)
-            written.extend(Written(r.path, r.content_hash) for r in records)
-            if progress:
-                progress(min(offset + WRITE_BATCH, total), total)
+        work = [(s, stored.get(s.path)) for s in plan.candidates]
+        batch = ReadChunk()
+        done = 0
+        with self.engine.connect() as conn, bulk_cache(conn):
+            for chunk in read_notes(self.vault, work, reparse, self.parse_workers):
+                batch.records += chunk.records
+                batch.touched += chunk.touched
+                report.unchanged += chunk.unchanged
+                plan.removed.extend(chunk.vanished)
+                done += chunk.files
+                if len(batch.records) + len(batch.touched) >= WRITE_BATCH:
+                    written += _write_batch(conn, batch, stored, resolver, report)
+                    batch = ReadChunk()
+                    if progress:
+                        progress(done, len(work))
+            written += _write_batch(conn, batch, stored, resolver, report)
+        if progress:
+            progress(done, len(work))
         return written
-
-    def _read_batch(
-        self,
-        batch: Sequence[FileStat],
-        stored: dict[str, StoredFile],
-        report: IndexReport,
-        reparse: bool,
-    ) -> tuple[list[NoteRecord], list[FileStat], list[str]]:
-        """Read and parse; a note whose bytes hash as before is only touched, unless `reparse`
-        (`weaver index --full`, e.g. after an upgrade that parses differently)."""
-        records: list[NoteRecord] = []
-        touched: list[FileStat] = []
-        vanished: list[str] = []
-        for file_stat in batch:
-            previous = stored.get(file_stat.path)
-            read_error: str | None = None
-            try:
-                data = self.vault.read_bytes(file_stat.path)
-            except FileNotFoundError:
-                vanished.append(file_stat.path)  # deleted between the walk and the read
-                continue
-            except OSError as exc:
-                data, read_error = b"", f"cannot read file: {exc.strerror or exc}"
-            digest = hashlib.sha256(data).hexdigest()
-            same = previous is not None and previous.content_hash == digest and read_error is None
-            if same:
-                report.unchanged += 1
-                if not reparse:
-                    touched.append(file_stat)  # touched, not edited: no need to parse again
-                    continue
-            record = build_record(file_stat, data, digest, previous, read_error)
-            if record.error:
-                report.errors += 1
-                log.warning("note indexed with error", path=record.path, error=record.error)
-            records.append(record)
-        return records, touched, vanished
 
     def _finish(
         self,
@@ -302,6 +282,24 @@ class Indexer:
         return version if previous == plan.version else None
 
 
+def _write_batch(
+    conn: Connection,
+    batch: ReadChunk,
+    stored: dict[str, StoredFile],
+    resolver: LinkResolver,
+    report: IndexReport,
+) -> list[Written]:
+    """One transaction: the batch's notes (re)written, its touched notes' stat updated."""
+    for record in batch.records:
+        if record.error:
+            report.errors += 1
+            log.warning("note indexed with error", path=record.path, error=record.error)
+    with conn.begin():
+        write.replace_notes(conn, batch.records, resolver, stored)
+        write.touch_notes(conn, batch.touched)
+    return [Written(r.path, r.content_hash) for r in batch.records]
+
+
 def _plan(
     on_disk: dict[str, FileStat],
     stored: dict[str, StoredFile],
@@ -327,44 +325,6 @@ def _plan(
     plan.removed = sorted(p for p in in_scope if p not in on_disk)
     plan.candidates.sort(key=lambda s: s.path)
     return plan
-
-
-def build_record(
-    file_stat: FileStat,
-    data: bytes,
-    digest: str,
-    previous: StoredFile | None,
-    read_error: str | None = None,
-) -> NoteRecord:
-    """Decode and parse one note's bytes into what the cache stores; never raises on content."""
-    text, decode_error = decode_note(data)
-    parsed = parse_note(file_stat.path, text)
-    # An edited note keeps the creation time first seen: editors' atomic saves reset ctime.
-    if previous is not None and previous.created is not None:
-        created_ms = previous.created
-    else:
-        created_ms = file_stat.created_ns // 1_000_000
-    return NoteRecord(
-        path=file_stat.path,
-        title=parsed.title,
-        frontmatter=parsed.frontmatter,
-        type=parsed.type,
-        status=parsed.status,
-        aliases=parsed.aliases,
-        tags=parsed.tags,
-        links=parsed.links,
-        size=file_stat.size,
-        created=created_ms,
-        modified=file_stat.mtime_ns // 1_000_000,
-        mtime_ns=file_stat.mtime_ns,
-        content_hash=digest,
-        indexed_at=_now_ms(),
-        word_count=parsed.word_count,
-        tasks_open=parsed.tasks_open,
-        tasks_done=parsed.tasks_done,
-        error=read_error or decode_error or parsed.error,
-        body=parsed.body,
-    )
 
 
 def _events(

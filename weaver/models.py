@@ -34,7 +34,7 @@ class Note(Base):
     created: Mapped[int] = mapped_column(BigInteger)
     modified: Mapped[int] = mapped_column(BigInteger, index=True)
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
-    content_hash: Mapped[str] = mapped_column(String, index=True)
+    content_hash: Mapped[str] = mapped_column(String)
     indexed_at: Mapped[int] = mapped_column(BigInteger)
     word_count: Mapped[int] = mapped_column(Integer)
     tasks_open: Mapped[int] = mapped_column(Integer)
@@ -74,7 +74,7 @@ class Link(Base):
     kind: Mapped[str] = mapped_column(String)
     alias: Mapped[str | None] = mapped_column(String)
     subpath: Mapped[str | None] = mapped_column(String)
-    relation: Mapped[str | None] = mapped_column(String, index=True)
+    relation: Mapped[str | None] = mapped_column(String)
     line: Mapped[int] = mapped_column(Integer)
 
     # Covering: backlinks of a note come from the index alone.

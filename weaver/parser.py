@@ -21,7 +21,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import count
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import unquote
 
 import yaml
@@ -45,8 +45,10 @@ __all__ = [
 LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedLink:
+class ParsedLink(NamedTuple):
+    """One link occurrence. A named tuple rather than a dataclass: parsed notes cross a process
+    boundary on a big index (`weaver.reading`), and tuples unpickle several times faster."""
+
     target: str  # path as written (markdown: percent-decoded); "" for a self-link like [[#H]]
     kind: LinkKind
     alias: str | None  # display text after the first "|", or a markdown link's [text]

@@ -22,6 +22,7 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["LinkResolver", "link_key", "path_key"]
 
@@ -33,6 +34,7 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
+@lru_cache(maxsize=1 << 16)
 def link_key(target: str) -> str:
     """The lookup key of a link target: last path component, casefolded, without '.md'."""
     return _MD_SUFFIX.sub("", _fold(target.rsplit("/", 1)[-1]))
@@ -57,17 +59,23 @@ def _rooted(target: str, source_path: str) -> str | None:
 
 
 class LinkResolver:
-    """An in-memory index of every file path in a vault, answering resolve(target, source)."""
+    """An in-memory index of every file path in a vault, answering resolve(target, source).
+
+    Answers that do not depend on the linking note (most: a name that only one file has) are
+    remembered until the next add or remove, so a vault's thousand links to one hub cost one
+    lookup."""
 
     def __init__(self, paths: Iterable[str] = ()) -> None:
         self._by_key: dict[str, dict[str, str]] = {}  # path_key -> {path: folded path}
         self._by_folded: dict[str, set[str]] = {}  # folded path -> paths (case variants)
+        self._known: dict[str, str | None] = {}  # target -> its path, from any source
         for path in paths:
             self.add(path)
 
     def add(self, path: str) -> None:
         self._by_key.setdefault(path_key(path), {})[path] = _fold(path)
         self._by_folded.setdefault(_fold(path), set()).add(path)
+        self._known.clear()
 
     def remove(self, path: str) -> None:
         if path not in self:
@@ -79,6 +87,7 @@ class LinkResolver:
             del self._by_key[key]
         if not self._by_folded[folded]:
             del self._by_folded[folded]
+        self._known.clear()
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and path in self._by_key.get(path_key(path), {})
@@ -88,6 +97,8 @@ class LinkResolver:
 
     def resolve(self, target: str, source_path: str) -> str | None:
         """The vault path target points to from source_path, or None if it is unresolved."""
+        if target in self._known:
+            return self._known[target]
         if target == "":
             return source_path
         rooted = _rooted(target, source_path)
@@ -96,16 +107,25 @@ class LinkResolver:
         folded = _fold(rooted)
         for candidate in _candidates(folded):
             if exact := self._by_folded.get(candidate):
-                return min(exact)
-        return self._by_suffix(folded, source_path)
+                return self._remember(target, min(exact))
+        hits = self._suffix_hits(folded)
+        if len(hits) > 1:  # the one in the linking note's folder, else the shortest path
+            folder = posixpath.dirname(source_path)
+            nearby = [path for path in hits if posixpath.dirname(path) == folder]
+            return min(nearby or hits, key=lambda path: (len(path), path))
+        return self._remember(target, hits[0] if hits else None)
 
-    def _by_suffix(self, folded: str, source_path: str) -> str | None:
-        files = self._by_key.get(link_key(folded), {})
+    def _suffix_hits(self, folded: str) -> list[str]:
+        files = self._by_key.get(_MD_SUFFIX.sub("", folded.rsplit("/", 1)[-1]))
+        if not files:
+            return []
         for candidate in _candidates(folded):
             suffix = "/" + candidate
-            hits = [path for path, key in files.items() if key.endswith(suffix)]
-            if hits:
-                folder = posixpath.dirname(source_path)
-                nearby = [path for path in hits if posixpath.dirname(path) == folder]
-                return min(nearby or hits, key=lambda path: (len(path), path))
-        return None
+            if hits := [path for path, key in files.items() if key.endswith(suffix)]:
+                return hits
+        return []
+
+    def _remember(self, target: str, resolved: str | None) -> str | None:
+        if not target.startswith("."):  # "./x" and "../x" depend on the linking note's folder
+            self._known[target] = resolved
+        return resolved

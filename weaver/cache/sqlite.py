@@ -42,7 +42,7 @@ from weaver.errors import CacheError
 from weaver.models import Note
 
 if TYPE_CHECKING:
-    from weaver.cache.write import NoteRecord
+    from weaver.reading import NoteRecord
 
 FTS_TABLE = "notes_fts"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"

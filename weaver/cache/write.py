@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
@@ -22,49 +21,14 @@ from sqlalchemy import (
 
 from weaver.cache import sqlite
 from weaver.models import Attachment, Base, CacheState, Link, Note, Tag
-from weaver.parser import ParsedLink, normalize_tag
+from weaver.parser import normalize_tag
+from weaver.reading import NoteRecord, StoredFile
 from weaver.resolver import LinkResolver, link_key
 from weaver.vault import FileStat, split_path
 
 # Well under SQLite's bound-parameter limit, and large enough to keep statement counts low.
 CHUNK = 900
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    """What the cache remembers about a file, enough to tell whether it changed on disk."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    content_hash: str | None  # None for attachments
-    created: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class NoteRecord:
-    """One parsed note, ready to be written."""
-
-    path: str
-    title: str
-    frontmatter: dict[str, Any]
-    type: str | None
-    status: str | None
-    aliases: tuple[str, ...]
-    tags: tuple[str, ...]
-    links: tuple[ParsedLink, ...]
-    size: int
-    created: int
-    modified: int
-    mtime_ns: int
-    content_hash: str
-    indexed_at: int
-    word_count: int
-    tasks_open: int
-    tasks_done: int
-    error: str | None
-    body: str  # the text after the frontmatter, for full-text search
 
 
 def chunked(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -105,11 +69,19 @@ def _at_or_below(column: Any, paths: Sequence[str]) -> ColumnElement[bool]:
     return or_(column.in_(paths), *below)
 
 
-def replace_notes(conn: Connection, records: Sequence[NoteRecord], resolver: LinkResolver) -> None:
-    """Insert these notes, replacing any previous version with their tags and links."""
+def replace_notes(
+    conn: Connection,
+    records: Sequence[NoteRecord],
+    resolver: LinkResolver,
+    stored: Collection[str] | None = None,
+) -> None:
+    """Insert these notes, replacing any previous version with their tags and links.
+
+    `stored` (the paths the cache holds, when the caller knows them) spares a first index the
+    deletes of notes that cannot be there."""
     if not records:
         return
-    delete_files(conn, [r.path for r in records])
+    delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
     conn.execute(insert(Note), [_note_row(r) for r in records])
     sqlite.upsert_search(conn, records)
     insert_rows(conn, Tag, TAG_COLUMNS, [row for r in records for row in _tag_rows(r)])

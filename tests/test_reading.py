@@ -1,0 +1,147 @@
+"""Parse workers: a big pass parsed in other processes writes the same cache as one parsed in
+place, and a worker that cannot start, dies midway or is abandoned loses no note."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+from structlog.testing import capture_logs
+
+from tests.conftest import WriteNotes
+from weaver import reading
+from weaver.app import open_app
+from weaver.config import Settings
+from weaver.models import Link, Note, Tag
+from weaver.reading import ParseWorker, ReadChunk, Work, read_notes
+from weaver.vault import Vault
+
+# Dies after sending its first chunk, as a worker killed by the OOM killer would.
+DIES_AFTER_ONE_CHUNK = """
+import os
+from weaver import reading
+parse = reading.read_chunk
+sent = []
+def read_once(*args):
+    if sent:
+        os._exit(9)
+    sent.append(1)
+    return parse(*args)
+reading.read_chunk = read_once
+reading.serve_worker()
+"""
+
+
+@pytest.fixture
+def every_pass_is_big(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any pass, in chunks small enough that each worker gets several."""
+    monkeypatch.setattr(reading, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(reading, "CHUNK", 7)
+
+
+@pytest.fixture
+def vault(write_notes: WriteNotes) -> Vault:
+    notes: dict[str, str | bytes] = {
+        f"topic{i % 4}/Note {i}.md": f"---\ntags: [t{i % 5}]\ntype: concept\n---\n"
+        f"# Note {i}\nSee [[Note {(i + 1) % 60}]], [[Missing {i}]] and #inline/{i % 3}.\n"
+        for i in range(60)
+    }
+    notes["Broken yaml.md"] = "---\ntitle: [unclosed\n---\nbody [[Note 1]]\n"
+    notes["Latin-1.md"] = "caf\xe9 [[Note 2]]\n".encode("latin-1")
+    root = write_notes(notes)
+    return Vault(root)
+
+
+def work_of(vault: Vault) -> list[Work]:
+    return [(s, None) for s in sorted(vault.scan(), key=lambda s: s.path)]
+
+
+def records_by_path(chunks: Iterator[ReadChunk]) -> dict[str, Any]:
+    return {r.path: r._replace(indexed_at=0) for chunk in chunks for r in chunk.records}
+
+
+def cache_contents(settings: Settings) -> dict[str, list[Any]]:
+    app = open_app(settings)
+    report = app.indexer.reconcile()
+    assert (report.added, report.errors) == (62, 2)
+    with app.engine.connect() as conn:
+        contents = {
+            "notes": sorted(
+                conn.execute(select(Note.path, Note.title, Note.frontmatter, Note.error)).all()
+            ),
+            "tags": sorted(conn.execute(select(Tag.note_path, Tag.key)).all()),
+            "links": sorted(
+                conn.execute(select(Link.source_path, Link.target, Link.target_path)).all()
+            ),
+            "search": sorted(conn.execute(text("SELECT path, body FROM notes_fts")).all()),
+        }
+    app.close()
+    return contents
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_a_pass_parsed_by_workers_writes_what_one_parsed_here_does(
+    vault: Vault, tmp_path: Path
+) -> None:
+    def settings(name: str, workers: int) -> Settings:
+        url = f"sqlite:///{tmp_path / name}"
+        return Settings(vault=vault.root, database_url=url, index_workers=workers)
+
+    here = cache_contents(settings("here.db", 0))
+    assert cache_contents(settings("workers.db", 2)) == here
+    assert len(here["links"]) == 60 * 2 + 1  # the note that is not UTF-8 keeps none
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_a_worker_that_cannot_start_leaves_its_notes_to_this_process(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
+    monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit(3)")
+    with capture_logs() as logs:
+        got = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=2))
+    assert got == expected
+    failures = [e for e in logs if e["event"].startswith("parse worker failed")]
+    assert len(failures) == 2 and failures[0]["exit_code"] == 3
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_a_worker_that_dies_midway_loses_no_note(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
+    monkeypatch.setattr(reading, "_WORKER_CODE", DIES_AFTER_ONE_CHUNK)
+    with capture_logs() as logs:
+        got = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=1))
+    assert got == expected
+    assert [e["exit_code"] for e in logs if e["event"].startswith("parse worker")] == [9]
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_a_pass_abandoned_midway_ends_its_workers(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[ParseWorker] = []
+    original_send = ParseWorker.send
+
+    def send(self: ParseWorker) -> None:
+        started.append(self)
+        original_send(self)
+
+    monkeypatch.setattr(ParseWorker, "send", send)
+    chunks = read_notes(vault, work_of(vault), reparse=False, workers=2)
+    assert next(chunks).records
+    chunks.close()  # the indexer's write failed, or Ctrl-C
+    assert len(started) == 2
+    assert all(worker.process.poll() is not None for worker in started)
+
+
+def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit('must not run')")
+    with capture_logs() as logs:
+        chunks = list(read_notes(vault, work_of(vault), reparse=False, workers=2))
+    assert sum(len(c.records) for c in chunks) == 62
+    assert logs == []
