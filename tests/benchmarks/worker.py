@@ -13,6 +13,8 @@ import os
 import resource
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +37,55 @@ def clean_env() -> dict[str, str]:
 
 
 def run_worker(task: str, timeout: float = 1800, **kwargs: Any) -> dict[str, Any]:
-    """Run `task` in a child interpreter and return its result."""
+    """Run `task` in a child interpreter and return its result, with the summed peak RSS of
+    the processes it started in turn (`children_peak_rss_mb`: the indexer's parse workers)."""
     command = [sys.executable, "-m", "tests.benchmarks.worker", task, json.dumps(kwargs)]
-    proc = subprocess.run(
-        command, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=timeout
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    lines = proc.stdout.strip().splitlines()
+    peaks: dict[int, float] = {}
+    sampler = threading.Thread(target=_sample_children, args=(proc, peaks), daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate(timeout=timeout)
+    sampler.join()
+    lines = stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
-        raise WorkerError(f"worker {task} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise WorkerError(f"worker {task} failed ({proc.returncode}):\n{stderr[-4000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
+    result["children_peak_rss_mb"] = sum(peaks.values())  # they run side by side
     return result
+
+
+def _sample_children(proc: subprocess.Popen[str], peaks: dict[int, float]) -> None:
+    """Every 50 ms, the high-water RSS of each child of `proc` (`ru_maxrss` of children is no
+    use here: Linux charges a child with its parent's peak when it execs after a vfork)."""
+    while proc.poll() is None:
+        for pid in _children_of(proc.pid):
+            try:
+                peaks[pid] = max(peaks.get(pid, 0.0), rss_mb(pid)[1])
+            except (OSError, KeyError):  # it exited meanwhile
+                continue
+        time.sleep(0.05)
+
+
+def _children_of(parent: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        if int(stat.rpartition(")")[2].split()[1]) == parent:
+            children.append(int(entry.name))
+    return children
 
 
 def peak_rss_mb() -> float:
