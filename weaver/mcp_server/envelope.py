@@ -27,7 +27,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.errors import WeaverError
-from weaver.mcp_server.schemas import Metadata
+from weaver.mcp_server.schemas import Metadata, lean_schema
 from weaver.mcp_server.state import ServerState
 
 log = structlog.get_logger(__name__)
@@ -147,6 +147,8 @@ def make_tool(
         annotations=READ_ONLY.model_copy(update={"title": title}),
     )
     assert isinstance(tool, EnvelopeTool)  # from_function builds `cls`
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
     tool.on_call = state.count_request
     tool.cache_hit = cache_hit
     return tool

@@ -23,6 +23,59 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON Schema, cheaper to check: `$ref`s to `$defs` inlined, `anyOf [X, null]`
+    turned into `type: [X's type, "null"]`, and pydantic's generated titles dropped.
+
+    Clients check every result against the tool's `outputSchema`; the Python SDK does it with
+    `jsonschema`, where a `$ref` is a registry lookup and an `anyOf` a nested validation per
+    field. For 50 files of `query_files` this takes the check from ~16 to ~10 ms.
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+    recursive: set[str] = set()
+
+    def walk(node: Any, inside: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, inside) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in inside:  # a model that contains itself stays a reference
+                recursive.add(name)
+                return node
+            rest = {key: walk(value, inside) for key, value in node.items() if key != "$ref"}
+            return {**walk(defs[name], (*inside, name)), **rest}
+        lean: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "properties":  # property names, which may well be "title"
+                lean[key] = {name: walk(sub, inside) for name, sub in value.items()}
+            elif key not in ("$defs", "title"):
+                lean[key] = walk(value, inside)
+        return _nullable_as_type(lean)
+
+    lean: dict[str, Any] = walk(schema, ())
+    if recursive:
+        lean["$defs"] = {name: walk(defs[name], (name,)) for name in sorted(recursive)}
+    return lean
+
+
+_NULL_REJECTING = {"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref"}
+
+
+def _nullable_as_type(node: dict[str, Any]) -> dict[str, Any]:
+    options = node.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return node
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    # Keywords for one type ignore the others (null passes `minimum`); these would reject it.
+    if not isinstance(other.get("type"), str) or _NULL_REJECTING & other.keys():
+        return node
+    rest = {key: value for key, value in node.items() if key != "anyOf"}
+    return {**other, **rest, "type": [other["type"], "null"]}
+
+
 class Metadata(WireModel):
     execution_time: float = Field(description="Time spent answering, in milliseconds")
     cache_hit: bool = Field(description="True when the answer came from the shadow cache")
