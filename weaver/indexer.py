@@ -17,13 +17,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import structlog
 from sqlalchemy import Connection, Engine
 
 from weaver.cache import write
-from weaver.db import bulk_cache
+from weaver.cache.bulk import indexes_deferred
+from weaver.db import bulk_writes
 from weaver.events import (
     EventBus,
     NoteAdded,
@@ -41,6 +43,8 @@ log = structlog.get_logger(__name__)
 # Notes parsed per write transaction: bounds memory on a huge first index while keeping the
 # number of transactions small.
 WRITE_BATCH = 2000
+# Notes to (re)write from which a pass counts as big (see `_write_batches`).
+BIG_PASS = 2000
 # Set in cache_state by a migration whose new columns or tables need every note parsed again
 # (0003 adds full-text search): the next reconcile re-reads all notes, as `--full` does, and
 # clears it. Unchanged notes publish no events, so workflows do not fire for an upgrade.
@@ -223,7 +227,15 @@ class Indexer:
         work = [(s, stored.get(s.path)) for s in plan.candidates]
         batch = ReadChunk()
         done = 0
-        with self.engine.connect() as conn, bulk_cache(conn):
+        # A big pass writes with a bigger cache and fewer checkpoints (`db.bulk_writes`); a big
+        # first index also builds the link and tag indexes once, at the end (`cache.bulk`).
+        big = len(work) >= BIG_PASS
+        first_load = big and plan.complete and not stored
+        with (
+            self.engine.connect() as conn,
+            bulk_writes(conn) if big else nullcontext(),
+            indexes_deferred(conn) if first_load else nullcontext(),
+        ):
             for chunk in read_notes(self.vault, work, reparse, self.parse_workers):
                 batch.records += chunk.records
                 batch.touched += chunk.touched

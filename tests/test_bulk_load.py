@@ -1,0 +1,115 @@
+"""A big first index loads links and tags before building their indexes; the indexes are
+always back afterwards: when the load ends, fails, or its process dies midway."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, text
+
+from tests.conftest import WriteNotes
+from tests.test_migrations import include_name
+from weaver import indexer
+from weaver.app import App
+from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
+from weaver.db import open_cache_engine, open_engine
+
+LINK_AND_TAG_INDEXES = [
+    "ix_links_source_path",
+    "ix_links_target_key",
+    "ix_links_target_source",
+    "ix_tags_key_note",
+]
+
+DIES_MIDWAY = """
+import os, sys
+from weaver.cache.bulk import indexes_deferred
+from weaver.db import open_cache_engine, open_engine
+engine = open_cache_engine(sys.argv[1])
+with engine.connect() as conn, indexes_deferred(conn):
+    os._exit(3)
+"""
+
+
+def secondary_indexes(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                "AND tbl_name IN ('links', 'tags') ORDER BY name"
+            )
+        )
+        return list(rows.scalars())
+
+
+def schema_matches_the_models(engine: Engine) -> bool:
+    from weaver.models import Base
+
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"include_name": include_name})
+        return compare_metadata(context, Base.metadata) == []
+
+
+def deferred_state(engine: Engine) -> object:
+    with engine.connect() as conn:
+        query = text("SELECT value FROM cache_state WHERE key = :k")
+        return conn.execute(query, {"k": DEFERRED_KEY}).scalar()
+
+
+def test_a_big_first_index_ends_with_every_index_and_the_same_links(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer, "BIG_PASS", 10)
+    write_notes({f"n{i}.md": f"#t{i % 3} [[n{(i + 1) % 40}]] [[gone]]" for i in range(40)})
+    dropped: list[list[str]] = []
+    real = indexer.indexes_deferred
+
+    @contextmanager
+    def spy(conn: Connection) -> Iterator[None]:
+        with real(conn):
+            dropped.append(secondary_indexes(app.engine))
+            yield
+
+    monkeypatch.setattr(indexer, "indexes_deferred", spy)
+    report = app.indexer.reconcile()
+    assert report.added == 40
+    assert dropped == [[]]  # the load ran without them...
+    assert secondary_indexes(app.engine) == LINK_AND_TAG_INDEXES  # ...and they are back
+    assert schema_matches_the_models(app.engine) and deferred_state(app.engine) is None
+    with app.engine.connect() as conn:
+        resolved = conn.execute(text("SELECT count(*) FROM links WHERE target_path IS NOT NULL"))
+        assert resolved.scalar() == 40
+    # A later pass over a full cache keeps its indexes.
+    write_notes({f"m{i}.md": "[[n1]]" for i in range(20)})
+    dropped.clear()
+    app.indexer.reconcile()
+    assert dropped == []
+
+
+def test_a_failed_load_still_gets_its_indexes_back(app: App) -> None:
+    with pytest.raises(RuntimeError), app.engine.connect() as conn, indexes_deferred(conn):
+        assert secondary_indexes(app.engine) == []
+        raise RuntimeError("disk full")
+    assert secondary_indexes(app.engine) == LINK_AND_TAG_INDEXES
+    assert deferred_state(app.engine) is None
+
+
+def test_indexes_dropped_by_a_process_that_died_are_restored_on_open(app: App) -> None:
+    url = app.engine.url.render_as_string(hide_password=False)
+    app.close()
+    died = subprocess.run([sys.executable, "-c", DIES_MIDWAY, url], cwd=Path.cwd(), check=False)
+    assert died.returncode == 3
+    left = open_engine(url)  # as the dead process left it
+    assert secondary_indexes(left) == [] and deferred_state(left) is not None
+    left.dispose()
+    reopened = open_cache_engine(url)
+    assert secondary_indexes(reopened) == LINK_AND_TAG_INDEXES
+    assert schema_matches_the_models(reopened) and deferred_state(reopened) is None
+    reopened.dispose()
