@@ -1,5 +1,6 @@
 """A big first index loads links and tags before building their indexes; the indexes are
-always back afterwards: when the load ends, fails, or its process dies midway."""
+always back afterwards: when the load ends or fails, and after Ctrl-C or a dead process at the
+next open."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -16,9 +18,10 @@ from sqlalchemy import Connection, Engine, text
 
 from tests.conftest import WriteNotes
 from tests.test_migrations import include_name
-from weaver import indexer
-from weaver.app import App
+from weaver import indexer, reading
+from weaver.app import App, open_app
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
+from weaver.config import Settings
 from weaver.db import open_cache_engine, open_engine
 
 LINK_AND_TAG_INDEXES = [
@@ -99,6 +102,38 @@ def test_a_failed_load_still_gets_its_indexes_back(app: App) -> None:
         raise RuntimeError("disk full")
     assert secondary_indexes(app.engine) == LINK_AND_TAG_INDEXES
     assert deferred_state(app.engine) is None
+
+
+def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer, "BIG_PASS", 10)
+    monkeypatch.setattr(indexer, "WRITE_BATCH", 10)
+    monkeypatch.setattr(reading, "CHUNK", 10)
+    write_notes({f"n{i}.md": f"#t [[n{(i + 1) % 40}]]" for i in range(40)})
+    batches = 0
+    real = indexer.write.replace_notes
+
+    def interrupted_after_one(*args: Any) -> None:
+        nonlocal batches
+        batches += 1
+        if batches == 2:
+            raise KeyboardInterrupt
+        real(*args)
+
+    monkeypatch.setattr(indexer.write, "replace_notes", interrupted_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        app.indexer.reconcile()
+    assert secondary_indexes(app.engine) == []  # left to the next run, not built on the way out
+    monkeypatch.setattr(indexer.write, "replace_notes", real)
+    url = app.engine.url.render_as_string(hide_password=False)
+    app.close()
+    rerun = open_app(Settings(vault=app.settings.vault, database_url=url))
+    assert secondary_indexes(rerun.engine) == LINK_AND_TAG_INDEXES
+    report = rerun.indexer.reconcile()
+    assert (report.added, report.unchanged) == (30, 10)  # the batch written before Ctrl-C stays
+    assert schema_matches_the_models(rerun.engine) and deferred_state(rerun.engine) is None
+    rerun.close()
 
 
 def test_indexes_dropped_by_a_process_that_died_are_restored_on_open(app: App) -> None:

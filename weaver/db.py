@@ -7,7 +7,7 @@ cache: readers never block the writer, and a second writer waits instead of fail
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +76,20 @@ def bulk_writes(conn: Connection) -> Iterator[None]:
     conn.commit()  # the PRAGMA began a transaction; let the caller begin its own
     try:
         yield
-    finally:
-        conn.rollback()  # whatever the block left open, if it failed midway
-        for pragma, value in usual.items():
-            conn.exec_driver_sql(f"PRAGMA {pragma}={value}")
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-        conn.commit()
+    except Exception:
+        with suppress(SQLAlchemyError):  # never hide the failure itself
+            _end_bulk_writes(conn, usual)
+        raise
+    # Not after Ctrl-C or exit: the process and its connection are going away.
+    _end_bulk_writes(conn, usual)
+
+
+def _end_bulk_writes(conn: Connection, usual: dict[str, Any]) -> None:
+    conn.rollback()  # whatever the block left open, if it failed midway
+    for pragma, value in usual.items():
+        conn.exec_driver_sql(f"PRAGMA {pragma}={value}")
+    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+    conn.commit()
 
 
 def alembic_config(engine: Engine | None = None) -> Config:

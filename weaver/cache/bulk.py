@@ -6,9 +6,9 @@ file, and a first index slows down as the vault grows (100,000 notes indexed at 
 10,000-note rate). A `CREATE INDEX` over the loaded table sorts its keys instead.
 
 The dropped indexes' `CREATE` statements are kept in `cache_state` in the same transaction that
-drops them, and `restore_indexes` runs them again: at the end of the load, whether it
-succeeded or not, and on every open of the cache (`weaver.db`), in case the process died
-midway. Only SQLite caches are loaded this way.
+drops them, and `restore_indexes` runs them again: at the end of the load (also of a failed
+one), and on every open of the cache (`weaver.db`), for a load that was interrupted (Ctrl-C)
+or whose process died. Only SQLite caches are loaded this way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import structlog
 from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy.exc import SQLAlchemyError
+
+log = structlog.get_logger(__name__)
 
 DEFERRED_KEY = "deferred_indexes"
 DEFERRED_TABLES = ("links", "tags")
@@ -42,11 +46,25 @@ def indexes_deferred(conn: Connection) -> Iterator[None]:
             conn.exec_driver_sql(f'DROP INDEX "{name}"')
     try:
         yield
-    finally:
+    except Exception:
+        _restore_after_failure(conn)
+        raise
+    # Ctrl-C or exit: not here, the next open does it. The interrupted statement may still hold
+    # the write lock (its cursor lives in the traceback), and the user asked to stop, not to
+    # wait while indexes are built.
+    with conn.begin():
+        restore_indexes(conn)
+
+
+def _restore_after_failure(conn: Connection) -> None:
+    """Best effort, never hiding the failure itself: what this cannot do, the next open does."""
+    try:
         if conn.in_transaction():
             conn.rollback()
         with conn.begin():
             restore_indexes(conn)
+    except SQLAlchemyError as exc:
+        log.warning("indexes left to restore at the next start", error=str(exc))
 
 
 def restore_indexes(conn: Connection) -> None:
@@ -59,6 +77,7 @@ def restore_indexes(conn: Connection) -> None:
     ).first()
     if row is None:
         return
+    log.info("building the link and tag indexes")
     for statement in json.loads(row[0]):
         conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
     conn.exec_driver_sql("DELETE FROM cache_state WHERE key = ?", (DEFERRED_KEY,))
