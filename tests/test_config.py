@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,15 @@ def test_cli_reports_config_errors_without_traceback(
     assert code == 2
     assert err.strip() == f"weaver: vault not found: {tmp_path / 'absent'}"
     assert "Traceback" not in err
+
+
+def test_an_invalid_value_is_blamed_on_where_it_came_from(tmp_path: Path, vault_dir: Path) -> None:
+    config = write_config(tmp_path / "weaver.toml", 'vault = "vault"\nindex_workers = 1\n')
+    bad_env = {"WEAVER_INDEX_WORKERS": "-1"}
+    with pytest.raises(ConfigError, match=r"'index_workers' in WEAVER_INDEX_WORKERS: .*greater than or equal to 0"):
+        load_settings(config_path=config, environ=bad_env)
+    with pytest.raises(ConfigError, match=r"'log_level' on the command line"):
+        load_settings(config_path=config, overrides={"log_level": "loud"}, environ={})
+    config.write_text('vault = "vault"\nindex_workers = "many"\n')
+    with pytest.raises(ConfigError, match=rf"'index_workers' in {re.escape(str(config))}"):
+        load_settings(config_path=config, environ={})

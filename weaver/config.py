@@ -69,11 +69,16 @@ def load_settings(
     env = os.environ if environ is None else environ
     path = _config_path(config_path, env)
     values: dict[str, Any] = _read_config_file(path) if path else {}
-    values.update(_env_values(env))
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    sources = dict.fromkeys(values, f"in {path}")  # where each value came from, for errors
+    from_env = _env_values(env)
+    values.update(from_env)
+    sources.update({key: f"in WEAVER_{key.upper()}" for key in from_env})
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    values.update(flags)
+    sources.update(dict.fromkeys(flags, "on the command line"))
     if "vault" not in values:
         raise ConfigError("no vault configured: pass --vault DIR or set WEAVER_VAULT")
-    settings = _validate(values, source=str(path) if path else "settings")
+    settings = _validate(values, sources)
     if not settings.vault.is_dir():
         raise ConfigError(f"vault not found: {settings.vault}")
     return settings
@@ -135,12 +140,13 @@ def _parse_list(raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
-def _validate(values: dict[str, Any], source: str) -> Settings:
+def _validate(values: dict[str, Any], sources: Mapping[str, str]) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
+        source = sources.get(str(first["loc"][0]) if first["loc"] else "", "in settings")
         if first["type"] == "extra_forbidden":
-            raise ConfigError(f"unknown setting {where!r} in {source}") from exc
-        raise ConfigError(f"invalid setting {where!r} in {source}: {first['msg']}") from exc
+            raise ConfigError(f"unknown setting {where!r} {source}") from exc
+        raise ConfigError(f"invalid setting {where!r} {source}: {first['msg']}") from exc
