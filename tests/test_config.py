@@ -88,7 +88,8 @@ def test_cli_reports_config_errors_without_traceback(
 def test_an_invalid_value_is_blamed_on_where_it_came_from(tmp_path: Path, vault_dir: Path) -> None:
     config = write_config(tmp_path / "weaver.toml", 'vault = "vault"\nindex_workers = 1\n')
     bad_env = {"WEAVER_INDEX_WORKERS": "-1"}
-    with pytest.raises(ConfigError, match=r"'index_workers' in WEAVER_INDEX_WORKERS: .*greater than or equal to 0"):
+    below_zero = r"'index_workers' in WEAVER_INDEX_WORKERS: .*greater than or equal to 0"
+    with pytest.raises(ConfigError, match=below_zero):
         load_settings(config_path=config, environ=bad_env)
     with pytest.raises(ConfigError, match=r"'log_level' on the command line"):
         load_settings(config_path=config, overrides={"log_level": "loud"}, environ={})
