@@ -4,12 +4,12 @@ by the indexer, the 0003 migration's backfill, and the real tasks-demo corpus.""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import ColumnElement, Engine, select, text
+from sqlalchemy import Engine, text
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
@@ -18,7 +18,6 @@ from weaver.cache import read, sqlite
 from weaver.config import Settings
 from weaver.db import alembic_config, upgrade_to_head
 from weaver.events import NoteModified, VaultEvent
-from weaver.models import Note, Tag
 
 NOTES: dict[str, str | bytes] = {
     "Cooking.md": "---\ntags: [food]\n---\n# Cooking\nRunning a café kitchen is hard work.\n",
@@ -32,15 +31,17 @@ NOTES: dict[str, str | bytes] = {
 def search(
     engine: Engine,
     query: str,
-    conditions: Sequence[ColumnElement[bool]] = (),
     limit: int = 20,
     offset: int = 0,
+    *,
+    directory: str | None = None,
+    tag: str | None = None,
 ) -> sqlite.SearchPage:
     expression = sqlite.fts_query(query)
     if expression is None:
         return sqlite.SearchPage([], 0)
     with read.read_snapshot(engine) as conn:
-        return sqlite.search(conn, expression, conditions, limit, offset)
+        return sqlite.search(conn, expression, limit, offset, directory=directory, tag=tag)
 
 
 def paths(page: sqlite.SearchPage) -> list[str]:
@@ -177,13 +178,11 @@ def test_text_in_code_and_frontmatter_is_searchable_body_text(indexed: App) -> N
 
 
 def test_folder_and_tag_filters(indexed: App) -> None:
-    in_food = read.under_prefix(Note.folder, "food")
-    assert set(paths(search(indexed.engine, "cafe OR bread", [in_food]))) == {
+    assert set(paths(search(indexed.engine, "cafe OR bread", directory="food"))) == {
         "food/Bread.md",
         "food/Soup.md",
     }
-    tagged = Note.path.in_(select(Tag.note_path).where(read.tag_condition("food")))
-    assert set(paths(search(indexed.engine, "cafe OR bread", [tagged]))) == {
+    assert set(paths(search(indexed.engine, "cafe OR bread", tag="food"))) == {
         "Cooking.md",
         "food/Bread.md",
     }
@@ -274,8 +273,7 @@ def test_tasks_demo_phrases_prefixes_and_filters(tasks_demo: App) -> None:
     assert page.total == 4
     assert all(h.path.startswith("Functions/Custom Filters") for h in page.hits[:3])
     assert "<mark>Custom Filters</mark>" in page.hits[0].snippet
-    in_how_to = read.under_prefix(Note.folder, "How To")
-    found = paths(search(tasks_demo.engine, "frontmatter propert*", [in_how_to]))
+    found = paths(search(tasks_demo.engine, "frontmatter propert*", directory="How To"))
     assert found[0] == "How To/Access properties in frontmatter.md"
     assert all(p.startswith("How To/") for p in found)
     for query in HOSTILE:

@@ -90,7 +90,8 @@ def tag_key(tag: str) -> str:
     return normalize_tag(tag.strip().lstrip("#"))
 
 
-def _filter_tag(tag: str | None) -> str | None:
+def filter_tag(tag: str | None) -> str | None:
+    """A tag filter's key (None: no filter); a tag with nothing in it is an argument error."""
     if tag is None:
         return None
     key = tag_key(tag)
@@ -166,7 +167,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
         offset: Offset = 0,
     ) -> QueryFilesResult:
         def work() -> QueryFilesData:
-            filters = FileFilters(normalize_directory(directory), type, status, _filter_tag(tag))
+            filters = FileFilters(normalize_directory(directory), type, status, filter_tag(tag))
             with read.read_snapshot(app.engine) as conn:
                 page = read.query_files(conn, filters, limit, offset)
             return QueryFilesData(

@@ -11,14 +11,17 @@ from typing import Annotated
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import Field
-from sqlalchemy import ColumnElement, select
 
 from weaver.cache import read, sqlite
-from weaver.mcp_server.cache_tools import Filter, Offset, normalize_directory, tag_key
-from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
+from weaver.mcp_server.cache_tools import (
+    Filter,
+    Offset,
+    filter_tag,
+    normalize_directory,
+)
+from weaver.mcp_server.envelope import answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
-from weaver.models import Note, Tag
 
 MAX_LIMIT = 100
 
@@ -78,21 +81,18 @@ def build_search_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
         def work() -> SearchNotesData:
             expression = sqlite.fts_query(query)
-            conditions: list[ColumnElement[bool]] = []
-            folder = normalize_directory(directory)
-            if folder:
-                conditions.append(read.under_prefix(Note.folder, folder))
-            if tag is not None:
-                key = tag_key(tag)
-                if not key:
-                    raise ArgumentError("tag", f"{tag!r} is not a tag")
-                tagged = select(Tag.note_path).where(read.tag_condition(key))
-                conditions.append(Note.path.in_(tagged))
             hits: list[SearchHitInfo] = []
             total = 0
             if expression is not None:
                 with read.read_snapshot(app.engine) as conn:
-                    page = sqlite.search(conn, expression, conditions, limit, offset)
+                    page = sqlite.search(
+                        conn,
+                        expression,
+                        limit,
+                        offset,
+                        directory=normalize_directory(directory),
+                        tag=filter_tag(tag),
+                    )
                     tags = read.tags_of(conn, [h.path for h in page.hits])
                 total = page.total
                 hits = [
