@@ -57,6 +57,20 @@ class Tag(Base):
     __table_args__ = (Index("ix_tags_key_note", "key", "note_path"),)
 
 
+class TagCounter(Base):
+    """How many notes each tag covers, kept by the writer (see `weaver.cache.tag_counts`).
+
+    A row per tag and per ancestor of one: `notes` counts the notes carrying the tag or one
+    nested below it, each once; `own` those carrying exactly this tag.
+    """
+
+    __tablename__ = "tag_counts"
+
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    notes: Mapped[int] = mapped_column(Integer)
+    own: Mapped[int] = mapped_column(Integer)
+
+
 class Link(Base):
     """One link occurrence. `target_path` is the resolved file, or NULL while it is broken."""
 

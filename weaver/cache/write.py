@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 
 from weaver.cache import sqlite
+from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.models import Attachment, Base, CacheState, Link, Note, Tag
 from weaver.parser import normalize_tag
 from weaver.reading import NoteRecord, StoredFile
@@ -84,7 +85,12 @@ def replace_notes(
     delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
     conn.execute(insert(Note), [_note_row(r) for r in records])
     sqlite.upsert_search(conn, records)
-    insert_rows(conn, Tag, TAG_COLUMNS, [row for r in records for row in _tag_rows(r)])
+    tag_rows = [list(_tag_rows(r)) for r in records]
+    insert_rows(conn, Tag, TAG_COLUMNS, [row for rows in tag_rows for row in rows])
+    counts = TagDelta()
+    for rows in tag_rows:
+        counts.add([key for _, key, _ in rows], 1)
+    counts.apply(conn)
     insert_rows(conn, Link, LINK_COLUMNS, [row for r in records for row in _link_rows(r, resolver)])
 
 
@@ -172,12 +178,16 @@ def _link_rows(record: NoteRecord, resolver: LinkResolver) -> Iterator[tuple[Any
 
 def delete_files(conn: Connection, paths: Collection[str]) -> None:
     """Forget notes (with their tags and outgoing links) and attachments."""
+    counts = TagDelta()
     for batch in chunked(paths):
+        for keys in keys_by_note(conn, batch).values():
+            counts.add(keys, -1)
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
         sqlite.delete_search(conn, batch)
         conn.execute(delete(Note).where(Note.path.in_(batch)))
         conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))
+    counts.apply(conn)
 
 
 def touch_notes(conn: Connection, stats: Sequence[FileStat]) -> None:
