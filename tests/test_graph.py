@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rapidfuzz import fuzz
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
@@ -19,7 +20,7 @@ from weaver.app import App, open_app
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
-from weaver.names import NameRow, fold, resolve_names
+from weaver.names import NameIndex, NameRow, _within_reach, fold, resolve_names
 
 
 def make(edges: str, extra: str = "", broken: str = "") -> g.Graph:
@@ -294,6 +295,34 @@ def test_fuzzy_scores_thresholds_and_alternatives() -> None:
     assert resolve_names(["alice"], ROWS, "fuzzy", 0.6)[0].alternatives == (
         "people/Alice Smith.md",
     )
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 0.7, 0.9, 1.0])
+def test_fuzzy_lookups_skip_only_names_whose_length_cannot_reach_the_threshold(
+    threshold: float,
+) -> None:
+    # Every key of every length, against rapidfuzz over all of them: the same best matches.
+    rng = random.Random(threshold)
+    words = ["note", "chicken", "a", "soup", "meeting notes 2024", "x" * 40, "déjà vu"]
+    rows = [
+        NameRow(f"f{i}/{rng.choice(words)} {i}.md", rng.choice(words) * rng.randint(1, 3), ())
+        for i in range(300)
+    ]
+    names = ["chiken", "soup 1", "meting notes", "x" * 30, "d", "déjà vu 12", "soup soup soup!"]
+    index = NameIndex(rows)
+    for name, found in zip(names, index.resolve(names, "fuzzy", threshold), strict=True):
+        every = [(fuzz.ratio(fold(name), key.folded) / 100, key) for key in index.keys]
+        best = max((score for score, _ in every if score >= threshold), default=0.0)
+        assert found.score == pytest.approx(best, abs=1e-4), name
+
+
+def test_the_length_window_holds_exactly_the_lengths_that_can_reach_the_threshold() -> None:
+    lengths = list(range(1, 121))
+    for threshold in (0.3, 0.5, 0.7, 0.8, 0.95, 1.0):
+        for size in range(1, 61):
+            low, high = _within_reach(size, lengths, threshold)
+            reachable = [b for b in lengths if 2 * min(size, b) / (size + b) >= threshold - 1e-12]
+            assert lengths[low:high] == reachable, (size, threshold)
 
 
 # -- the real corpus ---------------------------------------------------------------------------
