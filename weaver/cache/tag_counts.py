@@ -7,8 +7,8 @@ and loses, so it keeps the answer instead: a handful of upserts per batch.
 
 A row per tag and per ancestor of a tag (`a` and `a/b` for `a/b/c`): `notes` counts the notes
 carrying the tag or one nested below it, each once (what a search for the tag finds); `own`
-those carrying exactly this tag (what the tag pane of Obsidian shows). A row whose `notes`
-reaches 0 is deleted.
+those carrying exactly this tag (what `get_stats` ranks). A row whose `notes` reaches 0 is
+deleted.
 """
 
 from __future__ import annotations
