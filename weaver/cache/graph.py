@@ -18,7 +18,7 @@ from typing import Generic, Literal, TypeVar
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from weaver.cache import read, tag_counts
-from weaver.cache.read import FileSummary, is_wildcard, tag_pattern_condition, under_prefix
+from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.graph import Graph, NodeInfo
 from weaver.models import Attachment, Link, Note, Tag
 from weaver.names import NameIndex, NameRow
@@ -88,9 +88,8 @@ def tags_condition(keys: Sequence[str], mode: TagMode) -> ColumnElement[bool]:
 def notes_with_tags(conn: Connection, keys: Sequence[str], mode: TagMode, limit: int) -> TaggedPage:
     """Notes matching the tags, by path, with the total count."""
     condition = tags_condition(keys, mode)
-    if len(keys) == 1 and not is_wildcard(keys[0]):
-        total = tag_counts.notes_under(conn, keys[0])
-    else:
+    total = tag_counts.kept_total(conn, keys)
+    if total is None:
         total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
     page = select(*read.SUMMARY_COLUMNS).where(condition).order_by(Note.path).limit(limit)
     rows = conn.execute(page).all()
@@ -108,9 +107,8 @@ def random_note(
     pick = rng or random.SystemRandom()
     if keys:
         condition = or_(*(tag_pattern_condition(k) for k in keys))
-        if len(keys) == 1 and not is_wildcard(keys[0]):
-            total = tag_counts.notes_under(conn, keys[0])
-        else:
+        total = tag_counts.kept_total(conn, keys)
+        if total is None:
             count = select(func.count(Tag.note_path.distinct())).where(condition)
             total = conn.execute(count).scalar_one()
         if total == 0:

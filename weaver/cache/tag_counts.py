@@ -14,7 +14,7 @@ deleted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, delete, func, select, text
 
@@ -77,6 +77,14 @@ def notes_under(conn: Connection, key: str) -> int:
     """How many notes carry `key` or a tag nested below it."""
     found = conn.execute(select(TagCounter.notes).where(TagCounter.key == key)).scalar()
     return int(found or 0)
+
+
+def kept_total(conn: Connection, patterns: Sequence[str]) -> int | None:
+    """The notes matching these tag patterns when the counts hold the answer (one plain tag);
+    None when they must be counted (wildcards, several tags that may share notes)."""
+    if len(patterns) != 1 or "*" in patterns[0] or "?" in patterns[0]:
+        return None
+    return notes_under(conn, patterns[0])
 
 
 def distinct_tags(conn: Connection) -> int:
