@@ -18,11 +18,12 @@ PageRank is computed once per `Graph` and kept on it.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Relations = frozenset[str | None]
 Direction = Literal["in", "out", "both"]
@@ -56,8 +57,7 @@ class Hub:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class SubgraphEdge:
+class SubgraphEdge(NamedTuple):  # a tuple: a 1,000-note graph has thousands
     source: str
     target: str  # a note path, or a broken link's raw target
     relations: tuple[str, ...]
@@ -132,6 +132,11 @@ class Graph:
         found = self.relations.get((a, b), frozenset()) | self.relations.get((b, a), frozenset())
         return _names(found)
 
+    @functools.cached_property
+    def degree(self) -> dict[str, int]:
+        """Every note's edge count, in and out (a note linking both ways counts two)."""
+        return {p: len(self.out.get(p, ())) + len(self.inc.get(p, ())) for p in self.nodes}
+
     def pagerank(self) -> dict[str, float]:
         """PageRank of every note, computed once (thread-safe) and kept."""
         return dict(self.ranked("pagerank"))
@@ -178,7 +183,9 @@ def _has(relations: Relations, relation: str) -> bool:
     return any(relation_key(r) == relation for r in relations if r is not None)
 
 
-def _names(relations: Iterable[str | None]) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=1024)
+def _names(relations: Relations) -> tuple[str, ...]:
+    """Named relations, sorted; cached, as most edges share one of a few relation sets."""
     return tuple(sorted({r for r in relations if r is not None}))
 
 
@@ -329,18 +336,14 @@ def subgraph(
     so a capped graph still shows its structure; edges only join kept notes.
     """
     key = relation_key(relation)
-    scope = {p for p, n in graph.nodes.items() if _in_folder(n.folder, directory)}
-    degree = dict.fromkeys(scope, 0)
-    for source in scope:
-        for target in graph.successors(source, key):
-            if target in scope:
-                degree[source] += 1
-                degree[target] += 1
-    ranked = sorted(scope, key=lambda p: (-degree[p], p))
+    degree = _degrees(graph, directory, key)
+    # Stable sorts: by path, then by degree (highest first), so ties stay in path order.
+    ranked = sorted(sorted(degree), key=degree.__getitem__, reverse=True)
     nodes = ranked if limit is None else ranked[:limit]
     kept = set(nodes)
+    relations = graph.relations
     result = [
-        SubgraphEdge(s, t, _names(graph.relations[s, t]), False)
+        SubgraphEdge(s, t, _names(relations[s, t]), False)
         for s in sorted(kept)
         for t in graph.successors(s, key)
         if t in kept
@@ -351,7 +354,22 @@ def subgraph(
             if source in kept and (key is None or _has(rels, key)):
                 broken.add(target)
                 result.append(SubgraphEdge(source, target, _names(rels), True))
-    return Subgraph(nodes, sorted(broken), result, len(scope))
+    return Subgraph(nodes, sorted(broken), result, len(degree))
+
+
+def _degrees(graph: Graph, directory: str | None, key: str | None) -> dict[str, int]:
+    """Each note of `directory` (None: the vault) with its count of edges to and from notes
+    there (through relation `key` when given)."""
+    if not directory and key is None:  # every neighbour is in scope
+        return graph.degree
+    scope = {p for p, n in graph.nodes.items() if _in_folder(n.folder, directory)}
+    degree = dict.fromkeys(scope, 0)
+    for source in scope:
+        for target in graph.successors(source, key):
+            if target in scope:
+                degree[source] += 1
+                degree[target] += 1
+    return degree
 
 
 def _in_folder(folder: str, directory: str | None) -> bool:
