@@ -364,6 +364,59 @@ def test_tasks_demo_graph_agrees_with_obsidian(tasks_demo: g.Graph) -> None:
     assert g.shortest_path(tasks_demo, source, target) == [source, target]
 
 
+TAGGED = {
+    "a.md": "#project/alpha #idea",
+    "b.md": "#project #idea/sort #idea/sort/deep",  # two tags under idea: listed once
+    "c.md": "#other #idea",
+    "d.md": "---\ntags: [Project/Gamma]\n---\n",
+    "e.md": "#projects",  # shares a prefix with project, is not under it
+}
+
+
+def _tagged(
+    app: App, patterns: list[str], mode: cache_graph.TagMode, limit: int = 10
+) -> tuple[list[str], int]:
+    index = cache_graph.tag_index_cache()
+    with read.read_snapshot(app.engine) as conn:
+        page = cache_graph.notes_with_tags(conn, index.get(conn), patterns, mode, limit)
+    return [f.path for f in page.files], page.total
+
+
+def test_notes_with_tags_any_and_all_with_nested_tags_and_wildcards(
+    app: App, write_notes: WriteNotes
+) -> None:
+    write_notes(TAGGED)
+    app.indexer.reconcile()
+    assert _tagged(app, ["project"], "any") == (["a.md", "b.md", "d.md"], 3)
+    assert _tagged(app, ["project", "idea"], "any") == (["a.md", "b.md", "c.md", "d.md"], 4)
+    assert _tagged(app, ["project", "idea"], "all") == (["a.md", "b.md"], 2)
+    assert _tagged(app, ["project", "idea", "other"], "all") == ([], 0)
+    assert _tagged(app, ["proj*"], "any") == (["a.md", "b.md", "d.md", "e.md"], 4)
+    assert _tagged(app, ["idea/s?rt", "project/gamma"], "any") == (["b.md", "d.md"], 2)
+    assert _tagged(app, ["project", "idea"], "any", limit=2) == (["a.md", "b.md"], 4)
+    assert _tagged(app, ["nothing"], "all") == ([], 0)
+
+
+def test_notes_with_tags_follows_edits_and_deletes(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    write_notes(TAGGED)
+    app.indexer.reconcile()
+    index = cache_graph.tag_index_cache()
+    with read.read_snapshot(app.engine) as conn:
+        first = index.get(conn)
+    (vault_dir / "c.md").write_text("#project/new", encoding="utf-8")
+    (vault_dir / "a.md").unlink()
+    app.indexer.apply_paths(["c.md", "a.md"])
+    with read.read_snapshot(app.engine) as conn:
+        latest = index.get(conn)
+        page = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "all", 10)
+        either = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "any", 10)
+    assert latest is not first
+    assert ([f.path for f in page.files], page.total) == (["b.md"], 1)
+    assert [f.path for f in either.files] == ["b.md", "c.md", "d.md"]
+
+
 def test_random_note_picks_uniformly_among_the_tagged_notes(
     app: App, write_notes: WriteNotes
 ) -> None:

@@ -1,6 +1,6 @@
-"""Query latency of every read tool through the SDK's in-memory client, the graph and name index
-builds behind the graph tools, a sync workflow trigger, one stdio round trip for reference, and
-the memory of a serving process.
+"""Query latency of every read tool through the SDK's in-memory client, the graph, name and tag
+index builds behind the graph tools, a sync workflow trigger, one stdio round trip for reference,
+and the memory of a serving process.
 
 The in-memory client runs in a fresh worker process against `build_server(state)` on the
 reference vault's (already built) cache, in the `legacy` protocol mode real clients speak today.
@@ -239,8 +239,9 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
 
 
 def _time_builds(vault: Path) -> dict[str, list[float]]:
-    """What the first graph or name call after a change pays: the whole graph (with PageRank,
-    which `get_hubs` computes once per graph) and the name index, built from the cache."""
+    """What the first graph, name or tag call after a change pays: the whole graph (with
+    PageRank, which `get_hubs` computes once per graph), the name index and the tag index,
+    built from the cache."""
     from weaver import graph as g
     from weaver.app import open_app
     from weaver.cache import graph as cache_graph
@@ -248,7 +249,7 @@ def _time_builds(vault: Path) -> dict[str, list[float]]:
     from weaver.config import Settings
 
     app = open_app(Settings(vault=vault))
-    timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": []}
+    timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": [], "tags": []}
     try:
         for _ in range(BUILD_RUNS):
             with read.read_snapshot(app.engine) as conn:
@@ -259,9 +260,12 @@ def _time_builds(vault: Path) -> dict[str, list[float]]:
                 ranked = time.perf_counter()
                 cache_graph.load_names(conn)
                 named = time.perf_counter()
+                cache_graph.load_tag_index(conn)
+                tagged = time.perf_counter()
             timings["graph"].append(built - started)
             timings["pagerank"].append(ranked - built)
             timings["names"].append(named - ranked)
+            timings["tags"].append(tagged - named)
     finally:
         app.close()
     return timings
@@ -367,6 +371,7 @@ def build_figures(builds: dict[str, list[float]], notes: int) -> list[Figure]:
         "graph": "graph rebuilt after a change (first graph call)",
         "pagerank": "PageRank, once per graph (first get_hubs pagerank)",
         "names": "name index rebuilt after a change (first resolve_names)",
+        "tags": "tag index rebuilt after a change (first search_by_tags)",
     }
     figures = []
     for key, label in labels.items():

@@ -13,17 +13,17 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from weaver.cache import read, tag_counts
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.graph import Graph, NodeInfo
-from weaver.models import Attachment, Link, Note, Tag
+from weaver.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.names import NameIndex, NameRow
+from weaver.tag_index import TagIndex, TagMode, first_paths
 
-TagMode = Literal["any", "all"]
 T = TypeVar("T")
 
 
@@ -47,8 +47,8 @@ def load_graph(conn: Connection) -> Graph:
 
 
 class ByVersion(Generic[T]):
-    """Something built from the whole cache (the graph, the name index), kept until the cache
-    changes and rebuilt on the next call after. Thread-safe: one build at a time."""
+    """Something built from the whole cache (the graph, the name and tag indexes), kept until the
+    cache changes and rebuilt on the next call after. Thread-safe: one build at a time."""
 
     def __init__(self, build: Callable[[Connection], T]) -> None:
         self._build = build
@@ -85,15 +85,39 @@ def tags_condition(keys: Sequence[str], mode: TagMode) -> ColumnElement[bool]:
     return and_(*each) if mode == "all" else or_(*each)
 
 
-def notes_with_tags(conn: Connection, keys: Sequence[str], mode: TagMode, limit: int) -> TaggedPage:
-    """Notes matching the tags, by path, with the total count."""
-    condition = tags_condition(keys, mode)
-    total = tag_counts.kept_total(conn, keys)
-    if total is None:
-        total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
-    page = select(*read.SUMMARY_COLUMNS).where(condition).order_by(Note.path).limit(limit)
-    rows = conn.execute(page).all()
-    return TaggedPage(read.summaries(conn, rows), total)
+def load_tag_index(conn: Connection) -> TagIndex:
+    """Every (tag key, note) pair of the cache, indexed for `notes_with_tags`."""
+    return TagIndex(conn.execute(select(Tag.key, Tag.note_path)))
+
+
+def tag_index_cache() -> ByVersion[TagIndex]:
+    return ByVersion(load_tag_index)
+
+
+def keys_matching(conn: Connection, patterns: Sequence[str]) -> list[list[str]]:
+    """The tag keys notes carry that each pattern matches (nested tags and `*`/`?` included):
+    one statement over the kept counts, a row per carried key with a flag per pattern."""
+    flags = [tag_pattern_condition(p, TagCounter.key) for p in patterns]
+    rows = conn.execute(select(TagCounter.key, *flags).where(TagCounter.own > 0, or_(*flags)))
+    groups: list[list[str]] = [[] for _ in patterns]
+    for key, *matched in rows:
+        for group, hit in zip(groups, matched, strict=True):
+            if hit:
+                group.append(key)
+    return groups
+
+
+def notes_with_tags(
+    conn: Connection, index: TagIndex, patterns: Sequence[str], mode: TagMode, limit: int
+) -> TaggedPage:
+    """Notes matching the tag patterns (any or all of them), the first `limit` by path, with
+    the total count. `index` is `tag_index_cache().get(conn)`, of the same snapshot."""
+    found = index.matching(keys_matching(conn, patterns), mode)
+    page = first_paths(found, limit)
+    rows = conn.execute(
+        select(*read.SUMMARY_COLUMNS).where(Note.path.in_(page)).order_by(Note.path)
+    ).all()
+    return TaggedPage(read.summaries(conn, rows), len(found))
 
 
 def random_note(

@@ -1,6 +1,7 @@
 """The graph and lookup tools: get_neighbors, find_path, get_hubs, get_graph, search_by_tags,
 random_file, files_exist, resolve_names. Thin edges over `weaver.graph`, `weaver.names` and
-`weaver.cache.graph`; the adjacency and the name index are kept per cache version."""
+`weaver.cache.graph`; the adjacency, the name index and the tag index are kept per cache
+version."""
 
 from __future__ import annotations
 
@@ -121,6 +122,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     app = state.app
     graphs = cache_graph.graph_cache()
     name_index = cache_graph.names_cache()
+    tag_index = cache_graph.tag_index_cache()
 
     async def get_neighbors(
         path: NotePath,
@@ -245,7 +247,8 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         def work() -> TagsSearchData:
             keys = _tag_keys(tags)
             with read.read_snapshot(app.engine) as conn:
-                page = cache_graph.notes_with_tags(conn, keys, mode, limit)
+                index = tag_index.get(conn)
+                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit)
             return TagsSearchData(
                 tags=keys,
                 mode=mode,

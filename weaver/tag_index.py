@@ -1,0 +1,49 @@
+"""Which notes carry each tag, in memory, for questions about several tags at once.
+
+How many notes carry `topic` and `idea` (or either), nested tags included, is an intersection
+(or union) of two ranges of the tags index: SQLite answers it with a temporary B-tree over
+thousands of paths, 15-30 ms at 10,000 notes, where the same sets in memory take about a
+millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` until the cache changes, as it
+keeps the graph; which keys a pattern matches is still SQL's answer (`read.tag_pattern_condition`
+over the kept counts), so the index never holds its own idea of what `proj*` means.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+TagMode = Literal["any", "all"]
+
+
+class TagIndex:
+    """The notes carrying each tag key exactly (a note under `a/b` is listed under `a/b` only)."""
+
+    def __init__(self, rows: Iterable[tuple[str, str]]) -> None:
+        """`rows` are (tag key, note path) pairs, as the tags table holds them."""
+        notes: dict[str, set[str]] = {}
+        paths: dict[str, str] = {}  # one string per path, however many tags the note has
+        for key, path in rows:
+            notes.setdefault(key, set()).add(paths.setdefault(path, path))
+        self._notes = {key: frozenset(found) for key, found in notes.items()}
+
+    def carrying(self, keys: Iterable[str]) -> set[str]:
+        """Notes carrying at least one of these exact keys."""
+        return set().union(*(self._notes.get(key, ()) for key in keys))
+
+    def matching(self, key_groups: Sequence[Iterable[str]], mode: TagMode) -> set[str]:
+        """Notes matching any (or all) of the groups, a group matching a note carrying one of
+        its keys: each group is what one pattern of the query matched."""
+        found = [self.carrying(keys) for keys in key_groups]
+        if not found:
+            return set()
+        if mode == "all":
+            found.sort(key=len)  # intersecting from the smallest set touches the fewest paths
+            return found[0].intersection(*found[1:])
+        return set().union(*found)
+
+
+def first_paths(paths: Iterable[str], limit: int) -> list[str]:
+    """The first `limit` paths in SQLite's order (code points, as UTF-8 bytes compare)."""
+    return heapq.nsmallest(limit, paths)
