@@ -27,8 +27,8 @@ class Note(Base):
     name: Mapped[str] = mapped_column(String)
     title: Mapped[str] = mapped_column(String)
     frontmatter: Mapped[dict[str, Any]] = mapped_column(JSON)
-    type: Mapped[str | None] = mapped_column(String, index=True)
-    status: Mapped[str | None] = mapped_column(String, index=True)
+    type: Mapped[str | None] = mapped_column(String)
+    status: Mapped[str | None] = mapped_column(String)
     aliases: Mapped[list[str]] = mapped_column(JSON)
     size: Mapped[int] = mapped_column(BigInteger)
     created: Mapped[int] = mapped_column(BigInteger)
@@ -40,6 +40,12 @@ class Note(Base):
     tasks_open: Mapped[int] = mapped_column(Integer)
     tasks_done: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+
+    # Path second: `query_files type=` pages in path order straight off the index, no sort.
+    __table_args__ = (
+        Index("ix_notes_type_path", "type", "path"),
+        Index("ix_notes_status_path", "status", "path"),
+    )
 
 
 class Tag(Base):
