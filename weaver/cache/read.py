@@ -21,6 +21,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
+    bindparam,
     exists,
     func,
     or_,
@@ -279,15 +280,21 @@ def summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:
     ]
 
 
+# Built once: nearly every tool lists tags, and building a statement costs SQLAlchemy more
+# than SQLite takes to run this one (0.45 against 0.18 ms per call).
+_TAGS_OF = (
+    select(Tag.note_path, Tag.tag)
+    .where(Tag.note_path.in_(bindparam("paths", expanding=True)))
+    .order_by(Tag.note_path, Tag.key)
+)
+_LAST_UPDATED = select(CacheState.value).where(CacheState.key == "last_updated")
+
+
 def tags_of(conn: Connection, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """The display tags of each note in `paths` (one query), ordered by key."""
     if not paths:
         return {}
-    rows = conn.execute(
-        select(Tag.note_path, Tag.tag)
-        .where(Tag.note_path.in_(paths))
-        .order_by(Tag.note_path, Tag.key)
-    ).all()
+    rows = conn.execute(_TAGS_OF, {"paths": list(paths)}).all()
     found: dict[str, list[str]] = {}
     for path, tag in rows:
         found.setdefault(path, []).append(tag)
@@ -423,9 +430,7 @@ def _grouped(conn: Connection, column: Any) -> dict[str, int]:
 
 def last_updated(conn: Connection) -> int | None:
     """When the cache last changed (Unix epoch ms), or None if it never has."""
-    value = conn.execute(
-        select(CacheState.value).where(CacheState.key == "last_updated")
-    ).scalar_one_or_none()
+    value = conn.execute(_LAST_UPDATED).scalar_one_or_none()
     if value is None:
         return None
     decoded = json.loads(value)
