@@ -194,6 +194,12 @@ def test_pagination_total_and_order_are_stable(indexed: App) -> None:
     pages = [search(indexed.engine, "cafe OR bread OR cooking", limit=2, offset=o) for o in (0, 2)]
     assert [p.total for p in pages] == [4, 4]
     assert paths(pages[0]) + paths(pages[1]) == paths(everything)
+    # A short last page, and pages past the end, still report every match.
+    last = search(indexed.engine, "cafe OR bread OR cooking", limit=3, offset=3)
+    assert (paths(last), last.total) == (paths(everything)[3:], 4)
+    for offset in (4, 9):
+        beyond = search(indexed.engine, "cafe OR bread OR cooking", limit=3, offset=offset)
+        assert (beyond.hits, beyond.total) == ([], 4)
 
 
 # -- kept in step ---------------------------------------------------------------------------

@@ -164,14 +164,12 @@ def search(
     path and probe the tags index for it, rather than listing every note in the folder or
     under the tag first (a list of thousands of paths costs SQLite more than the search).
     Ties keep FTS5's own order: the same for every page while the cache does not change.
+    The matches are counted only when the page does not show where they end.
     """
     if not supported(conn):
         raise CacheError(f"full-text search needs a SQLite cache, not {conn.dialect.name}")
     fts: ColumnClause[Any] = literal_column(FTS_TABLE)
     matches = [fts.match(expression), *_filters(directory, tag)]
-    total = conn.execute(select(func.count()).select_from(_fts).where(*matches)).scalar_one()
-    if total <= offset:
-        return SearchPage([], total)
     rank: ColumnClause[Any] = literal_column("rank")
     snippet = func.snippet(fts, 2, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
     page = conn.execute(
@@ -181,6 +179,10 @@ def search(
         .limit(limit)
         .offset(offset)
     ).all()
+    if len(page) < limit and (page or offset == 0):  # the page holds the last match
+        total = offset + len(page)
+    else:
+        total = conn.execute(select(func.count()).select_from(_fts).where(*matches)).scalar_one()
     listed = conn.execute(
         select(Note.path, Note.title, Note.modified).where(
             Note.path.in_([path for path, _, _ in page])
