@@ -11,7 +11,7 @@ over the kept counts), so the index never holds its own idea of what `proj*` mea
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 TagMode = Literal["any", "all"]
@@ -20,13 +20,12 @@ TagMode = Literal["any", "all"]
 class TagIndex:
     """The notes carrying each tag key exactly (a note under `a/b` is listed under `a/b` only)."""
 
-    def __init__(self, rows: Iterable[tuple[str, str]]) -> None:
-        """`rows` are (tag key, note path) pairs, as the tags table holds them."""
-        notes: dict[str, set[str]] = {}
+    def __init__(self, notes_by_key: Mapping[str, Iterable[str]]) -> None:
         paths: dict[str, str] = {}  # one string per path, however many tags the note has
-        for key, path in rows:
-            notes.setdefault(key, set()).add(paths.setdefault(path, path))
-        self._notes = {key: frozenset(found) for key, found in notes.items()}
+        self._notes = {
+            key: frozenset(paths.setdefault(path, path) for path in notes)
+            for key, notes in notes_by_key.items()
+        }
 
     def carrying(self, keys: Iterable[str]) -> set[str]:
         """Notes carrying at least one of these exact keys."""

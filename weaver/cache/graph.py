@@ -86,8 +86,13 @@ def tags_condition(keys: Sequence[str], mode: TagMode) -> ColumnElement[bool]:
 
 
 def load_tag_index(conn: Connection) -> TagIndex:
-    """Every (tag key, note) pair of the cache, indexed for `notes_with_tags`."""
-    return TagIndex(conn.execute(select(Tag.key, Tag.note_path)))
+    """Every tag key with the notes carrying it, indexed for `notes_with_tags`.
+
+    A row per key with its paths joined by NUL (which no path holds): SQLite hands over a few
+    hundred strings instead of a tuple per tag of every note, a third of the time."""
+    joined = func.group_concat(Tag.note_path, func.char(0))
+    rows = conn.execute(select(Tag.key, joined).group_by(Tag.key))
+    return TagIndex({key: paths.split("\0") for key, paths in rows})
 
 
 def tag_index_cache() -> ByVersion[TagIndex]:
