@@ -316,6 +316,18 @@ def test_fuzzy_lookups_skip_only_names_whose_length_cannot_reach_the_threshold(
         assert found.score == pytest.approx(best, abs=1e-4), name
 
 
+def test_many_names_at_once_answer_as_each_name_alone() -> None:
+    # More names than one batch of scoring holds, some blank: each answered as if asked alone.
+    index = NameIndex(ROWS)
+    names = [
+        ["chiken soup", "Alise", "", "Smiht", "qqq", "bulgogi", "[[ally]]"][i % 7] + " " * (i % 3)
+        for i in range(40)
+    ]
+    together = index.resolve(names, "fuzzy", 0.6)
+    assert together == [index.resolve([name], "fuzzy", 0.6)[0] for name in names]
+    assert [m.path for m in together[:2]] == ["recipes/Chicken Soup.md", "old/Alice.md"]
+
+
 def test_the_length_window_holds_exactly_the_lengths_that_can_reach_the_threshold() -> None:
     lengths = list(range(1, 121))
     for threshold in (0.3, 0.5, 0.7, 0.8, 0.95, 1.0):

@@ -31,6 +31,9 @@ Strategy = Literal["exact", "fuzzy"]
 _PREFERENCE: dict[MatchedOn, int] = {"path": 0, "name": 1, "title": 2, "alias": 3}
 # Fuzzy candidates looked at per name before grouping them by note.
 _FUZZY_POOL = 25
+# Names scored per `cdist`: its matrix of float64 scores is this many rows of every key in
+# reach (16 x 200,000 keys of a 100,000-note vault: 26 MB).
+_CDIST_NAMES = 16
 MAX_ALTERNATIVES = 5
 _MD = re.compile(r"\.md$", re.IGNORECASE)
 
@@ -149,20 +152,26 @@ def _fuzzy(
     converts each key once for all the names and compares several names per instruction (SIMD),
     where a lookup per name costs three times as much (15 against 5 ms for 10 names and
     14,000 keys)."""
-    queries = [fold(name) for name in names]
-    asked = [query for query in queries if query]
-    if not asked:
-        return [_answer(name, []) for name in names]
-    windows = [_within_reach(len(query), lengths, threshold) for query in asked]
-    low, high = min(w[0] for w in windows), max(w[1] for w in windows)
-    scores = process.cdist(
-        asked, choices[low:high], scorer=fuzz.ratio, score_cutoff=threshold * 100, dtype=np.float64
-    )
-    rows = iter(scores)
-    return [
-        _answer(name, _best(next(rows), keys, low, threshold) if query else [])
-        for name, query in zip(names, queries, strict=True)
-    ]
+    found: list[NameMatch] = []
+    for start in range(0, len(names), _CDIST_NAMES):  # bounds the score matrix's memory
+        batch = names[start : start + _CDIST_NAMES]
+        queries = [fold(name) for name in batch]
+        asked = [query for query in queries if query]
+        if not asked:
+            found += [_answer(name, []) for name in batch]
+            continue
+        windows = [_within_reach(len(query), lengths, threshold) for query in asked]
+        low, high = min(w[0] for w in windows), max(w[1] for w in windows)
+        cutoff = threshold * 100
+        scores = process.cdist(
+            asked, choices[low:high], scorer=fuzz.ratio, score_cutoff=cutoff, dtype=np.float64
+        )
+        rows = iter(scores)
+        found += [
+            _answer(name, _best(next(rows), keys, low, threshold) if query else [])
+            for name, query in zip(batch, queries, strict=True)
+        ]
+    return found
 
 
 def _best(
