@@ -444,13 +444,14 @@ def test_random_note_picks_uniformly_among_the_tagged_notes(
     app.indexer.reconcile()
     rng = random.Random(7)
     with read.read_snapshot(app.engine) as conn:
+        index = cache_graph.load_tag_index(conn)
         picks = Counter(
             note.path
             for _ in range(600)
-            if (note := cache_graph.random_note(conn, ["project"], rng)) is not None
+            if (note := cache_graph.random_note(conn, index, ["project"], rng)) is not None
         )
-        assert cache_graph.random_note(conn, ["nothing"], rng) is None
-        untagged = (cache_graph.random_note(conn, [], rng) for _ in range(200))
+        assert cache_graph.random_note(conn, index, ["nothing"], rng) is None
+        untagged = (cache_graph.random_note(conn, index, [], rng) for _ in range(200))
         anything = {note.path for note in untagged if note is not None}
     assert set(picks) == {"a.md", "b.md", "d.md"}
     assert min(picks.values()) > 150  # about 200 each: a.md's two tags do not double its chance

@@ -2,7 +2,7 @@
 
 Counting the notes under a broad tag means reading every tag row below it and removing the
 notes that carry two of them: 10 ms in SQLite where 4,000 of 10,000 notes match, paid by every
-`search_tags`, `query_files tag=` and `random_file`. The writer knows which tags a note gains
+`search_tags`, `query_files tag=` and `get_stats`. The writer knows which tags a note gains
 and loses, so it keeps the answer instead: a handful of upserts per batch.
 
 A row per tag and per ancestor of a tag (`a` and `a/b` for `a/b/c`): `notes` counts the notes
@@ -14,7 +14,7 @@ deleted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 
 from sqlalchemy import Connection, delete, func, select, text
 
@@ -77,14 +77,6 @@ def notes_under(conn: Connection, key: str) -> int:
     """How many notes carry `key` or a tag nested below it."""
     found = conn.execute(select(TagCounter.notes).where(TagCounter.key == key)).scalar()
     return int(found or 0)
-
-
-def kept_total(conn: Connection, patterns: Sequence[str]) -> int | None:
-    """The notes matching these tag patterns when the counts hold the answer (one plain tag);
-    None when they must be counted (wildcards, several tags that may share notes)."""
-    if len(patterns) != 1 or "*" in patterns[0] or "?" in patterns[0]:
-        return None
-    return notes_under(conn, patterns[0])
 
 
 def distinct_tags(conn: Connection) -> int:

@@ -268,7 +268,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         def work() -> BaseModel:
             keys = _tag_keys(tags) if tags else []
             with read.read_snapshot(app.engine) as conn:
-                note = cache_graph.random_note(conn, keys)
+                note = cache_graph.random_note(conn, tag_index.get(conn), keys)
                 body = sqlite.note_bodies(conn, [note.path]) if note else {}
             if note is None:
                 return NoData()
