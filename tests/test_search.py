@@ -202,6 +202,20 @@ def test_pagination_total_and_order_are_stable(indexed: App) -> None:
         assert (beyond.hits, beyond.total) == ([], 4)
 
 
+def test_pages_of_equally_ranked_notes_neither_overlap_nor_skip(
+    app: App, write_notes: WriteNotes
+) -> None:
+    # Same body, same length, the word nowhere in the titles: every score ties.
+    write_notes({f"n{i:02}.md": "a shared paragraph\n" for i in range(13)})
+    app.indexer.reconcile()
+    everything = search(app.engine, "shared")
+    assert len({hit.score for hit in everything.hits}) == 1
+    pages = [paths(search(app.engine, "shared", limit=5, offset=o)) for o in (0, 5, 10)]
+    assert [len(p) for p in pages] == [5, 5, 3]
+    assert pages[0] + pages[1] + pages[2] == paths(everything)
+    assert sorted(paths(everything)) == [f"n{i:02}.md" for i in range(13)]
+
+
 # -- kept in step ---------------------------------------------------------------------------
 
 
