@@ -186,6 +186,12 @@ def test_folder_and_tag_filters(indexed: App) -> None:
         "Cooking.md",
         "food/Bread.md",
     }
+    # Both filters at once; the vault root ("") filters nothing.
+    both = search(indexed.engine, "cafe OR bread", directory="food", tag="food")
+    assert (paths(both), both.total) == (["food/Bread.md"], 1)
+    assert paths(search(indexed.engine, "cafe", directory="")) == paths(
+        search(indexed.engine, "cafe")
+    )
 
 
 def test_pagination_total_and_order_are_stable(indexed: App) -> None:

@@ -149,9 +149,10 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
             conn.rollback()
 
 
-def under_prefix(column: Any, prefix: str) -> ColumnElement[bool]:
+def under_prefix(column: Any, prefix: str | ColumnElement[str]) -> ColumnElement[bool]:
     """`column` equals `prefix` or starts with `prefix/`, as one index range with a check of
-    each entry in it (an `OR` of the two would read the table row of every entry)."""
+    each entry in it (an `OR` of the two would read the table row of every entry). `prefix`
+    may be a bound parameter (of type String, so `+` concatenates)."""
     return and_(
         column >= prefix,
         column < prefix + "0",
@@ -159,7 +160,7 @@ def under_prefix(column: Any, prefix: str) -> ColumnElement[bool]:
     )
 
 
-def tag_condition(key: str) -> ColumnElement[bool]:
+def tag_condition(key: str | ColumnElement[str]) -> ColumnElement[bool]:
     """Tags equal to `key` or nested below it (`project` -> `project`, `project/alpha`)."""
     return under_prefix(Tag.key, key)
 
