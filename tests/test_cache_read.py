@@ -11,10 +11,12 @@ from sqlalchemy import Connection, event, insert, select, text
 
 from tests.conftest import write_files
 from weaver.app import App, open_app
+from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
 from weaver.models import Link, Note, Tag
+from weaver.tag_index import TagIndex
 
 FILES: dict[str, str | bytes] = {
     "Home.md": (
@@ -157,24 +159,52 @@ def test_get_file_lists_distinct_targets_in_order_and_backlinks(conn: Connection
     assert read.get_file(conn, "nope.md") is None
 
 
+def search_tags(conn: Connection, pattern: str, limit: int = 100) -> read.TagSearch:
+    return cache_graph.search_tags(conn, cache_graph.tag_index_cache(), pattern, limit)
+
+
 def test_search_tags_exact_nested_and_wildcards(conn: Connection) -> None:
-    found = read.search_tags(conn, "project", 100)
+    found = search_tags(conn, "project")
     assert [f.path for f in found.files] == ["Home.md", "technical/sub/deep.md"]
     assert found.matched_tags == ["project", "project/alpha"]
-    wild = read.search_tags(conn, "proj*", 100)
+    wild = search_tags(conn, "proj*")
     assert wild.matched_tags == ["project", "project/alpha", "projects"]
-    assert read.search_tags(conn, "*/alpha", 100).matched_tags == ["project/alpha"]
-    assert read.search_tags(conn, "neura?", 100).total == 2
+    assert search_tags(conn, "*/alpha").matched_tags == ["project/alpha"]
+    assert search_tags(conn, "neura?").total == 2
+
+
+@pytest.mark.parametrize("pattern", ["proj*", "*/alpha", "neura?", "a?b", "*", "project"])
+def test_search_tags_lists_every_note_whose_tags_match(conn: Connection, pattern: str) -> None:
+    carrying = select(Tag.note_path).where(read.tag_pattern_condition(pattern)).distinct()
+    expected = sorted(conn.execute(carrying).scalars())
+    for limit in (1, 100):
+        found = search_tags(conn, pattern, limit)
+        assert ([f.path for f in found.files], found.total) == (expected[:limit], len(expected))
+
+
+def test_a_plain_tag_is_answered_without_building_the_tag_index(conn: Connection) -> None:
+    builds: list[int] = []
+
+    def build(connection: Connection) -> TagIndex:
+        builds.append(1)
+        return cache_graph.load_tag_index(connection)
+
+    index = cache_graph.ByVersion(build)
+    cache_graph.search_tags(conn, index, "project", 100)
+    assert builds == []
+    cache_graph.search_tags(conn, index, "proj*", 100)
+    cache_graph.search_tags(conn, index, "*alpha", 100)
+    assert builds == [1]
 
 
 def test_search_tags_escapes_like_metacharacters(conn: Connection) -> None:
-    assert read.search_tags(conn, "a_b", 100).matched_tags == ["a_b"]
-    assert read.search_tags(conn, "a?b", 100).matched_tags == ["a_b", "axb"]
-    assert read.search_tags(conn, "a%b", 100).matched_tags == []
+    assert search_tags(conn, "a_b").matched_tags == ["a_b"]
+    assert search_tags(conn, "a?b").matched_tags == ["a_b", "axb"]
+    assert search_tags(conn, "a%b").matched_tags == []
 
 
 def test_search_tags_limit_keeps_the_total(conn: Connection) -> None:
-    found = read.search_tags(conn, "proj*", 1)
+    found = search_tags(conn, "proj*", 1)
     assert ([f.path for f in found.files], found.total) == (["Home.md"], 3)
 
 

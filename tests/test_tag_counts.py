@@ -76,7 +76,7 @@ def test_tag_tools_report_the_kept_counts(app: App, write_notes: WriteNotes) -> 
     write_notes(NOTES)
     app.indexer.reconcile()
     with read.read_snapshot(app.engine) as conn:
-        found = read.search_tags(conn, "project", limit=1)
+        found = read.search_tag(conn, "project", limit=1)
         assert (found.total, len(found.files)) == (2, 1)
         assert found.matched_tags == ["project", "project/alpha", "project/beta"]
         assert read.query_files(conn, FileFilters(tag="area/home"), 10, 0).total == 1

@@ -117,7 +117,28 @@ def notes_with_tags(
 ) -> TaggedPage:
     """Notes matching the tag patterns (any or all of them), the first `limit` by path, with
     the total count. `index` is `tag_index_cache().get(conn)`, of the same snapshot."""
-    found = index.matching(keys_matching(conn, patterns), mode)
+    return _first_notes(conn, index.matching(keys_matching(conn, patterns), mode), limit)
+
+
+def search_tags(
+    conn: Connection, tag_index: ByVersion[TagIndex], pattern: str, limit: int
+) -> read.TagSearch:
+    """Notes carrying a tag matching `pattern` (normalised; nested tags and `*`/`?` match), the
+    first `limit` by path, with the total and the keys that matched.
+
+    A plain tag is one range of the tags index with a kept total: SQL answers it
+    (`read.search_tag`), and the in-memory index is not rebuilt for it after a change. A
+    wildcard may match hundreds of tags whose notes overlap: their union comes from the index
+    in memory (`tag_index`, built on first use), where SQLite would sort every tag row of them
+    to count distinct notes."""
+    if not read.is_wildcard(pattern):
+        return read.search_tag(conn, pattern, limit)
+    keys = keys_matching(conn, [pattern])[0]
+    page = _first_notes(conn, tag_index.get(conn).carrying(keys), limit)
+    return read.TagSearch(page.files, page.total, sorted(keys))
+
+
+def _first_notes(conn: Connection, found: set[str], limit: int) -> TaggedPage:
     page = first_paths(found, limit)
     rows = conn.execute(
         select(*read.SUMMARY_COLUMNS).where(Note.path.in_(page)).order_by(Note.path)

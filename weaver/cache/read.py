@@ -33,7 +33,6 @@ from weaver.models import Attachment, CacheState, Link, Note, Tag, TagCounter
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
-MAX_KEYS_LISTED = 500  # a wildcard matching more tag keys than this stays a LIKE
 # Characters LIKE treats specially, escaped with this one.
 LIKE_ESCAPE = "\\"
 
@@ -333,26 +332,15 @@ def get_file(conn: Connection, path: str) -> FileDetail | None:
     return FileDetail(summary, tuple(row.aliases or ()), outgoing, incoming, row.content_hash)
 
 
-def search_tags(conn: Connection, pattern: str, limit: int) -> TagSearch:
-    """Notes carrying a tag matching `pattern` (normalised key, wildcards allowed), by path."""
-    wildcard = is_wildcard(pattern)
-    condition = tag_pattern_condition(pattern)
-    # The tags that matched, from the counts' few hundred rows rather than the tag index.
-    listed = select(TagCounter.key).where(
-        TagCounter.own > 0, tag_pattern_condition(pattern, TagCounter.key)
-    )
+def search_tag(conn: Connection, key: str, limit: int) -> TagSearch:
+    """Notes carrying tag `key` (normalised, no wildcards) or one nested below it, by path.
+
+    One range of the tags index, with the total the writer keeps per tag: no in-memory index
+    to rebuild after a change. (A wildcard goes through `cache.graph.search_tags`.)"""
+    listed = select(TagCounter.key).where(TagCounter.own > 0, under_prefix(TagCounter.key, key))
     matched = list(conn.execute(listed.order_by(TagCounter.key)).scalars())
-    if not wildcard:
-        total = tag_counts.notes_under(conn, pattern)
-    else:
-        if len(matched) <= MAX_KEYS_LISTED:
-            # The keys a wildcard matched, as a list the tag index can look up, rather than a
-            # LIKE that reads every tag row.
-            condition = Tag.key.in_(matched)
-        total = conn.execute(
-            select(func.count(Tag.note_path.distinct())).where(condition)
-        ).scalar_one()
-    tagged = _tagged(condition, scan=_prefer_scan(conn, total, limit))
+    total = tag_counts.notes_under(conn, key)
+    tagged = _tagged(tag_condition(key), scan=_prefer_scan(conn, total, limit))
     rows = conn.execute(
         select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
     ).all()

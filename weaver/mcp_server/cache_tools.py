@@ -9,6 +9,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BeforeValidator, Field
 
+from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters
 from weaver.errors import NoteDecodeError, NoteNotFoundError
@@ -223,7 +224,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
             if not key.strip("*?"):
                 raise ArgumentError("tag", f"{tag!r} is not a tag")
             with read.read_snapshot(app.engine) as conn:
-                found = read.search_tags(conn, key, limit)
+                found = cache_graph.search_tags(conn, state.tag_index, key, limit)
             return SearchTagsData(
                 tag=key,
                 files=[TaggedFile.of(f) for f in found.files],

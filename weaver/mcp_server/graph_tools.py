@@ -122,7 +122,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     app = state.app
     graphs = cache_graph.graph_cache()
     name_index = cache_graph.names_cache()
-    tag_index = cache_graph.tag_index_cache()
+    tag_index = state.tag_index
 
     async def get_neighbors(
         path: NotePath,

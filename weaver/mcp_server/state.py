@@ -10,7 +10,9 @@ from typing import Literal, Protocol
 import anyio
 
 from weaver.app import App
+from weaver.cache.graph import ByVersion, tag_index_cache
 from weaver.locks import DEFAULT_RETRY_SECONDS
+from weaver.tag_index import TagIndex
 from weaver.watcher import VaultWatcher
 
 
@@ -47,6 +49,8 @@ class ServerState:
     reconcile_error: str | None = None
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
+    # Which notes carry each tag, kept per cache version: tag tools of every module share it.
+    tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
 
     def begin(self) -> None:
