@@ -1,11 +1,12 @@
 """Which notes carry each tag, in memory, for questions about several tags at once.
 
-How many notes carry `topic` and `idea` (or either), nested tags included, is an intersection
-(or union) of two ranges of the tags index: SQLite answers it with a temporary B-tree over
-thousands of paths, 15-30 ms at 10,000 notes, where the same sets in memory take about a
-millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` until the cache changes, as it
-keeps the graph; which keys a pattern matches is still SQL's answer (`read.tag_pattern_condition`
-over the kept counts), so the index never holds its own idea of what `proj*` means.
+How many notes carry `topic` and `idea` (or either, or any tag `proj*` matches), nested tags
+included, is an intersection (or union) of ranges of the tags index: SQLite answers it with a
+temporary B-tree over thousands of paths, 15-30 ms at 10,000 notes, where the same sets in
+memory take about a millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` until the
+cache changes, as it keeps the graph; which keys a pattern matches is still SQL's answer
+(`read.tag_pattern_condition` over the kept counts), so the index never holds its own idea of
+what `proj*` means.
 """
 
 from __future__ import annotations
