@@ -13,6 +13,7 @@ from tests.corpora import require_corpora
 from tests.workflow_vault import WorkflowVault, workflow_vault
 from weaver.app import App, open_app
 from weaver.config import Settings
+from weaver.vault import MAX_NOTE_BYTES
 
 ID = "markdown-analyzer"
 
@@ -108,6 +109,16 @@ def test_by_hand_one_note_or_every_note(vault: WorkflowVault) -> None:
     assert (gone.status, gone.error) == ("failed", "NoteNotFoundError: File not found: 'none.md'")
     outside = vault.trigger(ID, {"path": "../secret.md"})
     assert outside.status == "failed" and "Invalid path" in (outside.error or "")
+
+
+def test_a_note_too_large_to_read_is_analysed_as_empty_with_the_reason(
+    vault: WorkflowVault,
+) -> None:
+    vault.write({"dump.md": "#tag [[link]] " + "x" * MAX_NOTE_BYTES})
+    dump = vault.trigger(ID, {"path": "dump.md"})
+    assert dump.status == "completed"
+    assert (dump.result["words"], dump.result["tags"]) == (0, [])
+    assert dump.result["error"].startswith("File too large: 'dump.md' (67,108,8")
 
 
 @pytest.mark.corpus

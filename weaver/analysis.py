@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from weaver.errors import NoteNotFoundError
+from weaver.errors import NoteNotFoundError, NoteTooLargeError
 from weaver.parser import Heading, ParsedNote, decode_note, normalize_tag, parse_note
 from weaver.vault import Vault
 
@@ -43,7 +43,7 @@ class LoadedNote:
     path: str
     text: str
     parsed: ParsedNote
-    decode_error: str | None = None
+    read_error: str | None = None  # why `text` is empty: not UTF-8, or too large to read
 
     @property
     def body_first_line(self) -> int:
@@ -59,12 +59,15 @@ class Marker:
 
 
 def load_note(vault: Vault, path: str) -> LoadedNote | None:
-    """Read and parse a note; None when it is not there (any more). Raises `InvalidPathError`
-    for a path that is no note of the vault (the workflow's input came from a user)."""
+    """Read and parse a note; None when it is not there (any more). A note too large to read
+    comes back empty, `read_error` saying so. Raises `InvalidPathError` for a path that is no
+    note of the vault (the workflow's input came from a user)."""
     try:
-        data = vault.note_file(path).read_bytes()
+        data = vault.read_note(path)
     except (NoteNotFoundError, FileNotFoundError):
         return None
+    except NoteTooLargeError as exc:
+        return LoadedNote(path, "", parse_note(path, ""), str(exc))
     text, error = decode_note(data)  # BOM removed
     return LoadedNote(path, text, parse_note(path, text), error)
 

@@ -7,7 +7,8 @@ WeaverError
 ├── VaultError             a vault path is not acceptable
 │   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
 │   ├── NoteNotFoundError  no such note ("File not found")
-│   └── NoteDecodeError    the file is not UTF-8
+│   ├── NoteDecodeError    the file is not UTF-8
+│   └── NoteTooLargeError  the file is bigger than any note Weaver reads
 └── DaemonError            a second daemon on the same vault, and the like
 """
 
@@ -53,6 +54,20 @@ class NoteDecodeError(VaultError):
     def __init__(self, path: str, detail: str) -> None:
         super().__init__(f"File is not valid UTF-8: {path!r} ({detail})")
         self.path = path
+
+
+class NoteTooLargeError(VaultError):
+    """The file is bigger than `vault.MAX_NOTE_BYTES`: Weaver neither reads nor serves it."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"File too large: {path!r} ({too_large(size, limit)})")
+        self.path = path
+        self.size = size
+
+
+def too_large(size: int, limit: int) -> str:
+    """`67,108,865 bytes; notes over 64 MiB are not read`: why a file was left unread."""
+    return f"{size:,} bytes; notes over {limit / (1 << 20):g} MiB are not read"
 
 
 class DaemonError(WeaverError):

@@ -219,7 +219,7 @@ def update_note(
     if content is None and frontmatter is None and tags is None:
         raise NoteEditError("nothing to change: give content, frontmatter or tags")
     clean = app.vault.check_note_path(path)
-    data = app.vault.note_file(clean).read_bytes()
+    data = app.vault.read_note(clean)
     actual = sha256(data)
     if expected_hash is not None and expected_hash.strip().lower() != actual:
         raise NoteChangedError(clean, expected_hash, actual)
@@ -249,7 +249,7 @@ def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     target = app.vault.check_note_path(new_path)
     if target == source:
         raise NoteEditError(f"{source!r} is already at that path")
-    moving = app.vault.note_file(source).read_bytes()
+    moving = app.vault.read_note(source)
     with app.engine.connect() as conn:
         paths = set(write.load_all_paths(conn)) | {source}
         linking = cache_graph.move_sources(conn, source, path_key(target))

@@ -34,8 +34,9 @@ from typing import IO, Any, NamedTuple
 
 import structlog
 
+from weaver.errors import too_large
 from weaver.parser import ParsedLink, decode_note, parse_note
-from weaver.vault import FileStat, Vault
+from weaver.vault import MAX_NOTE_BYTES, FileStat, Vault
 
 log = structlog.get_logger(__name__)
 
@@ -247,14 +248,20 @@ def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
     (`weaver index --full`, e.g. after an upgrade that parses differently)."""
     result = ReadChunk()
     for file_stat, previous in work:
+        if file_stat.size > MAX_NOTE_BYTES:
+            result.records.append(_too_large(file_stat, previous))
+            continue
         read_error: str | None = None
         try:
-            data = vault.read_bytes(file_stat.path)
+            data = vault.read_bytes(file_stat.path, MAX_NOTE_BYTES + 1)
         except FileNotFoundError:
             result.vanished.append(file_stat.path)
             continue
         except OSError as exc:
             data, read_error = b"", f"cannot read file: {exc.strerror or exc}"
+        if len(data) > MAX_NOTE_BYTES:  # it grew after the walk saw it
+            result.records.append(_too_large(file_stat, previous))
+            continue
         digest = hashlib.sha256(data).hexdigest()
         if previous is not None and previous.content_hash == digest and read_error is None:
             result.unchanged += 1
@@ -263,6 +270,14 @@ def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
                 continue
         result.records.append(build_record(file_stat, data, digest, previous, read_error))
     return result
+
+
+def _too_large(file_stat: FileStat, previous: StoredFile | None) -> NoteRecord:
+    """A note too big to read: listed under its name, with an error saying why it is empty.
+    No content hash, so it is never taken for a move of another note."""
+    size = max(file_stat.size, MAX_NOTE_BYTES + 1)  # it may have grown since the walk
+    error = f"too large to index: {too_large(size, MAX_NOTE_BYTES)}"
+    return build_record(file_stat, b"", "", previous, error)
 
 
 def build_record(

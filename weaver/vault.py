@@ -15,9 +15,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
-from weaver.errors import InvalidPathError, NoteNotFoundError
+from weaver.errors import InvalidPathError, NoteNotFoundError, NoteTooLargeError
 
 NOTE_SUFFIX = ".md"
+# Far beyond any note a person writes (a long daily log is a few MB; a 20 MB note is indexed
+# in full), and small enough that a stray dump or export named `.md` cannot exhaust memory
+# while it is parsed, indexed or sent to a client: bigger files are listed, with an error,
+# but never read.
+MAX_NOTE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +117,22 @@ class Vault:
         full = self.root / path
         return full.is_dir() and not full.is_symlink()
 
-    def read_bytes(self, path: str) -> bytes:
+    def read_bytes(self, path: str, limit: int = -1) -> bytes:
+        """The file's bytes, at most `limit` of them (all with -1)."""
         with open(self._root_prefix + path, "rb") as handle:  # noqa: PTH123 - the hot path
-            return handle.read()
+            return handle.read(limit)
+
+    def read_note(self, path: str) -> bytes:
+        """The bytes of the note a client named, checked as `note_file` checks it. Raises
+        `NoteTooLargeError` for a file over `MAX_NOTE_BYTES` rather than reading it."""
+        full = self.note_file(path)
+        with full.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = b"" if size > MAX_NOTE_BYTES else handle.read(MAX_NOTE_BYTES + 1)
+        size = max(size, len(data))  # the bounded read catches a file growing meanwhile
+        if size > MAX_NOTE_BYTES:
+            raise NoteTooLargeError(self.check_note_path(path), size, MAX_NOTE_BYTES)
+        return data
 
     def relative(self, absolute: Path | str) -> str | None:
         """The vault-relative path of `absolute`, or None when it is outside the vault."""

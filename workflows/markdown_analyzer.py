@@ -155,7 +155,7 @@ def analyze(
         "newTags": [],
         "newBrokenLinks": [],
     }
-    if error := note.decode_error or parsed.error:
+    if error := note.read_error or parsed.error:
         analysis["error"] = error
     if previous is not None:
         before = {item["target"] for item in previous.data.get("brokenLinks", [])}

@@ -206,7 +206,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     async def get_file_content(path: NotePath) -> FileContentResult:
         def work() -> FileContentData:
             clean = app.vault.check_note_path(path)
-            data = app.vault.note_file(clean).read_bytes()
+            data = app.vault.read_note(clean)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -204,7 +204,7 @@ class TagCountInfo(WireModel):
 class StatsData(WireModel):
     total_files: int = Field(description="Markdown notes")
     total_attachments: int = Field(description="Other files (images, PDFs) links can point to")
-    files_with_errors: int = Field(description="Notes indexed with a parse or decode error")
+    files_with_errors: int = Field(description="Notes indexed with a parse, decode or size error")
     total_tags: int = Field(description="Distinct tags")
     total_links: int = Field(description="Link occurrences, embeds included")
     broken_links: int = Field(description="Link occurrences that resolve to no file")
