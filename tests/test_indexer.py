@@ -238,10 +238,10 @@ def test_file_deleted_while_being_read_is_removed_quietly(
     write_notes({"a.md": "a", "b.md": "b"})
     real_read = app.vault.read_bytes
 
-    def vanish_b(path: str, limit: int = -1) -> bytes:
+    def vanish_b(path: str) -> bytes:
         if path == "b.md":
             (vault_dir / "b.md").unlink()
-        return real_read(path, limit)
+        return real_read(path)
 
     monkeypatch.setattr(app.vault, "read_bytes", vanish_b)
     report = app.indexer.reconcile()

@@ -249,18 +249,18 @@ def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
     result = ReadChunk()
     for file_stat, previous in work:
         if file_stat.size > MAX_NOTE_BYTES:
-            result.records.append(_too_large(file_stat, previous))
+            result.records.append(_too_large(file_stat, previous, file_stat.size))
             continue
         read_error: str | None = None
         try:
-            data = vault.read_bytes(file_stat.path, MAX_NOTE_BYTES + 1)
+            data = vault.read_bytes(file_stat.path)  # unbounded: a bound costs an allocation
         except FileNotFoundError:
             result.vanished.append(file_stat.path)
             continue
         except OSError as exc:
             data, read_error = b"", f"cannot read file: {exc.strerror or exc}"
         if len(data) > MAX_NOTE_BYTES:  # it grew after the walk saw it
-            result.records.append(_too_large(file_stat, previous))
+            result.records.append(_too_large(file_stat, previous, len(data)))
             continue
         digest = hashlib.sha256(data).hexdigest()
         if previous is not None and previous.content_hash == digest and read_error is None:
@@ -272,10 +272,9 @@ def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
     return result
 
 
-def _too_large(file_stat: FileStat, previous: StoredFile | None) -> NoteRecord:
+def _too_large(file_stat: FileStat, previous: StoredFile | None, size: int) -> NoteRecord:
     """A note too big to read: listed under its name, with an error saying why it is empty.
     No content hash, so it is never taken for a move of another note."""
-    size = max(file_stat.size, MAX_NOTE_BYTES + 1)  # it may have grown since the walk
     error = f"too large to index: {too_large(size, MAX_NOTE_BYTES)}"
     return build_record(file_stat, b"", "", previous, error)
 

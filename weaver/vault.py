@@ -117,10 +117,9 @@ class Vault:
         full = self.root / path
         return full.is_dir() and not full.is_symlink()
 
-    def read_bytes(self, path: str, limit: int = -1) -> bytes:
-        """The file's bytes, at most `limit` of them (all with -1)."""
+    def read_bytes(self, path: str) -> bytes:
         with open(self._root_prefix + path, "rb") as handle:  # noqa: PTH123 - the hot path
-            return handle.read(limit)
+            return handle.read()
 
     def read_note(self, path: str) -> bytes:
         """The bytes of the note a client named, checked as `note_file` checks it. Raises
@@ -128,8 +127,9 @@ class Vault:
         full = self.note_file(path)
         with full.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            data = b"" if size > MAX_NOTE_BYTES else handle.read(MAX_NOTE_BYTES + 1)
-        size = max(size, len(data))  # the bounded read catches a file growing meanwhile
+            # Not read(MAX_NOTE_BYTES + 1): that allocates the whole bound for every note.
+            data = b"" if size > MAX_NOTE_BYTES else handle.read()
+        size = max(size, len(data))  # it may have grown since the fstat
         if size > MAX_NOTE_BYTES:
             raise NoteTooLargeError(self.check_note_path(path), size, MAX_NOTE_BYTES)
         return data
