@@ -253,7 +253,7 @@ def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
             continue
         read_error: str | None = None
         try:
-            data = vault.read_bytes(file_stat.path)  # unbounded: a bound costs an allocation
+            data = vault.read_bytes(file_stat.path)  # read(n) would allocate all n bytes up front
         except FileNotFoundError:
             result.vanished.append(file_stat.path)
             continue
