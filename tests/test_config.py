@@ -85,6 +85,20 @@ def test_cli_reports_config_errors_without_traceback(
     assert "Traceback" not in err
 
 
+def test_common_options_go_before_or_after_the_command(
+    tmp_path: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (vault_dir / "a.md").write_text("a", encoding="utf-8")
+    assert main(["index", "--vault", str(vault_dir), "--json"]) == 0
+    assert '"added": 1' in capsys.readouterr().out
+    # After the command wins over before it; before it still counts when nothing follows.
+    assert main(["--vault", str(tmp_path / "absent"), "index", "--vault", str(vault_dir)]) == 0
+    assert main(["--vault", str(vault_dir), "index", "--log-level", "warning", "--json"]) == 0
+    assert '"unchanged": 1' in capsys.readouterr().out
+    assert main(["index", "--vault", str(tmp_path / "absent")]) == 2
+    assert "vault not found" in capsys.readouterr().err
+
+
 def test_an_invalid_value_is_blamed_on_where_it_came_from(tmp_path: Path, vault_dir: Path) -> None:
     config = write_config(tmp_path / "weaver.toml", 'vault = "vault"\nindex_workers = 1\n')
     bad_env = {"WEAVER_INDEX_WORKERS": "-1"}

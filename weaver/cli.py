@@ -57,10 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="weaver", description=__doc__)
     parser.add_argument("--version", action="version", version=f"weaver {__version__}")
-    parser.add_argument("--config", type=Path, help="TOML config file (default: WEAVER_CONFIG)")
-    parser.add_argument("--vault", type=Path, help="the vault folder (overrides config)")
-    parser.add_argument("--db", help="cache database URL (default: <vault>/.weaver/cache.db)")
-    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    _add_common_options(parser, default=None)
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     index = commands.add_parser("index", help="bring the cache up to date with the vault")
@@ -86,7 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(command=cmd_serve)
 
     add_workflow_commands(commands)
+    # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
+    # an option overrides; left out there, it keeps what was given before (or None).
+    for command in commands.choices.values():
+        _add_common_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
+    group = parser.add_argument_group("common options (before or after the command)")
+    group.add_argument(
+        "--config", type=Path, default=default, help="TOML config file (default: WEAVER_CONFIG)"
+    )
+    group.add_argument(
+        "--vault", type=Path, default=default, help="the vault folder (overrides config)"
+    )
+    group.add_argument(
+        "--db", default=default, help="cache database URL (default: <vault>/.weaver/cache.db)"
+    )
+    group.add_argument(
+        "--log-level", default=default, choices=["debug", "info", "warning", "error"]
+    )
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
