@@ -1,5 +1,6 @@
-"""Reads behind the graph and lookup tools: the link graph, tag sets, random picks, existence
-checks and name candidates. Set-based, a few statements per call, never one per note.
+"""Reads behind the graph and lookup tools: the link graph, tag sets (also for `search_tags`
+with a wildcard), random picks, existence checks and name candidates. Set-based, a few
+statements per call, never one per note.
 
 `ByVersion` keeps the `Graph` built by `load_graph` until the cache's `last_updated` stamp
 changes (the indexer makes it strictly increasing, and it changes in every pass that writes),
