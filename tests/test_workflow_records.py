@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from tests.conftest import EngineFactory
 from weaver.app import App
 from weaver.cache.records import (
     NewRecord,
@@ -23,9 +24,18 @@ from weaver.cache.records import (
     WorkflowRecords,
     fetch_page,
     insert_records,
+    prune_superseded,
 )
 from weaver.cli import main
-from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+from weaver.engine import (
+    Registry,
+    WorkflowContext,
+    WorkflowDefinitionError,
+    WorkflowEngine,
+    load_registry,
+    workflow,
+)
+from weaver.engine import engine as engine_module
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.record_tools import build_record_tools
 
@@ -115,6 +125,98 @@ def test_fetch_page_clamps_and_pages(app: App) -> None:
     assert (page.total, page.limit, page.offset, page.has_more) == (3, 2, 0, True)
     assert [r.recorded_at for r in page.records] == [3_000, 2_000]
     assert fetch_page(app.engine, RecordFilter("markdown-analyzer"), limit=10_000).limit == 500
+
+
+# -- retention -----------------------------------------------------------------------------------
+
+
+def timeline(app: App, workflow_id: str) -> list[tuple[str, str, int]]:
+    records = WorkflowRecords(app.engine, workflow_id).history(limit=None, oldest_first=True)
+    return [(r.key, r.kind, r.recorded_at) for r in records]
+
+
+def test_pruning_drops_old_superseded_records_and_keeps_each_newest(app: App) -> None:
+    rows = [
+        NewRecord("a.md", {}, "analysis", 1 * DAY_MS),  # superseded, old: goes
+        NewRecord("a.md", {}, "analysis", 2 * DAY_MS),  # superseded, old: goes
+        NewRecord("a.md", {}, "analysis", 8 * DAY_MS),  # superseded, recent: stays
+        NewRecord("a.md", {}, "analysis", 9 * DAY_MS),  # newest of a.md: stays
+        NewRecord("a.md", {}, "state", 1 * DAY_MS),  # the only state of a.md: stays
+        NewRecord("b.md", {}, "analysis", 1 * DAY_MS),  # b.md untouched since: stays
+        NewRecord("c.md", {"n": 1}, "analysis", 3 * DAY_MS),  # two at the same time:
+        NewRecord("c.md", {"n": 2}, "analysis", 3 * DAY_MS),  # the later insert is newest
+    ]
+    with app.engine.begin() as conn:
+        insert_records(conn, "markdown-analyzer", rows, now=0)
+        insert_records(conn, "other", rows, now=0)
+        assert prune_superseded(conn, "markdown-analyzer", 5 * DAY_MS, limit=2) == 2
+        assert prune_superseded(conn, "markdown-analyzer", 5 * DAY_MS, limit=10) == 1
+
+    assert timeline(app, "markdown-analyzer") == [
+        ("a.md", "state", 1 * DAY_MS),
+        ("b.md", "analysis", 1 * DAY_MS),
+        ("c.md", "analysis", 3 * DAY_MS),
+        ("a.md", "analysis", 8 * DAY_MS),
+        ("a.md", "analysis", 9 * DAY_MS),
+    ]
+    newest_c = WorkflowRecords(app.engine, "markdown-analyzer").latest("c.md")
+    assert newest_c is not None and newest_c.data == {"n": 2}
+    assert len(timeline(app, "other")) == len(rows)  # another workflow's records are its own
+
+
+def test_the_engine_prunes_by_each_workflows_retention(
+    app: App, make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "PRUNE_BATCH", 1)  # a long history, batch by batch
+
+    @workflow(id="chatty", records_retention_days=30)
+    def chatty(ctx: WorkflowContext[Any]) -> None: ...
+
+    @workflow(id="keeper")
+    def keeper(ctx: WorkflowContext[Any]) -> None: ...
+
+    analyzer = load_registry(app.settings, entry_point_group=None).get("markdown-analyzer")
+    assert analyzer is not None
+    engine = make_engine(chatty, keeper, analyzer)
+    now = 200 * DAY_MS
+    old_and_new = [
+        NewRecord("x.md", {}, "log", now - 121 * DAY_MS),
+        NewRecord("x.md", {}, "log", now - 120 * DAY_MS),
+        NewRecord("x.md", {}, "log", now),
+    ]
+    with app.engine.begin() as conn:
+        for workflow_id in ("chatty", "keeper", "markdown-analyzer"):
+            insert_records(conn, workflow_id, old_and_new, now=0)
+
+    # chatty's old records (30 days kept), and the built-in analyzer's (90 days)
+    assert engine.prune(now=now) == 4
+    assert timeline(app, "chatty") == [("x.md", "log", now)]
+    assert len(timeline(app, "keeper")) == 3  # 0 days (the default) keeps every record
+    assert timeline(app, "markdown-analyzer") == [("x.md", "log", now)]
+
+
+def test_config_sets_a_workflows_retention(app: App, make_engine: EngineFactory) -> None:
+    @workflow(id="chatty", records_retention_days=30)
+    def chatty(ctx: WorkflowContext[Any]) -> None: ...
+
+    # Records from the future of the engines' own start-up prune, which runs at the real now.
+    now = time.time_ns() // 1_000_000 + 1_000 * DAY_MS
+    old_and_new = [
+        NewRecord("x.md", {}, "log", now - 40 * DAY_MS),
+        NewRecord("x.md", {}, "log", now),
+    ]
+    with app.engine.begin() as conn:
+        insert_records(conn, "chatty", old_and_new, now=0)
+    kept_all = make_engine(chatty, workflows={"chatty": {"records_retention_days": 0}})
+    assert kept_all.prune(now=now) == 0
+    longer = make_engine(chatty, workflows={"chatty": {"records_retention_days": 50}})
+    assert longer.prune(now=now) == 0  # 40 days old is within 50
+    assert make_engine(chatty).prune(now=now) == 1  # the declared 30 days
+    broken = make_engine(chatty, workflows={"chatty": {"records_retention_days": -1}})
+    assert "chatty" not in broken.registry
+    assert "records_retention_days" in broken.plugin_errors[0]
+    with pytest.raises(WorkflowDefinitionError, match="records_retention_days cannot be negative"):
+        workflow(id="bad", records_retention_days=-1)
 
 
 # -- get_workflow_records ------------------------------------------------------------------------

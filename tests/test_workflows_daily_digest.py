@@ -61,8 +61,13 @@ def change(app: App, when: int, kind: str, path: str, old: str | None = None) ->
 
 @pytest.fixture
 def settings(vault_dir: Path) -> Settings:
-    """No history pruning: the executions of DAY may be older than the retention period."""
-    return Settings(vault=vault_dir, history_retention_days=0)
+    """No pruning: the executions and records of DAY may be older than the retention periods."""
+    keep_all = {"records_retention_days": 0}
+    return Settings(
+        vault=vault_dir,
+        history_retention_days=0,
+        workflows={"file-change-logger": keep_all, "markdown-analyzer": keep_all},
+    )
 
 
 @pytest.fixture

@@ -75,8 +75,11 @@ class WorkflowVault:
 
 
 def builtin_registry(app: App, ids: tuple[str, ...], settings: dict[str, Any]) -> Registry:
-    """The built-in workflows named, configured with `{id: {setting: value}}`."""
-    tables = {workflow_id: {"settings": values} for workflow_id, values in settings.items()}
+    """The built-in workflows named, configured by `app.settings.workflows` and then
+    `{id: {setting: value}}`."""
+    tables = {key: dict(table) for key, table in app.settings.workflows.items()}
+    for workflow_id, values in settings.items():
+        tables.setdefault(workflow_id, {})["settings"] = values
     configured = app.settings.model_copy(update={"workflows": tables})
     loaded = load_registry(configured, entry_point_group=None)
     assert not loaded.errors, loaded.errors

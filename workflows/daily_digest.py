@@ -8,8 +8,10 @@ It gathers what the other built-in workflows recorded that day, so a section sta
 the workflow behind it is disabled: the notes created, modified, deleted and moved (the change
 log), the tags new to the vault and the new broken links still broken (the markdown analyzer
 and the deletion monitor), the tasks completed (task completion) and the workflow runs that
-failed (the execution history). It writes `<folder>/Digest YYYY-MM-DD.md` (replacing that day's
-earlier digest) through `ctx.vault`, so the watcher indexes it like any note but it starts no
+failed (the execution history). A day further back than that history is kept (by default 90
+days of superseded change-log and analyzer records, 30 days of executions) is digested from
+what is left of it. It writes `<folder>/Digest YYYY-MM-DD.md` (replacing that day's earlier
+digest) through `ctx.vault`, so the watcher indexes it like any note but it starts no
 workflow, and returns its content with the same lists as JSON. Notes that exist are linked;
 deleted notes, tags and link targets are written as code, so the digest adds no tag and no
 broken link of its own to the vault.

@@ -18,6 +18,9 @@ from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workf
 from weaver.events import NoteMoved, VaultEvent
 
 KIND = "change"
+# Every save of every note is a record: a change superseded by a newer one of the same note goes
+# after this many days (the newest of each note stays).
+RETENTION_DAYS = 90
 
 
 @workflow(
@@ -25,6 +28,7 @@ KIND = "change"
     name="File change logger",
     triggers=[OnFile("**")],
     timeout=60,
+    records_retention_days=RETENTION_DAYS,
 )
 def log_changes(ctx: WorkflowContext[Any]) -> dict[str, Any]:
     """Keep an audit log of vault changes (kind, path, old path, size, hash, time)."""

@@ -44,6 +44,9 @@ from weaver.events import NoteMoved
 from weaver.parser import normalize_tag
 
 KIND = "analysis"
+# Every save of a note is analysed anew: an analysis superseded by a newer one goes after this
+# many days (a note's newest analysis stays).
+RETENTION_DAYS = 90
 # A run over the whole vault returns this many analyses at most (all are stored).
 RESULT_NOTES_LIMIT = 100
 # Notes read and analysed between two looks at `ctx.cancelled` and two progress reports.
@@ -71,6 +74,7 @@ class AnalyzerSettings(BaseModel):
     input_model=AnalyzeInput,
     settings_model=AnalyzerSettings,
     timeout=1800,
+    records_retention_days=RETENTION_DAYS,
 )
 def analyze_notes(ctx: WorkflowContext[AnalyzeInput]) -> dict[str, Any]:
     """Word count, reading time, outline, link/embed/tag counts, broken links and tasks."""

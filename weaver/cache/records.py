@@ -23,9 +23,11 @@ from sqlalchemy import (
     Connection,
     Engine,
     Table,
+    and_,
     delete,
     func,
     insert,
+    or_,
     select,
     update,
 )
@@ -194,6 +196,37 @@ def delete_records(
             statement = statement.where(col.kind == kind)
         removed += conn.execute(statement).rowcount
     return removed
+
+
+def prune_superseded(conn: Connection, workflow_id: str, older_than: int, limit: int) -> int:
+    """Delete up to `limit` of the workflow's records from before `older_than` (Unix epoch ms)
+    that a newer record of the same key and kind has superseded; returns how many.
+
+    The newest record of each key and kind always stays, whatever its age: `latest()` and
+    `replace()` state keep answering, and a note untouched for a year keeps its last analysis.
+    Only the old rows are visited (the workflow/recorded_at index), each checked against its
+    key's timeline (the workflow/key/recorded_at index). `limit` lets a caller delete a long
+    history in short transactions."""
+    newer = _TABLE.alias("newer")
+    superseded = (
+        select(newer.c.id)
+        .where(
+            newer.c.workflow_id == col.workflow_id,
+            newer.c.key == col.key,
+            newer.c.kind == col.kind,
+            or_(
+                newer.c.recorded_at > col.recorded_at,
+                and_(newer.c.recorded_at == col.recorded_at, newer.c.id > col.id),
+            ),
+        )
+        .exists()
+    )
+    doomed = (
+        select(col.id)
+        .where(col.workflow_id == workflow_id, col.recorded_at < older_than, superseded)
+        .limit(limit)
+    )
+    return conn.execute(delete(_TABLE).where(col.id.in_(doomed))).rowcount
 
 
 def move_records(conn: Connection, workflow_id: str, old_key: str, new_key: str) -> int:

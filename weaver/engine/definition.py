@@ -16,6 +16,10 @@ registers nothing. The loader finds `Workflow` values in a plugin module and han
 input model must accept `{}` when a file event or a schedule starts it, since those pass none.
 Declarations are checked here, at import time of the plugin, so a bad cron or glob is a plugin
 that fails to load rather than a job that fails at 3 a.m.
+
+`records_retention_days` bounds a workflow that files a record on every save: a record
+superseded by a newer one of its key and kind is dropped that many days later (the engine
+prunes at start and hourly; the newest of each key and kind stays). 0, the default, keeps all.
 """
 
 from __future__ import annotations
@@ -145,6 +149,8 @@ class Workflow:
     enabled: bool
     policy: RunPolicy
     module: str
+    # Days a record superseded by a newer one of its key and kind is kept; 0 keeps them all.
+    records_retention_days: int = 0
     source: str = ""
     settings: Any = field(default=None, compare=False)
 
@@ -194,12 +200,15 @@ def workflow(
     retries: int = 0,
     retry_delay: float = 1.0,
     max_concurrent: int = 1,
+    records_retention_days: int = 0,
 ) -> Callable[[WorkflowFunction], Workflow]:
     """Declare a workflow; see the module docstring. Raises `WorkflowDefinitionError`."""
     if not ID_PATTERN.fullmatch(id):
         raise WorkflowDefinitionError(
             f"invalid workflow id {id!r}: letters, digits, '.', '_' and '-' only"
         )
+    if records_retention_days < 0:
+        raise WorkflowDefinitionError(f"{id}: records_retention_days cannot be negative")
     policy = RunPolicy(timeout, retries, retry_delay, max_concurrent)
     on_file = tuple(t for t in triggers if isinstance(t, OnFile))
     schedules = tuple(t for t in triggers if isinstance(t, OnSchedule))
@@ -228,6 +237,7 @@ def workflow(
             enabled=enabled,
             policy=policy,
             module=getattr(fn, "__module__", "") or "",
+            records_retention_days=records_retention_days,
         )
 
     return decorate

@@ -36,7 +36,7 @@ from structlog.typing import FilteringBoundLogger
 
 from weaver.cache import executions
 from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
-from weaver.cache.records import WorkflowRecords
+from weaver.cache.records import WorkflowRecords, prune_superseded
 from weaver.config import Settings
 from weaver.engine.context import (
     CacheReader,
@@ -80,10 +80,13 @@ Background = Literal["threads", "inline", "queue"]
 HISTORY_MAX_LIMIT = 100
 # A sync caller whose run another process took looks at its row this often, in seconds.
 SYNC_POLL_SECONDS = 0.1
+DAY_MS = 86_400_000
 # History pruning runs at start and then this often while the engine runs.
 PRUNE_EVERY_SECONDS = 3600.0
+# Superseded workflow records deleted per transaction (~0.1 s each).
+PRUNE_BATCH = 5_000
 # How long the engine remembers its own vault writes (for events of a daemon catching up).
-WRITE_MEMORY_MS = 7 * 86_400_000
+WRITE_MEMORY_MS = 7 * DAY_MS
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
 COMPLETED_MESSAGE = "Workflow completed"
@@ -336,19 +339,39 @@ class WorkflowEngine:
         return [execution_id for execution_id, _ in gone]
 
     def prune(self, now: int | None = None) -> int:
-        """Apply the retention settings (0 means no limit) to ended executions."""
+        """Apply the retention settings (0 means no limit): ended executions by the history
+        settings, superseded workflow records by each workflow's `records_retention_days`.
+        Returns how many rows went, of both."""
         now = _now_ms() if now is None else now
         days = self.settings.history_retention_days
         keep = self.settings.history_retention_count
         with self.db.begin() as conn:
             removed = executions.prune(
                 conn,
-                older_than=now - days * 86_400_000 if days > 0 else None,
+                older_than=now - days * DAY_MS if days > 0 else None,
                 keep=keep if keep > 0 else None,
             )
             executions.prune_writes(conn, now - WRITE_MEMORY_MS)
         if removed:
             self._log.info("execution history pruned", removed=removed)
+        for workflow in self.registry:
+            if workflow.records_retention_days > 0:
+                cutoff = now - workflow.records_retention_days * DAY_MS
+                removed += self._prune_records(workflow.id, cutoff)
+        return removed
+
+    def _prune_records(self, workflow_id: str, older_than: int) -> int:
+        """Superseded records of one workflow, in batches: the first prune after an upgrade may
+        meet months of history, and one long transaction would hold up the indexer's writes."""
+        removed = 0
+        while True:
+            with self.db.begin() as conn:
+                batch = prune_superseded(conn, workflow_id, older_than, PRUNE_BATCH)
+            removed += batch
+            if batch < PRUNE_BATCH:
+                break
+        if removed:
+            self._log.info("superseded records pruned", workflow=workflow_id, removed=removed)
         return removed
 
     # -- queueing and running ------------------------------------------------------------------

@@ -3,8 +3,9 @@
 `Registry.register` refuses a second workflow with an id already taken, loudly: the loader
 logs it as an error and lists it among `errors`, which makes the engine (and `health_check`)
 report `degraded`. `configure` applies a `[workflows.<id>]` table from the config: `enabled`,
-`schedule` (a cron string replacing the declared schedules, `""` for none), `timezone`, and
-`settings` (validated by the workflow's settings model when it has one).
+`schedule` (a cron string replacing the declared schedules, `""` for none), `timezone`,
+`records_retention_days`, and `settings` (validated by the workflow's settings model when it has
+one).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class WorkflowOverride(BaseModel):
     enabled: bool | None = None
     schedule: str | None = None
     timezone: str | None = None
+    records_retention_days: int | None = Field(default=None, ge=0)
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -120,6 +122,11 @@ def configure(workflow: Workflow, table: Mapping[str, Any]) -> Workflow:
         workflow,
         enabled=workflow.enabled if override.enabled is None else override.enabled,
         schedules=schedules,
+        records_retention_days=(
+            workflow.records_retention_days
+            if override.records_retention_days is None
+            else override.records_retention_days
+        ),
         settings=_settings(workflow.settings_model, override.settings),
     )
 
