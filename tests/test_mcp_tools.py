@@ -18,6 +18,8 @@ from tests.corpora import require_corpora
 from weaver.app import App, open_app
 from weaver.config import Settings
 from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server.system_tools import compute_health
+from weaver.watcher import VaultWatcher
 
 pytestmark = pytest.mark.anyio
 
@@ -461,6 +463,28 @@ async def test_health_check(tools: Tools) -> None:
     await tools.raw("get_file", {})  # argument errors count as calls too
     second = await tools.ok("health_check")
     assert second["requestCount"] == first["requestCount"] + 3
+
+
+async def test_health_reports_a_watcher_that_stopped_or_is_restarting(tmp_path: Path) -> None:
+    (tmp_path / "v").mkdir()
+    served = serve(Settings(vault=tmp_path / "v"))
+    served.state.begin()
+    served.state.mark_ready()  # as the lifespan does after its reconcile
+    watcher = VaultWatcher(served.app.indexer)
+    served.state.watch, served.state.writer, served.state.watcher = True, True, watcher
+    watcher.last_error = "Unable to decode path"
+    try:
+        watcher.running, watcher.restarting = True, True
+        restarting = compute_health(served.state)
+        watcher.running, watcher.restarting = False, False
+        stopped = compute_health(served.state)
+    finally:
+        served.app.close()
+    assert restarting.status == "degraded"
+    assert restarting.problems == [
+        "the file watcher is restarting after an error: Unable to decode path"
+    ]
+    assert stopped.problems == ["the file watcher stopped: Unable to decode path"]
 
 
 async def test_health_reports_an_unreadable_cache_as_unhealthy(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ def test_scan_skips_hidden_ignored_and_symlinked_folders(
         "a\x00.md",
         "..\\x.md",
         "C:\\x.md",
+        "caf\udce9.md",  # the bytes b"caf\xe9.md" as Python names them: not UTF-8
     ],
 )
 def test_client_paths_outside_the_notes_are_invalid(vault_dir: Path, path: str) -> None:
@@ -80,3 +81,16 @@ def test_stat_sees_only_vault_files(vault_dir: Path, write_notes: WriteNotes) ->
     assert found.mtime_ns == (vault_dir / "n.md").stat().st_mtime_ns
     assert vault.stat(".git/config.md") is None
     assert vault.stat("gone.md") is None
+
+
+def test_names_that_are_not_utf8_are_left_out(vault_dir: Path, write_notes: WriteNotes) -> None:
+    """A Latin-1 name from another system cannot be stored or sent as JSON: it is skipped,
+    with its folder's contents, rather than failing the whole index."""
+    write_notes({"ok.md": "x"})
+    # Python names the bytes b"caf\xe9.md" "caf\udce9.md" and opens them by that name.
+    (vault_dir / "caf\udce9.md").write_bytes(b"x")
+    (vault_dir / "d\udce9j\udce0").mkdir()
+    (vault_dir / "d\udce9j\udce0" / "inside.md").write_bytes(b"x")
+    vault = Vault(vault_dir)
+    assert [s.path for s in vault.scan()] == ["ok.md"]
+    assert vault.stat("caf\udce9.md") is None

@@ -150,3 +150,30 @@ def test_a_change_made_during_the_catch_up_is_not_lost(
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_a_file_name_that_is_not_utf8_does_not_stop_the_watcher(
+    app: App, write_notes: WriteNotes, vault_dir: Path
+) -> None:
+    """watchfiles raises on such a name and drops the rest of its batch: the watch starts
+    again and a reconcile brings in what the batch held; the file itself stays out."""
+    write_notes({"a.md": "a"})
+
+    async def scenario() -> None:
+        watcher = VaultWatcher(app.indexer, debounce_ms=20)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            await wait_until(lambda: watcher.running and paths(app) == ["a.md"])
+            await anyio.sleep(0.2)
+            (vault_dir / "caf\udce9.md").write_bytes(b"named in Latin-1: b'caf\\xe9.md'")
+            write_notes({"same batch.md": "x"})
+            await wait_until(lambda: paths(app) == ["a.md", "same batch.md"])
+            assert watcher.last_error is not None and "decode" in watcher.last_error
+            await wait_until(lambda: not watcher.restarting)
+            write_notes({"later.md": "x"})
+            await wait_until(lambda: paths(app) == ["a.md", "later.md", "same batch.md"])
+            assert watcher.running
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)

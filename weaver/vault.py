@@ -3,7 +3,9 @@
 Every path that crosses this module's boundary is vault-relative and `/`-separated, as the
 cache stores it. Files and folders whose name starts with `.` are never part of the vault
 (`.obsidian`, `.git`, `.trash`, Weaver's own `.weaver`), nor is anything matching an ignore
-pattern from config, nor a symlink that leads outside the vault.
+pattern from config, nor a symlink that leads outside the vault, nor a file or folder whose
+name is not valid UTF-8 (bytes from another system's encoding: such a name cannot be stored,
+sent to a client as JSON, or typed by anyone; it is logged and left out until renamed).
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
+import structlog
+
 from weaver.errors import InvalidPathError, NoteNotFoundError, NoteTooLargeError
+
+log = structlog.get_logger(__name__)
 
 NOTE_SUFFIX = ".md"
 # Far beyond any note a person writes (a long daily log is a few MB; a 20 MB note is indexed
@@ -41,6 +47,18 @@ class FileStat:
 
 def is_note_path(path: str) -> bool:
     return path.lower().endswith(NOTE_SUFFIX)
+
+
+def is_utf8(name: str) -> bool:
+    r"""False for a name the file system gave with bytes that are not UTF-8, which Python keeps
+    as lone surrogates (`b"caf\xe9.md"` from a Latin-1 system is `"caf\udce9.md"`)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def split_path(path: str) -> tuple[str, str]:
@@ -83,6 +101,9 @@ class Vault:
             # the last component can be hidden, and only the whole path is new to the patterns.
             if entry.name.startswith(".") or any(fnmatchcase(rel, p) for p in self.ignore):
                 continue
+            if not is_utf8(entry.name):
+                _log_not_utf8(rel)
+                continue
             try:
                 # Never descend through a symlinked folder: that is how walks loop forever.
                 if entry.is_dir(follow_symlinks=False):
@@ -102,7 +123,7 @@ class Vault:
 
     def stat(self, path: str) -> FileStat | None:
         """The file at `path` if it is part of the vault and exists now, else None."""
-        if self.is_ignored(path):
+        if self.is_ignored(path) or not is_utf8(path):
             return None
         full = self.root / path
         try:
@@ -160,6 +181,8 @@ class Vault:
         """Validate a client-supplied note path and return it normalised (no I/O)."""
         if not path or "\x00" in path:
             raise InvalidPathError(path, "empty or contains NUL")
+        if not is_utf8(path):
+            raise InvalidPathError(path, "not valid UTF-8")
         posix = path.replace("\\", "/")
         pure = PurePosixPath(posix)
         if pure.is_absolute() or (len(posix) > 1 and posix[1] == ":"):
@@ -175,6 +198,11 @@ class Vault:
 
     def _inside(self, resolved: Path) -> bool:
         return resolved == self.root or self.root in resolved.parents
+
+
+def _log_not_utf8(path: str) -> None:
+    shown = os.fsencode(path).decode("utf-8", "backslashreplace")  # b"caf\xe9" -> "caf\xe9"
+    log.warning("name is not valid UTF-8: left out of the vault until renamed", path=shown)
 
 
 def _file_stat(path: str, st: os.stat_result) -> FileStat:

@@ -6,6 +6,10 @@ that a change made while it runs is not lost: it is applied right after. A burst
 by watchfiles' `step` (quiet time before a batch is yielded, the configurable debounce) and
 capped by `MAX_BATCH_MS`. The batch handler, `handle_changes`, is a plain function of a change
 set so tests can drive it directly.
+
+If watching fails while the vault is still there (watchfiles raises on a file name that is not
+valid UTF-8, and loses the rest of that batch with it), the watch starts again and a reconcile
+catches up with what the lost batch held; a failure once the vault is gone stops the watcher.
 """
 
 from __future__ import annotations
@@ -24,12 +28,19 @@ log = structlog.get_logger(__name__)
 
 ChangeSet = set[tuple[Change, str]]
 CatchUp = Callable[[], Awaitable[None]]
+# What the watch sends its consumer: a batch of changes, or LOST when a failed watch may have
+# dropped some (the consumer reconciles).
+LOST = None
+Delivery = ChangeSet | None
 
 # However long a burst goes on, apply what has arrived at least this often.
 MAX_BATCH_MS = 500
 # How often the watch thread wakes to notice it was cancelled: the watch runs in a thread
 # that cancellation cannot interrupt, so this bounds how long shutting down can take.
 WAKE_MS = 200
+# Pause before watching again after a failure, doubled while failures follow each other.
+RESTART_DELAY_S = 0.2
+MAX_RESTART_DELAY_S = 30.0
 
 
 class VaultWatcher:
@@ -39,6 +50,7 @@ class VaultWatcher:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
         self.running = False
+        self.restarting = False  # waiting to watch again after a failure (health says so)
         self.batches = 0
         self.last_error: str | None = None
 
@@ -62,7 +74,7 @@ class VaultWatcher:
         `catch_up` runs once the watch has begun and before the first batch is applied; by
         default it reconciles the cache with the disk. A failing batch is logged, never fatal.
         """
-        send, receive = anyio.create_memory_object_stream[ChangeSet](max_buffer_size=math.inf)
+        send, receive = anyio.create_memory_object_stream[Delivery](max_buffer_size=math.inf)
         try:
             async with anyio.create_task_group() as tg, receive:
                 tg.start_soon(self._watch, send)
@@ -72,25 +84,45 @@ class VaultWatcher:
                 self.running = True
                 log.info("watching vault", vault=str(self.indexer.vault.root))
                 async for changes in receive:
-                    await self._apply(changes)
+                    if changes is LOST:
+                        await self._recover()
+                    else:
+                        await self._apply(changes)
         finally:
             self.running = False
 
-    async def _watch(self, send: MemoryObjectSendStream[ChangeSet]) -> None:
-        """Forward watchfiles' batches; a failure ends the stream (and so `run`)."""
+    async def _watch(self, send: MemoryObjectSendStream[Delivery]) -> None:
+        """Forward watchfiles' batches, watching again after a failure while the vault is
+        there; a vault that is gone ends the stream (and so `run`)."""
+        delay = RESTART_DELAY_S
         async with send:
-            try:
-                async for changes in awatch(
-                    self.indexer.vault.root,
-                    watch_filter=self._accept,
-                    debounce=MAX_BATCH_MS,
-                    step=self.debounce_ms,
-                    rust_timeout=WAKE_MS,
-                ):
-                    await send.send(changes)
-            except Exception as exc:  # the vault folder vanished, inotify limits, ...
-                self.last_error = str(exc)
-                log.exception("watcher stopped")
+            while True:
+                try:
+                    async for changes in awatch(
+                        self.indexer.vault.root,
+                        watch_filter=self._accept,
+                        debounce=MAX_BATCH_MS,
+                        step=self.debounce_ms,
+                        rust_timeout=WAKE_MS,
+                    ):
+                        delay = RESTART_DELAY_S
+                        await send.send(changes)
+                    return
+                except Exception as exc:  # a file name watchfiles cannot decode, inotify limits
+                    self.last_error = describe(exc)
+                    if not self.indexer.vault.root.is_dir():
+                        log.exception("watcher stopped: the vault is gone")
+                        return
+                    log.warning(
+                        "watching failed; watching again", error=self.last_error, delay=delay
+                    )
+                self.restarting = True
+                await anyio.sleep(delay)
+                delay = min(delay * 2, MAX_RESTART_DELAY_S)
+                self.restarting = False
+                # Queued with no await before `awatch` sets up its watches (synchronously, on
+                # its first step): they are in place before the consumer's reconcile looks.
+                send.send_nowait(LOST)
 
     async def _reconcile(self) -> None:
         await anyio.to_thread.run_sync(self.indexer.reconcile)
@@ -104,7 +136,16 @@ class VaultWatcher:
             await self._recover()
 
     async def _recover(self) -> None:
+        """Reconcile after a batch was lost or failed to apply."""
         try:
             await self._reconcile()
         except Exception:
-            log.exception("reconcile after a failed batch failed too")
+            log.exception("reconcile after a lost or failed batch failed too")
+
+
+def describe(exc: BaseException) -> str:
+    """The message of `exc`, or of the errors inside it when `awatch`'s task group wrapped them
+    (its own message, "unhandled errors in a TaskGroup", says nothing)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in exc.exceptions)
+    return str(exc) or type(exc).__name__

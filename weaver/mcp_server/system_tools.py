@@ -74,9 +74,12 @@ def _indexing_problems(state: ServerState) -> list[str]:
     if state.reconcile_error:
         problems.append(f"indexing the vault failed: {state.reconcile_error}")
     watcher = state.watcher
-    if state.writer and state.watch and watcher is not None and not watcher.running:
+    if state.writer and state.watch and watcher is not None:
         detail = f": {watcher.last_error}" if watcher.last_error else ""
-        problems.append(f"the file watcher stopped{detail}")
+        if not watcher.running:
+            problems.append(f"the file watcher stopped{detail}")
+        elif watcher.restarting:
+            problems.append(f"the file watcher is restarting after an error{detail}")
     return problems
 
 
