@@ -32,7 +32,7 @@ class Greeting(BaseModel):
     name: str = "world"
 
 
-@workflow(id="greet", name="Greet", input_model=Greeting)
+@workflow(id="greet", name="Greet", input_model=Greeting, records_retention_days=7)
 def greet(ctx: WorkflowContext[Greeting]) -> dict[str, str]:
     return {"greeting": f"hello {ctx.input.name}"}
 
@@ -176,6 +176,7 @@ async def test_list_history_and_missing_execution(client: Client) -> None:
     assert greet_info["executionCount"] == 3 and greet_info["lastExecuted"] is not None
     assert greet_info["inputSchema"]["properties"]["name"]["default"] == "world"
     assert greet_info["triggers"] == ["manual"]
+    assert greet_info["recordsRetentionDays"] == 7
     enabled = (await call(client, "list_workflows", enabled=False))["data"]
     assert [w["id"] for w in enabled["workflows"]] == ["off"]
 

@@ -175,6 +175,9 @@ class WorkflowInfo(Wire):
     file_triggers: list[FileTriggerInfo]
     schedules: list[ScheduleInfo]
     policy: PolicyInfo
+    records_retention_days: int = Field(
+        description="Days a record superseded by a newer one of its key and kind is kept; 0: all"
+    )
     source: str
 
     @classmethod
@@ -200,6 +203,7 @@ class WorkflowInfo(Wire):
                 retry_delay=policy.retry_delay,
                 max_concurrent=policy.max_concurrent,
             ),
+            records_retention_days=workflow.records_retention_days,
             source=workflow.source,
         )
 
