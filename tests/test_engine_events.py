@@ -4,6 +4,7 @@ again (in one process and across two), and once end to end through the real watc
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from weaver.engine import (
     WorkflowContext,
     workflow,
 )
+from weaver.engine.context import trigger_detail, trigger_from_row
 from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.watcher import VaultWatcher
 
@@ -185,3 +187,18 @@ def test_real_file_change_through_the_watcher_starts_the_filtered_workflow(
     anyio.run(scenario)
     assert concept_runs == [("add:concepts/graph.md",)]
     assert inbox_runs == [("add:inbox/idea.md",)]
+
+
+def test_a_file_trigger_is_rebuilt_from_its_stored_row() -> None:
+    """A queued or retried run gets the events it was triggered by, `initial` adds included."""
+    trigger = FileTrigger(
+        (
+            NoteAdded("found.md", initial=True),
+            NoteAdded("new.md"),
+            NoteModified("edited.md"),
+            NoteMoved(old_path="a.md", path="b.md"),
+            NoteDeleted("gone.md"),
+        )
+    )
+    stored = json.loads(json.dumps(trigger_detail(trigger)))
+    assert trigger_from_row("file", stored) == trigger

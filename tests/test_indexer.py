@@ -89,6 +89,21 @@ def test_touched_but_identical_note_is_not_reparsed(
     assert stored.mtime_ns == (vault_dir / "a.md").stat().st_mtime_ns  # not re-hashed next time
 
 
+def test_a_first_index_finds_notes_that_later_passes_add(app: App, write_notes: WriteNotes) -> None:
+    """The notes of a first index were in the vault already: their adds say so (`initial`),
+    and only adds after it are new notes."""
+    write_notes({"a.md": "a", "b.md": "b"})
+    first = app.indexer.reconcile()
+    assert sorted(first.events, key=str) == [
+        NoteAdded("a.md", initial=True),
+        NoteAdded("b.md", initial=True),
+    ]
+    write_notes({"c.md": "c"})
+    assert app.indexer.reconcile().events == [NoteAdded("c.md")]
+    write_notes({"d.md": "d"})
+    assert app.indexer.apply_paths(["d.md"]).events == [NoteAdded("d.md")]
+
+
 def test_edit_updates_and_keeps_created(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:
     write_notes({"a.md": "#one"})
     app.indexer.reconcile()
@@ -245,7 +260,7 @@ def test_file_deleted_while_being_read_is_removed_quietly(
 
     monkeypatch.setattr(app.vault, "read_bytes", vanish_b)
     report = app.indexer.reconcile()
-    assert report.events == [NoteAdded("a.md")]
+    assert report.events == [NoteAdded("a.md", initial=True)]
     assert note_paths(app) == ["a.md"]
 
 

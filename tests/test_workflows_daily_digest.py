@@ -199,3 +199,19 @@ def test_a_quiet_day_and_the_folder_setting(known_day: App) -> None:
         assert "- … and 1 more" in busy.splitlines()  # two new tags, one line allowed
         with pytest.raises(InvalidInputError, match="date"):
             vault.trigger(ID, {"date": "5 Jan"})
+
+
+def test_a_first_index_is_not_reported_as_notes_created(app: App, write_notes: Any) -> None:
+    """Starting Weaver on an existing vault: its notes were found, not created, and their tags
+    are not new; a note written afterwards is."""
+    write_notes({"old.md": "#legacy [[nowhere]]", "older.md": "text"})
+    with workflow_vault(app, *BUILTIN_IDS) as vault:
+        app.indexer.reconcile()  # the first index, with the workflows listening
+        logged = {r.key: r.data for r in vault.records("file-change-logger")}
+        assert logged["old.md"]["kind"] == "add" and logged["old.md"]["initial"] is True
+        analysis = vault.records("markdown-analyzer", key="old.md")[0].data
+        assert (analysis["newTags"], analysis["newBrokenLinks"]) == ([], [])
+        vault.write({"new.md": "#fresh"})
+        digest = vault.trigger(ID, {"date": dt.date.today().isoformat()}).result
+    assert digest["created"] == ["new.md"]
+    assert digest["modified"] == [] and digest["newTags"] == ["fresh"]

@@ -17,8 +17,13 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class NoteAdded:
+    """A note new to the cache. `initial` marks one found by the first index of an empty cache:
+    it was already in the vault, nobody just created it (a workflow may take it as a baseline
+    but should not report it as new, as Obsidian plugins wait for the vault's initial load)."""
+
     path: str
     kind: str = "add"
+    initial: bool = False
 
 
 @dataclass(frozen=True, slots=True)

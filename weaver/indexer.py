@@ -287,7 +287,10 @@ class Indexer:
                 # as the version of the cache (the graph tools cache their adjacency by it).
                 version = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
                 write.set_state(conn, "last_updated", version)
-        report.events = _events(written, stored, removed_notes)
+        # A complete pass over an empty cache is a first index: it finds notes, nobody added them.
+        report.events = _events(
+            written, stored, removed_notes, initial=plan.complete and not stored
+        )
         report.added = sum(isinstance(e, NoteAdded) for e in report.events)
         report.updated = sum(isinstance(e, NoteModified) for e in report.events)
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
@@ -341,9 +344,13 @@ def _plan(
 
 
 def _events(
-    written: Sequence[Written], stored: dict[str, StoredFile], removed: Sequence[str]
+    written: Sequence[Written],
+    stored: dict[str, StoredFile],
+    removed: Sequence[str],
+    initial: bool = False,
 ) -> list[VaultEvent]:
-    """Adds, edits, deletes; an add and a delete of the same content in one batch is a move."""
+    """Adds, edits, deletes; an add and a delete of the same content in one batch is a move.
+    `initial`: the adds are a first index's (`NoteAdded.initial`)."""
     removed_by_hash: dict[str, list[str]] = {}
     for path in removed:
         digest = stored[path].content_hash
@@ -360,7 +367,7 @@ def _events(
             moved_from.add(old)
             events.append(NoteMoved(old_path=old, path=record.path))
         else:
-            events.append(NoteAdded(record.path))
+            events.append(NoteAdded(record.path, initial=initial))
     events.extend(NoteDeleted(p) for p in removed if p not in moved_from)
     return events
 

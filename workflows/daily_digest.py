@@ -179,7 +179,7 @@ def add_changes(activity: DayActivity, changes: list[StoredRecord]) -> None:
     deleted: dict[str, None] = {}
     for record in changes:
         kind, path = record.data.get("kind"), record.data.get("path", record.key)
-        if kind == "add":
+        if kind == "add" and not record.data.get("initial"):  # not found by a first index
             created[path] = None
         elif kind == "modify":
             modified[path] = None

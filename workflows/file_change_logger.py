@@ -2,10 +2,12 @@
 
 Each file event becomes one record (kind `change`, keyed by the note's path): what happened
 (add, modify, delete, move), the path and for a move the old path, the note's size and content
-hash, and when. A deleted note is gone from the cache by the time the log is written, so its
-size and hash are those this log last recorded for it. Read the log back with
-`get_workflow_records {"workflowId": "file-change-logger"}` or `weaver records
-file-change-logger`; the daily digest builds its lists of notes from it.
+hash, and when. The notes a first index finds are logged as adds with `"initial": true`: they
+were in the vault before Weaver, and the daily digest does not count them as created. A deleted
+note is gone from the cache by the time the log is written, so its size and hash are those this
+log last recorded for it. Read the log back with `get_workflow_records {"workflowId":
+"file-change-logger"}` or `weaver records file-change-logger`; the daily digest builds its lists
+of notes from it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from weaver.cache.note_facts import get_note_facts
 from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
-from weaver.events import NoteMoved, VaultEvent
+from weaver.events import NoteAdded, NoteMoved, VaultEvent
 
 KIND = "change"
 # Every save of every note is a record: a change superseded by a newer one of the same note goes
@@ -52,6 +54,8 @@ def describe_events(
         entry: dict[str, Any] = {"kind": event.kind, "path": event.path}
         if isinstance(event, NoteMoved):
             entry["oldPath"] = event.old_path
+        elif isinstance(event, NoteAdded) and event.initial:
+            entry["initial"] = True
         if (fact := facts.get(event.path)) is not None:
             entry.update(size=fact.size, hash=fact.content_hash)
         elif (previous := last_logged.get(event.path)) is not None:

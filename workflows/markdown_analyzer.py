@@ -9,8 +9,8 @@ done. The latest analysis of a note is
 
 Each analysis also says what is new since the note's previous one: `newBrokenLinks`, and
 `newTags`, the tags it gained that no other note in the vault carries. A note added to the vault
-is new in full; a note analysed for the first time otherwise has nothing to compare with, so
-nothing of it counts as new. The daily digest lists these.
+is new in full; a note analysed for the first time otherwise (found by a first index, or by
+hand) has nothing to compare with, so nothing of it counts as new. The daily digest lists these.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from weaver.cache.note_facts import (
 from weaver.cache.records import StoredRecord
 from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
 from weaver.errors import NoteNotFoundError
-from weaver.events import NoteMoved
+from weaver.events import NoteAdded, NoteMoved
 from weaver.parser import normalize_tag
 
 KIND = "analysis"
@@ -109,7 +109,11 @@ def notes_to_analyze(ctx: WorkflowContext[AnalyzeInput]) -> tuple[list[str], set
         for event in ctx.trigger.events:
             if isinstance(event, NoteMoved):  # its analyses follow it to its new path
                 ctx.records.move_key(event.old_path, event.path)
-        added = {event.path for event in ctx.trigger.events if event.kind == "add"}
+        added = {
+            event.path
+            for event in ctx.trigger.events
+            if isinstance(event, NoteAdded) and not event.initial  # a first index only finds
+        }
         return list(dict.fromkeys(ctx.trigger.paths)), added
     if ctx.input.path is not None:
         return [ctx.vault.vault.check_note_path(ctx.input.path)], set()

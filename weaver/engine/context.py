@@ -92,18 +92,20 @@ def trigger_from_row(kind: str, detail: dict[str, Any]) -> Trigger:
     return ManualTrigger(via=str(detail.get("via", "api")))
 
 
-def _event_detail(event: VaultEvent) -> dict[str, str]:
-    detail = {"kind": event.kind, "path": event.path}
+def _event_detail(event: VaultEvent) -> dict[str, Any]:
+    detail: dict[str, Any] = {"kind": event.kind, "path": event.path}
     if isinstance(event, NoteMoved):
         detail["oldPath"] = event.old_path
+    elif isinstance(event, NoteAdded) and event.initial:
+        detail["initial"] = True
     return detail
 
 
-def _event_from_detail(detail: dict[str, str]) -> VaultEvent:
+def _event_from_detail(detail: dict[str, Any]) -> VaultEvent:
     path = detail["path"]
     match detail["kind"]:
         case "add":
-            return NoteAdded(path)
+            return NoteAdded(path, initial=bool(detail.get("initial")))
         case "delete":
             return NoteDeleted(path)
         case "move":
