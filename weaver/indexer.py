@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import structlog
 from sqlalchemy import Connection, Engine
 
-from weaver.cache import write
+from weaver.cache import changes, write
 from weaver.cache.bulk import indexes_deferred
 from weaver.db import bulk_writes
 from weaver.events import (
@@ -104,6 +104,9 @@ class _Plan:
     # `stored` is the whole cache (a reconcile), not just the paths in scope (a watcher batch).
     complete: bool = False
     version: object = None  # the cache's `last_updated` when `stored` was read
+    # Whether the pass records the notes it changes (`cache.changes`), decided once before it
+    # writes: not for a first index or a big pass, after which readers rebuild anyway.
+    recorded: bool = False
 
 
 class Indexer:
@@ -202,6 +205,8 @@ class Indexer:
     ) -> IndexReport:
         """Write the plan; `resolver` holds every path the cache will hold afterwards."""
         self._resolver = None  # should this pass fail, the next builds it again
+        first = plan.complete and not stored
+        plan.recorded = not first and len(plan.candidates) + len(plan.removed) < BIG_PASS
         report = IndexReport(unchanged=plan.unchanged)
         written = self._write_batches(plan, stored, resolver, report, progress, reparse)
         version = self._finish(plan, stored, written, resolver, report)
@@ -244,11 +249,11 @@ class Indexer:
                 plan.removed.extend(chunk.vanished)
                 done += chunk.files
                 if len(batch.records) + len(batch.touched) >= WRITE_BATCH:
-                    written += _write_batch(conn, batch, stored, resolver, report)
+                    written += _write_batch(conn, batch, plan, stored, resolver, report)
                     batch = ReadChunk()
                     if progress:
                         progress(done, len(work))
-            written += _write_batch(conn, batch, stored, resolver, report)
+            written += _write_batch(conn, batch, plan, stored, resolver, report)
         if progress:
             progress(done, len(work))
         return written
@@ -277,16 +282,22 @@ class Indexer:
         # first index or a `--full` one there are none, and looking would read every link.
         others = not plan.complete or any(p not in sources for p in stored if is_note_path(p))
         with self.engine.begin() as conn:
+            if not plan.recorded and (gone or plan.attachments):
+                changes.forget(conn, plan.version)
             write.delete_files(conn, gone)
             write.upsert_attachments(conn, plan.attachments)
-            if others:
-                report.relinked = write.reresolve_links(conn, keys, resolver, sources)
+            relinked = write.reresolve_links(conn, keys, resolver, sources) if others else []
+            report.relinked = len(relinked)
+            if plan.recorded:
+                changes.record(conn, {*removed_notes, *relinked})
             version = previous = write.get_state(conn, "last_updated")
-            if written or gone or plan.attachments or report.relinked:
+            if written or gone or plan.attachments or relinked:
                 # Strictly increasing, even for two passes in one millisecond: readers use it
                 # as the version of the cache (the graph tools cache their adjacency by it).
                 version = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
                 write.set_state(conn, "last_updated", version)
+                if plan.recorded:
+                    changes.stamp(conn, version, previous)
         # A complete pass over an empty cache is a first index: it finds notes, nobody added them.
         report.events = _events(
             written, stored, removed_notes, initial=plan.complete and not stored
@@ -301,16 +312,22 @@ class Indexer:
 def _write_batch(
     conn: Connection,
     batch: ReadChunk,
+    plan: _Plan,
     stored: dict[str, StoredFile],
     resolver: LinkResolver,
     report: IndexReport,
 ) -> list[Written]:
-    """One transaction: the batch's notes (re)written, its touched notes' stat updated."""
+    """One transaction: the batch's notes (re)written and recorded as changed (or readers told
+    to rebuild), its touched notes' stat updated."""
     for record in batch.records:
         if record.error:
             report.errors += 1
             log.warning("note indexed with error", path=record.path, error=record.error)
     with conn.begin():
+        if plan.recorded:
+            changes.record(conn, [r.path for r in batch.records])
+        elif batch.records:
+            changes.forget(conn, plan.version)
         write.replace_notes(conn, batch.records, resolver, stored)
         write.touch_notes(conn, batch.touched)
     return [Written(r.path, r.content_hash) for r in batch.records]

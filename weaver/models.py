@@ -120,6 +120,21 @@ class CacheState(Base):
     value: Mapped[str] = mapped_column(String)
 
 
+class NoteChange(Base):
+    """A note whose row, tags or links a pass of the indexer changed, by the cache version that
+    pass produced (None while the pass is under way). Readers holding something built from the
+    whole cache (the graph, the name and tag indexes) update just these notes on a new version
+    rather than rebuilding; see `weaver.cache.changes`."""
+
+    __tablename__ = "note_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int | None] = mapped_column(BigInteger)
+    path: Mapped[str] = mapped_column(String)
+
+    __table_args__ = (Index("ix_note_changes_version", "version"),)
+
+
 class Execution(Base):
     """One run of a workflow, from the moment it is asked for until it ends.
 

@@ -3,8 +3,8 @@
 How many notes carry `topic` and `idea` (or either, or any tag `proj*` matches), nested tags
 included, is an intersection (or union) of ranges of the tags index: SQLite answers it with a
 temporary B-tree over thousands of paths, 15-30 ms at 10,000 notes, where the same sets in
-memory take about a millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` until the
-cache changes, as it keeps the graph; which keys a pattern matches is still SQL's answer
+memory take about a millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` and patches in
+the notes that change, as it does the graph; which keys a pattern matches is still SQL's answer
 (`read.tag_pattern_condition` over the kept counts), so the index never holds its own idea of
 what `proj*` means.
 """
@@ -12,7 +12,7 @@ what `proj*` means.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 TagMode = Literal["any", "all"]
@@ -27,6 +27,23 @@ class TagIndex:
             key: frozenset(paths.setdefault(path, path) for path in notes)
             for key, notes in notes_by_key.items()
         }
+
+    def patched(self, changed: Collection[str], tags: Iterable[tuple[str, str]]) -> TagIndex:
+        """This index with the notes in `changed` as they are now (`tags`: their (path, key)
+        pairs); this one is left as it was, for lookups still using it."""
+        changed = set(changed)
+        added: dict[str, set[str]] = {}
+        for path, key in tags:
+            added.setdefault(key, set()).add(path)
+        index = TagIndex({})
+        index._notes = dict(self._notes)
+        for key, notes in self._notes.items():
+            if key not in added and not notes.isdisjoint(changed):
+                index._notes[key] = notes - changed
+        for key, paths in added.items():
+            index._notes[key] = (self._notes.get(key, frozenset()) - changed) | paths
+        index._notes = {key: notes for key, notes in index._notes.items() if notes}
+        return index
 
     def carrying(self, keys: Iterable[str]) -> set[str]:
         """Notes carrying at least one of these exact keys."""

@@ -4,28 +4,32 @@ statements per call, never one per note.
 
 `ByVersion` keeps the `Graph` built by `load_graph` until the cache's `last_updated` stamp
 changes (the indexer makes it strictly increasing, and it changes in every pass that writes),
-so the graph tools load the adjacency once per change of the vault, in whichever process,
-rather than once per call.
+so the graph tools load the adjacency once, in whichever process, rather than once per call.
+When the stamp moves, the notes changed since (`cache.changes`) are read again and patched in
+(`update_graph`): an edit costs the graph tools a few milliseconds, not a reload of the vault.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
-from weaver.cache import read
+from weaver.cache import changes, read
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
+from weaver.cache.write import chunked
 from weaver.graph import Graph, NodeInfo
 from weaver.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.names import NameIndex, NameRow
 from weaver.tag_index import TagIndex, TagMode, first_paths
 
 T = TypeVar("T")
+# Changed notes up to which a kept index is patched rather than built again.
+PATCH_LIMIT = 2000
 
 
 def load_graph(conn: Connection) -> Graph:
@@ -47,12 +51,39 @@ def load_graph(conn: Connection) -> Graph:
     return Graph(nodes, edges, ((s, t, r) for s, t, r in broken))
 
 
+def update_graph(graph: Graph, conn: Connection, changed: Collection[str]) -> Graph:
+    """`graph` with the `changed` notes read again: their rows and the links from them."""
+    nodes: list[NodeInfo] = []
+    edges: list[tuple[str, str, str | None]] = []
+    broken: list[tuple[str, str, str | None]] = []
+    for batch in chunked(changed):
+        rows = conn.execute(select(Note.path, Note.title, Note.folder).where(Note.path.in_(batch)))
+        nodes += (NodeInfo(path, title, folder) for path, title, folder in rows)
+        links = conn.execute(
+            select(Link.source_path, Link.target_path, Link.target, Link.relation).where(
+                Link.source_path.in_(batch)
+            )
+        )
+        for source, target_path, target, relation in links:
+            if target_path is None:
+                broken.append((source, target, relation))
+            else:
+                edges.append((source, target_path, relation))
+    return graph.patched(changed, nodes, edges, broken)
+
+
 class ByVersion(Generic[T]):
     """Something built from the whole cache (the graph, the name and tag indexes), kept until the
-    cache changes and rebuilt on the next call after. Thread-safe: one build at a time."""
+    cache changes. Then `update` brings it up to date with the notes changed since, if they are
+    known and few; otherwise it is built again. Thread-safe: one build or update at a time."""
 
-    def __init__(self, build: Callable[[Connection], T]) -> None:
+    def __init__(
+        self,
+        build: Callable[[Connection], T],
+        update: Callable[[T, Connection, Collection[str]], T] | None = None,
+    ) -> None:
         self._build = build
+        self._update = update
         self._lock = threading.Lock()
         self._value: T | None = None
         self._version: int | None = None
@@ -62,13 +93,20 @@ class ByVersion(Generic[T]):
         version = read.last_updated(conn)
         with self._lock:
             if self._value is None or version != self._version:
-                self._value = self._build(conn)
+                self._value = self._refresh(self._value, conn, version)
                 self._version = version
             return self._value
 
+    def _refresh(self, value: T | None, conn: Connection, version: int | None) -> T:
+        if value is not None and self._update is not None:
+            changed = changes.changed_since(conn, self._version, version)
+            if changed is not None and len(changed) <= PATCH_LIMIT:
+                return self._update(value, conn, changed)
+        return self._build(conn)
+
 
 def graph_cache() -> ByVersion[Graph]:
-    return ByVersion(load_graph)
+    return ByVersion(load_graph, update_graph)
 
 
 # ---------------------------------------------------------------- tags, random picks
@@ -96,8 +134,17 @@ def load_tag_index(conn: Connection) -> TagIndex:
     return TagIndex({key: paths.split("\0") for key, paths in rows})
 
 
+def update_tag_index(index: TagIndex, conn: Connection, changed: Collection[str]) -> TagIndex:
+    """`index` with the tags of the `changed` notes read again."""
+    tags: list[tuple[str, str]] = []
+    for batch in chunked(changed):
+        rows = conn.execute(select(Tag.note_path, Tag.key).where(Tag.note_path.in_(batch)))
+        tags += ((path, key) for path, key in rows)
+    return index.patched(changed, tags)
+
+
 def tag_index_cache() -> ByVersion[TagIndex]:
-    return ByVersion(load_tag_index)
+    return ByVersion(load_tag_index, update_tag_index)
 
 
 def keys_matching(conn: Connection, patterns: Sequence[str]) -> list[list[str]]:
@@ -209,12 +256,28 @@ def paths_by_lower(conn: Connection, lowered: Sequence[str]) -> dict[str, list[s
 
 def load_names(conn: Connection) -> NameIndex:
     """Every note's names (path, file name, title, aliases), indexed for `resolve_names`."""
-    rows = conn.execute(select(Note.path, Note.title, Note.aliases))
-    return NameIndex(NameRow(p, t, tuple(str(a) for a in aliases or ())) for p, t, aliases in rows)
+    return NameIndex(_name_rows(conn.execute(select(*_NAME_COLUMNS))))
+
+
+def update_names(index: NameIndex, conn: Connection, changed: Collection[str]) -> NameIndex:
+    """`index` with the names of the `changed` notes read again."""
+    rows: list[NameRow] = []
+    for batch in chunked(changed):
+        rows += _name_rows(conn.execute(select(*_NAME_COLUMNS).where(Note.path.in_(batch))))
+    return index.patched(changed, rows)
+
+
+_NAME_COLUMNS = (Note.path, Note.title, Note.aliases)
+
+
+def _name_rows(rows: Iterable[Any]) -> Iterator[NameRow]:
+    """(path, title, aliases) rows as `NameRow`s."""
+    for path, title, aliases in rows:
+        yield NameRow(path, title, tuple(str(a) for a in aliases or ()))
 
 
 def names_cache() -> ByVersion[NameIndex]:
-    return ByVersion(load_names)
+    return ByVersion(load_names, update_names)
 
 
 def notes_within(conn: Connection, directory: str | None, tag: str | None) -> set[str] | None:

@@ -215,13 +215,15 @@ def upsert_attachments(conn: Connection, stats: Sequence[FileStat]) -> None:
 
 def reresolve_links(
     conn: Connection, keys: Collection[str], resolver: LinkResolver, skip_sources: Collection[str]
-) -> int:
+) -> list[str]:
     """Resolve again every link whose target could name a file that appeared or vanished.
 
     Only links whose `target_key` is among `keys` can change; the rest are untouched. Links
-    of `skip_sources` were just written with fresh resolutions. Returns how many changed.
+    of `skip_sources` were just written with fresh resolutions. Returns the source note of
+    each link that changed.
     """
     changed: list[dict[str, Any]] = []
+    sources: list[str] = []
     skip = set(skip_sources)
     for batch in chunked(keys):
         rows = conn.execute(
@@ -235,6 +237,7 @@ def reresolve_links(
             resolved = resolver.resolve(row.target, row.source_path)
             if resolved != row.target_path:
                 changed.append({"link_id": row.id, "resolved": resolved})
+                sources.append(row.source_path)
     if changed:
         statement = (
             update(Link)
@@ -242,7 +245,7 @@ def reresolve_links(
             .values(target_path=bindparam("resolved"))
         )
         conn.execute(statement.execution_options(synchronize_session=False), changed)
-    return len(changed)
+    return sources
 
 
 def load_all_paths(conn: Connection) -> list[str]:

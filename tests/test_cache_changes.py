@@ -1,0 +1,219 @@
+"""The graph, name and tag indexes a server keeps follow edits by reading again only the notes
+each indexing pass changed (`cache.changes`), and answer exactly as indexes built afresh."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, func, select
+
+from tests.conftest import WriteNotes
+from weaver import indexer as indexer_module
+from weaver.app import App
+from weaver.cache import changes, read
+from weaver.cache import graph as cache_graph
+from weaver.graph import Graph
+from weaver.models import NoteChange
+from weaver.names import NameIndex
+from weaver.tag_index import TagIndex
+
+VAULT: dict[str, str | bytes] = {
+    "hub.md": "---\naliases: [Centre]\ntags: [topic/a]\n---\n# Hub\n[[a]] [[b]] [[missing]]",
+    "a.md": "#topic/b links [[hub]], [[b|bee]] and ![[pic.png]]",
+    "b.md": "up:: [[hub]]\n[[a#Heading]] #topic/a/deep",
+    "sub/c.md": "[[a]] [[later]] [[sub/a]]",
+    "sub/a.md": "another a, [[c]]",
+}
+
+
+def graph_facts(graph: Graph) -> tuple[Any, ...]:
+    return graph.nodes, graph.relations, graph.broken, graph.out, graph.inc
+
+
+def name_facts(index: NameIndex) -> list[tuple[Any, ...]]:
+    return [(key.folded, key.text, key.kind, key.row) for key in index.keys]
+
+
+def tag_facts(index: TagIndex) -> dict[str, frozenset[str]]:
+    return index._notes
+
+
+Kept = tuple[str, Callable[[Connection], Any], Callable[..., Any], Callable[[Any], Any]]
+KEPT: list[Kept] = [
+    ("graph", cache_graph.load_graph, cache_graph.update_graph, graph_facts),
+    ("names", cache_graph.load_names, cache_graph.update_names, name_facts),
+    ("tags", cache_graph.load_tag_index, cache_graph.update_tag_index, tag_facts),
+]
+
+
+class Reader:
+    """The three kept indexes of a server, counting how often each is built from scratch."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.builds = dict.fromkeys((name for name, *_ in KEPT), 0)
+        self.kept = {
+            name: cache_graph.ByVersion(self._counted(name, build), update)
+            for name, build, update, _ in KEPT
+        }
+
+    def _counted(self, name: str, build: Callable[[Connection], Any]) -> Callable[..., Any]:
+        def counted(conn: Connection) -> Any:
+            self.builds[name] += 1
+            return build(conn)
+
+        return counted
+
+    def check(self) -> None:
+        """Each kept index, brought up to date, equals one built from the cache as it is now."""
+        with read.read_snapshot(self.app.engine) as conn:
+            for name, build, _, facts in KEPT:
+                assert facts(self.kept[name].get(conn)) == facts(build(conn)), name
+
+
+@pytest.fixture
+def reader(app: App, write_notes: WriteNotes) -> Reader:
+    write_notes(VAULT)
+    app.indexer.reconcile()
+    app.indexer.reconcile()  # a first index records nothing; from here on passes do
+    reader = Reader(app)
+    reader.check()
+    return reader
+
+
+Edit = Callable[[Path], list[str]]
+
+
+def write(path: str, text: str | bytes) -> Edit:
+    def edit(root: Path) -> list[str]:
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text, encoding="utf-8")
+        return [path]
+
+    return edit
+
+
+def remove(path: str) -> Edit:
+    def edit(root: Path) -> list[str]:
+        (root / path).unlink()
+        return [path]
+
+    return edit
+
+
+def rename(source: str, target: str) -> Edit:
+    def edit(root: Path) -> list[str]:
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        (root / source).rename(root / target)
+        return [source, target]
+
+    return edit
+
+
+EDITS: list[tuple[str, Edit]] = [
+    ("links, tags and title change", write("a.md", "# Alpha\n#topic/c [[sub/c]] [[nowhere]]")),
+    ("a new note resolves a broken link", write("later.md", "---\naliases: [Soon]\n---\n")),
+    ("a linked note is deleted", remove("hub.md")),
+    ("a note moves to another folder", rename("b.md", "sub/deep/b.md")),
+    ("an attachment arrives", write("pic.png", b"\x89PNG")),
+    ("a same-named note takes over a link", write("sub/later.md", "#topic/a")),
+    ("aliases change", write("sub/a.md", "---\naliases: [Other A, Centre]\n---\n[[c]]")),
+    ("a note comes back", write("hub.md", "# Hub again\n[[a]] [[sub/deep/b]]")),
+]
+
+
+@pytest.mark.parametrize("steps", [1, len(EDITS)], ids=["one edit", "every edit"])
+def test_kept_indexes_follow_each_edit_without_a_rebuild(
+    reader: Reader, app: App, vault_dir: Path, steps: int
+) -> None:
+    for _, edit in EDITS[:steps]:
+        app.indexer.apply_paths(edit(vault_dir))
+        reader.check()
+    assert reader.builds == {"graph": 1, "names": 1, "tags": 1}
+
+
+def test_edits_between_two_reads_are_all_patched_in(
+    reader: Reader, app: App, vault_dir: Path
+) -> None:
+    for _, edit in EDITS:
+        app.indexer.apply_paths(edit(vault_dir))
+    reader.check()
+    assert reader.builds == {"graph": 1, "names": 1, "tags": 1}
+
+
+def test_graph_answers_follow_an_edit(reader: Reader, app: App, vault_dir: Path) -> None:
+    """What a graph tool sees: the new link is an edge, the lost one is not, backlinks too."""
+    app.indexer.apply_paths(write("a.md", "[[sub/c]]")(vault_dir))
+    with read.read_snapshot(app.engine) as conn:
+        graph = reader.kept["graph"].get(conn)
+    assert list(graph.successors("a.md")) == ["sub/c.md"]
+    assert "a.md" in graph.predecessors("sub/c.md")
+    assert "a.md" not in graph.predecessors("hub.md")
+
+
+def test_a_big_pass_makes_readers_rebuild(
+    reader: Reader, app: App, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer_module, "BIG_PASS", 2)
+    paths = write("a.md", "[[b]]")(vault_dir) + write("b.md", "#new")(vault_dir)
+    app.indexer.apply_paths(paths)
+    reader.check()
+    assert reader.builds == {"graph": 2, "names": 2, "tags": 2}
+    with app.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(NoteChange)).scalar() == 0
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["small pass", "big pass"])
+def test_a_pass_that_dies_after_writing_notes_is_not_lost(
+    reader: Reader, app: App, vault_dir: Path, monkeypatch: pytest.MonkeyPatch, big: bool
+) -> None:
+    """Notes a pass wrote before it failed reach the readers with the next pass: as recorded
+    changes for a small pass, by a rebuild for a big one."""
+    if big:
+        monkeypatch.setattr(indexer_module, "BIG_PASS", 1)
+
+    def dies(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("power cut")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(indexer_module.Indexer, "_finish", dies)
+        with pytest.raises(RuntimeError):
+            app.indexer.apply_paths(write("a.md", "[[sub/c]] #topic/z")(vault_dir))
+    monkeypatch.setattr(indexer_module, "BIG_PASS", 2000)
+    app.indexer.apply_paths(write("sub/a.md", "[[a]]")(vault_dir))
+    reader.check()
+    assert reader.builds["graph"] == (2 if big else 1)
+
+
+def test_changes_reach_back_only_as_far_as_they_are_kept(app: App) -> None:
+    day = changes.RETAIN_MS
+    with app.engine.begin() as conn:
+        changes.record(conn, ["a.md"])
+        changes.stamp(conn, 1_000, previous=900)
+        changes.record(conn, ["b.md", "c.md"])
+        changes.stamp(conn, 2_000, previous=1_000)
+    with app.engine.connect() as conn:
+        assert changes.changed_since(conn, 900, 2_000) == {"a.md", "b.md", "c.md"}
+        assert changes.changed_since(conn, 1_000, 2_000) == {"b.md", "c.md"}
+        assert changes.changed_since(conn, 899, 2_000) is None  # from before the first record
+        assert changes.changed_since(conn, None, 2_000) is None
+    with app.engine.begin() as conn:
+        changes.record(conn, ["d.md"])  # under way: no version yet, but already counted
+    with app.engine.connect() as conn:
+        assert changes.changed_since(conn, 2_000, 2_000) == {"d.md"}
+    with app.engine.begin() as conn:
+        changes.stamp(conn, 1_500 + day, previous=2_000)  # a day on: the first pass's row goes
+    with app.engine.connect() as conn:
+        assert changes.changed_since(conn, 900, 1_500 + day) is None
+        assert changes.changed_since(conn, 1_000, 1_500 + day) == {"b.md", "c.md", "d.md"}
+    with app.engine.begin() as conn:
+        changes.forget(conn, 1_500 + day)
+    with app.engine.connect() as conn:
+        assert changes.changed_since(conn, 1_500 + day, 1_500 + day) is None
