@@ -7,9 +7,11 @@ reference vault's (already built) cache, in the `legacy` protocol mode real clie
 Each figure judges the client's whole round trip, as the issue asks, and says what the tool
 itself took (the envelope's `executionTime`) and what the SDK client spent checking the result
 against the tool's output schema (pure-Python jsonschema: a cost of this client, not of Weaver).
-The graph tools keep their graph until the cache changes; the warm-up calls build it, and
-"graph rebuilt" says what the first call after a change pays. The stdio figures spawn
-`weaver serve` as an MCP client would. Adding a tool's figure is one line in `TOOL_CASES`.
+The graph tools keep their graph (and `resolve_names` and the tag tools their indexes), built
+once and then brought up to date with the notes each edit changed: "built from the cache" says
+what the first call after start pays, "first call after an edit" what one after an edit does.
+The stdio figures spawn `weaver serve` as an MCP client would. Adding a tool's figure is one
+line in `TOOL_CASES`.
 """
 
 from __future__ import annotations
@@ -153,6 +155,30 @@ TOOL_CASES = (
         None,
     ),
 )
+# The first call after an edit: a note is changed and indexed, then the tool asked once. The
+# graph, name and tag indexes it reads are brought up to date with that note, not rebuilt.
+EDIT_CASES = (
+    ToolCase(
+        "get_neighbors, first call after an edit",
+        "get_neighbors",
+        lambda f, i: {"path": _sample(f, i)},
+    ),
+    ToolCase(
+        "get_hubs pagerank, first call after an edit",
+        "get_hubs",
+        lambda f, i: {"metric": "pagerank"},
+    ),
+    ToolCase(
+        "resolve_names, first call after an edit",
+        "resolve_names",
+        lambda f, i: {"names": _names(f, i)},
+    ),
+    ToolCase(
+        "search_by_tags, first call after an edit",
+        "search_by_tags",
+        lambda f, i: {"tags": [f.tag, "idea"], "mode": "all"},
+    ),
+)
 WARMUP_CALLS = 3
 MIN_CALLS = 20  # p95 of fewer calls is one outlier (--quick makes do with 5)
 CASE_BUDGET_SECONDS = 3.0  # stop a slow case after this long, once it has MIN_CALLS calls
@@ -217,6 +243,8 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
     results: dict[str, Any] = {}
     try:
         async with Client(server, mode="legacy", cache=None) as client:
+            for case in EDIT_CASES:
+                results[case.label] = await _after_edits(client, case, app, facts, validation)
             for case in TOOL_CASES:
                 for i in range(WARMUP_CALLS):
                     await _call(client, case, facts, i, validation)
@@ -226,22 +254,47 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
                     len(timed) < min_calls or time.perf_counter() - began < CASE_BUDGET_SECONDS
                 ):
                     timed.append(await _call(client, case, facts, len(timed), validation))
-                results[case.label] = {
-                    "seconds": [c.total for c in timed],
-                    "tool_seconds": [c.tool for c in timed],
-                    "validation_seconds": [c.validation for c in timed],
-                    "bytes": max(c.size for c in timed),
-                }
+                results[case.label] = _series(timed)
     finally:
         engine.stop()
         app.close()
     return results
 
 
+def _series(calls: list[_Call]) -> dict[str, Any]:
+    return {
+        "seconds": [c.total for c in calls],
+        "tool_seconds": [c.tool for c in calls],
+        "validation_seconds": [c.validation for c in calls],
+        "bytes": max(c.size for c in calls),
+    }
+
+
+async def _after_edits(
+    client: Any, case: ToolCase, app: Any, facts: VaultFacts, validation: list[float]
+) -> dict[str, Any]:
+    """`case`'s first call after each of `MIN_CALLS` edits (a link and a tag appended to a
+    note, indexed at once as the watcher would), the note restored at the end."""
+    note = app.vault.root / facts.sample[-1]
+    original = note.read_bytes()
+    await _call(client, case, facts, 0, validation)  # the indexes exist, as in a running server
+    timed: list[_Call] = []
+    try:
+        for i in range(MIN_CALLS):
+            link = _stem(_sample(facts, i))
+            note.write_bytes(original + f"\n[[{link}]] #bench/edit-{i}\n".encode())
+            app.indexer.apply_paths([facts.sample[-1]])
+            timed.append(await _call(client, case, facts, i, validation))
+    finally:
+        note.write_bytes(original)
+        app.indexer.apply_paths([facts.sample[-1]])
+    return _series(timed)
+
+
 def _time_builds(vault: Path) -> dict[str, list[float]]:
-    """What the first graph, name or tag call after a change pays: the whole graph (with
-    PageRank, which `get_hubs` computes once per graph), the name index and the tag index,
-    built from the cache."""
+    """What the first graph, name or tag call after start (or after a big pass, thousands of
+    notes at once) pays: the whole graph (with PageRank, which `get_hubs` computes once per
+    graph), the name index and the tag index, built from the cache."""
     from weaver import graph as g
     from weaver.app import open_app
     from weaver.cache import graph as cache_graph
@@ -317,7 +370,8 @@ def run(ctx: BenchContext) -> list[Figure]:
         calls=ctx.calls,
         min_calls=5 if ctx.quick else MIN_CALLS,
     )
-    figures = [tool_figure(case, measured[case.label], notes) for case in TOOL_CASES]
+    cases = (*TOOL_CASES, *EDIT_CASES)
+    figures = [tool_figure(case, measured[case.label], notes) for case in cases]
     figures += build_figures(measured["builds"], notes)
     stdio = anyio.run(_stdio, ctx.vault(notes), ctx.workdir)
     figures += [
@@ -368,10 +422,10 @@ def tool_figure(case: ToolCase, measured: dict[str, Any], notes: int) -> Figure:
 
 def build_figures(builds: dict[str, list[float]], notes: int) -> list[Figure]:
     labels = {
-        "graph": "graph rebuilt after a change (first graph call)",
+        "graph": "graph built from the cache (first graph call after start or a big pass)",
         "pagerank": "PageRank, once per graph (first get_hubs pagerank)",
-        "names": "name index rebuilt after a change (first resolve_names)",
-        "tags": "tag index rebuilt after a change (first search_by_tags)",
+        "names": "name index built from the cache (first resolve_names)",
+        "tags": "tag index built from the cache (first search_by_tags)",
     }
     figures = []
     for key, label in labels.items():
