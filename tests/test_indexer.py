@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import WriteNotes
+from weaver import indexer as indexer_module
+from weaver import reading
 from weaver.app import App, open_app
 from weaver.cli import main
 from weaver.config import Settings
@@ -102,6 +105,41 @@ def test_a_first_index_finds_notes_that_later_passes_add(app: App, write_notes: 
     assert app.indexer.reconcile().events == [NoteAdded("c.md")]
     write_notes({"d.md": "d"})
     assert app.indexer.apply_paths(["d.md"]).events == [NoteAdded("d.md")]
+
+
+def test_a_first_index_resumed_after_an_interruption_still_finds_its_notes(
+    app: App, write_notes: WriteNotes, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index stopped midway (Ctrl-C) is finished by the next start: the notes it had
+    not reached yet were not created that day either, while a note edited meanwhile is an
+    edit and one written after the resumed pass is new."""
+    write_notes({f"n{i}.md": f"note {i}" for i in range(6)})
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH", 2)
+    monkeypatch.setattr(reading, "CHUNK", 2)
+    real_write_batch = indexer_module._write_batch
+    batches = 0
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal batches
+        batches += 1
+        if batches == 2:
+            raise KeyboardInterrupt
+        return real_write_batch(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(indexer_module, "_write_batch", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            app.indexer.reconcile()
+    assert note_paths(app) == ["n0.md", "n1.md"]
+    (vault_dir / "n0.md").write_text("note 0, edited")
+    bump_mtime(vault_dir / "n0.md")
+    resumed = app.indexer.reconcile()
+    assert sorted(resumed.events, key=str) == [
+        *(NoteAdded(f"n{i}.md", initial=True) for i in range(2, 6)),
+        NoteModified("n0.md"),
+    ]
+    write_notes({"new.md": "new"})
+    assert app.indexer.reconcile().events == [NoteAdded("new.md")]
 
 
 def test_edit_updates_and_keeps_created(app: App, write_notes: WriteNotes, vault_dir: Path) -> None:

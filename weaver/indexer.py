@@ -50,6 +50,9 @@ BIG_PASS = 2000
 # (0003 adds full-text search): the next reconcile re-reads all notes, as `--full` does, and
 # clears it. Unchanged notes publish no events, so workflows do not fire for an upgrade.
 REPARSE_KEY = "reparse_pending"
+# Set while a first index is under way: one that stops midway (Ctrl-C, a crash) is resumed by
+# the next reconcile, whose adds are still discoveries rather than notes created that day.
+FIRST_INDEX_KEY = "first_index_pending"
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -104,6 +107,8 @@ class _Plan:
     # `stored` is the whole cache (a reconcile), not just the paths in scope (a watcher batch).
     complete: bool = False
     version: object = None  # the cache's `last_updated` when `stored` was read
+    # A first index, or the rest of one that stopped midway: its adds are `initial`.
+    first: bool = False
     # Whether the pass records the notes it changes (`cache.changes`), decided once before it
     # writes: not for a first index or a big pass, after which readers rebuild anyway.
     recorded: bool = False
@@ -205,8 +210,8 @@ class Indexer:
     ) -> IndexReport:
         """Write the plan; `resolver` holds every path the cache will hold afterwards."""
         self._resolver = None  # should this pass fail, the next builds it again
-        first = plan.complete and not stored
-        plan.recorded = not first and len(plan.candidates) + len(plan.removed) < BIG_PASS
+        plan.first = plan.complete and (not stored or self._state(FIRST_INDEX_KEY) is True)
+        plan.recorded = not plan.first and len(plan.candidates) + len(plan.removed) < BIG_PASS
         report = IndexReport(unchanged=plan.unchanged)
         written = self._write_batches(plan, stored, resolver, report, progress, reparse)
         version = self._finish(plan, stored, written, resolver, report)
@@ -298,10 +303,10 @@ class Indexer:
                 write.set_state(conn, "last_updated", version)
                 if plan.recorded:
                     changes.stamp(conn, version, previous)
-        # A complete pass over an empty cache is a first index: it finds notes, nobody added them.
-        report.events = _events(
-            written, stored, removed_notes, initial=plan.complete and not stored
-        )
+            if plan.first:
+                write.set_state(conn, FIRST_INDEX_KEY, False)
+        # A first index finds notes: nobody added them.
+        report.events = _events(written, stored, removed_notes, initial=plan.first)
         report.added = sum(isinstance(e, NoteAdded) for e in report.events)
         report.updated = sum(isinstance(e, NoteModified) for e in report.events)
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
@@ -324,6 +329,8 @@ def _write_batch(
             report.errors += 1
             log.warning("note indexed with error", path=record.path, error=record.error)
     with conn.begin():
+        if plan.first:
+            write.set_state(conn, FIRST_INDEX_KEY, True)
         if plan.recorded:
             changes.record(conn, [r.path for r in batch.records])
         elif batch.records:
