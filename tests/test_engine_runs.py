@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert, select, text
+from sqlalchemy.exc import OperationalError
+from structlog.testing import capture_logs
 
 from tests.conftest import EngineFactory
 from weaver.app import App
@@ -421,6 +423,23 @@ def test_history_is_pruned_by_age_and_count(app: App, make_engine: EngineFactory
     ]
     unlimited = make_engine(echo, history_retention_days=0, history_retention_count=0)
     assert unlimited.prune(now=now * 10) == 0
+
+
+def test_a_prune_that_fails_at_start_does_not_stop_the_engine(
+    app: App, make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruning is housekeeping: a cache locked past the busy timeout at start is logged, and
+    the engine runs workflows all the same."""
+
+    def locked(*args: object, **kwargs: object) -> int:
+        raise OperationalError("DELETE FROM executions", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(executions, "prune", locked)
+    with capture_logs() as logs:
+        engine = make_engine(echo)
+    assert engine.trigger("echo").status == "completed"
+    warning = next(e for e in logs if e["event"] == "pruning history at start failed")
+    assert "database is locked" in warning["error"]
 
 
 # -- what the core answers ----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from pydantic import BaseModel
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from weaver.cache import executions
@@ -158,7 +159,10 @@ class WorkflowEngine:
     def start(self, subscribe: bool = True) -> None:
         """Recover interrupted runs, prune history, listen to vault events, start the workers."""
         self.recover_interrupted()
-        self.prune()
+        try:
+            self.prune()
+        except SQLAlchemyError as exc:  # housekeeping: the poll loop prunes again within the hour
+            self._log.warning("pruning history at start failed", error=str(exc).splitlines()[0])
         if subscribe and self.bus is not None:
             self._unsubscribe = self.bus.subscribe(self._on_events)
         if self.background == "threads":
