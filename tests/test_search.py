@@ -48,6 +48,19 @@ def paths(page: sqlite.SearchPage) -> list[str]:
     return [hit.path for hit in page.hits]
 
 
+def search_paths(app: App) -> dict[int, str]:
+    """The filters' map of FTS rowid to path."""
+    with app.engine.connect() as conn:
+        return dict(conn.execute(text("SELECT id, path FROM search_paths")).all())
+
+
+def note_paths(app: App) -> dict[int, str]:
+    """What that map must be: each cached note by its FTS rowid."""
+    with app.engine.connect() as conn:
+        rows = conn.execute(text("SELECT path FROM notes")).scalars()
+        return {sqlite.search_rowid(path): path for path in rows}
+
+
 @pytest.fixture
 def indexed(app: App, write_notes: WriteNotes) -> App:
     write_notes(NOTES)
@@ -234,9 +247,11 @@ def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path
     assert paths(search(indexed.engine, "leeks")) == []
     assert paths(search(indexed.engine, "flour")) == []
     assert paths(search(indexed.engine, "serves")) == ["travel/Lyon.md"]
+    assert paths(search(indexed.engine, "serves", directory="travel")) == ["travel/Lyon.md"]
     with indexed.engine.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM notes_fts")).scalar_one()
     assert rows == 4
+    assert search_paths(indexed) == note_paths(indexed)
 
 
 def test_non_utf8_note_is_indexed_without_body(app: App, write_notes: WriteNotes) -> None:
@@ -278,6 +293,21 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
         assert pending.scalar_one() == "false"
     app.indexer.reconcile()  # and only once: the next start does not re-read everything
     app.close()
+
+
+def test_a_cache_from_before_search_paths_gets_them_from_its_search_rows(
+    indexed: App,
+) -> None:
+    config = alembic_config(indexed.engine)
+    with indexed.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0009")
+    upgrade_to_head(indexed.engine)
+    assert search_paths(indexed) == note_paths(indexed) != {}
+    assert set(paths(search(indexed.engine, "cafe OR bread", tag="food"))) == {
+        "Cooking.md",
+        "food/Bread.md",
+    }
 
 
 # -- the real corpus ---------------------------------------------------------------------------

@@ -101,6 +101,16 @@ class Link(Base):
     __table_args__ = (Index("ix_links_target_source", "target_path", "source_path"),)
 
 
+class SearchPath(Base):
+    """The note behind each full-text row (`cache.sqlite`), by that row's id. The search
+    filters read a match's path here: read from the FTS row, it comes with the whole body."""
+
+    __tablename__ = "search_paths"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    path: Mapped[str] = mapped_column(String)
+
+
 class Attachment(Base):
     """A non-markdown file (image, PDF, ...): links and embeds can resolve to it."""
 
