@@ -48,17 +48,17 @@ def paths(page: sqlite.SearchPage) -> list[str]:
     return [hit.path for hit in page.hits]
 
 
-def search_paths(app: App) -> dict[int, str]:
-    """The filters' map of FTS rowid to path."""
+def search_rows(app: App) -> dict[int, str]:
+    """Each full-text row's path, by its rowid."""
     with app.engine.connect() as conn:
-        return dict(conn.execute(text("SELECT id, path FROM search_paths")).all())
+        return dict(conn.execute(text("SELECT rowid, path FROM notes_fts")).all())
 
 
-def note_paths(app: App) -> dict[int, str]:
-    """What that map must be: each cached note by its FTS rowid."""
+def note_rowids(app: App) -> dict[int, str]:
+    """Each note's path, by the full-text rowid the notes table holds for it (the filters'
+    way from a match to its note)."""
     with app.engine.connect() as conn:
-        rows = conn.execute(text("SELECT path FROM notes")).scalars()
-        return {sqlite.search_rowid(path): path for path in rows}
+        return dict(conn.execute(text("SELECT search_rowid, path FROM notes")).all())
 
 
 @pytest.fixture
@@ -251,7 +251,7 @@ def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path
     with indexed.engine.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM notes_fts")).scalar_one()
     assert rows == 4
-    assert search_paths(indexed) == note_paths(indexed)
+    assert note_rowids(indexed) == search_rows(indexed)
 
 
 def test_non_utf8_note_is_indexed_without_body(app: App, write_notes: WriteNotes) -> None:
@@ -295,15 +295,13 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     app.close()
 
 
-def test_a_cache_from_before_search_paths_gets_them_from_its_search_rows(
-    indexed: App,
-) -> None:
+def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) -> None:
     config = alembic_config(indexed.engine)
     with indexed.engine.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0009")
     upgrade_to_head(indexed.engine)
-    assert search_paths(indexed) == note_paths(indexed) != {}
+    assert note_rowids(indexed) == search_rows(indexed) != {}
     assert set(paths(search(indexed.engine, "cafe OR bread", tag="food"))) == {
         "Cooking.md",
         "food/Bread.md",

@@ -40,11 +40,17 @@ class Note(Base):
     tasks_open: Mapped[int] = mapped_column(Integer)
     tasks_done: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+    # The rowid of the note's full-text row (`cache.sqlite.search_rowid`): the search filters
+    # find a match's path by it, where the FTS row would load the whole body with the path.
+    # Always written; nullable only because SQLite adds a column to a table that way.
+    search_rowid: Mapped[int | None] = mapped_column(BigInteger)
 
-    # Path second: `query_files type=` pages in path order straight off the index, no sort.
+    # Path second: `query_files type=` pages in path order straight off the index, no sort;
+    # the search filters read a match's path off the search_rowid index alone.
     __table_args__ = (
         Index("ix_notes_type_path", "type", "path"),
         Index("ix_notes_status_path", "status", "path"),
+        Index("ix_notes_search_rowid_path", "search_rowid", "path"),
     )
 
 
@@ -99,16 +105,6 @@ class Link(Base):
 
     # Covering: backlinks of a note come from the index alone.
     __table_args__ = (Index("ix_links_target_source", "target_path", "source_path"),)
-
-
-class SearchPath(Base):
-    """The note behind each full-text row (`cache.sqlite`), by that row's id. The search
-    filters read a match's path here: read from the FTS row, it comes with the whole body."""
-
-    __tablename__ = "search_paths"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    path: Mapped[str] = mapped_column(String)
 
 
 class Attachment(Base):

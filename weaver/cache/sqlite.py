@@ -9,8 +9,8 @@ Each row's rowid is a 63-bit hash of the note's path rather than the notes table
 rowid, which VACUUM and Alembic's batch copies may renumber: a note's row is found and deleted
 by an indexed rowid lookup, and stays right whatever happens to `notes`. Two paths sharing a
 hash (odds around 1e-8 for a million notes) would share a row: `INSERT OR REPLACE` keeps the
-last one rather than failing the indexer. `search_paths` (a model) repeats each row's path by
-its rowid, written and deleted with it, for the search filters.
+last one rather than failing the indexer. `notes.search_rowid` holds each note's rowid, for
+the search filters.
 
 User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no input can
 reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
@@ -35,7 +35,6 @@ from sqlalchemy import (
     String,
     bindparam,
     column,
-    delete,
     exists,
     func,
     literal_column,
@@ -46,7 +45,7 @@ from sqlalchemy import (
 
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
-from weaver.models import Note, SearchPath, Tag
+from weaver.models import Note, Tag
 
 if TYPE_CHECKING:
     from weaver.reading import NoteRecord
@@ -105,8 +104,6 @@ def upsert_search(conn: Connection, records: Sequence[NoteRecord]) -> None:
         "VALUES (:rowid, :path, :title, :body)"
     )
     conn.execute(statement, rows)
-    paths = text("INSERT OR REPLACE INTO search_paths (id, path) VALUES (:rowid, :path)")
-    conn.execute(paths, [{"rowid": row["rowid"], "path": row["path"]} for row in rows])
 
 
 def delete_search(conn: Connection, paths: Collection[str]) -> None:
@@ -117,7 +114,6 @@ def delete_search(conn: Connection, paths: Collection[str]) -> None:
     for start in range(0, len(rowids), _CHUNK):
         batch = rowids[start : start + _CHUNK]
         conn.execute(_fts.delete().where(_fts.c.rowid.in_(batch)))
-        conn.execute(delete(SearchPath).where(SearchPath.id.in_(batch)))
 
 
 def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
@@ -168,8 +164,8 @@ def search(
     `bm25()` and keeps the page's rowids, and the outer one makes snippets for those rows
     only. (FTS5's own `ORDER BY rank` costs a third more when thousands of notes match, and a
     snippet in the ranking query would be made for every match.) Filters look each match's
-    path up in `search_paths` (the FTS row would load the body with it) and probe the tags
-    index for it, rather than listing every note in the folder or under the tag first (a
+    path up by `notes.search_rowid` (the FTS row would load the body with it) and probe the
+    tags index for it, rather than listing every note in the folder or under the tag first (a
     list of thousands of paths costs SQLite more than the search).
     Ties are ordered by rowid, so pages neither overlap nor skip while the cache does not
     change. The matches are counted only when the page does not show where they end.
@@ -212,20 +208,16 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
     fts: ColumnClause[Any] = literal_column(FTS_TABLE)
     match = fts.match(bindparam("expression", type_=String))
     matches = [match]
-    match_path = SearchPath.id == _fts.c.rowid
+    this_note = Note.search_rowid == _fts.c.rowid
     if by_directory:
         low, high = bindparam("folder_low", type_=String), bindparam("folder_high", type_=String)
         matches.append(
-            exists(
-                select(SearchPath.id).where(
-                    match_path, SearchPath.path >= low, SearchPath.path < high
-                )
-            )
+            exists(select(Note.path).where(this_note, Note.path >= low, Note.path < high))
         )
     if by_tag:
         key = bindparam("tag", type_=String)
-        tagged = select(Tag.key).join(SearchPath, SearchPath.path == Tag.note_path)
-        matches.append(exists(tagged.where(match_path, tag_condition(key))))
+        tagged = select(Tag.key).join(Note, Note.path == Tag.note_path)
+        matches.append(exists(tagged.where(this_note, tag_condition(key))))
     score = func.bm25(fts, 0.0, TITLE_WEIGHT, BODY_WEIGHT).label("score")
     ranked = (
         select(_fts.c.rowid.label("id"), score)

@@ -133,6 +133,7 @@ def _note_row(record: NoteRecord) -> dict[str, Any]:
         "tasks_open": record.tasks_open,
         "tasks_done": record.tasks_done,
         "error": record.error,
+        "search_rowid": sqlite.search_rowid(record.path),
     }
 
 
