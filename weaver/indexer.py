@@ -239,7 +239,7 @@ class Indexer:
         batch = ReadChunk()
         done = 0
         # A big pass writes with a bigger cache and fewer checkpoints (`db.bulk_writes`); a big
-        # first index also builds the note, link and tag indexes once, at the end (`cache.bulk`).
+        # first index also builds the link and tag indexes once, at the end (`cache.bulk`).
         big = len(work) >= BIG_PASS
         first_load = big and plan.complete and not stored
         with (

@@ -1,11 +1,9 @@
-"""A first index loads notes, links and tags without their secondary indexes, then builds each
-once.
+"""A first index loads links and tags without their secondary indexes, then builds each once.
 
 Row by row, every link goes into three indexes in random key order (by target, by target key,
-by source), every note into five (by folder, date, type, status, search rowid); once those
-outgrow the page cache each insert reads and writes pages all over the file, and a first
-index slows down as the vault grows (100,000 notes indexed at 69 % of the 10,000-note rate).
-A `CREATE INDEX` over the loaded table sorts its keys instead.
+by source); once those outgrow the page cache each insert reads and writes pages all over the
+file, and a first index slows down as the vault grows (100,000 notes indexed at 69 % of the
+10,000-note rate). A `CREATE INDEX` over the loaded table sorts its keys instead.
 
 The dropped indexes' `CREATE` statements are kept in `cache_state` in the same transaction that
 drops them, and `restore_indexes` runs them again: at the end of the load (also of a failed
@@ -26,12 +24,12 @@ from sqlalchemy.exc import SQLAlchemyError
 log = structlog.get_logger(__name__)
 
 DEFERRED_KEY = "deferred_indexes"
-DEFERRED_TABLES = ("links", "notes", "tags")
+DEFERRED_TABLES = ("links", "tags")
 
 
 @contextmanager
 def indexes_deferred(conn: Connection) -> Iterator[None]:
-    """Drop the secondary indexes of notes, links and tags while the block loads them (no open
+    """Drop the secondary indexes of links and tags while the block loads them (no open
     transaction on entry or exit; the block commits its own)."""
     if conn.dialect.name != "sqlite":
         yield
@@ -79,7 +77,7 @@ def restore_indexes(conn: Connection) -> None:
     ).first()
     if row is None:
         return
-    log.info("building the note, link and tag indexes")
+    log.info("building the link and tag indexes")
     for statement in json.loads(row[0]):
         conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
     conn.exec_driver_sql("DELETE FROM cache_state WHERE key = ?", (DEFERRED_KEY,))
