@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select
 
-from tests.conftest import WriteNotes
+from tests.conftest import WriteNotes, write_files
 from weaver import indexer as indexer_module
 from weaver.app import App
 from weaver.cache import changes, read
@@ -89,12 +89,7 @@ Edit = Callable[[Path], list[str]]
 
 def write(path: str, text: str | bytes) -> Edit:
     def edit(root: Path) -> list[str]:
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            target.write_bytes(text)
-        else:
-            target.write_text(text, encoding="utf-8")
+        write_files(root, {path: text})
         return [path]
 
     return edit
