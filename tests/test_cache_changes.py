@@ -187,6 +187,9 @@ def test_a_pass_that_dies_after_writing_notes_is_not_lost(
     assert reader.builds["graph"] == (2 if big else 1)
 
 
+LIMIT = 10
+
+
 def test_changes_reach_back_only_as_far_as_they_are_kept(app: App) -> None:
     day = changes.RETAIN_MS
     with app.engine.begin() as conn:
@@ -195,20 +198,28 @@ def test_changes_reach_back_only_as_far_as_they_are_kept(app: App) -> None:
         changes.record(conn, ["b.md", "c.md"])
         changes.stamp(conn, 2_000, previous=1_000)
     with app.engine.connect() as conn:
-        assert changes.changed_since(conn, 900, 2_000) == {"a.md", "b.md", "c.md"}
-        assert changes.changed_since(conn, 1_000, 2_000) == {"b.md", "c.md"}
-        assert changes.changed_since(conn, 899, 2_000) is None  # from before the first record
-        assert changes.changed_since(conn, None, 2_000) is None
+        assert changes.changed_since(conn, 900, 2_000, LIMIT) == {"a.md", "b.md", "c.md"}
+        assert changes.changed_since(conn, 1_000, 2_000, LIMIT) == {"b.md", "c.md"}
+        assert (
+            changes.changed_since(conn, 899, 2_000, LIMIT) is None
+        )  # from before the first record
+        assert changes.changed_since(conn, None, 2_000, LIMIT) is None
     with app.engine.begin() as conn:
         changes.record(conn, ["d.md"])  # under way: no version yet, but already counted
     with app.engine.connect() as conn:
-        assert changes.changed_since(conn, 2_000, 2_000) == {"d.md"}
+        assert changes.changed_since(conn, 2_000, 2_000, LIMIT) == {"d.md"}
     with app.engine.begin() as conn:
         changes.stamp(conn, 1_500 + day, previous=2_000)  # a day on: the first pass's row goes
     with app.engine.connect() as conn:
-        assert changes.changed_since(conn, 900, 1_500 + day) is None
-        assert changes.changed_since(conn, 1_000, 1_500 + day) == {"b.md", "c.md", "d.md"}
+        assert changes.changed_since(conn, 900, 1_500 + day, LIMIT) is None
+        assert changes.changed_since(conn, 1_000, 1_500 + day, LIMIT) == {"b.md", "c.md", "d.md"}
     with app.engine.begin() as conn:
         changes.forget(conn, 1_500 + day)
     with app.engine.connect() as conn:
-        assert changes.changed_since(conn, 1_500 + day, 1_500 + day) is None
+        assert changes.changed_since(conn, 1_500 + day, 1_500 + day, LIMIT) is None
+    with app.engine.begin() as conn:
+        changes.record(conn, [f"n{i}.md" for i in range(LIMIT + 1)])
+        changes.stamp(conn, 1_600 + day, previous=1_500 + day)
+    with app.engine.connect() as conn:  # too many to patch: the reader rebuilds
+        assert changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT) is None
+        assert len(changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT + 1) or ()) == 11

@@ -58,9 +58,12 @@ def forget(conn: Connection, previous: object) -> None:
     set_state(conn, SINCE_KEY, previous + 1 if isinstance(previous, int) else 0)
 
 
-def changed_since(conn: Connection, version: int | None, current: int | None) -> set[str] | None:
+def changed_since(
+    conn: Connection, version: int | None, current: int | None, limit: int
+) -> set[str] | None:
     """The notes changed after `version`, up to `current` (the cache's version now), including
-    any pass under way; None when the recorded changes do not reach back to `version`."""
+    any pass under way; None when the recorded changes do not reach back to `version` or name
+    more than `limit` notes (a reader far behind rebuilds without reading them all)."""
     since = get_state(conn, SINCE_KEY)
     if version is None or current is None or not isinstance(since, int):
         return None
@@ -70,5 +73,7 @@ def changed_since(conn: Connection, version: int | None, current: int | None) ->
         select(NoteChange.path)
         .where(or_(NoteChange.version > version, NoteChange.version.is_(None)))
         .distinct()
+        .limit(limit + 1)
     )
-    return set(rows.scalars())
+    changed = set(rows.scalars())
+    return changed if len(changed) <= limit else None

@@ -99,8 +99,8 @@ class ByVersion(Generic[T]):
 
     def _refresh(self, value: T | None, conn: Connection, version: int | None) -> T:
         if value is not None and self._update is not None:
-            changed = changes.changed_since(conn, self._version, version)
-            if changed is not None and len(changed) <= PATCH_LIMIT:
+            changed = changes.changed_since(conn, self._version, version, PATCH_LIMIT)
+            if changed is not None:
                 return self._update(value, conn, changed)
         return self._build(conn)
 
