@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from sqlalchemy import Connection, func, select
 
 from tests.conftest import WriteNotes, write_files
@@ -15,6 +16,7 @@ from weaver import indexer as indexer_module
 from weaver.app import App
 from weaver.cache import changes, read
 from weaver.cache import graph as cache_graph
+from weaver.db import alembic_config, upgrade_to_head
 from weaver.graph import Graph
 from weaver.models import NoteChange
 from weaver.names import NameIndex
@@ -223,3 +225,19 @@ def test_changes_reach_back_only_as_far_as_they_are_kept(app: App) -> None:
     with app.engine.connect() as conn:  # too many to patch: the reader rebuilds
         assert changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT) is None
         assert len(changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT + 1) or ()) == 11
+
+
+def test_a_downgrade_past_the_change_log_leaves_readers_to_rebuild(
+    reader: Reader, app: App, vault_dir: Path
+) -> None:
+    """Changes made while the cache ran without `note_changes` were never recorded: after the
+    upgrade again, a reader holding an older version builds afresh instead of missing them."""
+    app.indexer.apply_paths(write("a.md", "[[b]]")(vault_dir))
+    reader.check()
+    config = alembic_config(app.engine)
+    with app.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0008")
+    upgrade_to_head(app.engine)
+    with app.engine.connect() as conn:
+        assert changes.changed_since(conn, 0, 2**62, LIMIT) is None

@@ -36,3 +36,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_note_changes_version", table_name="note_changes")
     op.drop_table("note_changes")
+    # What the rows covered goes with them: upgraded again, readers start from a full build.
+    op.execute("DELETE FROM cache_state WHERE key = 'changes_since'")

@@ -162,7 +162,7 @@ class WorkflowEngine:
         try:
             self.prune()
         except SQLAlchemyError as exc:  # housekeeping: the poll loop prunes again within the hour
-            self._log.warning("pruning history at start failed", error=str(exc).splitlines()[0])
+            self._log.warning("pruning history at start failed", error=str(exc).partition("\n")[0])
         if subscribe and self.bus is not None:
             self._unsubscribe = self.bus.subscribe(self._on_events)
         if self.background == "threads":
