@@ -1,4 +1,5 @@
-"""The benchmark's vault generator, checked at 50 notes on every `make test`.
+"""The benchmark's vault generator (and its query cases' arguments), checked at 50 notes on
+every `make test`.
 
 `make bench` is not collected by pytest, so this is what keeps its vaults honest: the same seed
 gives the same bytes, and the notes hold what the figures claim to measure (every link form,
@@ -12,8 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+from mcp import Client
 
+from tests.benchmarks.queries import EDIT_CASES, TOOL_CASES
 from tests.benchmarks.vaultgen import VaultFacts, generate_vault
+from weaver.app import open_app
+from weaver.config import Settings
+from weaver.mcp_server import ServerState, build_server
 from weaver.parser import ParsedLink, ParsedNote, parse_note
 from weaver.resolver import LinkResolver
 
@@ -113,3 +120,22 @@ def test_tags_are_nested_three_deep(parsed: dict[str, ParsedNote]) -> None:
     assert any(not tag.isascii() for tag in tags) or any(not p.isascii() for p in parsed)
     assert any(note.frontmatter.get("aliases") for note in parsed.values())
     assert any(note.tasks_open + note.tasks_done for note in parsed.values())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_every_bench_case_calls_its_tool_with_arguments_it_takes(
+    vault: tuple[Path, VaultFacts], tmp_path: Path
+) -> None:
+    """A bench case whose arguments a tool refuses would time an error; caught here, not in a
+    ten-minute `make bench`."""
+    root, facts = vault
+    app = open_app(Settings(vault=root, database_url=f"sqlite:///{tmp_path / 'cache.db'}"))
+    try:
+        async with Client(build_server(ServerState(app, watch=False))) as client:
+            schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+    finally:
+        app.close()
+    for case in (*TOOL_CASES, *EDIT_CASES):
+        for i in range(3):
+            Draft202012Validator(schemas[case.tool]).validate(case.arguments(facts, i))

@@ -157,6 +157,12 @@ async def test_async_trigger_then_poll(client: Client) -> None:
         ({"workflowId": "greet", "input": {"name": 5}}, "Invalid input for 'greet': name:"),
         ({"workflowId": "greet", "async": "maybe"}, "Invalid arguments: async:"),
         ({}, "Invalid arguments: workflowId: Field required"),
+        # The Python parameter's name is not the wire name: refused, and the run not started.
+        (
+            {"workflowId": "greet", "run_async": True},
+            "Invalid arguments: run_async: not an argument of trigger_workflow "
+            "(it takes workflowId, input, async)",
+        ),
     ],
 )
 async def test_trigger_errors(client: Client, args: dict[str, Any], error: str) -> None:

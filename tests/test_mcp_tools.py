@@ -156,6 +156,21 @@ async def test_lists_the_contract_tools_read_only_with_schemas(tools: Tools) -> 
     assert (direction["enum"], direction["default"]) == (["outgoing", "incoming", "both"], "both")
 
 
+async def test_every_tool_refuses_arguments_it_does_not_take(tools: Tools) -> None:
+    listed = (await tools.client.list_tools()).tools
+    assert [t.name for t in listed if t.input_schema.get("additionalProperties") is not False] == []
+    # A misspelt filter answered as if applied would mislead: it is named, with what is taken.
+    assert await tools.error("query_files", hasErrors=True, limit=5) == (
+        "Invalid arguments: hasErrors: not an argument of query_files "
+        "(it takes directory, type, status, tag, limit, offset)"
+    )
+    message = await tools.error("get_stats", verbose=True, depth=2)
+    assert message == (
+        "Invalid arguments: depth, verbose: not arguments of get_stats (it takes no arguments)"
+    )
+    assert (await tools.ok("query_files", limit=5))["limit"] == 5
+
+
 # -- query_files --------------------------------------------------------------------------
 
 

@@ -151,7 +151,7 @@ TOOL_CASES = (
     ToolCase(
         "trigger_workflow, sync, trivial workflow",
         "trigger_workflow",
-        lambda f, i: {"workflow_id": BENCH_WORKFLOW, "input": {"n": i}},
+        lambda f, i: {"workflowId": BENCH_WORKFLOW, "input": {"n": i}},
         None,
     ),
 )

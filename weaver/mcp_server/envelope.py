@@ -6,8 +6,9 @@ content and as the same JSON in a text block, for clients that read only one of 
 
 Errors are translated here and only here: a `WeaverError` becomes its own message ("Invalid
 path: ...", "File not found: ..."), a database failure "Database error", an unreadable file
-"Cannot read file", and arguments that fail validation "Invalid arguments: <argument>:
-<reason>" (the SDK would otherwise answer with a bare text block outside the envelope).
+"Cannot read file", and arguments that fail validation, or that the tool does not take,
+"Invalid arguments: <argument>: <reason>" (the SDK would answer the first with a bare text
+block outside the envelope, and silently drop the second).
 Anything unexpected is logged and answered "Internal error", still as an envelope.
 """
 
@@ -119,11 +120,21 @@ class EnvelopeTool(Tool):
         if self.on_call is not None:
             self.on_call()
         started = time.perf_counter()
+        unknown = sorted(arguments.keys() - self.parameters.get("properties", {}).keys())
+        if unknown:
+            return fail(self.describe_unknown_arguments(unknown), started, self.cache_hit)
         try:
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
             return fail(describe_invalid_arguments(exc), started, self.cache_hit)
         return await super().run(arguments, context, convert_result)
+
+    def describe_unknown_arguments(self, unknown: list[str]) -> str:
+        """`Invalid arguments: hasErrors: not an argument of query_files (it takes ...)`."""
+        known = ", ".join(self.parameters.get("properties", {})) or "no arguments"
+        names = ", ".join(unknown)
+        noun = "an argument" if len(unknown) == 1 else "arguments"
+        return f"Invalid arguments: {names}: not {noun} of {self.name} (it takes {known})"
 
 
 def unwrap(text: str) -> str:
@@ -150,6 +161,9 @@ def make_tool(
     assert isinstance(tool, EnvelopeTool)  # from_function builds `cls`
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
+    # An argument the tool does not take is refused (`run`), not silently ignored: a filter
+    # misspelt by the model would otherwise answer as if it had been applied.
+    tool.parameters["additionalProperties"] = False
     tool.on_call = state.count_request
     tool.cache_hit = cache_hit
     return tool

@@ -88,7 +88,7 @@ class TriggerArguments(ArgModelBase):
     """trigger_workflow's arguments: `async` is a Python keyword, so the names on the wire are
     aliases of the function's parameters, mapped back for the call."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_by_name=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     workflow_id: str = Field(alias="workflowId", description="ID of the workflow to trigger")
     input: dict[str, Any] | None = Field(
