@@ -190,6 +190,10 @@ async def test_find_path_and_null_data(tools: Tools) -> None:
     )
     assert envelope["success"] is True and envelope["data"] is None
     assert (await tools.ok("find_path", source=SMOKE, target=SMOKE))["length"] == 0
+    # A wrong name is not "no chain": it is named, with the note it probably meant.
+    assert await tools.error("find_path", source=SMOKE, target="yaml_tags_is_empty.md") == (
+        "File not found: 'yaml_tags_is_empty.md' (did you mean 'Test Data/yaml_tags_is_empty.md'?)"
+    )
 
 
 async def test_get_hubs_each_metric(tools: Tools) -> None:
@@ -316,6 +320,10 @@ async def test_update_refused_when_the_note_changed_in_the_editor(writable: Writ
     ]
     assert (await tools.error("update_file", path="nope.md", content="x")).startswith(
         "File not found"
+    )
+    # The writes name the note a wrong path probably meant, as the reads do.
+    assert await tools.error("update_file", path="one_task.md", content="x") == (
+        "File not found: 'one_task.md' (did you mean 'Test Data/one_task.md'?)"
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
 from tests.corpora import require_corpora
@@ -305,6 +306,50 @@ async def test_get_file_accepts_backslashes_and_dot_segments(tools: Tools) -> No
 )
 async def test_get_file_errors(tools: Tools, path: str, prefix: str) -> None:
     assert (await tools.error("get_file", path=path)).startswith(prefix)
+
+
+@pytest.mark.parametrize(
+    ("tool", "path", "error"),
+    [
+        # Without the folder, in another case, with a typo: the note it names is suggested.
+        ("get_file", "Topic.md", "File not found: 'Topic.md' (did you mean 'technical/Topic.md'?)"),
+        (
+            "search_links",
+            "TECHNICAL/sub/Deep.md",
+            "File not found: 'TECHNICAL/sub/Deep.md' (did you mean 'technical/sub/deep.md'?)",
+        ),
+        (
+            "get_file_content",
+            "technical/Topik.md",
+            "File not found: 'technical/Topik.md' (did you mean 'technical/Topic.md'?)",
+        ),
+        # Without `.md`: only the note at that very path, never a guess.
+        (
+            "get_file",
+            "technical/Topic",
+            "Invalid path: 'technical/Topic' (not a markdown note; did you mean "
+            "'technical/Topic.md'?)",
+        ),
+        ("get_file", "Topic", "Invalid path: 'Topic' (not a markdown note)"),
+        # Nothing close: the error alone.
+        ("get_file", "zzzz.md", "File not found: 'zzzz.md'"),
+        ("get_file", "../Home.md", "Invalid path: '../Home.md' ('..' is not accepted)"),
+    ],
+)
+async def test_a_path_not_found_names_the_note_it_probably_meant(
+    tools: Tools, tool: str, path: str, error: str
+) -> None:
+    assert await tools.error(tool, path=path) == error
+
+
+async def test_a_failing_hint_leaves_the_error_as_it_was(
+    tools: Tools, temp: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def locked(conn: object) -> None:
+        raise OperationalError("SELECT", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(temp.state.name_index, "get", locked)
+    assert await tools.error("get_file", path="Topic.md") == "File not found: 'Topic.md'"
 
 
 async def test_get_file_requires_a_string_path(tools: Tools) -> None:

@@ -4,8 +4,15 @@ server.py        build_server(state): the tools on an MCPServer, plus the lifesp
 state.py         ServerState: the App, the watcher, readiness, counters
 lifecycle.py     the lifespan: writer lock, initial reconcile, watcher
 envelope.py      {success, data | error, metadata} results, argument errors, clamping
-schemas.py       the result models (each tool's outputSchema)
+hints.py         "did you mean": the note a path that names none probably meant
+schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats
+search_tools.py  search_notes (full text)
+graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (search_by_tags,
+                 random_file, files_exist, resolve_names)
+write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)
+workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
+record_tools.py  get_workflow_records
 system_tools.py  health_check (and the report behind GET /health)
 serve.py         `weaver serve`: stdio, or HTTP at /mcp with /health and bearer auth
 """

@@ -5,10 +5,11 @@ Success: `{success: true, data, metadata: {executionTime, cacheHit}}`; failure:
 content and as the same JSON in a text block, for clients that read only one of the two.
 
 Errors are translated here and only here: a `WeaverError` becomes its own message ("Invalid
-path: ...", "File not found: ..."), a database failure "Database error", an unreadable file
-"Cannot read file", and arguments that fail validation, or that the tool does not take,
-"Invalid arguments: <argument>: <reason>" (the SDK would answer the first with a bare text
-block outside the envelope, and silently drop the second).
+path: ...", "File not found: ...", with the note a wrong path probably meant: `hints`), a
+database failure "Database error", an unreadable file "Cannot read file", and arguments that
+fail validation, or that the tool does not take, "Invalid arguments: <argument>: <reason>"
+(the SDK would answer the first with a bare text block outside the envelope, and silently
+drop the second).
 Anything unexpected is logged and answered "Internal error", still as an envelope.
 """
 
@@ -27,7 +28,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from weaver.errors import WeaverError
+from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
+from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
 from weaver.mcp_server.state import ServerState
 
@@ -92,6 +94,9 @@ async def answer(
         await state.wait_ready()
     try:
         data = await anyio.to_thread.run_sync(work)
+    except (NoteNotFoundError, InvalidPathError) as exc:
+        message = await anyio.to_thread.run_sync(with_hint, state, exc)
+        return fail(message, started, cache_hit)
     except (WeaverError, ArgumentError) as exc:
         return fail(str(exc), started, cache_hit)
     except SQLAlchemyError as exc:

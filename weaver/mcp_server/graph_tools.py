@@ -72,8 +72,9 @@ FIND_PATH = """Find the shortest chain of links from one note to another.
 Links are followed in the direction they point (source links to the next note, and so on), as
 in the reference graph server; to find a chain the other way, swap source and target. Among
 equally short chains the answer is stable. Returns {path: [source, ..., target], length}
-(number of links), or data null when no chain exists or either note is unknown. `relation`
-follows only typed links of that name. Example: {"source": "Home.md", "target": "b/Deep.md"}."""
+(number of links), or data null when no chain exists; "File not found" when either note does
+not exist. `relation` follows only typed links of that name. Example:
+{"source": "Home.md", "target": "b/Deep.md"}."""
 
 GET_HUBS = """Rank the most central notes of the vault.
 
@@ -121,7 +122,7 @@ match, the best is chosen as Obsidian picks a link target and the rest are `alte
 def build_graph_tools(state: ServerState) -> list[Tool]:
     app = state.app
     graphs = cache_graph.graph_cache()
-    name_index = cache_graph.names_cache()
+    name_index = state.name_index
     tag_index = state.tag_index
 
     async def get_neighbors(
@@ -182,7 +183,11 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         def work() -> BaseModel:
             start, end = app.vault.check_note_path(source), app.vault.check_note_path(target)
             with read.read_snapshot(app.engine) as conn:
-                found = g.shortest_path(graphs.get(conn), start, end, relation)
+                graph = graphs.get(conn)
+            for note in (start, end):
+                if note not in graph:  # "no chain" would be untrue: the name is wrong
+                    raise NoteNotFoundError(note)
+            found = g.shortest_path(graph, start, end, relation)
             return NoData() if found is None else PathData(path=found, length=len(found) - 1)
 
         return await answer(state, work)

@@ -10,8 +10,9 @@ from typing import Literal, Protocol
 import anyio
 
 from weaver.app import App
-from weaver.cache.graph import ByVersion, tag_index_cache
+from weaver.cache.graph import ByVersion, names_cache, tag_index_cache
 from weaver.locks import DEFAULT_RETRY_SECONDS
+from weaver.names import NameIndex
 from weaver.tag_index import TagIndex
 from weaver.watcher import VaultWatcher
 
@@ -51,6 +52,8 @@ class ServerState:
     request_count: int = 0
     # Which notes carry each tag, kept per cache version: tag tools of every module share it.
     tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
+    # The notes' names, for `resolve_names` and the "did you mean" of a path not found.
+    name_index: ByVersion[NameIndex] = field(default_factory=names_cache, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
 
     def begin(self) -> None:

@@ -1,0 +1,54 @@
+"""What a path the client got wrong probably meant: "File not found: 'Books.md' (did you mean
+'Categories/Books.md'?)".
+
+A model names notes the way a person does, without the folder, without `.md` or with a typo;
+naming the likely note in the error spares it a `resolve_names` call and a retry. The names
+are the ones `resolve_names` looks up (`weaver.names`), so the hint and that tool agree.
+"""
+
+from __future__ import annotations
+
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+
+from weaver.cache import read
+from weaver.errors import InvalidPathError, NoteNotFoundError
+from weaver.mcp_server.state import ServerState
+
+log = structlog.get_logger(__name__)
+
+MAX_SUGGESTIONS = 3
+# A path without `.md` is only ever taken for the note at that very path: a fuzzy guess would
+# mislead `create_file`, where the client means a new note.
+NOT_A_NOTE = "not a markdown note"
+
+
+def with_hint(state: ServerState, error: NoteNotFoundError | InvalidPathError) -> str:
+    """The error's message, with the notes it may have meant when there are any."""
+    message = str(error)
+    if isinstance(error, InvalidPathError) and error.reason != NOT_A_NOTE:
+        return message
+    try:
+        suggestions = _suggestions(state, error)
+    except SQLAlchemyError as exc:  # the hint is a courtesy: the error stands without it
+        log.warning("no hint for a path not found", error=type(exc).__name__)
+        return message
+    if not suggestions:
+        return message
+    quoted = [repr(path) for path in suggestions]
+    options = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    if message.endswith(")"):  # "Invalid path: 'x' (not a markdown note; did you mean ...?)"
+        return f"{message[:-1]}; did you mean {options}?)"
+    return f"{message} (did you mean {options}?)"
+
+
+def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError) -> list[str]:
+    with read.read_snapshot(state.app.engine) as conn:
+        index = state.name_index.get(conn)
+    (match,) = index.resolve([error.path], "exact")
+    if isinstance(error, InvalidPathError):
+        return [match.path] if match.path and match.matched_on == "path" else []
+    if match.path is None:  # no note of that name: the closest names, for a typo
+        (match,) = index.resolve([error.path], "fuzzy")
+    found = [match.path, *match.alternatives] if match.path else []
+    return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
