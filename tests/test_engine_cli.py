@@ -90,6 +90,7 @@ def test_a_failed_run_exits_1(config: Path, capsys: pytest.CaptureFixture[str]) 
     ("args", "message"),
     [
         (["trigger", "nope"], "weaver: Workflow not found: 'nope'"),
+        (["trigger", "count"], "Workflow not found: 'count' (did you mean 'count-notes'?)"),
         (["trigger", "off"], "weaver: Workflow disabled: 'off'"),
         (
             ["trigger", "count-notes", "--input", '{"times": "x"}'],

@@ -215,8 +215,16 @@ def test_bad_requests_are_clear_errors_and_record_nothing(
     app: App, make_engine: EngineFactory
 ) -> None:
     engine = make_engine(echo, explode, workflows={"explode": {"enabled": False}})
-    with pytest.raises(WorkflowNotFoundError, match="Workflow not found: 'nope'"):
+    with pytest.raises(WorkflowNotFoundError) as missing:
         engine.trigger("nope")
+    assert str(missing.value) == "Workflow not found: 'nope'"  # nothing close
+    # A typo or a part of the id: the workflow it probably meant is named.
+    with pytest.raises(WorkflowNotFoundError) as missing:
+        engine.trigger("ecoh")
+    assert str(missing.value) == "Workflow not found: 'ecoh' (did you mean 'echo'?)"
+    with pytest.raises(WorkflowNotFoundError) as missing:
+        engine.trigger("PLODE")
+    assert str(missing.value) == "Workflow not found: 'PLODE' (did you mean 'explode'?)"
     with pytest.raises(WorkflowDisabledError, match="Workflow disabled: 'explode'"):
         engine.trigger("explode")
     with pytest.raises(InvalidInputError, match="times: Input should be a valid integer"):

@@ -14,6 +14,8 @@ WeaverError
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class WeaverError(Exception):
     """Root of every error Weaver raises on purpose."""
@@ -63,6 +65,13 @@ class NoteTooLargeError(VaultError):
         super().__init__(f"File too large: {path!r} ({too_large(size, limit)})")
         self.path = path
         self.size = size
+
+
+def did_you_mean(candidates: Sequence[str]) -> str:
+    """`did you mean 'a.md', 'b.md' or 'c.md'?`: what a misspelt name probably meant."""
+    quoted = [repr(candidate) for candidate in candidates]
+    options = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"did you mean {options}?"
 
 
 def too_large(size: int, limit: int) -> str:

@@ -262,7 +262,7 @@ class WorkflowEngine:
     def get_runnable(self, workflow_id: str) -> Workflow:
         workflow = self.registry.get(workflow_id)
         if workflow is None:
-            raise WorkflowNotFoundError(workflow_id)
+            raise WorkflowNotFoundError(workflow_id, (w.id for w in self.registry))
         if not workflow.enabled:
             raise WorkflowDisabledError(workflow_id)
         return workflow

@@ -13,7 +13,10 @@ WeaverError
 
 from __future__ import annotations
 
-from weaver.errors import WeaverError
+import difflib
+from collections.abc import Iterable
+
+from weaver.errors import WeaverError, did_you_mean
 
 
 class WorkflowError(WeaverError):
@@ -33,8 +36,18 @@ class WorkflowRequestError(WorkflowError):
 
 
 class WorkflowNotFoundError(WorkflowRequestError):
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__(f"Workflow not found: {workflow_id!r}")
+    """`known`: the registered ids, to name the one a misspelt id probably meant."""
+
+    def __init__(self, workflow_id: str, known: Iterable[str] = ()) -> None:
+        message = f"Workflow not found: {workflow_id!r}"
+        ids = sorted(known)
+        typed = workflow_id.strip().lower()
+        containing = [i for i in ids if typed and typed in i.lower()]  # "digest"
+        misspelt = difflib.get_close_matches(workflow_id, ids, n=3, cutoff=0.6)
+        close = list(dict.fromkeys([*containing, *misspelt]))[:3]
+        if close:
+            message += f" ({did_you_mean(close)})"
+        super().__init__(message)
         self.workflow_id = workflow_id
 
 

@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import read
-from weaver.errors import InvalidPathError, NoteNotFoundError
+from weaver.errors import InvalidPathError, NoteNotFoundError, did_you_mean
 from weaver.mcp_server.state import ServerState
 
 log = structlog.get_logger(__name__)
@@ -35,11 +35,9 @@ def with_hint(state: ServerState, error: NoteNotFoundError | InvalidPathError) -
         return message
     if not suggestions:
         return message
-    quoted = [repr(path) for path in suggestions]
-    options = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
     if message.endswith(")"):  # "Invalid path: 'x' (not a markdown note; did you mean ...?)"
-        return f"{message[:-1]}; did you mean {options}?)"
-    return f"{message} (did you mean {options}?)"
+        return f"{message[:-1]}; {did_you_mean(suggestions)})"
+    return f"{message} ({did_you_mean(suggestions)})"
 
 
 def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError) -> list[str]:
