@@ -32,7 +32,7 @@ VAULT: dict[str, str | bytes] = {
 
 
 def graph_facts(graph: Graph) -> tuple[Any, ...]:
-    return graph.nodes, graph.relations, graph.broken, graph.out, graph.inc
+    return graph.nodes, graph.relations, graph.broken, graph.out, graph.inc, graph.pagerank()
 
 
 def name_facts(index: NameIndex) -> list[tuple[Any, ...]]:

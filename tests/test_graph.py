@@ -164,6 +164,36 @@ def test_pagerank_matches_the_definition_and_orders_hubs() -> None:
     assert graph.ranked("pagerank") is graph.ranked("pagerank")  # computed once per graph
 
 
+def edges_from(graph: g.Graph, sources: set[str]) -> list[tuple[str, str, str | None]]:
+    return [(s, t, r) for (s, t), rels in graph.relations.items() if s in sources for r in rels]
+
+
+def test_pagerank_after_edits_splices_the_arrays_and_ranks_as_from_scratch() -> None:
+    random.seed(3)
+    names = [f"n{i}" for i in range(40)]
+    graph = make(" ".join(f"{random.choice(names)}>{random.choice(names)}" for _ in range(120)))
+    graph.ranked("pagerank")  # a server asked once: its arrays are there to splice from
+    for step in range(12):
+        # A note's links change (the notes stay the same), twice between two PageRank calls.
+        note = f"n{random.randrange(40)}.md"
+        links = [(note, f"{random.choice(names)}.md", None) for _ in range(random.randrange(5))]
+        graph = graph.patched([note], [graph.nodes[note]], links)
+        if step % 2:
+            spliced = graph._adjacency_base is not None
+            ranks = graph.pagerank()
+            fresh = g.Graph(graph.nodes.values(), edges_from(graph, set(graph.nodes)))
+            assert spliced and ranks == pytest.approx(g.pagerank(fresh), abs=1e-12)
+            assert graph.adjacency.targets.tolist() == fresh.adjacency.targets.tolist()
+            assert graph.adjacency.offsets.tolist() == fresh.adjacency.offsets.tolist()
+    # A note added: the arrays are built afresh (indices move), and still rank right.
+    grown = graph.patched(
+        ["new.md"], [g.NodeInfo("new.md", "NEW", "")], [("new.md", "n1.md", None)]
+    )
+    assert grown._adjacency_base is None
+    fresh = g.Graph(grown.nodes.values(), edges_from(grown, set(grown.nodes)))
+    assert g.pagerank(grown) == pytest.approx(g.pagerank(fresh), abs=1e-12)
+
+
 # -- subgraph --------------------------------------------------------------------------------
 
 
