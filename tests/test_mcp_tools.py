@@ -4,8 +4,10 @@ the real tasks-demo corpus: filters, pagination edges, clamping, errors, path tr
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +164,8 @@ async def test_every_tool_refuses_arguments_it_does_not_take(tools: Tools) -> No
     assert [t.name for t in listed if t.input_schema.get("additionalProperties") is not False] == []
     # A misspelt filter answered as if applied would mislead: it is named, with what is taken.
     assert await tools.error("query_files", hasErrors=True, limit=5) == (
-        "Invalid arguments: hasErrors: not an argument of query_files "
-        "(it takes directory, type, status, tag, limit, offset)"
+        "Invalid arguments: hasErrors: not an argument of query_files (it takes directory, "
+        "type, status, tag, limit, offset, sortBy, sortOrder, modifiedSince, modifiedUntil)"
     )
     message = await tools.error("get_stats", verbose=True, depth=2)
     assert message == (
@@ -268,6 +270,85 @@ async def test_query_files_wrong_types_name_the_argument(
 ) -> None:
     message = await tools.error("query_files", **args)
     assert message.startswith(f"Invalid arguments: {argument}: ")
+
+
+DAY_MS = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """Notes last modified on 1, 2 or 3 March 2026 at noon, local time (b and e the same)."""
+    root = tmp_path_factory.mktemp("dated") / "vault"
+    days = {"a.md": 1, "b.md": 3, "c/d.md": 2, "e.md": 3, "f.md": 2}
+    write_files(
+        root, {path: f"#{'even' if day % 2 == 0 else 'odd'}\n" for path, day in days.items()}
+    )
+    for path, day in days.items():
+        noon = datetime(2026, 3, day, 12).timestamp()
+        os.utime(root / path, (noon, noon))
+    served = serve(Settings(vault=root))
+    yield served
+    served.app.close()
+
+
+@pytest.fixture(params=["legacy", "auto"])
+async def dated_tools(request: pytest.FixtureRequest, dated: Served) -> AsyncIterator[Tools]:
+    async with Client(dated.server, mode=request.param) as client:
+        yield Tools(client)
+
+
+async def test_query_files_newest_first_with_ties_by_path(dated_tools: Tools) -> None:
+    newest = await dated_tools.ok("query_files", sortBy="modified")
+    assert paths(newest) == ["b.md", "e.md", "c/d.md", "f.md", "a.md"]
+    assert [f["modified"] for f in newest["files"]] == sorted(
+        (f["modified"] for f in newest["files"]), reverse=True
+    )
+    oldest = await dated_tools.ok("query_files", sortBy="modified", sortOrder="asc")
+    assert paths(oldest) == ["a.md", "c/d.md", "f.md", "b.md", "e.md"]
+    assert paths(await dated_tools.ok("query_files", sortOrder="desc")) == sorted(
+        paths(oldest), reverse=True
+    )
+    # Pages of a time order are stable too: together they are the whole list, once each.
+    pages = [
+        paths(await dated_tools.ok("query_files", sortBy="modified", limit=2, offset=offset))
+        for offset in (0, 2, 4)
+    ]
+    assert [p for page in pages for p in page] == paths(newest)
+    created = await dated_tools.ok("query_files", sortBy="created", limit=1)
+    assert created["files"][0]["created"] == max(f["created"] for f in newest["files"])
+
+
+async def test_query_files_modified_since_and_until(dated_tools: Tools) -> None:
+    march_2 = int(datetime(2026, 3, 2).timestamp() * 1000)
+    since = await dated_tools.ok("query_files", modifiedSince="2026-03-02")
+    assert (paths(since), since["total"]) == (["b.md", "c/d.md", "e.md", "f.md"], 4)
+    assert paths(await dated_tools.ok("query_files", modifiedSince=march_2)) == paths(since)
+    window = await dated_tools.ok(
+        "query_files", modifiedSince="2026-03-02", modifiedUntil=march_2 + DAY_MS
+    )
+    assert paths(window) == ["c/d.md", "f.md"]  # until is exclusive: the 3rd is out
+    noon = await dated_tools.ok("query_files", modifiedUntil="2026-03-01T12:00:00")
+    assert noon["total"] == 0  # a.md was modified at noon exactly: not before it
+    # With a tag, the total counts the notes in the window, not every note with the tag.
+    even = await dated_tools.ok("query_files", tag="even", modifiedSince="2026-03-02", limit=1)
+    assert (paths(even), even["total"], even["hasMore"]) == (["c/d.md"], 2, True)
+    odd = await dated_tools.ok("query_files", tag="odd", modifiedSince="2026-03-02")
+    assert (paths(odd), odd["total"]) == (["b.md", "e.md"], 2)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"sortBy": "size"}, "Invalid arguments: sortBy: Input should be 'path', 'modified'"),
+        ({"sortOrder": "newest"}, "Invalid arguments: sortOrder: Input should be 'asc' or 'desc'"),
+        ({"modifiedSince": "last week"}, "Invalid arguments: modifiedSince: expected Unix epoch"),
+        ({"modifiedUntil": -1}, "Invalid arguments: modifiedUntil: Input should be greater"),
+    ],
+)
+async def test_query_files_bad_order_or_times_name_the_argument(
+    dated_tools: Tools, args: dict[str, Any], error: str
+) -> None:
+    assert (await dated_tools.error("query_files", **args)).startswith(error)
 
 
 async def test_query_files_rejects_a_tag_of_only_hashes(tools: Tools) -> None:

@@ -276,6 +276,13 @@ async def test_the_tool_reads_records_by_key_time_and_page(client: Client) -> No
     }
     window = await call(client, workflowId="markdown-analyzer", since=1_500, until=3_000)
     assert [r["key"] for r in window["data"]["records"]] == ["b.md"]
+    iso = await call(
+        client,
+        workflowId="markdown-analyzer",
+        since="1970-01-01T00:00:01.500Z",
+        until="1970-01-01T00:00:03+00:00",
+    )
+    assert iso["data"]["records"] == window["data"]["records"]
     second = await call(client, workflowId="markdown-analyzer", limit=1, offset=1, key="")
     assert second["data"]["records"][0]["recordedAt"] == 2_000
     none = await call(client, workflowId="no-such-workflow")

@@ -18,6 +18,7 @@ import structlog
 from pydantic import ValidationError
 
 from weaver import __version__
+from weaver.analysis import parse_moment
 from weaver.app import open_app
 from weaver.config import Settings, load_settings
 from weaver.errors import ConfigError, DaemonError, WeaverError
@@ -397,13 +398,12 @@ def parse_time(text: str) -> int:
     """`--since`/`--until`: Unix epoch ms, or an ISO date or date-time in local time."""
     if text.strip().isdigit():
         return int(text)
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
+    moment = parse_moment(text)
+    if moment is None:
         raise argparse.ArgumentTypeError(
             f"not a time: {text!r} (YYYY-MM-DD, YYYY-MM-DDTHH:MM or epoch ms)"
-        ) from None
-    return int(moment.astimezone().timestamp() * 1000)
+        )
+    return moment
 
 
 def _clip(text: str, width: int = RECORD_WIDTH) -> str:

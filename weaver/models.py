@@ -31,7 +31,7 @@ class Note(Base):
     status: Mapped[str | None] = mapped_column(String)
     aliases: Mapped[list[str]] = mapped_column(JSON)
     size: Mapped[int] = mapped_column(BigInteger)
-    created: Mapped[int] = mapped_column(BigInteger)
+    created: Mapped[int] = mapped_column(BigInteger, index=True)
     modified: Mapped[int] = mapped_column(BigInteger, index=True)
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
     content_hash: Mapped[str] = mapped_column(String)

@@ -84,6 +84,11 @@ TOOL_CASES = (
     ToolCase("query_files status=", "query_files", lambda f, i: {"status": f.status}),
     ToolCase("query_files tag= (parent of nested)", "query_files", lambda f, i: {"tag": f.tag}),
     ToolCase(
+        "query_files newest first, tag=",
+        "query_files",
+        lambda f, i: {"sortBy": "modified", "tag": f.tag},
+    ),
+    ToolCase(
         "query_files all filters, page 3",
         "query_files",
         lambda f, i: {"type": f.type, "status": f.status, "tag": f.tag, "offset": 100},

@@ -11,9 +11,9 @@ from pydantic import BeforeValidator, Field
 
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
-from weaver.cache.read import FileFilters
+from weaver.cache.read import FileFilters, FileOrder, SortField
 from weaver.errors import NoteDecodeError, NoteNotFoundError
-from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
+from weaver.mcp_server.envelope import ArgumentError, Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import (
     Envelope,
     FileContentData,
@@ -105,11 +105,15 @@ QUERY_FILES = """List notes of the vault from the shadow cache, filtered and pag
 
 Returns `files` (path, title, type, status, frontmatter, tags, created, modified, size), with
 `total` matching notes, the `limit`/`offset` applied and `hasMore`. Results are ordered by path,
-so pages are stable. Filters combine with AND: `directory` matches that folder and its
-subfolders; `type`/`status` match the frontmatter values exactly; `tag` ignores case and a
-leading '#', and also matches nested tags ('project' matches 'project/alpha'). Timestamps are
-Unix epoch milliseconds. Use it to browse or find notes by metadata; use get_file_content to read
-one. Example: {"directory": "technical", "type": "concept", "limit": 20}."""
+or with `sortBy` "modified" or "created" newest first (ties by path), so pages are stable.
+Filters combine with AND: `directory` matches that folder and its subfolders; `type`/`status`
+match the frontmatter values exactly; `tag` ignores case and a leading '#', and also matches
+nested tags ('project' matches 'project/alpha'); `modifiedSince` (inclusive) and
+`modifiedUntil` (exclusive) take Unix epoch milliseconds or an ISO date ('2026-11-20', local
+time). Timestamps are Unix epoch milliseconds. Use it to browse or find notes by metadata, or
+to see what changed recently; use get_file_content to read one. Examples:
+{"directory": "technical", "type": "concept", "limit": 20};
+{"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10}."""
 
 GET_FILE = """Get one note's metadata from the shadow cache, with its links.
 
@@ -166,11 +170,32 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
         tag: Annotated[Filter, Field(description="Tag, '#' optional; nested tags match")] = None,
         limit: Limit = 50,
         offset: Offset = 0,
+        sortBy: Annotated[  # noqa: N803  (camelCase on the wire, as the contract's arguments)
+            SortField, Field(description="Order by path, or by time modified or created")
+        ] = "path",
+        sortOrder: Annotated[  # noqa: N803
+            Literal["asc", "desc"] | None,
+            Field(description="Default: asc for path, desc (newest first) for the times"),
+        ] = None,
+        modifiedSince: Annotated[  # noqa: N803
+            Time, Field(description="Modified at or after (epoch ms, or ISO date or date-time)")
+        ] = None,
+        modifiedUntil: Annotated[  # noqa: N803
+            Time, Field(description="Modified before (epoch ms, or ISO date or date-time)")
+        ] = None,
     ) -> QueryFilesResult:
         def work() -> QueryFilesData:
-            filters = FileFilters(normalize_directory(directory), type, status, filter_tag(tag))
+            filters = FileFilters(
+                normalize_directory(directory),
+                type,
+                status,
+                filter_tag(tag),
+                modified_since=modifiedSince,
+                modified_until=modifiedUntil,
+            )
+            descending = sortOrder == "desc" if sortOrder else sortBy != "path"
             with read.read_snapshot(app.engine) as conn:
-                page = read.query_files(conn, filters, limit, offset)
+                page = read.query_files(conn, filters, limit, offset, FileOrder(sortBy, descending))
             return QueryFilesData(
                 files=[FileInfo.of(f) for f in page.files],
                 total=page.total,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 import pydantic_core
@@ -25,9 +25,10 @@ import structlog
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
 from sqlalchemy.exc import SQLAlchemyError
 
+from weaver.analysis import parse_moment
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
@@ -69,7 +70,7 @@ def describe_invalid_arguments(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors(include_input=False, include_url=False):
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        parts.append(f"{where}: {error['msg']}")
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
     return "Invalid arguments: " + "; ".join(parts)
 
 
@@ -196,3 +197,36 @@ def clamp_to(low: int, high: int) -> BeforeValidator:
         return value if number is None else min(max(number, low), high)
 
     return BeforeValidator(clamp)
+
+
+# Far beyond any clock Weaver will meet, well inside SQLite's integers.
+MAX_TIME = 2**53
+TIME_FORMATS = (
+    "Unix epoch milliseconds, or an ISO date or date-time ('2026-11-20', '2026-11-20T09:30',"
+    " '2026-11-20T09:30:00Z'; local time without an offset)"
+)
+
+
+def _epoch_ms(value: object) -> object:
+    """A time argument given as text becomes Unix epoch ms; anything else is left for
+    validation, which names the argument if it is not an integer."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text:  # some clients send "" for an optional argument they mean to leave out
+        return None
+    if text.lstrip("+-").isdigit():
+        return int(text)
+    moment = parse_moment(text)
+    if moment is None:
+        raise ValueError(f"expected {TIME_FORMATS}")
+    return moment
+
+
+# A moment, in the unit of every timestamp Weaver returns, or as a person writes a date.
+Time = Annotated[
+    int | None,
+    Field(ge=0, le=MAX_TIME),
+    BeforeValidator(_epoch_ms),
+    WithJsonSchema({"type": ["integer", "string", "null"]}),
+]

@@ -15,13 +15,11 @@ from pydantic import BeforeValidator, Field
 
 from weaver.cache.records import PAGE_MAX_LIMIT, RecordFilter, fetch_page
 from weaver.engine.payloads import WorkflowRecordsData
-from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.envelope import Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import Envelope
 from weaver.mcp_server.state import ServerState
 
 MAX_OFFSET = 2**31 - 1
-# Far beyond any clock Weaver will meet, well inside SQLite's integers.
-MAX_TIME = 2**53
 
 
 def _blank_to_none(value: object) -> object:
@@ -40,7 +38,6 @@ Offset = Annotated[
     Field(ge=0, le=MAX_OFFSET, description="Records to skip, for pagination (negative -> 0)"),
     clamp_to(0, MAX_OFFSET),
 ]
-Time = Annotated[int | None, Field(ge=0, le=MAX_TIME)]
 Filter = Annotated[str | None, BeforeValidator(_blank_to_none)]
 
 GET_WORKFLOW_RECORDS = """Read what a workflow recorded, newest first.
@@ -58,7 +55,8 @@ Returns `records` (id, workflowId, key: usually a note path, kind, recordedAt in
 milliseconds, executionId, data), with `total`, the `limit`/`offset` applied and `hasMore`.
 `key` keeps one note's records (a concept's timeline; the latest analysis of a note with
 limit 1); `kind` one sort; `since` (inclusive) and `until` (exclusive) are Unix epoch
-milliseconds. Example: {"workflowId": "concept-tracker", "key": "Concepts/Graph.md"}."""
+milliseconds or ISO dates ('2026-11-20'). Example:
+{"workflowId": "concept-tracker", "key": "Concepts/Graph.md"}."""
 
 
 def build_record_tools(state: ServerState) -> list[Tool]:
@@ -66,8 +64,12 @@ def build_record_tools(state: ServerState) -> list[Tool]:
         workflowId: Annotated[str, Field(description="The workflow whose records to read")],  # noqa: N803
         key: Annotated[Filter, Field(description="Only records about this (a note path)")] = None,
         kind: Annotated[Filter, Field(description="Only records of this kind")] = None,
-        since: Annotated[Time, Field(description="Recorded at or after (epoch ms)")] = None,
-        until: Annotated[Time, Field(description="Recorded before (epoch ms)")] = None,
+        since: Annotated[
+            Time, Field(description="Recorded at or after (epoch ms, or ISO date or date-time)")
+        ] = None,
+        until: Annotated[
+            Time, Field(description="Recorded before (epoch ms, or ISO date or date-time)")
+        ] = None,
         limit: Limit = 50,
         offset: Offset = 0,
     ) -> RecordsResult:
