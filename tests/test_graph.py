@@ -325,6 +325,9 @@ def test_fuzzy_scores_thresholds_and_alternatives() -> None:
     assert resolve_names(["alice"], ROWS, "fuzzy", 0.6)[0].alternatives == (
         "people/Alice Smith.md",
     )
+    by_path = NameIndex(ROWS).resolve(["old/alise"], "fuzzy", 0.7, kinds=("path",))[0]
+    assert (by_path.path, by_path.matched_on) == ("old/Alice.md", "path")
+    assert NameIndex(ROWS).resolve(["Alise"], "fuzzy", 0.7, kinds=("path",))[0].path is None
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.5, 0.7, 0.9, 1.0])

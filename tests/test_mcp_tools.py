@@ -412,6 +412,9 @@ async def test_get_file_errors(tools: Tools, path: str, prefix: str) -> None:
             "'technical/Topic.md'?)",
         ),
         ("get_file", "Topic", "Invalid path: 'Topic' (not a markdown note)"),
+        # A note's exact alias names it; an alias merely close to the path is no guess.
+        ("get_file", "Start.md", "File not found: 'Start.md' (did you mean 'Home.md'?)"),
+        ("get_file", "Stort.md", "File not found: 'Stort.md'"),
         # Nothing close: the error alone.
         ("get_file", "zzzz.md", "File not found: 'zzzz.md'"),
         ("get_file", "../Home.md", "Invalid path: '../Home.md' ('..' is not accepted)"),

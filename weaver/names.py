@@ -128,14 +128,21 @@ class NameIndex:
         strategy: Strategy = "fuzzy",
         threshold: float = 0.7,
         within: Collection[str] | None = None,
+        kinds: Collection[MatchedOn] | None = None,
     ) -> list[NameMatch]:
         """One `NameMatch` per name, in order. `threshold` (0-1) applies to fuzzy scores only;
-        `within` limits the candidates to these note paths."""
+        `within` limits the candidates to these note paths, `kinds` fuzzy matches to these
+        kinds of name."""
         if strategy == "exact":
             return [self._exact(name, within) for name in names]
         keys, choices, lengths = self.keys, self.choices, self.lengths
-        if within is not None:
-            keys = [key for key in self.keys if key.row.path in within]
+        if within is not None or kinds is not None:
+            keys = [
+                key
+                for key in self.keys
+                if (within is None or key.row.path in within)
+                and (kinds is None or key.kind in kinds)
+            ]
             choices = [key.folded for key in keys]
             lengths = [len(choice) for choice in choices]
         return _fuzzy(names, keys, choices, lengths, threshold)

@@ -14,10 +14,15 @@ from sqlalchemy.exc import SQLAlchemyError
 from weaver.cache import read
 from weaver.errors import InvalidPathError, NoteNotFoundError, did_you_mean
 from weaver.mcp_server.state import ServerState
+from weaver.names import MatchedOn
 
 log = structlog.get_logger(__name__)
 
 MAX_SUGGESTIONS = 3
+# A path mistyped is close to a path or a file name; a title or an alias as close (`readme`
+# and the alias "read frame") is a coincidence, and would puzzle more than it helps.
+FUZZY_KINDS: tuple[MatchedOn, ...] = ("path", "name")
+FUZZY_THRESHOLD = 0.75
 # A path without `.md` is only ever taken for the note at that very path: a fuzzy guess would
 # mislead `create_file`, where the client means a new note.
 NOT_A_NOTE = "not a markdown note"
@@ -46,7 +51,7 @@ def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError
     (match,) = index.resolve([error.path], "exact")
     if isinstance(error, InvalidPathError):
         return [match.path] if match.path and match.matched_on == "path" else []
-    if match.path is None:  # no note of that name: the closest names, for a typo
-        (match,) = index.resolve([error.path], "fuzzy")
+    if match.path is None:  # no note of that name: the closest paths and file names
+        (match,) = index.resolve([error.path], "fuzzy", FUZZY_THRESHOLD, kinds=FUZZY_KINDS)
     found = [match.path, *match.alternatives] if match.path else []
     return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
