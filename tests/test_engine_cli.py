@@ -188,6 +188,10 @@ def test_history_and_status(config: Path, capsys: pytest.CaptureFixture[str]) ->
     assert out[1].split()[1:4] == ["fails", "failed", "manual"]
     assert out[-1] == "... 2 more (--offset 2)"
 
+    assert run(config, "history", "--status", "failed") == 0
+    only_failed = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split()[1:3] for line in only_failed] == [["fails", "failed"]]
+
     failed_id = out[1].split()[0]
     assert run(config, "status", failed_id) == 0
     text = capsys.readouterr().out

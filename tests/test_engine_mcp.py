@@ -191,6 +191,18 @@ async def test_list_history_and_missing_execution(client: Client) -> None:
     clamped = (await call(client, "get_workflow_history", limit=1000, offset=-3))["data"]
     assert (clamped["limit"], clamped["offset"]) == (100, 0)
 
+    # What went wrong, across workflows or in one.
+    await call(client, "trigger_workflow", workflowId="broken")
+    failed = (await call(client, "get_workflow_history", status="failed"))["data"]
+    assert [(e["workflowId"], e["status"]) for e in failed["executions"]] == [("broken", "failed")]
+    assert failed["total"] == 1
+    greet_failed = await call(client, "get_workflow_history", workflowId="greet", status="failed")
+    assert greet_failed["data"]["total"] == 0
+    done = (await call(client, "get_workflow_history", status="completed"))["data"]
+    assert done["total"] == 3 and {e["workflowId"] for e in done["executions"]} == {"greet"}
+    wrong = await call(client, "get_workflow_history", status="broken")
+    assert wrong["error"].startswith("Invalid arguments: status: Input should be 'pending'")
+
     missing = await call(client, "get_workflow_status", executionId="wf_exec_nope")
     assert missing["error"] == "Execution not found: 'wf_exec_nope'"
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from weaver import __version__
 from weaver.analysis import parse_moment
 from weaver.app import open_app
+from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.config import Settings, load_settings
 from weaver.errors import ConfigError, DaemonError, WeaverError
 from weaver.log import configure_logging
@@ -196,6 +197,9 @@ def add_workflow_commands(commands: Any) -> None:
 
     history = commands.add_parser("history", help="past and queued workflow executions")
     history.add_argument("--workflow", help="only this workflow's executions")
+    history.add_argument(
+        "--status", choices=EXECUTION_STATUSES, help="only executions in this state"
+    )
     history.add_argument("--limit", type=int, default=20, help="rows to show, 1-100 (20)")
     history.add_argument("--offset", type=int, default=0, help="rows to skip, for paging")
     history.add_argument("--json", action="store_true", help="print get_workflow_history's data")
@@ -310,7 +314,7 @@ def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
     with _workflow_engine(settings, plugins=False) as engine:
-        page = engine.get_history(args.workflow, args.limit, args.offset)
+        page = engine.get_history(args.workflow, args.limit, args.offset, args.status)
     if args.json:
         print(json.dumps(page.to_wire()))
         return 0

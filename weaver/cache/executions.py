@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
 
@@ -27,6 +27,8 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = (COMPLETED, FAILED, CANCELLED)
+ExecutionStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = get_args(ExecutionStatus)
 # The `content_hash` recorded for a note the engine deleted.
 DELETED = ""
 
@@ -182,14 +184,21 @@ def get_execution(conn: Connection, execution_id: str) -> ExecutionRecord | None
 
 
 def list_executions(
-    conn: Connection, workflow_id: str | None, limit: int, offset: int
+    conn: Connection,
+    workflow_id: str | None,
+    limit: int,
+    offset: int,
+    status: str | None = None,
 ) -> tuple[list[ExecutionRecord], int]:
-    """A page of history, newest first, and the total number of rows matching."""
-    condition = col.workflow_id == workflow_id if workflow_id is not None else None
-    page = select(*_COLUMNS).order_by(col.created.desc(), col.id.desc())
-    count = select(func.count()).select_from(_TABLE)
-    if condition is not None:
-        page, count = page.where(condition), count.where(condition)
+    """A page of history (of one workflow, in one status), newest first, and the total number
+    of rows matching."""
+    conditions = []
+    if workflow_id is not None:
+        conditions.append(col.workflow_id == workflow_id)
+    if status is not None:
+        conditions.append(col.status == status)
+    page = select(*_COLUMNS).where(*conditions).order_by(col.created.desc(), col.id.desc())
+    count = select(func.count()).select_from(_TABLE).where(*conditions)
     rows = conn.execute(page.limit(limit).offset(offset))
     return [ExecutionRecord(*row) for row in rows], conn.execute(count).scalar_one()
 

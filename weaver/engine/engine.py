@@ -244,13 +244,18 @@ class WorkflowEngine:
         return WorkflowStatusData.of(self._record(execution_id))
 
     def get_history(
-        self, workflow_id: str | None = None, limit: int = 20, offset: int = 0
+        self,
+        workflow_id: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        status: str | None = None,
     ) -> WorkflowHistoryData:
-        """Newest first; `limit` is brought into 1..100 and `offset` to at least 0."""
+        """Newest first, of one workflow and in one status when given; `limit` is brought
+        into 1..100 and `offset` to at least 0."""
         limit = min(max(limit, 1), HISTORY_MAX_LIMIT)
         offset = max(offset, 0)
         with self.db.connect() as conn:
-            records, total = executions.list_executions(conn, workflow_id, limit, offset)
+            records, total = executions.list_executions(conn, workflow_id, limit, offset, status)
         return WorkflowHistoryData(
             executions=[ExecutionSummary.of(r) for r in records],
             total=total,

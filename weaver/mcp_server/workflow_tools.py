@@ -21,6 +21,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
 
+from weaver.cache.executions import ExecutionStatus
 from weaver.engine import WorkflowEngine, WorkflowError
 from weaver.engine.payloads import (
     ListWorkflowsData,
@@ -80,8 +81,9 @@ GET_WORKFLOW_HISTORY = """List past and queued workflow executions, newest first
 
 Returns `executions` (executionId, workflowId, workflowName, status, startTime, endTime in Unix
 epoch milliseconds, duration in ms, error, trigger), with `total`, the `limit`/`offset` applied
-and `hasMore`. `workflowId` keeps one workflow's executions. Example:
-{"workflowId": "markdown-analyzer", "limit": 10}."""
+and `hasMore`. `workflowId` keeps one workflow's executions, `status` those in one state
+("failed" for what went wrong). Examples: {"workflowId": "markdown-analyzer", "limit": 10};
+{"status": "failed"}."""
 
 
 class TriggerArguments(ArgModelBase):
@@ -169,9 +171,12 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
         workflowId: Annotated[str | None, Field(description="Only this workflow")] = None,  # noqa: N803
         limit: Limit = 20,
         offset: Offset = 0,
+        status: Annotated[
+            ExecutionStatus | None, Field(description="Only executions in this state")
+        ] = None,
     ) -> HistoryResult:
         def work() -> WorkflowHistoryData:
-            return _engine(state).get_history(workflowId or None, limit, offset)
+            return _engine(state).get_history(workflowId or None, limit, offset, status)
 
         return await answer(state, work, cache_hit=False, wait_ready=False)
 
