@@ -252,6 +252,22 @@ async def test_files_exist_batch_with_suggestions(tools: Tools) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("search_notes", {"query": "task"}),
+        ("get_graph", {}),
+        ("resolve_names", {"names": ["ACME"]}),
+    ],
+)
+async def test_a_folder_filter_naming_no_folder_says_so(
+    tools: Tools, tool: str, args: dict[str, Any]
+) -> None:
+    assert await tools.error(tool, directory="test data", **args) == (
+        "Folder not found: 'test data' (did you mean 'Test Data'?)"
+    )
+
+
 async def test_resolve_names_exact_and_fuzzy(tools: Tools) -> None:
     exact = await tools.ok(
         "resolve_names", names=["ONE_TASK", "[[link_in_yaml]]"], strategy="exact"

@@ -217,9 +217,31 @@ async def test_query_files_filters_combine_with_and(tools: Tools) -> None:
 
 
 async def test_query_files_no_match_and_blank_filters(tools: Tools) -> None:
-    data = await tools.ok("query_files", directory="nowhere")
+    data = await tools.ok("query_files", directory="technical", type="nope")
     assert (data["files"], data["total"], data["hasMore"]) == ([], 0, False)
+    # A folder on disk with nothing Weaver serves in it: no notes, and no error.
+    assert (await tools.ok("query_files", directory="ignored"))["total"] == 0
     assert paths(await tools.ok("query_files", directory="", type=" ", tag="")) == ALL_NOTES
+
+
+@pytest.mark.parametrize(
+    ("directory", "error"),
+    [
+        ("nowhere", "Folder not found: 'nowhere'"),
+        ("Technical", "Folder not found: 'Technical' (did you mean 'technical'?)"),
+        ("sub", "Folder not found: 'sub' (did you mean 'technical/sub'?)"),
+        (
+            "technical/sab",
+            "Folder not found: 'technical/sab' (did you mean 'technical/sub' or 'technical'?)",
+        ),
+        ("../outside-dir", "Folder not found: '../outside-dir'"),  # no peeking outside
+    ],
+)
+async def test_a_folder_that_is_not_there_is_named_not_answered_empty(
+    tools: Tools, directory: str, error: str
+) -> None:
+    """An empty page would read as "no such notes"; the folder is what is wrong."""
+    assert await tools.error("query_files", directory=directory) == error
 
 
 async def test_query_files_pagination_edges(tools: Tools) -> None:

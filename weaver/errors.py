@@ -7,6 +7,7 @@ WeaverError
 ├── VaultError             a vault path is not acceptable
 │   ├── InvalidPathError   outside the vault, ignored folder, not a note ("Invalid path")
 │   ├── NoteNotFoundError  no such note ("File not found")
+│   ├── FolderNotFoundError  no such folder ("Folder not found")
 │   ├── NoteDecodeError    the file is not UTF-8
 │   └── NoteTooLargeError  the file is bigger than any note Weaver reads
 └── DaemonError            a second daemon on the same vault, and the like
@@ -48,6 +49,15 @@ class NoteNotFoundError(VaultError):
     def __init__(self, path: str) -> None:
         super().__init__(f"File not found: {path!r}")
         self.path = path
+
+
+class FolderNotFoundError(VaultError):
+    """A folder filter names no folder of the vault (`close`: those it probably meant)."""
+
+    def __init__(self, folder: str, close: Sequence[str] = ()) -> None:
+        hint = f" ({did_you_mean(close)})" if close else ""
+        super().__init__(f"Folder not found: {folder!r}{hint}")
+        self.folder = folder
 
 
 class NoteDecodeError(VaultError):

@@ -186,6 +186,23 @@ def under_prefix(column: Any, prefix: str | ColumnElement[str]) -> ColumnElement
     )
 
 
+def holds_folder(conn: Connection, folder: str) -> bool:
+    """Whether any note or attachment is in `folder` or below it."""
+    note = select(Note.path).where(under_prefix(Note.folder, folder)).limit(1)
+    below = and_(Attachment.path >= folder + "/", Attachment.path < folder + "0")
+    attachment = select(Attachment.path).where(below).limit(1)
+    return conn.execute(note).first() is not None or conn.execute(attachment).first() is not None
+
+
+def note_folders(conn: Connection) -> set[str]:
+    """Every folder holding notes, with the folders above them (the root left out)."""
+    found: set[str] = set()
+    for (folder,) in conn.execute(select(Note.folder).distinct()):
+        parts = folder.split("/") if folder else []
+        found.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return found
+
+
 def tag_condition(key: str | ColumnElement[str]) -> ColumnElement[bool]:
     """Tags equal to `key` or nested below it (`project` -> `project`, `project/alpha`)."""
     return under_prefix(Tag.key, key)

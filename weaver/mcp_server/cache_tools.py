@@ -13,6 +13,7 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, FileOrder, SortField
 from weaver.errors import NoteDecodeError, NoteNotFoundError
+from weaver.mcp_server import hints
 from weaver.mcp_server.envelope import ArgumentError, Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import (
     Envelope,
@@ -106,12 +107,13 @@ QUERY_FILES = """List notes of the vault from the shadow cache, filtered and pag
 Returns `files` (path, title, type, status, frontmatter, tags, created, modified, size), with
 `total` matching notes, the `limit`/`offset` applied and `hasMore`. Results are ordered by path,
 or with `sortBy` "modified" or "created" newest first (ties by path), so pages are stable.
-Filters combine with AND: `directory` matches that folder and its subfolders; `type`/`status`
-match the frontmatter values exactly; `tag` ignores case and a leading '#', and also matches
-nested tags ('project' matches 'project/alpha'); `modifiedSince` (inclusive) and
-`modifiedUntil` (exclusive) take Unix epoch milliseconds or an ISO date ('2026-11-20', local
-time). Timestamps are Unix epoch milliseconds. Use it to browse or find notes by metadata, or
-to see what changed recently; use get_file_content to read one. Examples:
+Filters combine with AND: `directory` matches that folder and its subfolders ("Folder not
+found" when there is no such folder); `type`/`status` match the frontmatter values exactly;
+`tag` ignores case and a leading '#', and also matches nested tags ('project' matches
+'project/alpha'); `modifiedSince` (inclusive) and `modifiedUntil` (exclusive) take Unix epoch
+milliseconds or an ISO date ('2026-11-20', local time). Timestamps are Unix epoch
+milliseconds. Use it to browse or find notes by metadata, or to see what changed recently; use
+get_file_content to read one. Examples:
 {"directory": "technical", "type": "concept", "limit": 20};
 {"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10}."""
 
@@ -196,6 +198,8 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
             descending = sortOrder == "desc" if sortOrder else sortBy != "path"
             with read.read_snapshot(app.engine) as conn:
                 page = read.query_files(conn, filters, limit, offset, FileOrder(sortBy, descending))
+                if page.total == 0:
+                    hints.check_folder(state, conn, filters.directory)
             return QueryFilesData(
                 files=[FileInfo.of(f) for f in page.files],
                 total=page.total,

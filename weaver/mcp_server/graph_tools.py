@@ -15,6 +15,7 @@ from weaver import graph as g
 from weaver.cache import graph as cache_graph
 from weaver.cache import read, sqlite
 from weaver.errors import NoteNotFoundError
+from weaver.mcp_server import hints
 from weaver.mcp_server.cache_tools import (
     Filter,
     NotePath,
@@ -228,7 +229,9 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             folder = normalize_directory(directory)
             with read.read_snapshot(app.engine) as conn:
                 graph = graphs.get(conn)
-            sub = g.subgraph(graph, folder, includeBroken, relation, limit)
+                sub = g.subgraph(graph, folder, includeBroken, relation, limit)
+                if sub.total_nodes == 0:
+                    hints.check_folder(state, conn, folder)
             nodes = [GraphNode(id=p, title=graph.nodes[p].title, broken=False) for p in sub.nodes]
             nodes += [GraphNode(id=t, title=t, broken=True) for t in sub.broken]
             fields = {
@@ -328,7 +331,10 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             key = _tag_keys([tag], "tag")[0] if tag is not None else None
             with read.read_snapshot(app.engine) as conn:
                 index = name_index.get(conn)
-                within = cache_graph.notes_within(conn, normalize_directory(directory), key)
+                folder = normalize_directory(directory)
+                within = cache_graph.notes_within(conn, folder, key)
+                if within is not None and not within:
+                    hints.check_folder(state, conn, folder)
             matches = index.resolve(names, strategy, threshold, within)
             results = [
                 NameMatchInfo(

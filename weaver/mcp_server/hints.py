@@ -1,5 +1,5 @@
 """What a path the client got wrong probably meant: "File not found: 'Books.md' (did you mean
-'Categories/Books.md'?)".
+'Categories/Books.md'?)", "Folder not found: 'projects' (did you mean 'Projects'?)".
 
 A model names notes the way a person does, without the folder, without `.md` or with a typo;
 naming the likely note in the error spares it a `resolve_names` call and a retry. The names
@@ -8,11 +8,15 @@ are the ones `resolve_names` looks up (`weaver.names`), so the hint and that too
 
 from __future__ import annotations
 
+import difflib
+from pathlib import Path
+
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import read
-from weaver.errors import InvalidPathError, NoteNotFoundError, did_you_mean
+from weaver.errors import FolderNotFoundError, InvalidPathError, NoteNotFoundError, did_you_mean
 from weaver.mcp_server.state import ServerState
 from weaver.names import MatchedOn
 
@@ -55,3 +59,35 @@ def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError
         (match,) = index.resolve([error.path], "fuzzy", FUZZY_THRESHOLD, kinds=FUZZY_KINDS)
     found = [match.path, *match.alternatives] if match.path else []
     return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
+
+
+def check_folder(state: ServerState, conn: Connection, folder: str | None) -> None:
+    """Raise `FolderNotFoundError` when `folder` names no folder of the vault, with the folders
+    it probably meant. For a filter that matched nothing: "no such folder" is worth saying,
+    where an empty answer would read as "no such notes"."""
+    if not folder or read.holds_folder(conn, folder):
+        return
+    if _on_disk(state.app.vault.root, folder):
+        return  # a folder without notes yet
+    folders = sorted(read.note_folders(conn))
+    folded = folder.casefold()
+    same = [f for f in folders if f.casefold() == folded]  # another case
+    last = [f for f in folders if f.rsplit("/", 1)[-1].casefold() == folded]  # no parents
+    close = difflib.get_close_matches(folder, folders, n=MAX_SUGGESTIONS, cutoff=0.75)
+    raise FolderNotFoundError(folder, list(dict.fromkeys([*same, *last, *close]))[:MAX_SUGGESTIONS])
+
+
+def _on_disk(root: Path, folder: str) -> bool:
+    """Whether `folder` is a folder of the vault on disk, spelt as it is there (a file system
+    that ignores case would find `projects` for `Projects`), and not outside the vault."""
+    current = root
+    for part in folder.split("/"):
+        if part == "..":
+            return False
+        try:
+            if part not in {entry.name for entry in current.iterdir()}:
+                return False
+        except OSError:
+            return False
+        current = current / part
+    return current.is_dir()

@@ -13,6 +13,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from weaver.cache import read, sqlite
+from weaver.mcp_server import hints
 from weaver.mcp_server.cache_tools import (
     Filter,
     Offset,
@@ -84,15 +85,13 @@ def build_search_tools(state: ServerState) -> list[Tool]:
             hits: list[SearchHitInfo] = []
             total = 0
             if expression is not None:
+                folder = normalize_directory(directory)
                 with read.read_snapshot(app.engine) as conn:
                     page = sqlite.search(
-                        conn,
-                        expression,
-                        limit,
-                        offset,
-                        directory=normalize_directory(directory),
-                        tag=filter_tag(tag),
+                        conn, expression, limit, offset, directory=folder, tag=filter_tag(tag)
                     )
+                    if page.total == 0:
+                        hints.check_folder(state, conn, folder)
                     tags = read.tags_of(conn, [h.path for h in page.hits])
                 total = page.total
                 hits = [

@@ -30,8 +30,8 @@ create_file, update_file (pass the contentHash from get_file as expectedHash), m
 trigger_workflow, get_workflow_status, get_workflow_history; what the built-in workflows
 stored (change log, note analyses, concept timelines, completed tasks, reviews, digests) with
 get_workflow_records. Paths are relative to the vault
-root ('folder/Note.md'); a wrong one is answered "File not found" with the note it probably
-meant. All timestamps are Unix epoch milliseconds. Every result is
+root ('folder/Note.md'); a wrong one is answered "File not found" (or "Folder not found")
+with what it probably meant. All timestamps are Unix epoch milliseconds. Every result is
 {success, data | error, metadata}."""
 
 
