@@ -15,6 +15,7 @@ from weaver.cache import read, sqlite
 from weaver.config import Settings
 from weaver.errors import NoteTooLargeError
 from weaver.events import NoteModified
+from weaver.mcp_server.cache_tools import MAX_CONTENT_CHARS
 from weaver.vault import MAX_NOTE_BYTES, Vault
 
 pytestmark = pytest.mark.anyio
@@ -72,6 +73,23 @@ async def test_a_huge_note_is_refused_by_name_and_size(tools: Tools) -> None:
     assert await tools.error("update_file", path="big.md", content="short") == expected
     assert await tools.error("move_file", path="big.md", newPath="elsewhere.md") == expected
     assert (await tools.ok("get_file_content", path="small.md"))["content"] == "[[big]] #kept\n"
+
+
+async def test_a_long_note_comes_in_pages_of_a_million_characters(
+    served: Served, tools: Tools
+) -> None:
+    """Not huge, but more than one answer should carry: the first page, and where to go on."""
+    text = "é" * (MAX_CONTENT_CHARS + 5)  # characters, not bytes: two bytes each
+    (served.root / "long.md").write_text(text, encoding="utf-8")
+    first = await tools.ok("get_file_content", path="long.md")
+    assert (len(first["content"]), first["totalLength"]) == (MAX_CONTENT_CHARS, len(text))
+    assert (first["truncated"], first["nextOffset"], first["size"]) == (
+        True,
+        MAX_CONTENT_CHARS,
+        2 * len(text),
+    )
+    rest = await tools.ok("get_file_content", path="long.md", offset=first["nextOffset"])
+    assert (rest["content"], rest["truncated"]) == ("é" * 5, False)
 
 
 async def test_a_huge_note_that_shrinks_is_indexed_again(served: Served, tools: Tools) -> None:

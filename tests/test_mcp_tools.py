@@ -474,10 +474,35 @@ async def test_get_file_content_reads_the_disk(tools: Tools, temp: Served) -> No
         "content": expected.decode(),
         "size": len(expected),
         "encoding": "utf-8",
+        "offset": 0,
+        "totalLength": len(expected.decode()),
+        "truncated": False,
+        "nextOffset": None,
     }
     envelope = await tools.raw("get_file_content", {"path": "bom.md"})
     assert envelope["metadata"]["cacheHit"] is False
     assert envelope["data"]["content"] == "# Bom\nbody\n"
+
+
+async def test_get_file_content_reads_a_long_note_in_pages(tools: Tools, temp: Served) -> None:
+    text = (temp.root / "technical" / "Topic.md").read_text(encoding="utf-8")
+    first = await tools.ok("get_file_content", path="technical/Topic.md", length=10)
+    assert (first["content"], first["truncated"], first["nextOffset"]) == (text[:10], True, 10)
+    assert first["totalLength"] == len(text)
+    pages, offset = [first["content"]], first["nextOffset"]
+    while offset is not None:
+        page = await tools.ok(
+            "get_file_content", path="technical/Topic.md", offset=offset, length=10
+        )
+        assert page["offset"] == offset
+        pages.append(page["content"])
+        offset = page["nextOffset"]
+    assert "".join(pages) == text and page["truncated"] is False
+    past = await tools.ok("get_file_content", path="technical/Topic.md", offset=10_000)
+    assert (past["content"], past["truncated"], past["nextOffset"]) == ("", False, None)
+    # Out of range: clamped, as every limit is; a BOM is not counted as a character.
+    clamped = await tools.ok("get_file_content", path="bom.md", offset=-5, length=0)
+    assert (clamped["offset"], clamped["content"], clamped["nextOffset"]) == (0, "#", 1)
 
 
 async def test_get_file_content_serves_a_symlink_that_stays_inside(tools: Tools) -> None:

@@ -35,6 +35,9 @@ from weaver.parser import normalize_tag
 MAX_LIMIT = 500
 # Offsets beyond this are clamped: far past any vault, and well inside SQLite's integers.
 MAX_OFFSET = 2**31 - 1
+# get_file_content's page: any note a person writes, whole; past it a client would choke on
+# one answer (a 64 MiB log file, say), so it comes in pages.
+MAX_CONTENT_CHARS = 1_000_000
 
 Limit = Annotated[
     int,
@@ -129,7 +132,10 @@ note and its neighbourhood without reading the whole text. Fails with "File not 
 
 GET_FILE_CONTENT = """Read a note's full markdown text from disk (not from the cache).
 
-Returns path, content (frontmatter included), size in bytes and encoding ("utf-8"). Only
+Returns path, content (frontmatter included), size in bytes and encoding ("utf-8"). A note
+longer than `length` characters (default and most 1,000,000) comes in pages: `truncated` is
+true and `nextOffset` the `offset` that reads on; `totalLength` is the whole note's length in
+characters. Only
 markdown notes inside the vault are served: paths with '..', absolute paths, hidden or ignored
 folders (.obsidian, .weaver, ...), symlinks leading outside the vault and non-.md files fail with
 "Invalid path"; a file that is not UTF-8 fails with a clear error. Use it when you need the
@@ -232,15 +238,37 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
 
         return await answer(state, work)
 
-    async def get_file_content(path: NotePath) -> FileContentResult:
+    async def get_file_content(
+        path: NotePath,
+        offset: Annotated[
+            int,
+            Field(ge=0, le=MAX_OFFSET, description="Characters to skip, to read a long note on"),
+            clamp_to(0, MAX_OFFSET),
+        ] = 0,
+        length: Annotated[
+            int,
+            Field(ge=1, le=MAX_CONTENT_CHARS, description="Most characters returned"),
+            clamp_to(1, MAX_CONTENT_CHARS),
+        ] = MAX_CONTENT_CHARS,
+    ) -> FileContentResult:
         def work() -> FileContentData:
             clean = app.vault.check_note_path(path)
             data = app.vault.read_note(clean)
             try:
-                text = data.decode("utf-8")
+                text = data.decode("utf-8").removeprefix("\ufeff")
             except UnicodeDecodeError as exc:
                 raise NoteDecodeError(clean, f"invalid byte at offset {exc.start}") from None
-            return FileContentData(path=clean, content=text.removeprefix("\ufeff"), size=len(data))
+            end = offset + length
+            more = end < len(text)
+            return FileContentData(
+                path=clean,
+                content=text[offset:end],
+                size=len(data),
+                offset=offset,
+                total_length=len(text),
+                truncated=more,
+                next_offset=end if more else None,
+            )
 
         return await answer(state, work, cache_hit=False)
 

@@ -143,9 +143,13 @@ class FileData(FileInfo):
 
 class FileContentData(WireModel):
     path: str
-    content: str = Field(description="The full markdown text, frontmatter included")
+    content: str = Field(description="The markdown text, frontmatter included (or one page)")
     size: int = Field(description="File size in bytes")
     encoding: Literal["utf-8"] = "utf-8"
+    offset: int = Field(description="Characters of the note before `content`")
+    total_length: int = Field(description="The whole note's length in characters")
+    truncated: bool = Field(description="True when more of the note follows `content`")
+    next_offset: int | None = Field(description="The `offset` that reads on, if truncated")
 
 
 class TaggedFile(WireModel):
