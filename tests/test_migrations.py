@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from weaver.cache.sqlite import is_search_table
-from weaver.db import alembic_config, open_engine, pending_migrations, upgrade_to_head
+from weaver.db import (
+    SCHEMA_HEAD,
+    alembic_config,
+    open_cache_engine,
+    open_engine,
+    pending_migrations,
+    upgrade_to_head,
+)
 from weaver.models import Base
 
 
@@ -72,3 +82,32 @@ def test_cache_runs_in_wal_mode(tmp_path: Path) -> None:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
     engine.dispose()
+
+
+def test_schema_head_names_the_newest_migration() -> None:
+    """A cache at `SCHEMA_HEAD` is opened without Alembic: were it not head, a new migration
+    would never be applied."""
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == SCHEMA_HEAD
+
+
+def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alembic(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'cache.db'}"
+    engine = open_engine(url)
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0010")
+    engine.dispose()
+    open_cache_engine(url).dispose()
+    assert pending_migrations(open_engine(url)) == []
+    # In a process of its own: is Alembic (and the mako and pygments it imports) left out?
+    probe = (
+        "import sys, weaver.db as db; db.open_cache_engine(sys.argv[1]).dispose(); "
+        "print('alembic' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, url], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
