@@ -454,8 +454,12 @@ async def test_a_failing_hint_leaves_the_error_as_it_was(
     def locked(conn: object) -> None:
         raise OperationalError("SELECT", {}, Exception("database is locked"))
 
-    monkeypatch.setattr(temp.state.name_index, "get", locked)
-    assert await tools.error("get_file", path="Topic.md") == "File not found: 'Topic.md'"
+    def broken(conn: object) -> None:
+        raise MemoryError
+
+    for failing in (locked, broken):
+        monkeypatch.setattr(temp.state.name_index, "get", failing)
+        assert await tools.error("get_file", path="Topic.md") == "File not found: 'Topic.md'"
 
 
 async def test_get_file_requires_a_string_path(tools: Tools) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import structlog
 from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import read
 from weaver.errors import FolderNotFoundError, InvalidPathError, NoteNotFoundError, did_you_mean
@@ -39,7 +38,7 @@ def with_hint(state: ServerState, error: NoteNotFoundError | InvalidPathError) -
         return message
     try:
         suggestions = _suggestions(state, error)
-    except SQLAlchemyError as exc:  # the hint is a courtesy: the error stands without it
+    except Exception as exc:  # the hint is a courtesy: the error stands without it
         log.warning("no hint for a path not found", error=type(exc).__name__)
         return message
     if not suggestions:
