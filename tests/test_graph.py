@@ -20,6 +20,8 @@ from weaver.app import App, open_app
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
+from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
+from weaver.mcp_server.graph_tools import graph_wire
 from weaver.names import NameIndex, NameRow, _within_reach, fold, resolve_names
 
 
@@ -195,6 +197,27 @@ def test_pagerank_after_edits_splices_the_arrays_and_ranks_as_from_scratch() -> 
 
 
 # -- subgraph --------------------------------------------------------------------------------
+
+
+def test_the_graph_answer_built_as_dicts_is_the_models_wire_form() -> None:
+    graph = make("a>b:up a>c c>a b>c:down b>c", extra="z", broken="a>Nowhere c>Gone")
+    sub = g.subgraph(graph, None, True, None, 3)
+    model = GraphData(
+        directory=None,
+        nodes=[GraphNode(id=p, title=graph.nodes[p].title, broken=False) for p in sub.nodes]
+        + [GraphNode(id=t, title=t, broken=True) for t in sub.broken],
+        edges=[
+            GraphEdge(
+                source=e.source, target=e.target, relations=list(e.relations), broken=e.broken
+            )
+            for e in sub.edges
+        ],
+        total_nodes=sub.total_nodes,
+        truncated=len(sub.nodes) < sub.total_nodes,
+    )
+    wire = graph_wire(graph, sub, None)
+    assert wire == model.to_wire()
+    assert wire["truncated"] is True and any(e["broken"] for e in wire["edges"])
 
 
 def test_subgraph_of_a_folder_with_broken_links_and_a_limit() -> None:

@@ -56,8 +56,13 @@ def _result(envelope: dict[str, Any]) -> CallToolResult:
     )
 
 
-def ok(data: BaseModel, started: float, cache_hit: bool) -> CallToolResult:
-    payload = data.model_dump(mode="json", by_alias=True)
+# What a tool's work returns: its result model, or the model's wire form built directly (for
+# answers of thousands of items, where a model per item costs more than the answer's encoding).
+Data = BaseModel | dict[str, Any]
+
+
+def ok(data: Data, started: float, cache_hit: bool) -> CallToolResult:
+    payload = data if isinstance(data, dict) else data.model_dump(mode="json", by_alias=True)
     return _result({"success": True, "data": payload, "metadata": _metadata(started, cache_hit)})
 
 
@@ -84,7 +89,7 @@ class ArgumentError(Exception):
 
 async def answer(
     state: ServerState,
-    work: Callable[[], BaseModel],
+    work: Callable[[], Data],
     *,
     cache_hit: bool = True,
     wait_ready: bool = True,

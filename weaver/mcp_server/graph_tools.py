@@ -5,7 +5,7 @@ version."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
@@ -29,7 +29,6 @@ from weaver.mcp_server.graph_schemas import (
     PRIMARY_CONTENT,
     FilesExistData,
     GraphData,
-    GraphNode,
     HubInfo,
     HubsData,
     NameMatchInfo,
@@ -225,23 +224,14 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
         ] = 1000,
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
-        def work() -> GraphData:
+        def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
             with read.read_snapshot(app.engine) as conn:
                 graph = graphs.get(conn)
                 sub = g.subgraph(graph, folder, includeBroken, relation, limit)
                 if sub.total_nodes == 0:
                     hints.check_folder(state, conn, folder)
-            nodes = [GraphNode(id=p, title=graph.nodes[p].title, broken=False) for p in sub.nodes]
-            nodes += [GraphNode(id=t, title=t, broken=True) for t in sub.broken]
-            fields = {
-                "directory": folder,
-                "nodes": nodes,
-                "edges": sub.edges,  # read by attribute, in pydantic's core: thousands of edges
-                "total_nodes": sub.total_nodes,
-                "truncated": len(sub.nodes) < sub.total_nodes,
-            }
-            return GraphData.model_validate(fields, from_attributes=True)
+            return graph_wire(graph, sub, folder)
 
         return await answer(state, work)
 
@@ -371,3 +361,22 @@ def _guesses(path: str) -> list[str]:
     """Lower-cased spellings a missing path may have meant: as given, then with '.md'."""
     lowered = path.lower()
     return [lowered] if lowered.endswith(".md") or not lowered else [lowered, lowered + ".md"]
+
+
+def graph_wire(graph: g.Graph, sub: g.Subgraph, folder: str | None) -> dict[str, Any]:
+    """`GraphData(...).to_wire()`, built as plain dicts: a 1,000-note graph has thousands of
+    nodes and edges, and a model for each, then a dict of each model, took ~30 of the tool's
+    ~45 ms (this: ~8). Clients check it against GraphData's schema like any answer."""
+    nodes = [{"id": p, "title": graph.nodes[p].title, "broken": False} for p in sub.nodes]
+    nodes += [{"id": t, "title": t, "broken": True} for t in sub.broken]
+    edges = [
+        {"source": e.source, "target": e.target, "relations": list(e.relations), "broken": e.broken}
+        for e in sub.edges
+    ]
+    return {
+        "directory": folder,
+        "nodes": nodes,
+        "edges": edges,
+        "totalNodes": sub.total_nodes,
+        "truncated": len(sub.nodes) < sub.total_nodes,
+    }
