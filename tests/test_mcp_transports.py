@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -113,6 +114,39 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
     stderr = (tmp_path / "stderr.log").read_text()
     assert "serving MCP over stdio" in stderr  # logs go to stderr, stdout is the protocol's
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stdio_serve_stops_on_a_signal_while_the_client_holds_stdin(
+    vault: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Ctrl-C in a terminal, or a client's SIGTERM: the engine is stopped and the process ends
+    at once, though stdin is still open (a blocked read of it used to keep Ctrl-C waiting)."""
+    log = tmp_path / "stderr.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [WEAVER, "--vault", str(vault), "serve"],
+            cwd=vault.parent,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+        try:
+            deadline = time.monotonic() + 15
+            while "watching vault" not in log.read_text():
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            process.send_signal(stop)
+            assert process.wait(timeout=10) == 0
+        finally:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                assert pipe is not None
+                pipe.close()
+    text = log.read_text()
+    assert f'"signal": "{stop.name}"' in text and "workflow engine stopped" in text
+    assert "serve stopped" in text and "Traceback" not in text
 
 
 async def test_a_second_server_reads_while_the_first_writes(vault: Path, tmp_path: Path) -> None:

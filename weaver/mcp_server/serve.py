@@ -9,11 +9,14 @@ on every address. `GET /health` answers without auth, with the status only.
 from __future__ import annotations
 
 import ipaddress
+import os
+import signal
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from functools import partial
-from typing import Literal
+from typing import Literal, NoReturn
 
 import anyio
 import anyio.to_thread
@@ -32,7 +35,7 @@ from weaver.errors import ConfigError, DaemonError
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
-from weaver.signals import run_until_signalled
+from weaver.signals import STOP_SIGNALS, run_until_signalled
 
 log = structlog.get_logger(__name__)
 
@@ -154,23 +157,49 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
     if transport == "http":
         check_http_settings(settings)
         sock = bind_socket(settings.http_host, settings.http_port)
-    app = open_app(settings)
-    try:
-        with hosted_engine(app) as engine:
-            state = ServerState(app, watch=watch, engine=engine)
-            server = build_server(state)
-            if sock is not None:
-                anyio.run(
-                    run_until_signalled,
-                    partial(serve_http, http_app(server, state, settings.http_host), sock),
-                )
-            else:
-                log.info("serving MCP over stdio", vault=str(settings.vault))
-                # A stdio client ends the session by closing stdin, which ends this cleanly. On
-                # SIGTERM the process just dies: the SDK's blocking stdin read cannot be
-                # cancelled, and the next start marks any run it left as interrupted.
-                anyio.run(server.run_stdio_async)
-    finally:
+    with ExitStack() as cleanup:
         if sock is not None:
-            sock.close()
-        app.close()
+            cleanup.callback(sock.close)
+        app = open_app(settings)
+        cleanup.callback(app.close)
+        engine = cleanup.enter_context(hosted_engine(app))
+        state = ServerState(app, watch=watch, engine=engine)
+        server = build_server(state)
+        if sock is not None:
+            anyio.run(
+                run_until_signalled,
+                partial(serve_http, http_app(server, state, settings.http_host), sock),
+            )
+        else:
+            log.info("serving MCP over stdio", vault=str(settings.vault))
+            anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
+
+
+async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) -> None:
+    """Serve over stdio until the client closes stdin (the end of a session), or SIGINT or
+    SIGTERM ask to stop, which call `stop`.
+
+    A signal cannot end this by unwinding: the SDK reads stdin in a worker thread, and a read
+    returns only with a line or at end of file, so cancelling would wait for the client (a
+    Ctrl-C in a terminal hung). `stop` cleans up as a normal end would and exits the process.
+    """
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async for signum in signals:
+                    log.info("stopping", signal=signal.Signals(signum).name)
+                    stop()
+
+        tg.start_soon(stop_on_signal)
+        await server.run_stdio_async()
+        tg.cancel_scope.cancel()
+
+
+def _exit_now(cleanup: ExitStack) -> NoReturn:
+    """Stop the engine (its runs under way recorded as interrupted) and close the cache, then
+    leave without waiting for the thread blocked on stdin."""
+    cleanup.close()
+    log.info("serve stopped")
+    sys.stderr.flush()
+    os._exit(0)
