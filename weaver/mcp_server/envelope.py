@@ -11,6 +11,9 @@ fail validation, or that the tool does not take, "Invalid arguments: <argument>:
 (the SDK would answer the first with a bare text block outside the envelope, and silently
 drop the second).
 Anything unexpected is logged and answered "Internal error", still as an envelope.
+
+The argument types every tool module shares live here too, beside the errors they produce:
+`clamp_to` for limits and offsets, `Time` for moments (epoch ms or an ISO date).
 """
 
 from __future__ import annotations
