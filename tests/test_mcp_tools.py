@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -118,10 +119,17 @@ def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     served.app.close()
 
 
+@asynccontextmanager
+async def tools_of(served: Served, mode: str) -> AsyncIterator[Tools]:
+    """A client of `served` speaking one protocol version (`legacy` or the newest)."""
+    async with Client(served.server, mode=mode) as client:
+        yield Tools(client)
+
+
 @pytest.fixture(params=["legacy", "auto"])
 async def tools(request: pytest.FixtureRequest, temp: Served) -> AsyncIterator[Tools]:
-    async with Client(temp.server, mode=request.param) as client:
-        yield Tools(client)
+    async with tools_of(temp, request.param) as tools:
+        yield tools
 
 
 def paths(data: dict[str, Any]) -> list[str]:
@@ -315,8 +323,8 @@ def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture(params=["legacy", "auto"])
 async def dated_tools(request: pytest.FixtureRequest, dated: Served) -> AsyncIterator[Tools]:
-    async with Client(dated.server, mode=request.param) as client:
-        yield Tools(client)
+    async with tools_of(dated, request.param) as tools:
+        yield tools
 
 
 async def test_query_files_newest_first_with_ties_by_path(dated_tools: Tools) -> None:
