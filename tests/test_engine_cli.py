@@ -188,6 +188,11 @@ def test_history_and_status(config: Path, capsys: pytest.CaptureFixture[str]) ->
     assert out[1].split()[1:4] == ["fails", "failed", "manual"]
     assert out[-1] == "... 2 more (--offset 2)"
 
+    assert run(config, "history", "--workflow", "count-note") == 2
+    assert "Workflow not found: 'count-note' (did you mean 'count-notes'?)" in (
+        capsys.readouterr().err
+    )
+
     assert run(config, "history", "--status", "failed") == 0
     only_failed = capsys.readouterr().out.splitlines()[1:]
     assert [line.split()[1:3] for line in only_failed] == [["fails", "failed"]]

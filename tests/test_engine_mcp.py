@@ -200,6 +200,10 @@ async def test_list_history_and_missing_execution(client: Client) -> None:
     assert greet_failed["data"]["total"] == 0
     done = (await call(client, "get_workflow_history", status="completed"))["data"]
     assert done["total"] == 3 and {e["workflowId"] for e in done["executions"]} == {"greet"}
+    typo = await call(client, "get_workflow_history", workflowId="greeet")
+    assert typo["error"] == "Workflow not found: 'greeet' (did you mean 'greet'?)"
+    never = (await call(client, "get_workflow_history", workflowId="gated"))["data"]
+    assert never["total"] == 0  # a workflow that never ran: an empty page
     wrong = await call(client, "get_workflow_history", status="broken")
     assert wrong["error"].startswith("Invalid arguments: status: Input should be 'pending'")
 

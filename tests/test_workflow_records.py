@@ -298,6 +298,29 @@ async def test_the_tool_answers_bad_arguments_in_an_envelope(client: Client) -> 
     assert missing["error"].startswith("Invalid arguments: workflowId")
 
 
+@workflow(id="markdown-analyzer")
+def analyzer(_ctx: WorkflowContext[Any]) -> None: ...
+
+
+@pytest.mark.anyio
+async def test_a_misspelt_workflow_id_is_named_not_answered_empty(
+    app: App, make_engine: EngineFactory
+) -> None:
+    seed(app)
+    state = ServerState(app, watch=False, engine=make_engine(analyzer))
+    async with Client(MCPServer(name="weaver-test", tools=build_record_tools(state))) as client:
+        typo = await call(client, workflowId="markdown-analyser")
+        assert typo["error"] == (
+            "Workflow not found: 'markdown-analyser' (did you mean 'markdown-analyzer'?)"
+        )
+        # A workflow that is there, with nothing matching: an empty page, as before; and the
+        # records of a workflow since removed are still read.
+        empty = await call(client, workflowId="markdown-analyzer", kind="nothing")
+        assert (empty["success"], empty["data"]["total"]) == (True, 0)
+        removed = await call(client, workflowId="file-change-logger")
+        assert removed["data"]["total"] == 1
+
+
 # -- weaver records ------------------------------------------------------------------------------
 
 
@@ -321,6 +344,11 @@ def test_cli_prints_records_as_a_table_or_json(
 
     assert weaver(vault_dir, "records", "markdown-analyzer", "--kind", "state") == 0
     assert capsys.readouterr().out.strip() == "No records."
+
+    assert weaver(vault_dir, "records", "markdown-analyser") == 2
+    assert capsys.readouterr().err.strip() == (
+        "weaver: Workflow not found: 'markdown-analyser' (did you mean 'markdown-analyzer'?)"
+    )
 
 
 def test_cli_since_takes_a_local_date(

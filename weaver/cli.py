@@ -50,8 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"weaver: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except WeaverError as exc:
+        # Imported here: the engine's package is not needed to start most commands.
+        from weaver.engine.errors import WorkflowRequestError
+
         print(f"weaver: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_USAGE if isinstance(exc, WorkflowRequestError) else EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
 
@@ -313,7 +316,8 @@ def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
-    with _workflow_engine(settings, plugins=False) as engine:
+    # The plugins only to tell a misspelt --workflow from one that never ran.
+    with _workflow_engine(settings, plugins=args.workflow is not None) as engine:
         page = engine.get_history(args.workflow, args.limit, args.offset, args.status)
     if args.json:
         print(json.dumps(page.to_wire()))
@@ -376,14 +380,20 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.cache.records import RecordFilter, fetch_page
+    from weaver.engine import load_registry
     from weaver.engine.payloads import WorkflowRecordsData
 
     where = RecordFilter(args.workflow, args.key, args.kind, args.since, args.until)
     app = open_app(settings)
     try:
-        page = WorkflowRecordsData.of(fetch_page(app.engine, where, args.limit, args.offset))
+        found = fetch_page(app.engine, where, args.limit, args.offset)
     finally:
         app.close()
+    if found.total == 0:  # none, or a misspelt id: only the plugins can tell
+        registry = load_registry(settings)
+        if len(registry):
+            registry.require(args.workflow)
+    page = WorkflowRecordsData.of(found)
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False))
         return 0

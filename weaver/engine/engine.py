@@ -55,7 +55,6 @@ from weaver.engine.errors import (
     ExecutionNotFoundError,
     WorkflowDisabledError,
     WorkflowError,
-    WorkflowNotFoundError,
 )
 from weaver.engine.payloads import (
     ExecutionSummary,
@@ -256,6 +255,10 @@ class WorkflowEngine:
         offset = max(offset, 0)
         with self.db.connect() as conn:
             records, total = executions.list_executions(conn, workflow_id, limit, offset, status)
+        if workflow_id is not None and total == 0 and len(self.registry):
+            # No history under an id no workflow has: a misspelling, most likely, which an
+            # empty page would pass off as "never ran" (a removed workflow keeps its history).
+            self.registry.require(workflow_id)
         return WorkflowHistoryData(
             executions=[ExecutionSummary.of(r) for r in records],
             total=total,
@@ -265,9 +268,7 @@ class WorkflowEngine:
         )
 
     def get_runnable(self, workflow_id: str) -> Workflow:
-        workflow = self.registry.get(workflow_id)
-        if workflow is None:
-            raise WorkflowNotFoundError(workflow_id, (w.id for w in self.registry))
+        workflow = self.registry.require(workflow_id)
         if not workflow.enabled:
             raise WorkflowDisabledError(workflow_id)
         return workflow

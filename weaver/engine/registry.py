@@ -24,7 +24,11 @@ from weaver.engine.definition import (
     accepts_empty,
     describe_validation_error,
 )
-from weaver.engine.errors import DuplicateWorkflowError, WorkflowDefinitionError
+from weaver.engine.errors import (
+    DuplicateWorkflowError,
+    WorkflowDefinitionError,
+    WorkflowNotFoundError,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +68,13 @@ class Registry:
 
     def get(self, workflow_id: str) -> Workflow | None:
         return self._workflows.get(workflow_id)
+
+    def require(self, workflow_id: str) -> Workflow:
+        """The workflow, or `WorkflowNotFoundError` naming the ids it probably meant."""
+        workflow = self._workflows.get(workflow_id)
+        if workflow is None:
+            raise WorkflowNotFoundError(workflow_id, self._workflows)
+        return workflow
 
     def add_error(self, source: str, error: str) -> None:
         log.error("workflow plugin skipped", source=source, error=error)

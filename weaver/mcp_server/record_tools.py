@@ -14,6 +14,7 @@ from mcp_types import CallToolResult
 from pydantic import BeforeValidator, Field
 
 from weaver.cache.records import PAGE_MAX_LIMIT, RecordFilter, fetch_page
+from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import WorkflowRecordsData
 from weaver.mcp_server.envelope import Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import Envelope
@@ -76,7 +77,11 @@ def build_record_tools(state: ServerState) -> list[Tool]:
         where = RecordFilter(workflowId, key, kind, since, until)
 
         def work() -> WorkflowRecordsData:
-            return WorkflowRecordsData.of(fetch_page(state.app.engine, where, limit, offset))
+            page = fetch_page(state.app.engine, where, limit, offset)
+            engine = state.engine
+            if page.total == 0 and isinstance(engine, WorkflowEngine) and len(engine.registry):
+                engine.registry.require(workflowId)  # a misspelt id is not "no records"
+            return WorkflowRecordsData.of(page)
 
         return await answer(state, work, cache_hit=True, wait_ready=False)
 
