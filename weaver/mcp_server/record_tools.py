@@ -53,10 +53,10 @@ proof-spec-kit-review a `review` (findings with severity); proof-daily-digest ea
 written. Some also keep a `state` record (what the next run compares with).
 
 Returns `records` (id, workflowId, key: usually a note path, kind, recordedAt in Unix epoch
-milliseconds, executionId, data), with `total`, the `limit`/`offset` applied and `hasMore`.
-`key` keeps one note's records (a concept's timeline; the latest analysis of a note with
-limit 1); `kind` one sort; `since` (inclusive) and `until` (exclusive) are Unix epoch
-milliseconds or ISO dates ('2026-11-20'). Example:
+milliseconds, executionId, data), with `total`, the `limit`/`offset` applied and `hasMore`. An
+id no workflow has answers "Workflow not found". `key` keeps one note's records (a concept's
+timeline; the latest analysis of a note with limit 1); `kind` one sort; `since` (inclusive) and
+`until` (exclusive) are Unix epoch milliseconds or ISO dates ('2026-11-20'). Example:
 {"workflowId": "concept-tracker", "key": "Concepts/Graph.md"}."""
 
 

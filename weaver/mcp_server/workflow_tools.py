@@ -81,9 +81,9 @@ GET_WORKFLOW_HISTORY = """List past and queued workflow executions, newest first
 
 Returns `executions` (executionId, workflowId, workflowName, status, startTime, endTime in Unix
 epoch milliseconds, duration in ms, error, trigger), with `total`, the `limit`/`offset` applied
-and `hasMore`. `workflowId` keeps one workflow's executions, `status` those in one state
-("failed" for what went wrong). Examples: {"workflowId": "markdown-analyzer", "limit": 10};
-{"status": "failed"}."""
+and `hasMore`. `workflowId` keeps one workflow's executions ("Workflow not found" for an id
+no workflow has), `status` those in one state ("failed" for what went wrong). Examples:
+{"workflowId": "markdown-analyzer", "limit": 10}; {"status": "failed"}."""
 
 
 class TriggerArguments(ArgModelBase):
