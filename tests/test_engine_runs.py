@@ -211,6 +211,17 @@ def test_retry_delay_doubles() -> None:
 # -- requests that record nothing ---------------------------------------------------------------
 
 
+def test_history_of_a_removed_workflow_is_read_and_a_misspelt_id_named(
+    app: App, make_engine: EngineFactory
+) -> None:
+    make_engine(echo).trigger("echo")
+    without_echo = make_engine(explode)  # echo's plugin since removed: its history stays
+    assert without_echo.get_history("echo").total == 1
+    assert without_echo.get_history("echo", status="failed").total == 0  # no error either
+    with pytest.raises(WorkflowNotFoundError, match="did you mean 'explode'"):
+        without_echo.get_history("explod")
+
+
 def test_bad_requests_are_clear_errors_and_record_nothing(
     app: App, make_engine: EngineFactory
 ) -> None:

@@ -319,6 +319,9 @@ async def test_a_misspelt_workflow_id_is_named_not_answered_empty(
         assert (empty["success"], empty["data"]["total"]) == (True, 0)
         removed = await call(client, workflowId="file-change-logger")
         assert removed["data"]["total"] == 1
+        # ... also when nothing of it matches: its id is known from what it recorded.
+        filtered = await call(client, workflowId="file-change-logger", kind="nothing")
+        assert (filtered["success"], filtered["data"]["total"]) == (True, 0)
 
 
 # -- weaver records ------------------------------------------------------------------------------

@@ -382,17 +382,16 @@ def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.cache.records import RecordFilter, fetch_page
     from weaver.engine import load_registry
     from weaver.engine.payloads import WorkflowRecordsData
+    from weaver.engine.registry import check_known
 
     where = RecordFilter(args.workflow, args.key, args.kind, args.since, args.until)
     app = open_app(settings)
     try:
         found = fetch_page(app.engine, where, args.limit, args.offset)
+        if found.total == 0:  # none, or a misspelt id: the plugins tell
+            check_known(load_registry(settings), app.engine, args.workflow)
     finally:
         app.close()
-    if found.total == 0:  # none, or a misspelt id: only the plugins can tell
-        registry = load_registry(settings)
-        if len(registry):
-            registry.require(args.workflow)
     page = WorkflowRecordsData.of(found)
     if args.json:
         print(json.dumps(page.to_wire(), ensure_ascii=False))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from pydantic import BaseModel
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
@@ -255,10 +255,8 @@ class WorkflowEngine:
         offset = max(offset, 0)
         with self.db.connect() as conn:
             records, total = executions.list_executions(conn, workflow_id, limit, offset, status)
-        if workflow_id is not None and total == 0 and len(self.registry):
-            # No history under an id no workflow has: a misspelling, most likely, which an
-            # empty page would pass off as "never ran" (a removed workflow keeps its history).
-            self.registry.require(workflow_id)
+            if workflow_id is not None and total == 0:
+                self._check_known(conn, workflow_id, filtered=status is not None)
         return WorkflowHistoryData(
             executions=[ExecutionSummary.of(r) for r in records],
             total=total,
@@ -266,6 +264,16 @@ class WorkflowEngine:
             offset=offset,
             has_more=offset + len(records) < total,
         )
+
+    def _check_known(self, conn: Connection, workflow_id: str, filtered: bool) -> None:
+        """No history under an id no workflow has is a misspelling, most likely, which an
+        empty page would pass off as "never ran": `WorkflowNotFoundError`. A removed
+        workflow's history is still read; with no plugins loaded this cannot tell."""
+        if not len(self.registry) or workflow_id in self.registry:
+            return
+        if filtered and executions.list_executions(conn, workflow_id, 1, 0)[1]:
+            return  # it has history, in other states
+        self.registry.require(workflow_id)
 
     def get_runnable(self, workflow_id: str) -> Workflow:
         workflow = self.registry.require(workflow_id)

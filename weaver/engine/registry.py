@@ -17,7 +17,9 @@ from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import Engine
 
+from weaver.cache.records import RecordFilter, fetch_page
 from weaver.engine.definition import (
     OnSchedule,
     Workflow,
@@ -88,6 +90,16 @@ class Registry:
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._workflows
+
+
+def check_known(registry: Registry, db: Engine, workflow_id: str) -> None:
+    """`WorkflowNotFoundError`, naming the ids it probably meant, when no workflow has
+    `workflow_id` and nothing was ever recorded under it (a removed workflow's records are
+    still read). With no workflows loaded it cannot tell, and lets it be."""
+    if not len(registry) or workflow_id in registry:
+        return
+    if fetch_page(db, RecordFilter(workflow_id), limit=1).total == 0:
+        registry.require(workflow_id)
 
 
 class WorkflowOverride(BaseModel):

@@ -16,6 +16,7 @@ from pydantic import BeforeValidator, Field
 from weaver.cache.records import PAGE_MAX_LIMIT, RecordFilter, fetch_page
 from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import WorkflowRecordsData
+from weaver.engine.registry import check_known
 from weaver.mcp_server.envelope import Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import Envelope
 from weaver.mcp_server.state import ServerState
@@ -79,8 +80,9 @@ def build_record_tools(state: ServerState) -> list[Tool]:
         def work() -> WorkflowRecordsData:
             page = fetch_page(state.app.engine, where, limit, offset)
             engine = state.engine
-            if page.total == 0 and isinstance(engine, WorkflowEngine) and len(engine.registry):
-                engine.registry.require(workflowId)  # a misspelt id is not "no records"
+            if page.total == 0 and isinstance(engine, WorkflowEngine):
+                # A misspelt id is not "no records" (a removed workflow's records still are).
+                check_known(engine.registry, state.app.engine, workflowId)
             return WorkflowRecordsData.of(page)
 
         return await answer(state, work, cache_hit=True, wait_ready=False)
