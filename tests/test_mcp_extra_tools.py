@@ -217,6 +217,21 @@ async def test_get_graph_of_a_folder_with_broken_links(tools: Tools) -> None:
     assert (len(capped["nodes"]), capped["totalNodes"], capped["truncated"]) == (10, 205, True)
 
 
+async def test_get_graph_of_the_whole_vault_keeps_100_best_connected_notes_unless_asked(
+    tools: Tools,
+) -> None:
+    default = await tools.ok("get_graph")
+    assert (len(default["nodes"]), default["totalNodes"], default["truncated"]) == (100, 205, True)
+    whole = await tools.ok("get_graph", limit=1000)
+    assert (len(whole["nodes"]), whole["truncated"]) == (205, False)
+    degree = {n["id"]: 0 for n in whole["nodes"]}
+    for edge in whole["edges"]:
+        degree[edge["source"]] += 1
+        degree[edge["target"]] += 1
+    kept = {n["id"] for n in default["nodes"]}
+    assert min(degree[k] for k in kept) >= max(d for n, d in degree.items() if n not in kept)
+
+
 async def test_search_by_tags_any_and_all(tools: Tools) -> None:
     either = await tools.ok("search_by_tags", tags=["#context", "todo"], mode="any")
     both = await tools.ok("search_by_tags", tags=["context", "todo"], mode="all")

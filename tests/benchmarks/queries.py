@@ -136,7 +136,8 @@ TOOL_CASES = (
     ToolCase("get_hubs out_degree", "get_hubs", lambda f, i: {"metric": "out_degree"}),
     ToolCase("get_hubs pagerank", "get_hubs", lambda f, i: {"metric": "pagerank"}),
     ToolCase("get_graph directory=", "get_graph", lambda f, i: {"directory": f.folder}),
-    ToolCase("get_graph, 1,000 notes (default limit)", "get_graph", lambda f, i: {}),
+    ToolCase("get_graph, default limit (100 notes)", "get_graph", lambda f, i: {}),
+    ToolCase("get_graph, 1,000 notes", "get_graph", lambda f, i: {"limit": 1000}),
     ToolCase(
         "search_by_tags any",
         "search_by_tags",

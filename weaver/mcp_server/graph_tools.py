@@ -88,7 +88,9 @@ visualisation or analysis.
 Returns `nodes` (id = note path, title) and `edges` (source, target, relations) between them;
 with includeBroken, also broken links, their targets as nodes marked `broken: true`. Beyond
 `limit` notes the best connected are kept (`truncated`, `totalNodes`). `relation` keeps only
-typed links of that name. Example: {"directory": "projects", "includeBroken": true}."""
+typed links of that name. `limit` is 100 notes unless asked (up to 5,000): a 1,000-note graph
+is some 750 KB of JSON, more than most context windows hold.
+Example: {"directory": "projects", "includeBroken": true}."""
 
 SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one) or "all".
 
@@ -222,7 +224,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         relation: Relation = None,
         limit: Annotated[
             int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
-        ] = 1000,
+        ] = 100,
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
         def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
