@@ -14,6 +14,7 @@ from functools import partial
 import anyio
 import structlog
 
+from weaver import heap
 from weaver.app import open_app
 from weaver.config import Settings
 from weaver.engine import hosted_engine
@@ -38,6 +39,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
         try:
             with hosted_engine(app, schedules=True) as engine:
                 state = ServerState(app, engine=engine)
+                heap.keep_pauses_short()
                 log.info("daemon started", vault=str(settings.vault), http=http)
                 if sock is None:
                     anyio.run(run_until_signalled, partial(_keep_fresh, state))

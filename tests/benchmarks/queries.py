@@ -238,6 +238,7 @@ def _bench_engine(app: Any) -> Any:
 async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int) -> dict[str, Any]:
     from mcp import Client
 
+    from weaver import heap
     from weaver.app import open_app
     from weaver.config import Settings
     from weaver.mcp_server import ServerState, build_server
@@ -246,6 +247,7 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
     app = open_app(Settings(vault=vault))
     engine = _bench_engine(app)
     server = build_server(ServerState(app, watch=False, engine=engine))
+    heap.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
     results: dict[str, Any] = {}
     try:
         async with Client(server, mode="legacy", cache=None) as client:

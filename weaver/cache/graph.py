@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
+from weaver import heap
 from weaver.cache import changes, read
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
@@ -102,7 +103,9 @@ class ByVersion(Generic[T]):
             changed = changes.changed_since(conn, self._version, version, PATCH_LIMIT)
             if changed is not None:
                 return self._update(value, conn, changed)
-        return self._build(conn)
+        built = self._build(conn)
+        heap.settle()  # kept for the process's life: out of the cycle collector's rounds
+        return built
 
 
 def graph_cache() -> ByVersion[Graph]:

@@ -28,6 +28,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from weaver import heap
 from weaver.app import open_app
 from weaver.config import Settings
 from weaver.engine import hosted_engine
@@ -165,6 +166,7 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
         engine = cleanup.enter_context(hosted_engine(app))
         state = ServerState(app, watch=watch, engine=engine)
         server = build_server(state)
+        heap.keep_pauses_short()
         if sock is not None:
             anyio.run(
                 run_until_signalled,

@@ -1,0 +1,93 @@
+"""A process that keeps running (`serve`, `daemon`) takes what it keeps out of the cycle
+collector's rounds, without leaking it once dropped; any other process is left alone."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+
+from tests.conftest import WriteNotes
+from weaver import heap
+from weaver.app import App
+from weaver.cache import graph as cache_graph
+from weaver.cache import read
+
+KEPT: list[Callable[[Connection], Any]] = [
+    cache_graph.load_graph,
+    cache_graph.load_names,
+    cache_graph.load_tag_index,
+]
+
+
+@pytest.fixture
+def indexed(app: App, write_notes: WriteNotes) -> App:
+    write_notes(
+        {
+            f"area {i % 7}/note {i}.md": f"---\ntags: [t{i % 13}]\n---\n[[note {i + 1}]] #x{i}"
+            for i in range(400)
+        }
+    )
+    app.indexer.reconcile()
+    return app
+
+
+@pytest.fixture
+def long_running(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(heap, "_settling", False)  # put back when the test ends
+    heap.keep_pauses_short()
+    yield
+    gc.unfreeze()
+
+
+def collected_ids() -> set[int]:
+    """Objects a full collection visits (the frozen are not among them)."""
+    return {id(o) for o in gc.get_objects()}
+
+
+@pytest.mark.parametrize("build", KEPT, ids=["graph", "names", "tags"])
+@pytest.mark.usefixtures("long_running")
+def test_an_index_a_server_builds_is_out_of_the_collectors_rounds(
+    indexed: App, build: Callable[[Connection], Any]
+) -> None:
+    kept = cache_graph.ByVersion(build)
+    with read.read_snapshot(indexed.engine) as conn:
+        index = kept.get(conn)
+    containers = [v for v in vars(index).values() if gc.is_tracked(v)]
+    assert containers
+    assert not {id(c) for c in containers} & collected_ids()
+
+
+@pytest.mark.parametrize("build", KEPT, ids=["graph", "names", "tags"])
+@pytest.mark.usefixtures("long_running")
+def test_frozen_indexes_are_freed_once_dropped(
+    indexed: App, build: Callable[[Connection], Any]
+) -> None:
+    def build_and_drop() -> int:
+        """Objects frozen with the index, which dropping it should free."""
+        kept = cache_graph.ByVersion(build)
+        with read.read_snapshot(indexed.engine) as conn:
+            before = gc.get_freeze_count()
+            kept.get(conn)
+            frozen = gc.get_freeze_count() - before
+        del kept  # no reference cycle holds it: reference counting alone frees it
+        return frozen
+
+    build_and_drop()  # the first build compiles its statements, which SQLAlchemy keeps
+    start = gc.get_freeze_count()
+    frozen = [build_and_drop() for _ in range(5)]
+    # What stays is a few objects of the connection the build read with, per build.
+    assert min(frozen) > 400 and gc.get_freeze_count() - start < 5 * 10
+
+
+def test_any_other_process_freezes_nothing(indexed: App) -> None:
+    frozen = gc.get_freeze_count()
+    kept = cache_graph.ByVersion(cache_graph.load_graph)
+    with read.read_snapshot(indexed.engine) as conn:
+        graph = kept.get(conn)
+    heap.settle()
+    assert gc.get_freeze_count() == frozen
+    assert id(graph.out) in collected_ids()
