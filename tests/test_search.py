@@ -260,10 +260,16 @@ def test_non_utf8_note_is_indexed_without_body(app: App, write_notes: WriteNotes
     assert paths(search(app.engine, "lait")) == ["ok.md"]
 
 
-def test_search_rowid_is_a_stable_positive_63_bit_hash() -> None:
-    ids = {sqlite.search_rowid(f"note {i}.md") for i in range(2000)}
-    assert len(ids) == 2000 and all(0 <= i < 2**63 for i in ids)
-    assert sqlite.search_rowid("a.md") == sqlite.search_rowid("a.md")
+def test_search_rowids_grow_with_the_notes_written(indexed: App, vault_dir: Path) -> None:
+    """Rows are appended (FTS5 starts a new segment at any rowid lower than the one before): a
+    first index numbers the notes in path order, an edited note gets the next rowid."""
+    assert sorted(note_rowids(indexed).items()) == list(enumerate(sorted(NOTES), start=1))
+    (vault_dir / "Cooking.md").write_text("# Cooking\nNow with saffron.\n", encoding="utf-8")
+    indexed.indexer.apply_paths(["Cooking.md"])
+    assert note_rowids(indexed)[len(NOTES) + 1] == "Cooking.md"
+    assert note_rowids(indexed) == search_rows(indexed)
+    assert paths(search(indexed.engine, "saffron")) == ["Cooking.md"]
+    assert paths(search(indexed.engine, "kitchen")) == []
 
 
 # -- migration -------------------------------------------------------------------------------
@@ -306,6 +312,20 @@ def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) ->
         "Cooking.md",
         "food/Bread.md",
     }
+
+
+def test_hashed_rowids_of_an_older_cache_are_renumbered_on_upgrade(indexed: App) -> None:
+    config = alembic_config(indexed.engine)
+    with indexed.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0011")
+    hashed = note_rowids(indexed)
+    assert hashed == search_rows(indexed) and min(hashed) > 2**32  # hashes, as 0011 wrote them
+    assert paths(search(indexed.engine, "leeks", directory="food")) == ["food/Soup.md"]
+    upgrade_to_head(indexed.engine)
+    assert sorted(note_rowids(indexed).items()) == list(enumerate(sorted(NOTES), start=1))
+    assert note_rowids(indexed) == search_rows(indexed)
+    assert paths(search(indexed.engine, "leeks", directory="food")) == ["food/Soup.md"]
 
 
 # -- the real corpus ---------------------------------------------------------------------------

@@ -5,12 +5,12 @@
 ("Café running" finds "cafe run"). The table is created by the `0003` migration, not by the
 models, so the "models equal migrations" check leaves it out with `is_search_table`.
 
-Each row's rowid is a 63-bit hash of the note's path rather than the notes table's implicit
-rowid, which VACUUM and Alembic's batch copies may renumber: a note's row is found and deleted
-by an indexed rowid lookup, and stays right whatever happens to `notes`. Two paths sharing a
-hash (odds around 1e-8 for a million notes) would share a row: `INSERT OR REPLACE` keeps the
-last one rather than failing the indexer. `notes.search_rowid` holds each note's rowid, for
-the search filters.
+Each note carries the rowid of its row (`notes.search_rowid`): the search filters go from a
+match to its note by it, and a note's row is found and deleted through it. Rowids are given in
+the order notes are written, one past the highest in use (`cache.write`), so that a batch
+appends to the FTS tables: FTS5 starts a new segment whenever a rowid is lower than the one
+before, and with rowids hashed from paths a first index made a segment per chunk of notes and
+wrote its bodies all over the file.
 
 User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no input can
 reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
@@ -22,7 +22,6 @@ dialect the writers here do nothing and `search_notes` says so.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -40,7 +39,6 @@ from sqlalchemy import (
     literal_column,
     select,
     table,
-    text,
 )
 
 from weaver.cache.read import tag_condition
@@ -65,7 +63,6 @@ SNIPPET_ELLIPSIS = "…"
 SNIPPET_TOKENS = 16
 # FTS5 copes with thousands of terms, but nobody types them: the rest are ignored.
 MAX_TERMS = 32
-_ROWID_MASK = (1 << 63) - 1
 _CHUNK = 900
 
 _fts = table(FTS_TABLE, column("rowid"), column("path"), column("title"), column("body"))
@@ -80,40 +77,29 @@ def supported(conn: Connection) -> bool:
     return conn.dialect.name == "sqlite"
 
 
-def search_rowid(path: str) -> int:
-    """The FTS rowid of a note: a stable 63-bit hash of its path."""
-    digest = hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") & _ROWID_MASK
-
-
 # ---------------------------------------------------------------- writes (from cache.write)
 
 
-def upsert_search(conn: Connection, records: Sequence[NoteRecord]) -> None:
-    """Index these notes' titles and bodies (replacing any earlier row of the same path)."""
+def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: int) -> None:
+    """Index these notes' titles and bodies under rowids `first_rowid`, `first_rowid + 1`, ...
+    (the ones their `notes` rows carry)."""
     if not records or not supported(conn):
         return
-    # In rowid order: FTS5 flushes its pending terms to a new segment whenever a rowid is lower
-    # than the one before, so hash-ordered rows would make a segment per note (twice the time).
-    ordered = sorted((search_rowid(r.path), r) for r in records)
-    rows = [
-        {"rowid": rowid, "path": r.path, "title": r.title, "body": r.body} for rowid, r in ordered
-    ]
-    statement = text(
-        f"INSERT OR REPLACE INTO {FTS_TABLE} (rowid, path, title, body) "
-        "VALUES (:rowid, :path, :title, :body)"
+    rows = [(first_rowid + i, r.path, r.title, r.body) for i, r in enumerate(records)]
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE} (rowid, path, title, body) VALUES (?, ?, ?, ?)", rows
     )
-    conn.execute(statement, rows)
 
 
 def delete_search(conn: Connection, paths: Collection[str]) -> None:
-    """Forget these notes (paths of attachments or unknown notes are harmless)."""
+    """Forget these notes' rows (paths of attachments or unknown notes are harmless); before
+    their `notes` rows go, which hold the rowids."""
     if not paths or not supported(conn):
         return
-    rowids = [search_rowid(p) for p in paths]
-    for start in range(0, len(rowids), _CHUNK):
-        batch = rowids[start : start + _CHUNK]
-        conn.execute(_fts.delete().where(_fts.c.rowid.in_(batch)))
+    paths = list(paths)
+    for start in range(0, len(paths), _CHUNK):
+        rowids = select(Note.search_rowid).where(Note.path.in_(paths[start : start + _CHUNK]))
+        conn.execute(_fts.delete().where(_fts.c.rowid.in_(rowids)))
 
 
 def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
@@ -121,10 +107,11 @@ def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
     if not paths or not supported(conn):
         return {}
     found: dict[str, str] = {}
-    rowids = [search_rowid(p) for p in paths]
-    for start in range(0, len(rowids), _CHUNK):
+    for start in range(0, len(paths), _CHUNK):
         rows = conn.execute(
-            select(_fts.c.path, _fts.c.body).where(_fts.c.rowid.in_(rowids[start : start + _CHUNK]))
+            select(Note.path, _fts.c.body)
+            .join_from(Note, _fts, _fts.c.rowid == Note.search_rowid)
+            .where(Note.path.in_(paths[start : start + _CHUNK]))
         )
         found.update((row.path, row.body) for row in rows)
     return found

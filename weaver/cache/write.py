@@ -13,6 +13,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -83,8 +84,9 @@ def replace_notes(
     if not records:
         return
     delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
-    conn.execute(insert(Note), [_note_row(r) for r in records])
-    sqlite.upsert_search(conn, records)
+    first_rowid = next_search_rowid(conn)
+    conn.execute(insert(Note), [_note_row(r, first_rowid + i) for i, r in enumerate(records)])
+    sqlite.insert_search(conn, records, first_rowid)
     tag_rows = [list(_tag_rows(r)) for r in records]
     insert_rows(conn, Tag, TAG_COLUMNS, [row for rows in tag_rows for row in rows])
     counts = TagDelta()
@@ -112,7 +114,14 @@ def insert_rows(
     conn.exec_driver_sql(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
 
 
-def _note_row(record: NoteRecord) -> dict[str, Any]:
+def next_search_rowid(conn: Connection) -> int:
+    """One past the highest full-text rowid in use (`cache.sqlite`): notes written next get
+    rowids from here up, in the order they are written. One index lookup."""
+    highest = conn.execute(select(func.max(Note.search_rowid))).scalar()
+    return (highest or 0) + 1
+
+
+def _note_row(record: NoteRecord, search_rowid: int) -> dict[str, Any]:
     folder, name = split_path(record.path)
     return {
         "path": record.path,
@@ -133,7 +142,7 @@ def _note_row(record: NoteRecord) -> dict[str, Any]:
         "tasks_open": record.tasks_open,
         "tasks_done": record.tasks_done,
         "error": record.error,
-        "search_rowid": sqlite.search_rowid(record.path),
+        "search_rowid": search_rowid,
     }
 
 
