@@ -116,7 +116,7 @@ def test_a_first_index_resumed_after_an_interruption_still_finds_its_notes(
     write_notes({f"n{i}.md": f"note {i}" for i in range(6)})
     monkeypatch.setattr(indexer_module, "WRITE_BATCH", 2)
     monkeypatch.setattr(reading, "CHUNK", 2)
-    real_write_batch = indexer_module._write_batch
+    real_write_chunk = indexer_module._write_chunk
     batches = 0
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
@@ -124,10 +124,10 @@ def test_a_first_index_resumed_after_an_interruption_still_finds_its_notes(
         batches += 1
         if batches == 2:
             raise KeyboardInterrupt
-        return real_write_batch(*args, **kwargs)
+        return real_write_chunk(*args, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(indexer_module, "_write_batch", interrupted)
+        patch.setattr(indexer_module, "_write_chunk", interrupted)
         with pytest.raises(KeyboardInterrupt):
             app.indexer.reconcile()
     assert note_paths(app) == ["n0.md", "n1.md"]

@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import structlog
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, RootTransaction
 
 from weaver.cache import changes, write
 from weaver.cache.bulk import indexes_deferred
@@ -231,12 +231,15 @@ class Indexer:
         progress: ProgressCallback | None,
         reparse: bool,
     ) -> list[Written]:
-        """Read, parse and write the candidates, a transaction per `WRITE_BATCH` notes."""
+        """Read, parse and write the candidates, a transaction per `WRITE_BATCH` notes.
+
+        Each chunk is written as soon as it is parsed, not once a whole batch of them is in:
+        on a big pass the writer then starts with the parse workers' first chunk rather than
+        their eighth, and has one chunk left to write after their last, not a batch."""
         if not plan.candidates:
             return []
         written: list[Written] = []
         work = [(s, stored.get(s.path)) for s in plan.candidates]
-        batch = ReadChunk()
         done = 0
         # A big pass writes with a bigger cache and fewer checkpoints (`db.bulk_writes`); a big
         # first index also builds the link and tag indexes once, at the end (`cache.bulk`).
@@ -247,18 +250,23 @@ class Indexer:
             bulk_writes(conn) if big else nullcontext(),
             indexes_deferred(conn) if first_load else nullcontext(),
         ):
+            # Each commit flushes FTS5's pending terms into a new segment: not one per chunk.
+            transaction: RootTransaction | None = None
+            in_transaction = 0
             for chunk in read_notes(self.vault, work, reparse, self.parse_workers):
-                batch.records += chunk.records
-                batch.touched += chunk.touched
                 report.unchanged += chunk.unchanged
                 plan.removed.extend(chunk.vanished)
                 done += chunk.files
-                if len(batch.records) + len(batch.touched) >= WRITE_BATCH:
-                    written += _write_batch(conn, batch, plan, stored, resolver, report)
-                    batch = ReadChunk()
+                transaction = transaction or conn.begin()
+                written += _write_chunk(conn, chunk, plan, stored, resolver, report)
+                in_transaction += len(chunk.records) + len(chunk.touched)
+                if in_transaction >= WRITE_BATCH:
+                    transaction.commit()
+                    transaction, in_transaction = None, 0
                     if progress:
                         progress(done, len(work))
-            written += _write_batch(conn, batch, plan, stored, resolver, report)
+            if transaction is not None:
+                transaction.commit()
         if progress:
             progress(done, len(work))
         return written
@@ -314,30 +322,29 @@ class Indexer:
         return version if previous == plan.version else None
 
 
-def _write_batch(
+def _write_chunk(
     conn: Connection,
-    batch: ReadChunk,
+    chunk: ReadChunk,
     plan: _Plan,
     stored: dict[str, StoredFile],
     resolver: LinkResolver,
     report: IndexReport,
 ) -> list[Written]:
-    """One transaction: the batch's notes (re)written and recorded as changed (or readers told
-    to rebuild), its touched notes' stat updated."""
-    for record in batch.records:
+    """In the caller's transaction: the chunk's notes (re)written and recorded as changed (or
+    readers told to rebuild), its touched notes' stat updated."""
+    for record in chunk.records:
         if record.error:
             report.errors += 1
             log.warning("note indexed with error", path=record.path, error=record.error)
-    with conn.begin():
-        if plan.first:
-            write.set_state(conn, FIRST_INDEX_KEY, True)
-        if plan.recorded:
-            changes.record(conn, [r.path for r in batch.records])
-        elif batch.records:
-            changes.forget(conn, plan.version)
-        write.replace_notes(conn, batch.records, resolver, stored)
-        write.touch_notes(conn, batch.touched)
-    return [Written(r.path, r.content_hash) for r in batch.records]
+    if plan.first:
+        write.set_state(conn, FIRST_INDEX_KEY, True)
+    if plan.recorded:
+        changes.record(conn, [r.path for r in chunk.records])
+    elif chunk.records:
+        changes.forget(conn, plan.version)
+    write.replace_notes(conn, chunk.records, resolver, stored)
+    write.touch_notes(conn, chunk.touched)
+    return [Written(r.path, r.content_hash) for r in chunk.records]
 
 
 def _plan(
