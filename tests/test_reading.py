@@ -19,18 +19,27 @@ from weaver.models import Link, Note, Tag
 from weaver.reading import ParseWorker, ReadChunk, Work, read_notes
 from weaver.vault import Vault
 
-# Dies after sending its first chunk, as a worker killed by the OOM killer would.
+# Dies after sending its first chunk, as a worker killed by the OOM killer would (whatever
+# chunks its parent has claimed by then).
 DIES_AFTER_ONE_CHUNK = """
 import os
 from weaver import reading
+frame = reading._frame
+def frame_then_die(payload):
+    reading._frame = lambda payload: os._exit(9)
+    return frame(payload)
+reading._frame = frame_then_die
+reading.serve_worker()
+"""
+# Takes its time over every chunk, as a worker on a busy machine would.
+SLOW = """
+import time
+from weaver import reading
 parse = reading.read_chunk
-sent = []
-def read_once(*args):
-    if sent:
-        os._exit(9)
-    sent.append(1)
+def slowly(*args):
+    time.sleep(0.05)
     return parse(*args)
-reading.read_chunk = read_once
+reading.read_chunk = slowly
 reading.serve_worker()
 """
 
@@ -137,6 +146,29 @@ def test_a_pass_abandoned_midway_ends_its_workers(
     chunks.close()  # the indexer's write failed, or Ctrl-C
     assert len(started) == 2
     assert all(worker.process.poll() is not None for worker in started)
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_this_process_parses_chunks_while_it_waits_and_none_comes_twice(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
+    here = 0
+    parse = reading.read_chunk
+
+    def counted(*args: Any) -> ReadChunk:
+        nonlocal here
+        here += 1
+        return parse(*args)
+
+    monkeypatch.setattr(reading, "read_chunk", counted)
+    monkeypatch.setattr(reading, "_WORKER_CODE", SLOW)
+    with capture_logs() as logs:
+        chunks = list(read_notes(vault, work_of(vault), reparse=False, workers=2))
+    records = [r for chunk in chunks for r in chunk.records]
+    assert len(records) == len(expected) and records_by_path(iter(chunks)) == expected
+    assert 0 < here < len(chunks)  # shared: some here, the rest from the workers
+    assert logs == []
 
 
 def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:

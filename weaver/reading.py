@@ -9,8 +9,10 @@ A worker is a plain `python -c` child, not a `multiprocessing` one: spawn-mode m
 re-runs the parent's `__main__` in every child (the whole CLI, or a user's unguarded script),
 and fork-mode copies the locks of the daemon's other threads in whatever state they are in.
 The worker gets its share of the files on stdin, parses them in chunks and sends each back as a
-pickle on stdout. It keeps up to `AHEAD` chunks ready beside the pipe, so it parses on while
-the indexer is busy writing, without piling a whole vault of parsed notes up in memory.
+framed pickle on stdout. It keeps up to `AHEAD` chunks ready beside the pipe, so it parses on
+while the indexer is busy writing, without piling a whole vault of parsed notes up in memory.
+When the indexer is the quicker of the two, it does not wait: it parses chunks from the back
+of a worker's share itself (`_share`), and tells the worker where to stop.
 
 Should a worker fail to start or die, the indexer parses its remaining chunks itself: slower,
 and nothing lost. An error inside the parser is raised here as it would be without workers.
@@ -22,6 +24,7 @@ import hashlib
 import os
 import pickle
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -107,7 +110,10 @@ class ReadChunk:
 
 
 def default_workers() -> int:
-    """One fewer than the CPUs this process may use (the writer needs one), at most 4."""
+    """One fewer than the CPUs this process may use (the writer needs one), at most 4; none on
+    Windows, where `select` cannot wait on a worker's pipe."""
+    if sys.platform == "win32":
+        return 0
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
@@ -132,26 +138,67 @@ def read_notes(
     try:
         for worker in started:  # after every start: they import (~0.2 s) side by side
             worker.send()
-        streams = [worker.results() for worker in started]
-        while streams:  # round-robin: the workers run at the same pace
-            for stream in list(streams):
-                chunk = next(stream, None)
-                if chunk is None:
-                    streams.remove(stream)
-                else:
-                    yield chunk
+        yield from _share(started)
     finally:
         for worker in started:
             worker.close()
 
 
+def _share(workers: list[ParseWorker]) -> Iterator[ReadChunk]:
+    """The workers' chunks as they come; whenever none is ready, a chunk parsed here.
+
+    The caller writes each chunk it gets, and on two cores the writer is often quicker than a
+    worker: rather than wait, this process takes the last chunk a worker has not reached yet
+    and parses it itself (while the workers start, too). Workers go through their chunks from
+    the front and this process from the back, so they meet once, near the middle."""
+    streaming = list(workers)
+    while streaming:
+        ready = _readable(streaming, timeout=0)
+        if not ready:
+            spare = max(streaming, key=lambda w: w.unclaimed())
+            if spare.unclaimed() > 0:
+                yield spare.parse_claimed()
+                continue
+            ready = _readable(streaming, timeout=None)
+        for worker in ready:
+            got = worker.receive()
+            if got is _END:
+                streaming.remove(worker)
+            elif isinstance(got, ReadChunk):
+                yield got
+
+
+def _readable(workers: list[ParseWorker], timeout: float | None) -> list[ParseWorker]:
+    """The workers with something to read (a chunk, the end, or their failure)."""
+    failed = [w for w in workers if w.stream is None]
+    if failed:
+        return failed
+    by_fd = {w.stream: w for w in workers if w.stream is not None}
+    readable, _, _ = select.select(list(by_fd), [], [], timeout)
+    return [by_fd[fd] for fd in readable]
+
+
+_END = object()  # what `ParseWorker.receive` returns once a worker's chunks are all in
+
+
 class ParseWorker:
-    """One worker process and the chunks it was given (parsed here if it cannot finish)."""
+    """One worker process and the chunks it was given (parsed here if it cannot finish).
+
+    Chunks go both ways in frames (`_frame`): the request, then each parsed chunk with its
+    index. This process claims a chunk from the back by writing one byte to the worker's
+    stdin; the worker reads those bytes before each chunk and stops where the claims begin.
+    A chunk both of them parsed (the worker had started it when it was claimed) is yielded
+    once: the worker's copy is dropped."""
 
     def __init__(self, vault: Vault, chunks: Sequence[Sequence[Work]], reparse: bool) -> None:
         self.vault, self.chunks, self.reparse = vault, chunks, reparse
         self.failure: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
+        self.next_index = 0  # the worker sends its chunks in order: the next one expected
+        self.claimed = 0  # chunks taken from the back by this process
+        self.reported = False  # its failure, in the log
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._feeder = threading.Thread(target=self._feed, daemon=True)
         env = dict(os.environ)  # find this very `weaver`, installed or not
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
         try:
@@ -160,52 +207,89 @@ class ParseWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
+                bufsize=0,
             )
         except OSError as exc:  # no interpreter to run (embedded Python), out of processes
             self.failure = f"cannot start: {exc}"
 
+    @property
+    def stream(self) -> int | None:
+        """The file descriptor its chunks come on; None once it failed."""
+        if self.process is None or self.failure is not None or self.process.stdout is None:
+            return None
+        return self.process.stdout.fileno()
+
     def send(self) -> None:
+        """Hand the worker its chunks, from a thread: the pipe takes 64 KB until the worker
+        has imported (~0.2 s) and reads, and this process parses meanwhile."""
         if self.process is None:
             return
-        stdin = self.process.stdin
-        assert stdin is not None
         request = (self.vault, self.chunks, self.reparse)
-        try:
-            with stdin:
-                pickle.dump(request, stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        except OSError as exc:  # it died before reading: an interpreter that cannot start
-            self.failure = f"cannot send work: {exc}"
+        self._outbox.put(_frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)))
+        self._feeder.start()
 
-    def results(self) -> Iterator[ReadChunk]:
-        """The chunks as the worker sends them; the rest, parsed here, if it stops early."""
-        received = 0
-        if self.process is not None and self.failure is None:
-            stdout = self.process.stdout
-            assert stdout is not None
+    def unclaimed(self) -> int:
+        """Chunks at the back that this process may still take: not the one the worker is
+        probably parsing now."""
+        return len(self.chunks) - self.claimed - self.next_index - 1
+
+    def parse_claimed(self) -> ReadChunk:
+        self.claimed += 1
+        self._outbox.put(b"\x01")
+        return read_chunk(self.vault, self.chunks[-self.claimed], self.reparse)
+
+    def receive(self) -> ReadChunk | object | None:
+        """The worker's next chunk; `_END` when all are in; None for a chunk this process
+        parsed already. Once the worker failed, the next chunk it left, parsed here."""
+        if self.failure is None:
+            assert self.process is not None and self.process.stdout is not None
             try:
-                while received < len(self.chunks):
-                    chunk: ReadChunk = pickle.load(stdout)
-                    received += 1
-                    yield chunk
+                got = pickle.loads(_read_frame(self.process.stdout.fileno()))
             except (EOFError, OSError, pickle.UnpicklingError) as exc:
                 self.failure = f"{type(exc).__name__}: {exc}"
-        if received < len(self.chunks):
+            else:
+                if got is None:
+                    return _END
+                index, chunk = got
+                self.next_index = index + 1
+                return chunk if index < len(self.chunks) - self.claimed else None
+        if not self.reported:
+            self.reported = True
             log.warning(
                 "parse worker failed; parsing its notes in this process",
                 error=self.failure,
                 exit_code=self._end(),
             )
-            for files in self.chunks[received:]:
-                yield read_chunk(self.vault, files, self.reparse)
+        if self.next_index >= len(self.chunks) - self.claimed:
+            return _END
+        self.next_index += 1
+        return read_chunk(self.vault, self.chunks[self.next_index - 1], self.reparse)
 
     def close(self) -> None:
         if self.process is None:
             return
+        self._outbox.put(None)
         if self.process.poll() is None:
             self.process.kill()  # the pass was abandoned midway (a failed write, Ctrl-C)
         self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        if self._feeder.is_alive():
+            self._feeder.join()  # a write it was blocked in failed when the worker went
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def _feed(self) -> None:
+        """The feeding thread: the request, then a byte per claim, in order. A worker that
+        stops reading has died, which its stdout tells `receive`."""
+        assert self.process is not None and self.process.stdin is not None
+        stdin = self.process.stdin
+        while (data := self._outbox.get()) is not None:
+            view = memoryview(data)
+            try:
+                while view:  # a raw pipe may take part of it (a signal midway)
+                    view = view[stdin.write(view) or 0 :]
+            except OSError:
+                return
 
     def _end(self) -> int | None:
         """The exit code of a worker that broke its stream (killed if it has not exited)."""
@@ -219,20 +303,37 @@ class ParseWorker:
 
 
 def serve_worker() -> None:
-    """The worker process: one request on stdin, then a pickled `ReadChunk` per chunk."""
+    """The worker process: one request on stdin, then a frame per chunk (with its index) and
+    a last one of None; it stops early where the chunks this process's parent claimed begin."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the parent went away: end quietly
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the stream
-    vault, chunks, reparse = pickle.load(sys.stdin.buffer)
+    claims = sys.stdin.fileno()
+    vault, chunks, reparse = pickle.loads(_read_frame(claims))
+    os.set_blocking(claims, False)
     ready: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
     sender = threading.Thread(target=_send, args=(ready, out), daemon=True)
     sender.start()
-    for chunk in chunks:
-        ready.put(pickle.dumps(read_chunk(vault, chunk, reparse), pickle.HIGHEST_PROTOCOL))
+    claimed = 0
+    for index, chunk in enumerate(chunks):
+        claimed += _claims_since(claims)
+        if index >= len(chunks) - claimed:
+            break
+        parsed = (index, read_chunk(vault, chunk, reparse))
+        ready.put(_frame(pickle.dumps(parsed, pickle.HIGHEST_PROTOCOL)))
+    ready.put(_frame(pickle.dumps(None)))
     ready.put(None)
     sender.join()
+
+
+def _claims_since(fd: int) -> int:
+    """Chunks the parent claimed since the last look (a byte each; never blocks)."""
+    try:
+        return len(os.read(fd, 65536))
+    except BlockingIOError:
+        return 0
 
 
 def _send(ready: queue.Queue[bytes | None], out: IO[bytes]) -> None:
@@ -241,6 +342,27 @@ def _send(ready: queue.Queue[bytes | None], out: IO[bytes]) -> None:
         out.write(data)
         out.flush()
     out.close()
+
+
+def _frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(8, "big") + payload
+
+
+def _read_frame(fd: int) -> bytes:
+    """One frame's payload from a raw file descriptor (no buffer that `select` cannot see)."""
+    size = int.from_bytes(_read_exactly(fd, 8), "big")
+    return _read_exactly(fd, size)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts = []
+    while size:
+        part = os.read(fd, min(size, 1 << 20))
+        if not part:
+            raise EOFError("the stream ended midway")
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
 
 
 def read_chunk(vault: Vault, work: Sequence[Work], reparse: bool) -> ReadChunk:
