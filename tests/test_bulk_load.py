@@ -148,3 +148,21 @@ def test_indexes_dropped_by_a_process_that_died_are_restored_on_open(app: App) -
     assert secondary_indexes(reopened) == LINK_AND_TAG_INDEXES
     assert schema_matches_the_models(reopened) and deferred_state(reopened) is None
     reopened.dispose()
+
+
+def test_after_a_big_pass_query_files_walks_the_narrower_of_two_filter_indexes(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the planner's statistics a type (20 values) beats a status (2) for `query_files`
+    with both; without them SQLite took the status index and read half the notes."""
+    monkeypatch.setattr(indexer, "BIG_PASS", 10)
+    write_notes(
+        {f"n{i}.md": f"---\ntype: t{i % 20}\nstatus: s{i % 2}\n---\nbody" for i in range(40)}
+    )
+    app.indexer.reconcile()
+    with app.engine.connect() as conn:
+        plan = conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT path FROM notes "
+            "WHERE type = 't3' AND status = 's1' ORDER BY path"
+        ).all()
+    assert [row[-1] for row in plan] == ["SEARCH notes USING INDEX ix_notes_type_path (type=?)"]

@@ -267,6 +267,9 @@ class Indexer:
                         progress(done, len(work))
             if transaction is not None:
                 transaction.commit()
+            if big:
+                with conn.begin():
+                    write.refresh_statistics(conn)
         if progress:
             progress(done, len(work))
         return written

@@ -258,6 +258,14 @@ def reresolve_links(
     return sources
 
 
+def refresh_statistics(conn: Connection) -> None:
+    """Let SQLite's planner know how the notes' columns are spread, after a pass that changed
+    many of them (~10 ms at 10,000 notes). Without statistics it guesses, and for `query_files`
+    with a type and a status it walked the status index rather than the narrower type one."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("ANALYZE notes")
+
+
 def load_all_paths(conn: Connection) -> list[str]:
     notes = conn.execute(select(Note.path)).scalars()
     attachments = conn.execute(select(Attachment.path)).scalars()
