@@ -17,7 +17,7 @@ class BenchContext:
     quick: bool
     seed: int = 7
     index_runs: int = 2  # cold index runs per size, in fresh processes; the fastest counts
-    floor_runs: int = 3  # parse floor passes per size; the fastest counts
+    floor_runs: int = 3  # parse floor passes before each index run; the fastest counts
     trials: int = 25  # freshness trials per kind of change (the issue asks for at least 20)
     calls: int = 100  # query calls per tool
     results: dict[str, Any] = field(default_factory=dict)  # raw numbers shared between groups
