@@ -3,7 +3,7 @@ place, and a worker that cannot start, dies midway or is abandoned loses no note
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,11 @@ def slowly(*args):
 reading.read_chunk = slowly
 reading.serve_worker()
 """
+# Slow, and parses its whole share whatever its parent claimed: as if every claim came just
+# after the worker had started on that chunk.
+SLOW_AND_DEAF = SLOW.replace(
+    "reading.serve_worker()", "reading._claims_since = lambda fd: 0\nreading.serve_worker()"
+)
 
 
 @pytest.fixture
@@ -68,8 +73,12 @@ def work_of(vault: Vault) -> list[Work]:
     return [(s, None) for s in sorted(vault.scan(), key=lambda s: s.path)]
 
 
-def records_by_path(chunks: Iterator[ReadChunk]) -> dict[str, Any]:
-    return {r.path: r._replace(indexed_at=0) for chunk in chunks for r in chunk.records}
+def records_by_path(chunks: Iterable[ReadChunk]) -> dict[str, Any]:
+    """Each note read, by path; none may come twice (the indexer would insert it twice)."""
+    records = [r._replace(indexed_at=0) for chunk in chunks for r in chunk.records]
+    by_path = {r.path: r for r in records}
+    assert len(by_path) == len(records), "a note came twice"
+    return by_path
 
 
 def cache_contents(settings: Settings) -> dict[str, list[Any]]:
@@ -165,10 +174,18 @@ def test_this_process_parses_chunks_while_it_waits_and_none_comes_twice(
     monkeypatch.setattr(reading, "_WORKER_CODE", SLOW)
     with capture_logs() as logs:
         chunks = list(read_notes(vault, work_of(vault), reparse=False, workers=2))
-    records = [r for chunk in chunks for r in chunk.records]
-    assert len(records) == len(expected) and records_by_path(iter(chunks)) == expected
+    assert records_by_path(chunks) == expected
     assert 0 < here < len(chunks)  # shared: some here, the rest from the workers
     assert logs == []
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_a_chunk_parsed_both_here_and_by_a_worker_comes_once(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
+    monkeypatch.setattr(reading, "_WORKER_CODE", SLOW_AND_DEAF)
+    assert records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=1)) == expected
 
 
 def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:

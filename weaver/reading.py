@@ -161,11 +161,11 @@ def _share(workers: list[ParseWorker]) -> Iterator[ReadChunk]:
                 continue
             ready = _readable(streaming, timeout=None)
         for worker in ready:
-            got = worker.receive()
-            if got is _END:
+            chunk = worker.receive()
+            if chunk is not None:
+                yield chunk
+            if worker.finished:
                 streaming.remove(worker)
-            elif isinstance(got, ReadChunk):
-                yield got
 
 
 def _readable(workers: list[ParseWorker], timeout: float | None) -> list[ParseWorker]:
@@ -176,9 +176,6 @@ def _readable(workers: list[ParseWorker], timeout: float | None) -> list[ParseWo
     by_fd = {w.stream: w for w in workers if w.stream is not None}
     readable, _, _ = select.select(list(by_fd), [], [], timeout)
     return [by_fd[fd] for fd in readable]
-
-
-_END = object()  # what `ParseWorker.receive` returns once a worker's chunks are all in
 
 
 class ParseWorker:
@@ -197,6 +194,7 @@ class ParseWorker:
         self.next_index = 0  # the worker sends its chunks in order: the next one expected
         self.claimed = 0  # chunks taken from the back by this process
         self.reported = False  # its failure, in the log
+        self.finished = False  # every chunk of its share is in (from it, or parsed here)
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._feeder = threading.Thread(target=self._feed, daemon=True)
         env = dict(os.environ)  # find this very `weaver`, installed or not
@@ -238,21 +236,29 @@ class ParseWorker:
         self._outbox.put(b"\x01")
         return read_chunk(self.vault, self.chunks[-self.claimed], self.reparse)
 
-    def receive(self) -> ReadChunk | object | None:
-        """The worker's next chunk; `_END` when all are in; None for a chunk this process
-        parsed already. Once the worker failed, the next chunk it left, parsed here."""
+    def receive(self) -> ReadChunk | None:
+        """The worker's next chunk, or None (its end, or a chunk this process parsed already);
+        `finished` once all its chunks are in. Once the worker failed, the next chunk it left,
+        parsed here."""
         if self.failure is None:
             assert self.process is not None and self.process.stdout is not None
             try:
-                got = pickle.loads(_read_frame(self.process.stdout.fileno()))
+                got: tuple[int, ReadChunk] | None = pickle.loads(
+                    _read_frame(self.process.stdout.fileno())
+                )
             except (EOFError, OSError, pickle.UnpicklingError) as exc:
                 self.failure = f"{type(exc).__name__}: {exc}"
             else:
                 if got is None:
-                    return _END
+                    self.finished = True
+                    return None
                 index, chunk = got
                 self.next_index = index + 1
                 return chunk if index < len(self.chunks) - self.claimed else None
+        return self._parse_left_here()
+
+    def _parse_left_here(self) -> ReadChunk | None:
+        """After a failure: the next chunk the worker did not send, parsed here."""
         if not self.reported:
             self.reported = True
             log.warning(
@@ -261,8 +267,10 @@ class ParseWorker:
                 exit_code=self._end(),
             )
         if self.next_index >= len(self.chunks) - self.claimed:
-            return _END
+            self.finished = True
+            return None
         self.next_index += 1
+        self.finished = self.next_index >= len(self.chunks) - self.claimed
         return read_chunk(self.vault, self.chunks[self.next_index - 1], self.reparse)
 
     def close(self) -> None:
