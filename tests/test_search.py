@@ -314,6 +314,22 @@ def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) ->
     }
 
 
+def test_a_stray_full_text_row_never_stops_indexing(indexed: App, write_notes: WriteNotes) -> None:
+    """A row whose note is gone, at the rowid the next note gets, is replaced by that note's."""
+    with indexed.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO notes_fts (rowid, path, title, body) VALUES (:r, 'x.md', 'X', 'ghost')"
+            ),
+            {"r": len(NOTES) + 1},
+        )
+    write_notes({"Tea.md": "# Tea\nGreen tea.\n"})
+    assert indexed.indexer.reconcile().added == 1
+    assert paths(search(indexed.engine, "green")) == ["Tea.md"]
+    assert paths(search(indexed.engine, "ghost")) == []
+    assert note_rowids(indexed) == search_rows(indexed)
+
+
 def test_hashed_rowids_of_an_older_cache_are_renumbered_on_upgrade(indexed: App) -> None:
     config = alembic_config(indexed.engine)
     with indexed.engine.begin() as conn:

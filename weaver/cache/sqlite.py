@@ -86,8 +86,11 @@ def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: 
     if not records or not supported(conn):
         return
     rows = [(first_rowid + i, r.path, r.title, r.body) for i, r in enumerate(records)]
+    # OR REPLACE: should a row whose note is gone ever hold one of these rowids, it goes,
+    # rather than failing this pass and every pass after it.
     conn.exec_driver_sql(
-        f"INSERT INTO {FTS_TABLE} (rowid, path, title, body) VALUES (?, ?, ?, ?)", rows
+        f"INSERT OR REPLACE INTO {FTS_TABLE} (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+        rows,
     )
 
 
