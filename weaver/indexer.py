@@ -252,12 +252,16 @@ class Indexer:
         ):
             # Each commit flushes FTS5's pending terms into a new segment: not one per chunk.
             transaction: RootTransaction | None = None
-            in_transaction = 0
+            in_transaction, announced = 0, False
             for chunk in read_notes(self.vault, work, reparse, self.parse_workers):
                 report.unchanged += chunk.unchanged
                 plan.removed.extend(chunk.vanished)
                 done += chunk.files
-                transaction = transaction or conn.begin()
+                if transaction is None:
+                    transaction, announced = conn.begin(), False
+                if chunk.records and not announced:
+                    _announce(conn, plan)
+                    announced = True
                 written += _write_chunk(conn, chunk, plan, stored, resolver, report)
                 in_transaction += len(chunk.records) + len(chunk.touched)
                 if in_transaction >= WRITE_BATCH:
@@ -325,6 +329,16 @@ class Indexer:
         return version if previous == plan.version else None
 
 
+def _announce(conn: Connection, plan: _Plan) -> None:
+    """Once in each transaction that writes notes: a first index marks itself under way, and a
+    pass that records nothing tells readers to rebuild (again: another process's pass may have
+    recorded a version since this pass's last transaction)."""
+    if plan.first:
+        write.set_state(conn, FIRST_INDEX_KEY, True)
+    if not plan.recorded:
+        changes.forget(conn, plan.version)
+
+
 def _write_chunk(
     conn: Connection,
     chunk: ReadChunk,
@@ -333,18 +347,14 @@ def _write_chunk(
     resolver: LinkResolver,
     report: IndexReport,
 ) -> list[Written]:
-    """In the caller's transaction: the chunk's notes (re)written and recorded as changed (or
-    readers told to rebuild), its touched notes' stat updated."""
+    """In the caller's transaction (`_announce`d): the chunk's notes (re)written and, by a
+    pass that records them, recorded as changed; its touched notes' stat updated."""
     for record in chunk.records:
         if record.error:
             report.errors += 1
             log.warning("note indexed with error", path=record.path, error=record.error)
-    if plan.first:
-        write.set_state(conn, FIRST_INDEX_KEY, True)
     if plan.recorded:
         changes.record(conn, [r.path for r in chunk.records])
-    elif chunk.records:
-        changes.forget(conn, plan.version)
     write.replace_notes(conn, chunk.records, resolver, stored)
     write.touch_notes(conn, chunk.touched)
     return [Written(r.path, r.content_hash) for r in chunk.records]
