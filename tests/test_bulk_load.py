@@ -150,6 +150,40 @@ def test_indexes_dropped_by_a_process_that_died_are_restored_on_open(app: App) -
     reopened.dispose()
 
 
+def type_and_status_plan(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        plan = conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT path FROM notes "
+            "WHERE type = 't3' AND status = 's1' ORDER BY path"
+        ).all()
+    return [row[-1] for row in plan]
+
+
+NARROWER = ["SEARCH notes USING INDEX ix_notes_type_path (type=?)"]
+
+
+def test_a_cache_without_planner_statistics_gets_them_on_start_with_nothing_changed(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache made (or upgraded) before big passes ended with ANALYZE: the next reconcile,
+    as every start runs, adds them, though it has nothing to write."""
+    monkeypatch.setattr(indexer, "BIG_PASS", 10)
+    write_notes(
+        {f"n{i}.md": f"---\ntype: t{i % 20}\nstatus: s{i % 2}\n---\nbody" for i in range(40)}
+    )
+    app.indexer.reconcile()
+    with app.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE sqlite_stat1")
+    reopened = open_app(app.settings)  # a fresh connection: no statistics in its planner
+    assert type_and_status_plan(reopened.engine) != NARROWER
+    report = reopened.indexer.reconcile()
+    assert report.unchanged == 40 and report.added == report.updated == 0
+    reopened.close()
+    again = open_app(app.settings)
+    assert type_and_status_plan(again.engine) == NARROWER
+    again.close()
+
+
 def test_after_a_big_pass_query_files_walks_the_narrower_of_two_filter_indexes(
     app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,9 +194,4 @@ def test_after_a_big_pass_query_files_walks_the_narrower_of_two_filter_indexes(
         {f"n{i}.md": f"---\ntype: t{i % 20}\nstatus: s{i % 2}\n---\nbody" for i in range(40)}
     )
     app.indexer.reconcile()
-    with app.engine.connect() as conn:
-        plan = conn.exec_driver_sql(
-            "EXPLAIN QUERY PLAN SELECT path FROM notes "
-            "WHERE type = 't3' AND status = 's1' ORDER BY path"
-        ).all()
-    assert [row[-1] for row in plan] == ["SEARCH notes USING INDEX ix_notes_type_path (type=?)"]
+    assert type_and_status_plan(app.engine) == NARROWER

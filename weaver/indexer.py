@@ -159,7 +159,17 @@ class Indexer:
         if pending:
             with self.engine.begin() as conn:
                 write.set_state(conn, REPARSE_KEY, False)
+        if len(on_disk) >= BIG_PASS:
+            self._ensure_statistics()
         return report
+
+    def _ensure_statistics(self) -> None:
+        """A vault big enough to have had a big pass, whose cache still has no planner
+        statistics (made or upgraded before a pass ended with them), gets them now, on start,
+        rather than at its next big pass (~10 ms at 10,000 notes)."""
+        with self.engine.begin() as conn:
+            if write.statistics_missing(conn):
+                write.refresh_statistics(conn)
 
     def apply_paths(self, paths: Iterable[str]) -> IndexReport:
         """Apply what happened to these vault-relative paths (files or whole folders)."""

@@ -266,6 +266,17 @@ def refresh_statistics(conn: Connection) -> None:
         conn.exec_driver_sql("ANALYZE notes")
 
 
+def statistics_missing(conn: Connection) -> bool:
+    """Whether the planner has no statistics for the notes: a cache made before big passes
+    ended with `refresh_statistics` (or upgraded to 0012, which rebuilt its tables)."""
+    if conn.dialect.name != "sqlite":
+        return False
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").first():
+        found = conn.exec_driver_sql("SELECT 1 FROM sqlite_stat1 WHERE tbl = 'notes' LIMIT 1")
+        return found.first() is None
+    return True
+
+
 def load_all_paths(conn: Connection) -> list[str]:
     notes = conn.execute(select(Note.path)).scalars()
     attachments = conn.execute(select(Attachment.path)).scalars()
