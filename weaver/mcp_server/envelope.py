@@ -26,6 +26,7 @@ import anyio.to_thread
 import pydantic_core
 import structlog
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
@@ -138,10 +139,13 @@ class EnvelopeTool(Tool):
         if unknown:
             return fail(self.describe_unknown_arguments(unknown), started, self.cache_hit)
         try:
-            self.fn_metadata.validate_arguments(arguments)
-        except ValidationError as exc:
-            return fail(describe_invalid_arguments(exc), started, self.cache_hit)
-        result = await super().run(arguments, context, convert_result=False)
+            result = await super().run(arguments, context, convert_result=False)
+        except ToolError as exc:
+            # The SDK raises this (from pydantic's error) for arguments that fail validation;
+            # the tools' own failures are envelopes already (`answer`).
+            if isinstance(exc.__cause__, ValidationError):
+                return fail(describe_invalid_arguments(exc.__cause__), started, self.cache_hit)
+            raise
         if isinstance(result, CallToolResult):
             # Every tool answers a finished envelope. The SDK's conversion would only check its
             # structured content against the output model again (pydantic, a model per item:
