@@ -1,6 +1,6 @@
 """Query latency of every read tool through the SDK's in-memory client, the graph, name and tag
-index builds behind the graph tools, a sync workflow trigger, one stdio round trip for reference,
-and the memory of a serving process.
+index builds behind the graph tools, the workflow tools over a history of 10,000 executions, a
+sync workflow trigger, one stdio round trip for reference, and the memory of a serving process.
 
 The in-memory client runs in a fresh worker process against `build_server(state)` on the
 reference vault's (already built) cache, in the `legacy` protocol mode real clients speak today.
@@ -36,6 +36,11 @@ FAST = Target("<=", 20, "p95 ≤ 20 ms")
 STATS = Target("<=", 50, "p95 ≤ 50 ms")
 Arguments = Callable[[VaultFacts, int], dict[str, Any]]  # (facts, call number) -> arguments
 BENCH_WORKFLOW = "bench-noop"
+# The history the workflow tools read: as many ended executions as retention keeps by default
+# (`history_retention_count`), of the bench workflow and three others, one in 50 failed.
+HISTORY_ROWS = 10_000
+HISTORY_WORKFLOWS = (BENCH_WORKFLOW, "bench-on-save", "bench-digest", "bench-tagger")
+FAILED_EVERY = 50
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,14 @@ def _paths(facts: VaultFacts, i: int) -> list[str]:
     """Twenty paths: most exist, one differs in case only, one is missing."""
     paths = [_sample(facts, i + k) for k in range(18)]
     return [*paths, _sample(facts, i).upper(), "nowhere/Missing note.md"]
+
+
+def _execution(facts: VaultFacts, i: int) -> dict[str, Any]:
+    return {"executionId": _execution_id(i * 97 % HISTORY_ROWS)}
+
+
+def _execution_id(n: int) -> str:
+    return f"bench-run-{n:05d}"
 
 
 # The mixed queries cover the syntax: a phrase, a prefix, OR and an exclusion.
@@ -154,6 +167,24 @@ TOOL_CASES = (
     ToolCase(
         "resolve_names, 10 names, fuzzy", "resolve_names", lambda f, i: {"names": _names(f, i)}
     ),
+    ToolCase("list_workflows", "list_workflows", lambda f, i: {}),
+    ToolCase("get_workflow_status", "get_workflow_status", _execution),
+    ToolCase("get_workflow_history, newest 20", "get_workflow_history", lambda f, i: {}),
+    ToolCase(
+        "get_workflow_history workflowId=",
+        "get_workflow_history",
+        lambda f, i: {"workflowId": HISTORY_WORKFLOWS[1]},
+    ),
+    ToolCase(
+        "get_workflow_history status=failed",
+        "get_workflow_history",
+        lambda f, i: {"status": "failed"},
+    ),
+    ToolCase(
+        "get_workflow_history, 100 from the middle",
+        "get_workflow_history",
+        lambda f, i: {"limit": 100, "offset": HISTORY_ROWS // 2},
+    ),
     ToolCase(
         "trigger_workflow, sync, trivial workflow",
         "trigger_workflow",
@@ -232,7 +263,51 @@ def _bench_engine(app: Any) -> Any:
     registry.register(noop)
     engine = WorkflowEngine.for_app(app, registry, background="threads")
     engine.start(subscribe=False)
+    _seed_history(app)
     return engine
+
+
+def _seed_history(app: Any) -> None:
+    """`HISTORY_ROWS` ended executions over the last week, newest last, in one statement (a
+    kept workdir's earlier ones replaced): what a daemon running workflows on every save
+    keeps."""
+    from sqlalchemy import delete, insert
+
+    from weaver.models import Execution
+
+    now = int(time.time() * 1000)
+    step = 7 * 24 * 3600 * 1000 // HISTORY_ROWS
+    rows = []
+    for n in range(HISTORY_ROWS):
+        failed = n % FAILED_EVERY == 0
+        created = now - (HISTORY_ROWS - n) * step
+        rows.append(
+            {
+                "id": _execution_id(n),
+                "workflow_id": HISTORY_WORKFLOWS[n % len(HISTORY_WORKFLOWS)],
+                "workflow_name": HISTORY_WORKFLOWS[n % len(HISTORY_WORKFLOWS)].title(),
+                "trigger_kind": ("event", "schedule", "mcp", "cli")[n % 4],
+                "trigger_detail": {"path": f"notes/n{n}.md"} if n % 4 == 0 else {},
+                "input": {"n": n},
+                "status": "failed" if failed else "completed",
+                "progress": 100,
+                "message": "boom" if failed else "done",
+                "attempt": 1,
+                "started": created + 5,
+                "finished": created + 45,
+                "duration": 40,
+                "result": None if failed else {"n": n, "words": n % 977},
+                "error": "ValueError: boom" if failed else None,
+                "traceback": "Traceback (most recent call last):\n  ...\nValueError: boom"
+                if failed
+                else None,
+                "process": "bench",
+                "created": created,
+            }
+        )
+    with app.engine.begin() as conn:
+        conn.execute(delete(Execution).where(Execution.id.like("bench-run-%")))
+        conn.execute(insert(Execution), rows)
 
 
 async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int) -> dict[str, Any]:
