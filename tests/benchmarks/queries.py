@@ -41,6 +41,10 @@ BENCH_WORKFLOW = "bench-noop"
 HISTORY_ROWS = 10_000
 HISTORY_WORKFLOWS = (BENCH_WORKFLOW, "bench-on-save", "bench-digest", "bench-tagger")
 FAILED_EVERY = 50
+# What workflows recorded (`get_workflow_records`): a change log entry per event, and an
+# analysis per sample note, re-analysed on each of its saves.
+LOGGER_WORKFLOW, ANALYZER_WORKFLOW = HISTORY_WORKFLOWS[1], HISTORY_WORKFLOWS[3]
+ANALYSES_PER_NOTE = 20
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,21 @@ TOOL_CASES = (
         lambda f, i: {"limit": 100, "offset": HISTORY_ROWS // 2},
     ),
     ToolCase(
+        "get_workflow_records, newest 50 of 10,000",
+        "get_workflow_records",
+        lambda f, i: {"workflowId": LOGGER_WORKFLOW},
+    ),
+    ToolCase(
+        "get_workflow_records key= (one note's analyses)",
+        "get_workflow_records",
+        lambda f, i: {"workflowId": ANALYZER_WORKFLOW, "key": _sample(f, i)},
+    ),
+    ToolCase(
+        "get_workflow_records kind= since=",
+        "get_workflow_records",
+        lambda f, i: {"workflowId": LOGGER_WORKFLOW, "kind": "delete", "since": "2000-01-01"},
+    ),
+    ToolCase(
         "trigger_workflow, sync, trivial workflow",
         "trigger_workflow",
         lambda f, i: {"workflowId": BENCH_WORKFLOW, "input": {"n": i}},
@@ -263,8 +282,47 @@ def _bench_engine(app: Any) -> Any:
     registry.register(noop)
     engine = WorkflowEngine.for_app(app, registry, background="threads")
     engine.start(subscribe=False)
-    _seed_history(app)
     return engine
+
+
+def _seed_records(app: Any, facts: VaultFacts) -> None:
+    """`HISTORY_ROWS` change-log records, and `ANALYSES_PER_NOTE` analyses of each sample note
+    among as many of other notes, over the last week (a kept workdir's earlier ones replaced)."""
+    from sqlalchemy import delete, insert
+
+    from weaver.models import WorkflowRecord
+
+    now = int(time.time() * 1000)
+    step = 7 * 24 * 3600 * 1000 // HISTORY_ROWS
+    kinds = ("modify", "modify", "modify", "create", "delete", "move")
+    rows = [
+        {
+            "workflow_id": LOGGER_WORKFLOW,
+            "key": f"notes/n{n % 997}.md",
+            "kind": kinds[n % len(kinds)],
+            "recorded_at": now - (HISTORY_ROWS - n) * step,
+            "execution_id": _execution_id(n),
+            "data": {"path": f"notes/n{n % 997}.md", "size": 1000 + n % 2000, "hash": f"{n:064x}"},
+        }
+        for n in range(HISTORY_ROWS)
+    ]
+    analysed = [*facts.sample, *(f"other/n{n}.md" for n in range(len(facts.sample)))]
+    rows += [
+        {
+            "workflow_id": ANALYZER_WORKFLOW,
+            "key": path,
+            "kind": "analysis",
+            "recorded_at": now - (ANALYSES_PER_NOTE - k) * 3600 * 1000,
+            "execution_id": None,
+            "data": {"words": 300 + k, "headings": 4, "links": 9, "tags": ["idea", "topic/a"]},
+        }
+        for path in analysed
+        for k in range(ANALYSES_PER_NOTE)
+    ]
+    seeded = (LOGGER_WORKFLOW, ANALYZER_WORKFLOW)
+    with app.engine.begin() as conn:
+        conn.execute(delete(WorkflowRecord).where(WorkflowRecord.workflow_id.in_(seeded)))
+        conn.execute(insert(WorkflowRecord), rows)
 
 
 def _seed_history(app: Any) -> None:
@@ -321,6 +379,8 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
     validation = _time_client_validation()
     app = open_app(Settings(vault=vault))
     engine = _bench_engine(app)
+    _seed_history(app)
+    _seed_records(app, facts)
     server = build_server(ServerState(app, watch=False, engine=engine))
     heap.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
     results: dict[str, Any] = {}
