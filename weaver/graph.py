@@ -231,13 +231,15 @@ class Graph:
         graph.out = _relisted(self.out, dict.fromkeys(changed, ()), out)
         kept_sources = {t: [s for s in self.inc.get(t, ()) if s not in changed] for t in targets}
         graph.inc = _relisted(self.inc, kept_sources, inc)
-        graph._splice = self._splice_for_next(graph, changed)
+        same_notes = all((path in self.nodes) == (path in present) for path in changed)
+        graph._splice = self._splice_for_next(changed) if same_notes else None
         return graph
 
-    def _splice_for_next(self, graph: Graph, changed: Collection[str]) -> _Splice | None:
-        """What `graph`, patched from this one, can reuse: this graph's arrays and ranks, or
-        those this one would have reused itself (no PageRank was asked of it), with every
-        out-list redone since. None when the notes differ or too much was redone."""
+    def _splice_for_next(self, changed: Collection[str]) -> _Splice | None:
+        """What a graph patched from this one, with the same notes, can reuse: this graph's
+        arrays and ranks, or those this one would have reused itself (no PageRank was asked of
+        it), with every out-list redone since. None when too much was redone. (Either way the
+        arrays are of this graph's notes: a splice is only kept between graphs of the same.)"""
         own: Adjacency | None = self.__dict__.get("adjacency")
         if own is not None:
             splice = _Splice(own, changed, self._ranks)
@@ -245,9 +247,7 @@ class Graph:
             splice = self._splice._replace(redone={*self._splice.redone, *changed})
         else:
             return None
-        if len(splice.redone) > ADJACENCY_SPLICE_LIMIT:
-            return None
-        return splice if graph.nodes.keys() == splice.adjacency.index.keys() else None
+        return splice if len(splice.redone) <= ADJACENCY_SPLICE_LIMIT else None
 
     def __contains__(self, path: object) -> bool:
         return path in self.nodes
