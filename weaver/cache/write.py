@@ -267,8 +267,8 @@ def refresh_statistics(conn: Connection) -> None:
 
 
 def statistics_missing(conn: Connection) -> bool:
-    """Whether the planner has no statistics for the notes: a cache made before big passes
-    ended with `refresh_statistics` (or upgraded to 0012, which rebuilt its tables)."""
+    """Whether the planner has no statistics for the notes: a cache that no big pass has
+    reached since big passes began to end with `refresh_statistics` (any made before)."""
     if conn.dialect.name != "sqlite":
         return False
     if conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").first():
