@@ -16,6 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
+from tests.benchmarks import clients
 from tests.benchmarks.queries import EDIT_CASES, TOOL_CASES
 from tests.benchmarks.vaultgen import VaultFacts, generate_vault
 from weaver.app import open_app
@@ -139,3 +140,15 @@ async def test_every_bench_case_calls_its_tool_with_arguments_it_takes(
     for case in (*TOOL_CASES, *EDIT_CASES):
         for i in range(3):
             Draft202012Validator(schemas[case.tool]).validate(case.arguments(facts, i))
+
+
+def test_the_client_comparison_times_cases_the_query_bench_has() -> None:
+    assert set(clients.LABELS) <= {case.label for case in TOOL_CASES}
+
+
+def test_without_node_the_client_comparison_says_why_instead_of_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(clients.shutil, "which", lambda name: None)
+    with pytest.raises(clients.TypeScriptUnavailableError, match="no `node` and `npm`"):
+        clients._install_typescript_sdk(tmp_path / "ts-client")

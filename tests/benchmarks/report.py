@@ -21,6 +21,7 @@ SECTIONS = (
     "no-op re-index",
     "freshness",
     "query latency",
+    "clients over stdio",
     "memory and size",
     "scaling",
 )
