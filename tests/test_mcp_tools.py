@@ -302,6 +302,34 @@ async def test_query_files_wrong_types_name_the_argument(
     assert message.startswith(f"Invalid arguments: {argument}: ")
 
 
+async def test_a_tool_failing_on_a_model_of_its_own_is_not_blamed_on_the_arguments(
+    tmp_path: Path,
+) -> None:
+    """A pydantic error inside a tool body is a bug of the tool: the client gets the SDK's
+    crash answer, not "Invalid arguments" pointing the model at arguments that were fine."""
+    from pydantic import BaseModel
+
+    from weaver.mcp_server.envelope import make_tool
+
+    class Needs(BaseModel):
+        n: int
+
+    async def broken(n: int = 1) -> dict[str, Any]:
+        return Needs.model_validate({"n": "not a number"}).model_dump()
+
+    (tmp_path / "vault").mkdir()
+    app = open_app(Settings(vault=tmp_path / "vault"))
+    tool = make_tool(broken, ServerState(app, watch=False), title="t", description="d")
+    server = MCPServer("t", tools=[tool])
+    try:
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("broken", {"n": 2})
+    finally:
+        app.close()
+    assert result.is_error
+    assert "Invalid arguments" not in result.content[0].text
+
+
 DAY_MS = 86_400_000
 
 

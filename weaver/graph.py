@@ -508,7 +508,7 @@ def _pagerank(
     sources = np.repeat(np.arange(count), out_degree)
     dangling = out_degree == 0
     inverse = np.divide(1.0, out_degree, out=np.zeros(count), where=~dangling)
-    ranks = np.full(count, 1.0 / count) if start is None else start
+    ranks = start if start is not None and len(start) == count else np.full(count, 1.0 / count)
     for _ in range(max_iterations):
         leaked = ranks[dangling].sum()
         base = (1.0 - damping) / count + damping * leaked / count

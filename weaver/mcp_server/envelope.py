@@ -26,7 +26,7 @@ import anyio.to_thread
 import pydantic_core
 import structlog
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
@@ -141,10 +141,12 @@ class EnvelopeTool(Tool):
         try:
             result = await super().run(arguments, context, convert_result=False)
         except ToolError as exc:
-            # The SDK raises this (from pydantic's error) for arguments that fail validation;
-            # the tools' own failures are envelopes already (`answer`).
-            if isinstance(exc.__cause__, ValidationError):
-                return fail(describe_invalid_arguments(exc.__cause__), started, self.cache_hit)
+            # The SDK raises a plain ToolError (from pydantic's error) for arguments that fail
+            # validation; a tool body's own failure is an envelope already (`answer`), or an
+            # UnexpectedToolError, which is no fault of the arguments.
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                return fail(describe_invalid_arguments(cause), started, self.cache_hit)
             raise
         if isinstance(result, CallToolResult):
             # Every tool answers a finished envelope. The SDK's conversion would only check its
