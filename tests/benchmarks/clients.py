@@ -19,13 +19,12 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
 
 from tests.benchmarks.context import BenchContext
-from tests.benchmarks.queries import TOOL_CASES, ToolCase
+from tests.benchmarks.queries import TOOL_CASES, ToolCase, timed_call
 from tests.benchmarks.report import Figure, latency_figure, percentile
 from tests.benchmarks.vaultgen import VaultFacts
 from tests.benchmarks.worker import clean_env
@@ -91,19 +90,12 @@ async def _python_client(
     measured: dict[str, dict[str, list[float]]] = {}
     async with Client(params, mode="legacy", cache=None) as client:
         for case in cases:
-            arguments = case.arguments(facts, 0)
-            seconds, tool_seconds = [], []
-            for i in range(WARMUP + calls):
-                started = time.perf_counter()
-                result = await client.call_tool(case.tool, arguments)
-                elapsed = time.perf_counter() - started
-                envelope = result.structured_content or {}
-                if result.is_error or not envelope.get("success"):
-                    raise RuntimeError(f"{case.tool}({arguments}) failed: {result.content}")
-                if i >= WARMUP:
-                    seconds.append(elapsed)
-                    tool_seconds.append(envelope["metadata"]["executionTime"] / 1000)
-            measured[case.label] = {"seconds": seconds, "tool_seconds": tool_seconds}
+            done = [await timed_call(client, case, facts, 0, []) for _ in range(WARMUP + calls)]
+            timed = done[WARMUP:]
+            measured[case.label] = {
+                "seconds": [call.total for call in timed],
+                "tool_seconds": [call.tool for call in timed],
+            }
     return measured
 
 

@@ -390,13 +390,13 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
                 results[case.label] = await _after_edits(client, case, app, facts, validation)
             for case in TOOL_CASES:
                 for i in range(WARMUP_CALLS):
-                    await _call(client, case, facts, i, validation)
+                    await timed_call(client, case, facts, i, validation)
                 timed: list[_Call] = []
                 began = time.perf_counter()
                 while len(timed) < calls and (
                     len(timed) < min_calls or time.perf_counter() - began < CASE_BUDGET_SECONDS
                 ):
-                    timed.append(await _call(client, case, facts, len(timed), validation))
+                    timed.append(await timed_call(client, case, facts, len(timed), validation))
                 results[case.label] = _series(timed)
     finally:
         engine.stop()
@@ -420,14 +420,14 @@ async def _after_edits(
     note, indexed at once as the watcher would), the note restored at the end."""
     note = app.vault.root / facts.sample[-1]
     original = note.read_bytes()
-    await _call(client, case, facts, 0, validation)  # the indexes exist, as in a running server
+    await timed_call(client, case, facts, 0, validation)  # the indexes exist, as when serving
     timed: list[_Call] = []
     try:
         for i in range(MIN_CALLS):
             link = _stem(_sample(facts, i))
             note.write_bytes(original + f"\n[[{link}]] #bench/edit-{i}\n".encode())
             app.indexer.apply_paths([facts.sample[-1]])
-            timed.append(await _call(client, case, facts, i, validation))
+            timed.append(await timed_call(client, case, facts, i, validation))
     finally:
         note.write_bytes(original)
         app.indexer.apply_paths([facts.sample[-1]])
@@ -486,9 +486,11 @@ def _time_client_validation() -> list[float]:
     return spent
 
 
-async def _call(
+async def timed_call(
     client: Any, case: ToolCase, facts: VaultFacts, i: int, validation: list[float]
 ) -> _Call:
+    """`case`'s `i`th call through `client`, timed; `validation` collects what the client's
+    schema check took (`_time_client_validation`), if it is being timed."""
     arguments = case.arguments(facts, i)
     validation.clear()
     started = time.perf_counter()
