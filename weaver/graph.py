@@ -163,11 +163,14 @@ class Graph:
         broken: Iterable[tuple[str, str, str | None]] = (),
     ) -> None:
         self.nodes: dict[str, NodeInfo] = {n.path: n for n in nodes}
-        nodes_set = self.nodes.keys()
+        # Every row read from the cache is a new string: an edge list over one string object
+        # per path keeps a 100,000-note vault's graph to a fraction of the memory, and its
+        # lookups compare by identity first.
+        same = {path: path for path in self.nodes}
         self.relations = _relations(
-            (s, t, r) for s, t, r in edges if s != t and s in nodes_set and t in nodes_set
+            (same[s], same[t], r) for s, t, r in edges if s != t and s in same and t in same
         )
-        self.broken = _relations((s, t, r) for s, t, r in broken if s in nodes_set)
+        self.broken = _relations((same[s], t, r) for s, t, r in broken if s in same)
         out: dict[str, list[str]] = {}
         inc: dict[str, list[str]] = {}
         for source, target in self.relations:
