@@ -467,6 +467,41 @@ def _time_builds(vault: Path) -> dict[str, list[float]]:
     return timings
 
 
+def measure_kept_memory(vault: str) -> dict[str, float]:
+    """The resident memory (MB) the graph (with its PageRank), the name index and the tag index
+    add to a fresh process, built in that order and all kept, as a server keeps them."""
+    import gc
+
+    from weaver import graph as g
+    from weaver.app import open_app
+    from weaver.cache import graph as cache_graph
+    from weaver.cache import read
+    from weaver.config import Settings
+    from weaver.log import configure_logging
+
+    configure_logging("warning", "json")
+    app = open_app(Settings(vault=Path(vault)))
+    kept: list[Any] = []
+    grown: dict[str, float] = {}
+    try:
+        with read.read_snapshot(app.engine) as conn:
+            before = rss_mb()[0]
+            for name, build in (
+                ("graph", cache_graph.load_graph),
+                ("names", cache_graph.load_names),
+                ("tags", cache_graph.load_tag_index),
+            ):
+                kept.append(build(conn))
+                if name == "graph":
+                    g.hubs(kept[-1], "pagerank", 10)
+                gc.collect()
+                now = rss_mb()[0]
+                grown[name], before = now - before, now
+    finally:
+        app.close()
+    return grown
+
+
 def _time_client_validation() -> list[float]:
     """Record how long the SDK client spends validating each result against its outputSchema
     (pure-Python jsonschema), so the table can tell client cost from server cost."""
@@ -518,6 +553,18 @@ def run(ctx: BenchContext) -> list[Figure]:
     cases = (*TOOL_CASES, *EDIT_CASES)
     figures = [tool_figure(case, measured[case.label], notes) for case in cases]
     figures += build_figures(measured["builds"], notes)
+    kept = run_worker("kept_memory", vault=str(ctx.vault(notes)))
+    figures.append(
+        Figure(
+            "memory and size",
+            f"graph, name and tag indexes a server keeps, {notes:,} notes",
+            sum(kept.values()),
+            "MB",
+            f"{sum(kept.values()):.0f} MB (graph {kept['graph']:.0f}, names {kept['names']:.0f}, "
+            f"tags {kept['tags']:.0f})",
+            data=kept,
+        )
+    )
     stdio = anyio.run(_stdio, ctx.vault(notes), ctx.workdir)
     figures += [
         latency_figure(

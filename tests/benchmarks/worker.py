@@ -24,6 +24,7 @@ TASKS = {
     "floor": "tests.benchmarks.indexing:measure_floor",
     "index": "tests.benchmarks.indexing:measure_index",
     "queries": "tests.benchmarks.queries:measure_queries",
+    "kept_memory": "tests.benchmarks.queries:measure_kept_memory",
 }
 
 
