@@ -73,6 +73,31 @@ def work_of(vault: Vault) -> list[Work]:
     return [(s, None) for s in sorted(vault.scan(), key=lambda s: s.path)]
 
 
+def read_with(vault: Vault, workers: int) -> list[ReadChunk]:
+    return list(read_notes(vault, work_of(vault), reparse=False, workers=workers))
+
+
+@pytest.fixture
+def read_here(vault: Vault) -> dict[str, Any]:
+    """Every note as this process alone reads it: what workers must give back, note for note."""
+    return records_by_path(read_with(vault, workers=0))
+
+
+@pytest.fixture
+def parsed_here(read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the chunks this process parses (one entry each) from here on, after `read_here`
+    parsed them all; workers run their own copy of the parser."""
+    parsed: list[int] = []
+    parse = reading.read_chunk
+
+    def counted(*args: Any) -> ReadChunk:
+        parsed.append(1)
+        return parse(*args)
+
+    monkeypatch.setattr(reading, "read_chunk", counted)
+    return parsed
+
+
 def records_by_path(chunks: Iterable[ReadChunk]) -> dict[str, Any]:
     """Each note read, by path; none may come twice (the indexer would insert it twice)."""
     records = [r._replace(indexed_at=0) for chunk in chunks for r in chunk.records]
@@ -115,26 +140,22 @@ def test_a_pass_parsed_by_workers_writes_what_one_parsed_here_does(
 
 @pytest.mark.usefixtures("every_pass_is_big")
 def test_a_worker_that_cannot_start_leaves_its_notes_to_this_process(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
+    vault: Vault, read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
     monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit(3)")
     with capture_logs() as logs:
-        got = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=2))
-    assert got == expected
+        assert records_by_path(read_with(vault, workers=2)) == read_here
     failures = [e for e in logs if e["event"].startswith("parse worker failed")]
     assert len(failures) == 2 and failures[0]["exit_code"] == 3
 
 
 @pytest.mark.usefixtures("every_pass_is_big")
 def test_a_worker_that_dies_midway_loses_no_note(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
+    vault: Vault, read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
     monkeypatch.setattr(reading, "_WORKER_CODE", DIES_AFTER_ONE_CHUNK)
     with capture_logs() as logs:
-        got = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=1))
-    assert got == expected
+        assert records_by_path(read_with(vault, workers=1)) == read_here
     assert [e["exit_code"] for e in logs if e["event"].startswith("parse worker")] == [9]
 
 
@@ -159,38 +180,34 @@ def test_a_pass_abandoned_midway_ends_its_workers(
 
 @pytest.mark.usefixtures("every_pass_is_big")
 def test_this_process_parses_chunks_while_it_waits_and_none_comes_twice(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
+    vault: Vault,
+    read_here: dict[str, Any],
+    parsed_here: list[int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
-    here = 0
-    parse = reading.read_chunk
-
-    def counted(*args: Any) -> ReadChunk:
-        nonlocal here
-        here += 1
-        return parse(*args)
-
-    monkeypatch.setattr(reading, "read_chunk", counted)
     monkeypatch.setattr(reading, "_WORKER_CODE", SLOW)
     with capture_logs() as logs:
-        chunks = list(read_notes(vault, work_of(vault), reparse=False, workers=2))
-    assert records_by_path(chunks) == expected
-    assert 0 < here < len(chunks)  # shared: some here, the rest from the workers
+        chunks = read_with(vault, workers=2)
+    assert records_by_path(chunks) == read_here
+    assert 0 < len(parsed_here) < len(chunks)  # shared: some here, the rest from the workers
     assert logs == []
 
 
 @pytest.mark.usefixtures("every_pass_is_big")
 def test_a_chunk_parsed_both_here_and_by_a_worker_comes_once(
-    vault: Vault, monkeypatch: pytest.MonkeyPatch
+    vault: Vault,
+    read_here: dict[str, Any],
+    parsed_here: list[int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    expected = records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=0))
     monkeypatch.setattr(reading, "_WORKER_CODE", SLOW_AND_DEAF)
-    assert records_by_path(read_notes(vault, work_of(vault), reparse=False, workers=1)) == expected
+    assert records_by_path(read_with(vault, workers=1)) == read_here
+    assert parsed_here  # chunks were claimed here, and the worker sent them all the same
 
 
 def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit('must not run')")
     with capture_logs() as logs:
-        chunks = list(read_notes(vault, work_of(vault), reparse=False, workers=2))
+        chunks = read_with(vault, workers=2)
     assert sum(len(c.records) for c in chunks) == 62
     assert logs == []
