@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine
 
-from weaver.cache.sqlite import is_search_table
-from weaver.models import Base
+from weaver.cache.fts import is_search_table
+from weaver.cache.models import Base
 
 target_metadata = Base.metadata
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import structlog
 
-from weaver.app import App, open_app
 from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.engine import Background
 from weaver.engine.registry import apply_overrides
+from weaver.host.app import App, open_app
 
 WriteNotes = Callable[[dict[str, str | bytes]], Path]
 EngineFactory = Callable[..., WorkflowEngine]

@@ -1,4 +1,4 @@
-"""weaver.analysis: the pure helpers the built-in workflows share."""
+"""weaver.engine.analysis: the pure helpers the built-in workflows share."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from weaver.analysis import (
+from weaver.engine.analysis import (
     code,
     find_markers,
     format_duration,
@@ -23,8 +23,8 @@ from weaver.analysis import (
     words_changed,
 )
 from weaver.errors import InvalidPathError
-from weaver.parser import Heading
-from weaver.vault import Vault
+from weaver.markdown.parser import Heading
+from weaver.vault.fs import Vault
 
 
 def test_reading_time_rounds_up_and_empty_is_zero() -> None:

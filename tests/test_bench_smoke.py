@@ -19,11 +19,11 @@ from mcp import Client
 from tests.benchmarks import clients
 from tests.benchmarks.queries import EDIT_CASES, TOOL_CASES
 from tests.benchmarks.vaultgen import VaultFacts, generate_vault
-from weaver.app import open_app
 from weaver.config import Settings
+from weaver.host.app import open_app
+from weaver.markdown.parser import ParsedLink, ParsedNote, parse_note
+from weaver.markdown.resolver import LinkResolver
 from weaver.mcp_server import ServerState, build_server
-from weaver.parser import ParsedLink, ParsedNote, parse_note
-from weaver.resolver import LinkResolver
 
 NOTES = 50
 

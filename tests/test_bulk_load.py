@@ -18,11 +18,12 @@ from sqlalchemy import Connection, Engine, text
 
 from tests.conftest import WriteNotes
 from tests.test_migrations import include_name
-from weaver import indexer, reading
-from weaver.app import App, open_app
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
+from weaver.cache.db import open_cache_engine, open_engine
 from weaver.config import Settings
-from weaver.db import open_cache_engine, open_engine
+from weaver.host.app import App, open_app
+from weaver.index import indexer
+from weaver.index import workers as parse_workers
 
 LINK_AND_TAG_INDEXES = [
     "ix_links_source_path",
@@ -34,7 +35,7 @@ LINK_AND_TAG_INDEXES = [
 DIES_MIDWAY = """
 import os, sys
 from weaver.cache.bulk import indexes_deferred
-from weaver.db import open_cache_engine, open_engine
+from weaver.cache.db import open_cache_engine, open_engine
 engine = open_cache_engine(sys.argv[1])
 with engine.connect() as conn, indexes_deferred(conn):
     os._exit(3)
@@ -53,7 +54,7 @@ def secondary_indexes(engine: Engine) -> list[str]:
 
 
 def schema_matches_the_models(engine: Engine) -> bool:
-    from weaver.models import Base
+    from weaver.cache.models import Base
 
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_name": include_name})
@@ -109,7 +110,7 @@ def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
 ) -> None:
     monkeypatch.setattr(indexer, "BIG_PASS", 10)
     monkeypatch.setattr(indexer, "WRITE_BATCH", 10)
-    monkeypatch.setattr(reading, "CHUNK", 10)
+    monkeypatch.setattr(parse_workers, "CHUNK", 10)
     write_notes({f"n{i}.md": f"#t [[n{(i + 1) % 40}]]" for i in range(40)})
     batches = 0
     real = indexer.write.replace_notes

@@ -12,15 +12,15 @@ from alembic import command
 from sqlalchemy import Connection, func, select
 
 from tests.conftest import WriteNotes, write_files
-from weaver import indexer as indexer_module
-from weaver.app import App
 from weaver.cache import changes, read
 from weaver.cache import graph as cache_graph
-from weaver.db import alembic_config, upgrade_to_head
-from weaver.graph import PAGERANK_TOLERANCE, Graph
-from weaver.models import NoteChange
-from weaver.names import NameIndex
-from weaver.tag_index import TagIndex
+from weaver.cache.db import alembic_config, upgrade_to_head
+from weaver.cache.models import NoteChange
+from weaver.host.app import App
+from weaver.index import indexer as indexer_module
+from weaver.views.graph import PAGERANK_TOLERANCE, Graph
+from weaver.views.names import NameIndex
+from weaver.views.tags import TagIndex
 
 VAULT: dict[str, str | bytes] = {
     "hub.md": "---\naliases: [Centre]\ntags: [topic/a]\n---\n# Hub\n[[a]] [[b]] [[missing]]",

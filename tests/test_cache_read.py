@@ -10,13 +10,13 @@ import pytest
 from sqlalchemy import Connection, event, insert, select, text
 
 from tests.conftest import write_files
-from weaver.app import App, open_app
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
+from weaver.cache.models import Link, Note, Tag
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
-from weaver.models import Link, Note, Tag
-from weaver.tag_index import TagIndex
+from weaver.host.app import App, open_app
+from weaver.views.tags import TagIndex
 
 FILES: dict[str, str | bytes] = {
     "Home.md": (

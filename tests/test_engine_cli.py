@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from weaver.app import open_app
 from weaver.cli import main
 from weaver.config import load_settings
 from weaver.engine import WorkflowEngine, load_registry
-from weaver.locks import WriterLock, daemon_lock
+from weaver.host.app import open_app
+from weaver.host.locks import WriterLock, daemon_lock
 
 PLUGIN = """
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from weaver.engine import workflow
-from weaver.models import Note
+from weaver.cache.models import Note
 
 class Count(BaseModel):
     times: int = 1

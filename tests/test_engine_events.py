@@ -14,7 +14,6 @@ import anyio
 import pytest
 
 from tests.conftest import EngineFactory, WriteNotes
-from weaver.app import App
 from weaver.cache import executions
 from weaver.engine import (
     FileTrigger,
@@ -24,8 +23,9 @@ from weaver.engine import (
     workflow,
 )
 from weaver.engine.context import trigger_detail, trigger_from_row
-from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
-from weaver.watcher import VaultWatcher
+from weaver.host.app import App
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.vault.watcher import VaultWatcher
 
 
 def recorder(

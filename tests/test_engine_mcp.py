@@ -16,9 +16,9 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from weaver.app import App, open_app
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.workflow_tools import build_workflow_tools

@@ -23,7 +23,7 @@ from weaver.engine import (
 )
 from weaver.engine.definition import compile_glob, crontab_weekdays
 from weaver.engine.registry import configure
-from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved
 
 
 def write_plugin(folder: Path, name: str, code: str) -> Path:

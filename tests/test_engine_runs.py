@@ -20,8 +20,8 @@ from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
 from tests.conftest import EngineFactory
-from weaver.app import App
 from weaver.cache import executions
+from weaver.cache.models import Execution, Note
 from weaver.engine import (
     ExecutionNotFoundError,
     InvalidInputError,
@@ -31,7 +31,7 @@ from weaver.engine import (
     WorkflowNotFoundError,
     workflow,
 )
-from weaver.models import Execution, Note
+from weaver.host.app import App
 
 
 def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:

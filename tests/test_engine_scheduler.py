@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from weaver.app import App
 from weaver.cache import executions
 from weaver.engine import (
     OnSchedule,
@@ -23,7 +22,8 @@ from weaver.engine import (
     WorkflowEngine,
     workflow,
 )
-from weaver.scheduler import DISPATCH_REF, EnqueueExecutor, WorkflowScheduler
+from weaver.engine.scheduler import DISPATCH_REF, EnqueueExecutor, WorkflowScheduler
+from weaver.host.app import App
 
 
 @workflow(id="daily", triggers=[OnSchedule("0 7 * * *", timezone="UTC")])

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
-from weaver.vault import Vault
-from weaver.vault_writer import DELETED, VaultWriter
+from weaver.vault.fs import Vault
+from weaver.vault.writer import DELETED, VaultWriter
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from rapidfuzz import fuzz
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver import graph as g
-from weaver.app import App, open_app
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
+from weaver.host.app import App, open_app
 from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
 from weaver.mcp_server.graph_tools import graph_wire
-from weaver.names import NameIndex, NameRow, _within_reach, fold, resolve_names
+from weaver.views import graph as g
+from weaver.views.names import NameIndex, NameRow, _within_reach, fold, resolve_names
 
 
 def make(edges: str, extra: str = "", broken: str = "") -> g.Graph:

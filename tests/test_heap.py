@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import Connection
 
 from tests.conftest import WriteNotes
-from weaver import heap
-from weaver.app import App
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
+from weaver.host import gc_freeze
+from weaver.host.app import App
 
 KEPT: list[Callable[[Connection], Any]] = [
     cache_graph.load_graph,
@@ -37,8 +37,8 @@ def indexed(app: App, write_notes: WriteNotes) -> App:
 
 @pytest.fixture
 def long_running(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(heap, "_settling", False)  # put back when the test ends
-    heap.keep_pauses_short()
+    monkeypatch.setattr(gc_freeze, "_settling", False)  # put back when the test ends
+    gc_freeze.keep_pauses_short()
     yield
     gc.unfreeze()
 
@@ -88,6 +88,6 @@ def test_any_other_process_freezes_nothing(indexed: App) -> None:
     kept = cache_graph.ByVersion(cache_graph.load_graph)
     with read.read_snapshot(indexed.engine) as conn:
         graph = kept.get(conn)
-    heap.settle()
+    gc_freeze.settle()
     assert gc.get_freeze_count() == frozen
     assert id(graph.out) in collected_ids()

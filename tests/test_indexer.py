@@ -12,14 +12,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.conftest import WriteNotes
-from weaver import indexer as indexer_module
-from weaver import reading
-from weaver.app import App, open_app
+from weaver.cache.models import Link, Note, Tag
 from weaver.cli import main
 from weaver.config import Settings
-from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
-from weaver.locks import WriterLock
-from weaver.models import Link, Note, Tag
+from weaver.host.app import App, open_app
+from weaver.host.locks import WriterLock
+from weaver.index import indexer as indexer_module
+from weaver.index import workers as parse_workers
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
 
 def links_of(app: App, source: str) -> dict[str, str | None]:
@@ -115,7 +115,7 @@ def test_a_first_index_resumed_after_an_interruption_still_finds_its_notes(
     edit and one written after the resumed pass is new."""
     write_notes({f"n{i}.md": f"note {i}" for i in range(6)})
     monkeypatch.setattr(indexer_module, "WRITE_BATCH", 2)
-    monkeypatch.setattr(reading, "CHUNK", 2)
+    monkeypatch.setattr(parse_workers, "CHUNK", 2)
     real_write_chunk = indexer_module._write_chunk
     batches = 0
 

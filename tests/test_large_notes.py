@@ -11,12 +11,13 @@ from mcp import Client
 
 from tests.conftest import write_files
 from tests.test_mcp_tools import Served, Tools, serve
-from weaver.cache import read, sqlite
+from weaver.cache import fts as sqlite
+from weaver.cache import read
 from weaver.config import Settings
 from weaver.errors import NoteTooLargeError
-from weaver.events import NoteModified
 from weaver.mcp_server.cache_tools import MAX_CONTENT_CHARS
-from weaver.vault import MAX_NOTE_BYTES, Vault
+from weaver.vault.events import NoteModified
+from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 
 pytestmark = pytest.mark.anyio
 

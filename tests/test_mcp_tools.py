@@ -19,11 +19,11 @@ from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
 from tests.corpora import require_corpora
-from weaver.app import App, open_app
 from weaver.config import Settings
+from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState, build_server
 from weaver.mcp_server.system_tools import compute_health
-from weaver.watcher import VaultWatcher
+from weaver.vault.watcher import VaultWatcher
 
 pytestmark = pytest.mark.anyio
 

@@ -25,10 +25,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import write_files
-from weaver.app import open_app
 from weaver.cli import main
 from weaver.config import Settings
-from weaver.locks import WriterLock, writer_lock_path
+from weaver.host.app import open_app
+from weaver.host.locks import WriterLock, writer_lock_path
 from weaver.mcp_server import ServerState, build_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

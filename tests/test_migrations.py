@@ -12,8 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from weaver.cache.sqlite import is_search_table
-from weaver.db import (
+from weaver.cache.db import (
     SCHEMA_HEAD,
     alembic_config,
     open_cache_engine,
@@ -21,7 +20,8 @@ from weaver.db import (
     pending_migrations,
     upgrade_to_head,
 )
-from weaver.models import Base
+from weaver.cache.fts import is_search_table
+from weaver.cache.models import Base
 
 
 def include_name(name: str | None, type_: str, _parents: object) -> bool:
@@ -104,7 +104,7 @@ def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alemb
     assert pending_migrations(open_engine(url)) == []
     # In a process of its own: is Alembic (and the mako and pygments it imports) left out?
     probe = (
-        "import sys, weaver.db as db; db.open_cache_engine(sys.argv[1]).dispose(); "
+        "import sys, weaver.cache.db as db; db.open_cache_engine(sys.argv[1]).dispose(); "
         "print('alembic' in sys.modules)"
     )
     out = subprocess.run(

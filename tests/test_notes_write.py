@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import WriteNotes
-from weaver import notes
-from weaver.app import App
 from weaver.cache import read
+from weaver.edits import notes
+from weaver.edits.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
-from weaver.locks import WriterLock
-from weaver.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
+from weaver.host.app import App
+from weaver.host.locks import WriterLock
 
 
 def sync_for(app: App) -> notes.CacheSync:

@@ -17,8 +17,14 @@ from typing import Any
 import pytest
 
 from tests.corpora import CORPORA, require_corpora
-from weaver.parser import ParsedNote, decode_note, frontmatter_tags, normalize_tag, parse_note
-from weaver.resolver import LinkResolver
+from weaver.markdown.parser import (
+    ParsedNote,
+    decode_note,
+    frontmatter_tags,
+    normalize_tag,
+    parse_note,
+)
+from weaver.markdown.resolver import LinkResolver
 
 pytestmark = pytest.mark.corpus
 

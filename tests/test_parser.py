@@ -1,4 +1,4 @@
-"""weaver.parser, one table per rule of /work/shared/VAULT_SEMANTICS.md."""
+"""weaver.markdown.parser, one table per rule of /work/shared/VAULT_SEMANTICS.md."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from weaver.parser import (
+from weaver.markdown.parser import (
     Heading,
     ObsidianYAMLHandler,
     ParsedLink,

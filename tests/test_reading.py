@@ -12,48 +12,49 @@ from sqlalchemy import select, text
 from structlog.testing import capture_logs
 
 from tests.conftest import WriteNotes
-from weaver import reading
-from weaver.app import open_app
+from weaver.cache.models import Link, Note, Tag
 from weaver.config import Settings
-from weaver.models import Link, Note, Tag
-from weaver.reading import ParseWorker, ReadChunk, Work, read_notes
-from weaver.vault import Vault
+from weaver.host.app import open_app
+from weaver.index import workers as parse_workers
+from weaver.index.workers import ParseWorker, ReadChunk, Work, read_notes
+from weaver.vault.fs import Vault
 
 # Dies after sending its first chunk, as a worker killed by the OOM killer would (whatever
 # chunks its parent has claimed by then).
 DIES_AFTER_ONE_CHUNK = """
 import os
-from weaver import reading
-frame = reading._frame
+from weaver.index import workers as parse_workers
+frame = parse_workers._frame
 def frame_then_die(payload):
-    reading._frame = lambda payload: os._exit(9)
+    parse_workers._frame = lambda payload: os._exit(9)
     return frame(payload)
-reading._frame = frame_then_die
-reading.serve_worker()
+parse_workers._frame = frame_then_die
+parse_workers.serve_worker()
 """
 # Takes its time over every chunk, as a worker on a busy machine would.
 SLOW = """
 import time
-from weaver import reading
-parse = reading.read_chunk
+from weaver.index import workers as parse_workers
+parse = parse_workers.read_chunk
 def slowly(*args):
     time.sleep(0.05)
     return parse(*args)
-reading.read_chunk = slowly
-reading.serve_worker()
+parse_workers.read_chunk = slowly
+parse_workers.serve_worker()
 """
 # Slow, and parses its whole share whatever its parent claimed: as if every claim came just
 # after the worker had started on that chunk.
 SLOW_AND_DEAF = SLOW.replace(
-    "reading.serve_worker()", "reading._claims_since = lambda fd: 0\nreading.serve_worker()"
+    "parse_workers.serve_worker()",
+    "parse_workers._claims_since = lambda fd: 0\nparse_workers.serve_worker()",
 )
 
 
 @pytest.fixture
 def every_pass_is_big(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers for any pass, in chunks small enough that each worker gets several."""
-    monkeypatch.setattr(reading, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(reading, "CHUNK", 7)
+    monkeypatch.setattr(parse_workers, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(parse_workers, "CHUNK", 7)
 
 
 @pytest.fixture
@@ -88,13 +89,13 @@ def parsed_here(read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> l
     """Counts the chunks this process parses (one entry each) from here on, after `read_here`
     parsed them all; workers run their own copy of the parser."""
     parsed: list[int] = []
-    parse = reading.read_chunk
+    parse = parse_workers.read_chunk
 
     def counted(*args: Any) -> ReadChunk:
         parsed.append(1)
         return parse(*args)
 
-    monkeypatch.setattr(reading, "read_chunk", counted)
+    monkeypatch.setattr(parse_workers, "read_chunk", counted)
     return parsed
 
 
@@ -142,7 +143,7 @@ def test_a_pass_parsed_by_workers_writes_what_one_parsed_here_does(
 def test_a_worker_that_cannot_start_leaves_its_notes_to_this_process(
     vault: Vault, read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit(3)")
+    monkeypatch.setattr(parse_workers, "_WORKER_CODE", "raise SystemExit(3)")
     with capture_logs() as logs:
         assert records_by_path(read_with(vault, workers=2)) == read_here
     failures = [e for e in logs if e["event"].startswith("parse worker failed")]
@@ -153,7 +154,7 @@ def test_a_worker_that_cannot_start_leaves_its_notes_to_this_process(
 def test_a_worker_that_dies_midway_loses_no_note(
     vault: Vault, read_here: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reading, "_WORKER_CODE", DIES_AFTER_ONE_CHUNK)
+    monkeypatch.setattr(parse_workers, "_WORKER_CODE", DIES_AFTER_ONE_CHUNK)
     with capture_logs() as logs:
         assert records_by_path(read_with(vault, workers=1)) == read_here
     assert [e["exit_code"] for e in logs if e["event"].startswith("parse worker")] == [9]
@@ -185,7 +186,7 @@ def test_this_process_parses_chunks_while_it_waits_and_none_comes_twice(
     parsed_here: list[int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(reading, "_WORKER_CODE", SLOW)
+    monkeypatch.setattr(parse_workers, "_WORKER_CODE", SLOW)
     with capture_logs() as logs:
         chunks = read_with(vault, workers=2)
     assert records_by_path(chunks) == read_here
@@ -200,13 +201,13 @@ def test_a_chunk_parsed_both_here_and_by_a_worker_comes_once(
     parsed_here: list[int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(reading, "_WORKER_CODE", SLOW_AND_DEAF)
+    monkeypatch.setattr(parse_workers, "_WORKER_CODE", SLOW_AND_DEAF)
     assert records_by_path(read_with(vault, workers=1)) == read_here
     assert parsed_here  # chunks were claimed here, and the worker sent them all the same
 
 
 def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reading, "_WORKER_CODE", "raise SystemExit('must not run')")
+    monkeypatch.setattr(parse_workers, "_WORKER_CODE", "raise SystemExit('must not run')")
     with capture_logs() as logs:
         chunks = read_with(vault, workers=2)
     assert sum(len(c.records) for c in chunks) == 62

@@ -1,10 +1,10 @@
-"""weaver.resolver: the resolution rules of VAULT_SEMANTICS, one table each."""
+"""weaver.markdown.resolver: the resolution rules of VAULT_SEMANTICS, one table each."""
 
 from __future__ import annotations
 
 import pytest
 
-from weaver.resolver import LinkResolver, link_key, path_key
+from weaver.markdown.resolver import LinkResolver, link_key, path_key
 
 VAULT = [
     "Home.md",

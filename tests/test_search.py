@@ -13,11 +13,12 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.app import App, open_app
-from weaver.cache import read, sqlite
+from weaver.cache import fts as sqlite
+from weaver.cache import read
+from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings
-from weaver.db import alembic_config, upgrade_to_head
-from weaver.events import NoteModified, VaultEvent
+from weaver.host.app import App, open_app
+from weaver.vault.events import NoteModified, VaultEvent
 
 NOTES: dict[str, str | bytes] = {
     "Cooking.md": "---\ntags: [food]\n---\n# Cooking\nRunning a café kitchen is hard work.\n",

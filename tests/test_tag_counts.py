@@ -10,10 +10,10 @@ from alembic import command
 from sqlalchemy import Connection, Engine, text
 
 from tests.conftest import WriteNotes
-from weaver.app import App
 from weaver.cache import read
+from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.read import FileFilters
-from weaver.db import alembic_config, upgrade_to_head
+from weaver.host.app import App
 
 NOTES: dict[str, str | bytes] = {
     "a.md": "---\ntags: [project/alpha]\n---\n#project/beta #Area\n",

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import WriteNotes
 from weaver.errors import InvalidPathError, NoteNotFoundError
-from weaver.vault import Vault
+from weaver.vault.fs import Vault
 
 
 def test_scan_skips_hidden_ignored_and_symlinked_folders(

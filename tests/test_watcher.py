@@ -12,10 +12,10 @@ from sqlalchemy import select
 from watchfiles import Change
 
 from tests.conftest import WriteNotes
-from weaver.app import App
-from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
-from weaver.models import Link, Note
-from weaver.watcher import VaultWatcher
+from weaver.cache.models import Link, Note
+from weaver.host.app import App
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.vault.watcher import VaultWatcher
 
 
 def paths(app: App) -> list[str]:

@@ -16,7 +16,6 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from tests.conftest import EngineFactory
-from weaver.app import App
 from weaver.cache.records import (
     NewRecord,
     RecordFilter,
@@ -36,6 +35,7 @@ from weaver.engine import (
     workflow,
 )
 from weaver.engine import engine as engine_module
+from weaver.host.app import App
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.record_tools import build_record_tools
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.app import App
 from weaver.engine import load_registry
+from weaver.host.app import App
 
 ID = "concept-tracker"
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from tests.workflow_vault import BUILTIN_IDS, WorkflowVault, workflow_vault
-from weaver.app import App
 from weaver.cache import executions
 from weaver.cache.records import NewRecord, insert_records
 from weaver.config import Settings
 from weaver.engine import InvalidInputError
+from weaver.host.app import App
 
 ID = "proof-daily-digest"
 DAY = dt.date(2026, 1, 5)

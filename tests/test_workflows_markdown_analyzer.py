@@ -11,9 +11,9 @@ import pytest
 
 from tests.corpora import require_corpora
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.app import App, open_app
 from weaver.config import Settings
-from weaver.vault import MAX_NOTE_BYTES
+from weaver.host.app import App, open_app
+from weaver.vault.fs import MAX_NOTE_BYTES
 
 ID = "markdown-analyzer"
 

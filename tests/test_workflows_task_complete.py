@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.app import App
+from weaver.host.app import App
 
 ID = "proof-task-complete"
 

@@ -11,12 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from weaver.app import App
 from weaver.cache import executions
 from weaver.cache.executions import ExecutionRecord
 from weaver.cache.records import RecordFilter, StoredRecord, list_records
 from weaver.engine import Registry, WorkflowEngine, load_registry
 from weaver.engine.payloads import TriggerWorkflowData
+from weaver.host.app import App
 
 BUILTIN_IDS = (
     "file-change-logger",

@@ -18,11 +18,11 @@ import structlog
 from pydantic import ValidationError
 
 from weaver import __version__
-from weaver.analysis import parse_moment
-from weaver.app import open_app
 from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.config import Settings, load_settings
+from weaver.engine.analysis import parse_moment
 from weaver.errors import ConfigError, DaemonError, WeaverError
+from weaver.host.app import open_app
 from weaver.log import configure_logging
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _add_common_options(parser: argparse.ArgumentParser, default: object) -> Non
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.locks import WriterLock
+    from weaver.host.locks import WriterLock
 
     with WriterLock.for_settings(settings) as lock:
         if not lock.try_acquire():
@@ -136,7 +136,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.daemon import run_daemon
+    from weaver.host.daemon import run_daemon
 
     run_daemon(settings, http=not args.no_http)
     return 0
@@ -238,7 +238,7 @@ def _workflow_engine(
     history needs only the executions table).
     """
     from weaver.engine import Registry, WorkflowEngine, load_registry
-    from weaver.locks import WriterLock
+    from weaver.host.locks import WriterLock
 
     app = open_app(settings)
     try:
@@ -259,7 +259,7 @@ def _workflow_engine(
 
 def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.engine import WorkflowRequestError
-    from weaver.locks import daemon_running
+    from weaver.host.locks import daemon_running
 
     try:
         data = json.loads(args.input) if args.input is not None else None

@@ -20,16 +20,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from weaver.analysis import (
-    LoadedNote,
-    link_targets,
-    load_note,
-    set_changes,
-    tag_changes,
-    tag_spellings,
-    word_counts,
-    words_changed,
-)
 from weaver.cache.note_facts import NoteFacts, get_note_facts
 from weaver.cache.records import StoredRecord
 from weaver.engine import (
@@ -40,8 +30,18 @@ from weaver.engine import (
     WorkflowDefinitionError,
     workflow,
 )
+from weaver.engine.analysis import (
+    LoadedNote,
+    link_targets,
+    load_note,
+    set_changes,
+    tag_changes,
+    tag_spellings,
+    word_counts,
+    words_changed,
+)
 from weaver.engine.definition import compile_glob
-from weaver.events import NoteMoved, VaultEvent
+from weaver.vault.events import NoteMoved, VaultEvent
 
 VERSION = "version"
 STATE = "state"

@@ -26,12 +26,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.analysis import code, format_duration, note_link
 from weaver.cache.executions import list_failures
 from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_links
 from weaver.cache.records import StoredRecord
 from weaver.engine import OnSchedule, ScheduleTrigger, WorkflowContext, workflow
-from weaver.parser import normalize_tag
+from weaver.engine.analysis import code, format_duration, note_link
+from weaver.markdown.parser import normalize_tag
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 ERROR_CHARS = 200

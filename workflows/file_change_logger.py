@@ -17,7 +17,7 @@ from typing import Any
 
 from weaver.cache.note_facts import get_note_facts
 from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
-from weaver.events import NoteAdded, NoteMoved, VaultEvent
+from weaver.vault.events import NoteAdded, NoteMoved, VaultEvent
 
 KIND = "change"
 # Every save of every note is a record: a change superseded by a newer one of the same note goes

@@ -15,7 +15,7 @@ from typing import Any
 from weaver.cache.note_facts import BrokenLink, list_broken_links_by_key
 from weaver.cache.write import load_all_paths
 from weaver.engine import FileTrigger, NewRecord, NoInput, OnFile, WorkflowContext, workflow
-from weaver.resolver import LinkResolver, path_key
+from weaver.markdown.resolver import LinkResolver, path_key
 
 KIND = "deletion"
 CHANGE_LOG = "file-change-logger"

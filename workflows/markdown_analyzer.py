@@ -21,7 +21,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.analysis import (
+from weaver.cache.note_facts import (
+    BrokenLink,
+    count_tag_carriers,
+    list_broken_links,
+    list_note_paths,
+)
+from weaver.cache.records import StoredRecord
+from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
+from weaver.engine.analysis import (
     DEFAULT_WORDS_PER_MINUTE,
     LoadedNote,
     count_links,
@@ -31,17 +39,9 @@ from weaver.analysis import (
     tag_changes,
     tag_spellings,
 )
-from weaver.cache.note_facts import (
-    BrokenLink,
-    count_tag_carriers,
-    list_broken_links,
-    list_note_paths,
-)
-from weaver.cache.records import StoredRecord
-from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
 from weaver.errors import NoteNotFoundError
-from weaver.events import NoteAdded, NoteMoved
-from weaver.parser import normalize_tag
+from weaver.markdown.parser import normalize_tag
+from weaver.vault.events import NoteAdded, NoteMoved
 
 KIND = "analysis"
 # Every save of a note is analysed anew: an analysis superseded by a newer one goes after this

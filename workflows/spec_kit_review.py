@@ -24,7 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.analysis import (
+from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_links, list_note_paths
+from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
+from weaver.engine.analysis import (
     LoadedNote,
     code,
     find_markers,
@@ -33,8 +35,6 @@ from weaver.analysis import (
     missing_sections,
     note_link,
 )
-from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_links, list_note_paths
-from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
 from weaver.errors import NoteNotFoundError
 
 KIND = "review"

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.analysis import format_duration, parse_moment
 from weaver.cache.note_facts import NoteFacts, get_note_facts
 from weaver.engine import FileTrigger, NewRecord, NoInput, OnFile, WorkflowContext, workflow
-from weaver.events import NoteMoved
+from weaver.engine.analysis import format_duration, parse_moment
+from weaver.vault.events import NoteMoved
 
 COMPLETION = "completion"
 STATE = "state"

@@ -50,7 +50,7 @@ def walk_notes(root: Path) -> Iterator[tuple[str, str]]:
 def measure_floor(vault: str, runs: int) -> dict[str, Any]:
     """Seconds of each of `runs` passes of walk + read + decode + parse over every note, and
     of as many passes of walk + read + decode alone (what the disk and the interpreter allow)."""
-    from weaver.parser import decode_note, parse_note
+    from weaver.markdown.parser import decode_note, parse_note
 
     def one_pass(parse: bool) -> tuple[int, float]:
         started = time.perf_counter()
@@ -77,10 +77,10 @@ def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
     """A cold `reconcile()` into a new cache, then `noop_runs` no-op reconciles."""
     from sqlalchemy import func, select
 
-    from weaver.app import open_app
+    from weaver.cache.models import Link, Tag
     from weaver.config import Settings
+    from weaver.host.app import open_app
     from weaver.log import configure_logging
-    from weaver.models import Link, Tag
 
     configure_logging("warning", "json")
     root = Path(vault)

@@ -290,7 +290,7 @@ def _seed_records(app: Any, facts: VaultFacts) -> None:
     among as many of other notes, over the last week (a kept workdir's earlier ones replaced)."""
     from sqlalchemy import delete, insert
 
-    from weaver.models import WorkflowRecord
+    from weaver.cache.models import WorkflowRecord
 
     now = int(time.time() * 1000)
     step = 7 * 24 * 3600 * 1000 // HISTORY_ROWS
@@ -331,7 +331,7 @@ def _seed_history(app: Any) -> None:
     keeps."""
     from sqlalchemy import delete, insert
 
-    from weaver.models import Execution
+    from weaver.cache.models import Execution
 
     now = int(time.time() * 1000)
     step = 7 * 24 * 3600 * 1000 // HISTORY_ROWS
@@ -371,9 +371,9 @@ def _seed_history(app: Any) -> None:
 async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int) -> dict[str, Any]:
     from mcp import Client
 
-    from weaver import heap
-    from weaver.app import open_app
     from weaver.config import Settings
+    from weaver.host import gc_freeze
+    from weaver.host.app import open_app
     from weaver.mcp_server import ServerState, build_server
 
     validation = _time_client_validation()
@@ -382,7 +382,7 @@ async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int)
     _seed_history(app)
     _seed_records(app, facts)
     server = build_server(ServerState(app, watch=False, engine=engine))
-    heap.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
+    gc_freeze.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
     results: dict[str, Any] = {}
     try:
         async with Client(server, mode="legacy", cache=None) as client:
@@ -438,11 +438,11 @@ def _time_builds(vault: Path) -> dict[str, list[float]]:
     """What the first graph, name or tag call after start (or after a big pass, thousands of
     notes at once) pays: the whole graph (with PageRank, which `get_hubs` computes once per
     graph), the name index and the tag index, built from the cache."""
-    from weaver import graph as g
-    from weaver.app import open_app
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
     from weaver.config import Settings
+    from weaver.host.app import open_app
+    from weaver.views import graph as g
 
     app = open_app(Settings(vault=vault))
     timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": [], "tags": []}
@@ -472,12 +472,12 @@ def measure_kept_memory(vault: str) -> dict[str, float]:
     add to a fresh process, built in that order and all kept, as a server keeps them."""
     import gc
 
-    from weaver import graph as g
-    from weaver.app import open_app
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
     from weaver.config import Settings
+    from weaver.host.app import open_app
     from weaver.log import configure_logging
+    from weaver.views import graph as g
 
     configure_logging("warning", "json")
     app = open_app(Settings(vault=Path(vault)))

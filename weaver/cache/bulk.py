@@ -7,7 +7,7 @@ file, and a first index slows down as the vault grows (100,000 notes indexed at 
 
 The dropped indexes' `CREATE` statements are kept in `cache_state` in the same transaction that
 drops them, and `restore_indexes` runs them again: at the end of the load (also of a failed
-one), and on every open of the cache (`weaver.db`), for a load that was interrupted (Ctrl-C)
+one), and on every open of the cache (`weaver.cache.db`), for a load that was interrupted (Ctrl-C)
 or whose process died. Only SQLite caches are loaded this way.
 """
 

@@ -21,8 +21,8 @@ from collections.abc import Collection
 
 from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
+from weaver.cache.models import NoteChange
 from weaver.cache.write import get_state, set_state
-from weaver.models import NoteChange
 
 SINCE_KEY = "changes_since"
 RETAIN_MS = 24 * 60 * 60 * 1000

@@ -14,7 +14,7 @@ from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
 
-from weaver.models import Execution, Note, WorkflowWrite
+from weaver.cache.models import Execution, Note, WorkflowWrite
 
 # Core table and columns rather than ORM attributes: the engine runs several of these
 # statements per execution, and building them from the table is noticeably cheaper.

@@ -19,14 +19,14 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
-from weaver import heap
 from weaver.cache import changes, read
+from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
-from weaver.graph import Graph, NodeInfo
-from weaver.models import Attachment, Link, Note, Tag, TagCounter
-from weaver.names import NameIndex, NameRow
-from weaver.tag_index import TagIndex, TagMode, first_paths
+from weaver.host import gc_freeze
+from weaver.views.graph import Graph, NodeInfo
+from weaver.views.names import NameIndex, NameRow
+from weaver.views.tags import TagIndex, TagMode, first_paths
 
 T = TypeVar("T")
 # Changed notes up to which a kept index is patched rather than built again.
@@ -104,7 +104,7 @@ class ByVersion(Generic[T]):
             if changed is not None:
                 return self._update(value, conn, changed)
         built = self._build(conn)
-        heap.settle()  # kept for the process's life: out of the cycle collector's rounds
+        gc_freeze.settle()  # kept for the process's life: out of the cycle collector's rounds
         return built
 
 

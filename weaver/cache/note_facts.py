@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Select, func, select
 
+from weaver.cache.models import Link, Note, Tag
 from weaver.cache.write import chunked
-from weaver.models import Link, Note, Tag
 
 # Any SELECT: `.where` on one returns the same kind of statement.
 StatementT = TypeVar("StatementT", bound=Select[*tuple[Any, ...]])

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 
 from weaver.cache import tag_counts
-from weaver.models import Attachment, CacheState, Link, Note, Tag, TagCounter
+from weaver.cache.models import Attachment, CacheState, Link, Note, Tag, TagCounter
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10

@@ -32,10 +32,10 @@ from sqlalchemy import (
     update,
 )
 
+from weaver.cache.models import WorkflowRecord
 from weaver.cache.read import read_snapshot
 from weaver.cache.write import chunked
 from weaver.errors import CacheError
-from weaver.models import WorkflowRecord
 
 _TABLE = cast(Table, WorkflowRecord.__table__)
 col = _TABLE.c

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from sqlalchemy import Connection, delete, func, select, text
 
-from weaver.models import Tag, TagCounter
+from weaver.cache.models import Tag, TagCounter
 
 _UPSERT = text(
     "INSERT INTO tag_counts (key, notes, own) VALUES (:key, :notes, :own) "

@@ -20,13 +20,13 @@ from sqlalchemy import (
     update,
 )
 
-from weaver.cache import sqlite
+from weaver.cache import fts as sqlite
+from weaver.cache.models import Attachment, Base, CacheState, Link, Note, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
-from weaver.models import Attachment, Base, CacheState, Link, Note, Tag
-from weaver.parser import normalize_tag
-from weaver.reading import NoteRecord, StoredFile
-from weaver.resolver import LinkResolver, link_key
-from weaver.vault import FileStat, split_path
+from weaver.index.workers import NoteRecord, StoredFile
+from weaver.markdown.parser import normalize_tag
+from weaver.markdown.resolver import LinkResolver, link_key
+from weaver.vault.fs import FileStat, split_path
 
 # Well under SQLite's bound-parameter limit, and large enough to keep statement counts low.
 CHUNK = 900

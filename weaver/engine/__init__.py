@@ -10,8 +10,9 @@
     payloads    what the core returns (the MCP tools' `data`)
     processes   which process ran an execution, and whether it is gone
     errors      the engine's part of the `WeaverError` tree
+    scheduler   APScheduler jobs that queue scheduled executions
+    analysis    the note analysis the built-in workflows share
 
-The scheduler (`weaver.scheduler`) and safe vault writes (`weaver.vault_writer`) sit beside it.
 A plugin needs only this package's top level:
 
     from weaver.engine import OnFile, WorkflowContext, workflow

@@ -29,8 +29,8 @@ from structlog.typing import FilteringBoundLogger
 
 from weaver.cache.records import WorkflowRecords
 from weaver.config import Settings
-from weaver.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
-from weaver.vault_writer import VaultWriter
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+from weaver.vault.writer import VaultWriter
 
 InputT = TypeVar("InputT", bound=BaseModel)
 

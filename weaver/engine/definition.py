@@ -36,7 +36,7 @@ from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from weaver.engine.errors import InvalidInputError, WorkflowDefinitionError
-from weaver.events import VaultEvent
+from weaver.vault.events import VaultEvent
 
 if TYPE_CHECKING:
     from weaver.engine.context import WorkflowContext

@@ -68,12 +68,12 @@ from weaver.engine.payloads import (
 from weaver.engine.processes import is_gone, process_label
 from weaver.engine.registry import Registry
 from weaver.engine.runner import Completed, Failed, Outcome, run_attempt
-from weaver.events import EventBus, VaultEvent
-from weaver.vault import Vault
-from weaver.vault_writer import VaultWriter
+from weaver.vault.events import EventBus, VaultEvent
+from weaver.vault.fs import Vault
+from weaver.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
-    from weaver.app import App
+    from weaver.host.app import App
 
 Background = Literal["threads", "inline", "queue"]
 
@@ -686,7 +686,7 @@ def hosted_engine(
     """The engine as the daemon (`schedules=True`) or the MCP server hosts it: plugins loaded,
     interrupted runs recovered, vault events followed, queued rows polled, schedules run."""
     from weaver.engine.loader import load_registry
-    from weaver.scheduler import WorkflowScheduler
+    from weaver.engine.scheduler import WorkflowScheduler
 
     engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), poll=True)
     engine.start()

@@ -13,6 +13,7 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, FileOrder, SortField
 from weaver.errors import NoteDecodeError, NoteNotFoundError
+from weaver.markdown.parser import normalize_tag
 from weaver.mcp_server import hints
 from weaver.mcp_server.envelope import ArgumentError, Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import (
@@ -30,7 +31,6 @@ from weaver.mcp_server.schemas import (
     TaggedFile,
 )
 from weaver.mcp_server.state import ServerState
-from weaver.parser import normalize_tag
 
 MAX_LIMIT = 500
 # Offsets beyond this are clamped: far past any vault, and well inside SQLite's integers.

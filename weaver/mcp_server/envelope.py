@@ -32,7 +32,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
 from sqlalchemy.exc import SQLAlchemyError
 
-from weaver.analysis import parse_moment
+from weaver.engine.analysis import parse_moment
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema

@@ -1,7 +1,7 @@
 """The graph and lookup tools: get_neighbors, find_path, get_hubs, get_graph, search_by_tags,
-random_file, files_exist, resolve_names. Thin edges over `weaver.graph`, `weaver.names` and
-`weaver.cache.graph`; the adjacency, the name index and the tag index are kept per cache
-version."""
+random_file, files_exist, resolve_names. Thin edges over `weaver.views.graph`,
+`weaver.views.names` and `weaver.cache.graph`; the adjacency, the name index and the tag index
+are kept per cache version."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from weaver import graph as g
+from weaver.cache import fts as sqlite
 from weaver.cache import graph as cache_graph
-from weaver.cache import read, sqlite
+from weaver.cache import read
 from weaver.errors import NoteNotFoundError
 from weaver.mcp_server import hints
 from weaver.mcp_server.cache_tools import (
@@ -42,6 +42,7 @@ from weaver.mcp_server.graph_schemas import (
 )
 from weaver.mcp_server.schemas import Envelope, TaggedFile
 from weaver.mcp_server.state import ServerState
+from weaver.views import graph as g
 
 Relation = Annotated[
     Filter,

@@ -3,7 +3,7 @@
 
 A model names notes the way a person does, without the folder, without `.md` or with a typo;
 naming the likely note in the error spares it a `resolve_names` call and a retry. The names
-are the ones `resolve_names` looks up (`weaver.names`), so the hint and that tool agree.
+are the ones `resolve_names` looks up (`weaver.views.names`), so the hint and that tool agree.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from weaver.cache import read
 from weaver.errors import FolderNotFoundError, InvalidPathError, NoteNotFoundError, did_you_mean
 from weaver.mcp_server.state import ServerState
-from weaver.names import MatchedOn
+from weaver.views.names import MatchedOn
 
 log = structlog.get_logger(__name__)
 

@@ -22,9 +22,9 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from weaver.locks import WriterLock
+from weaver.host.locks import WriterLock
 from weaver.mcp_server.state import ServerState
-from weaver.watcher import VaultWatcher
+from weaver.vault.watcher import VaultWatcher
 
 log = structlog.get_logger(__name__)
 

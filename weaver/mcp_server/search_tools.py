@@ -1,6 +1,6 @@
 """`search_notes`: full-text search over the notes' titles and bodies (SQLite FTS5, BM25).
 
-A thin edge over `weaver.cache.sqlite`: the user's text becomes a safe FTS5 expression there
+A thin edge over `weaver.cache.fts`: the user's text becomes a safe FTS5 expression there
 (`fts_query`), and the folder and tag filters are the ones `query_files` applies.
 """
 
@@ -12,7 +12,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from weaver.cache import read, sqlite
+from weaver.cache import fts as sqlite
+from weaver.cache import read
 from weaver.mcp_server import hints
 from weaver.mcp_server.cache_tools import (
     Filter,

@@ -28,15 +28,15 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from weaver import heap
-from weaver.app import open_app
 from weaver.config import Settings
 from weaver.engine import hosted_engine
 from weaver.errors import ConfigError, DaemonError
+from weaver.host import gc_freeze
+from weaver.host.app import open_app
+from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
-from weaver.signals import STOP_SIGNALS, run_until_signalled
 
 log = structlog.get_logger(__name__)
 
@@ -166,7 +166,7 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
         engine = cleanup.enter_context(hosted_engine(app))
         state = ServerState(app, watch=watch, engine=engine)
         server = build_server(state)
-        heap.keep_pauses_short()
+        gc_freeze.keep_pauses_short()
         if sock is not None:
             anyio.run(
                 run_until_signalled,

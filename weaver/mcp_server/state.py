@@ -9,12 +9,12 @@ from typing import Literal, Protocol
 
 import anyio
 
-from weaver.app import App
 from weaver.cache.graph import ByVersion, names_cache, tag_index_cache
-from weaver.locks import DEFAULT_RETRY_SECONDS
-from weaver.names import NameIndex
-from weaver.tag_index import TagIndex
-from weaver.watcher import VaultWatcher
+from weaver.host.app import App
+from weaver.host.locks import DEFAULT_RETRY_SECONDS
+from weaver.vault.watcher import VaultWatcher
+from weaver.views.names import NameIndex
+from weaver.views.tags import TagIndex
 
 
 class WorkflowEngineStatus(Protocol):

@@ -21,11 +21,11 @@ from mcp_types import CallToolResult
 from sqlalchemy import select
 
 import weaver
-from weaver.db import pending_migrations
+from weaver.cache.db import pending_migrations
+from weaver.cache.models import Note
 from weaver.mcp_server.envelope import fail, make_tool, ok
 from weaver.mcp_server.schemas import Components, Envelope, HealthData
 from weaver.mcp_server.state import ServerState
-from weaver.models import Note
 
 log = structlog.get_logger(__name__)
 

@@ -1,5 +1,5 @@
 """The write tools: create_file, update_file, move_file, delete_file. Thin edges over
-`weaver.notes`; none is registered when the settings say `read_only = true`.
+`weaver.edits.notes`; none is registered when the settings say `read_only = true`.
 
 Each returns once the cache shows the change (`cacheSynced`), so a read tool called next sees
 it. Hints: none is read-only; create_file only adds (not destructive); all four are
@@ -17,7 +17,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from weaver import notes
+from weaver.edits import notes
 from weaver.mcp_server.cache_tools import NotePath
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel

@@ -1,7 +1,7 @@
 """Cron schedules of workflows, run by APScheduler 3 inside the daemon only.
 
 The scheduler only enqueues; the engine's workers execute. Each job in the store holds nothing
-but a textual reference to one stable function, `weaver.scheduler:dispatch`, and the workflow
+but a textual reference to one stable function, `weaver.engine.scheduler:dispatch`, and the workflow
 id as its argument: never a plugin's callable, so a stored job survives plugins being renamed,
 removed or failing to import. `EnqueueExecutor` calls `dispatch` with the engine it was built
 with (no module global needed) and the time the run was planned for.
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-DISPATCH_REF = "weaver.scheduler:dispatch"
+DISPATCH_REF = "weaver.engine.scheduler:dispatch"
 JOB_ID_SEPARATOR = "#"
 # The scheduler thread sleeps until the next due time on a monotonic clock, which stands still
 # while the machine is suspended: after a night asleep it would wake hours late. A nudge this

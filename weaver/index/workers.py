@@ -38,8 +38,8 @@ from typing import IO, Any, NamedTuple
 import structlog
 
 from weaver.errors import too_large
-from weaver.parser import ParsedLink, decode_note, parse_note
-from weaver.vault import MAX_NOTE_BYTES, FileStat, Vault
+from weaver.markdown.parser import ParsedLink, decode_note, parse_note
+from weaver.vault.fs import MAX_NOTE_BYTES, FileStat, Vault
 
 log = structlog.get_logger(__name__)
 
@@ -53,7 +53,7 @@ PARALLEL_MIN = 2000
 # More workers than this only wait for the single writer.
 MAX_WORKERS = 4
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-_WORKER_CODE = "from weaver.reading import serve_worker; serve_worker()"
+_WORKER_CODE = "from weaver.index.workers import serve_worker; serve_worker()"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,16 +14,16 @@ from functools import partial
 import anyio
 import structlog
 
-from weaver import heap
-from weaver.app import open_app
 from weaver.config import Settings
 from weaver.engine import hosted_engine
-from weaver.locks import daemon_lock
+from weaver.host import gc_freeze
+from weaver.host.app import open_app
+from weaver.host.locks import daemon_lock
+from weaver.host.signals import run_until_signalled
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.serve import bind_socket, check_http_settings, http_app, serve_http
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
-from weaver.signals import run_until_signalled
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +39,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
         try:
             with hosted_engine(app, schedules=True) as engine:
                 state = ServerState(app, engine=engine)
-                heap.keep_pauses_short()
+                gc_freeze.keep_pauses_short()
                 log.info("daemon started", vault=str(settings.vault), http=http)
                 if sock is None:
                     anyio.run(run_until_signalled, partial(_keep_fresh, state))

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
-from weaver.db import open_cache_engine
-from weaver.events import EventBus
-from weaver.indexer import Indexer
-from weaver.vault import Vault
+from weaver.index.indexer import Indexer
+from weaver.vault.events import EventBus
+from weaver.vault.fs import Vault
 
 
 @dataclass

@@ -27,16 +27,16 @@ from typing import Any
 
 import yaml
 
-from weaver.app import App
 from weaver.cache import graph as cache_graph
 from weaver.cache import write
 from weaver.errors import NoteDecodeError, VaultError
-from weaver.locks import WriterLock
-from weaver.parser import ObsidianYAMLHandler, is_valid_tag
-from weaver.relink import Move, rewrite_links
-from weaver.resolver import LinkResolver, path_key
-from weaver.vault import Vault
-from weaver.vault_writer import VaultWriter
+from weaver.host.app import App
+from weaver.host.locks import WriterLock
+from weaver.markdown.parser import ObsidianYAMLHandler, is_valid_tag
+from weaver.markdown.relink import Move, rewrite_links
+from weaver.markdown.resolver import LinkResolver, path_key
+from weaver.vault.fs import Vault
+from weaver.vault.writer import VaultWriter
 
 BOM = b"\xef\xbb\xbf"
 SYNC_TIMEOUT_S = 5.0
@@ -240,8 +240,8 @@ def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     """Rename or move a note and rewrite every link across the vault that pointed to it.
 
     `new_path` ending in '/' is a folder: the note keeps its file name. The file is renamed
-    first, then each linking note is rewritten (see `weaver.relink`); a note edited meanwhile
-    is read again, and listed in `failed` if it keeps changing.
+    first, then each linking note is rewritten (see `weaver.markdown.relink`); a note edited
+    meanwhile is read again, and listed in `failed` if it keeps changing.
     """
     source = app.vault.check_note_path(path)
     if new_path.replace("\\", "/").endswith("/"):

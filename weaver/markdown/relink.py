@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from weaver.parser import ObsidianYAMLHandler, _Masker
-from weaver.resolver import LinkResolver
+from weaver.markdown.parser import ObsidianYAMLHandler, _Masker
+from weaver.markdown.resolver import LinkResolver
 
 _MD = re.compile(r"\.md$", re.IGNORECASE)
-# As in weaver.parser: a single "]" does not end a wikilink; a markdown destination is <...> or
+# As in the parser: a single "]" does not end a wikilink; a markdown destination is <...> or
 # has balanced parentheses; a scheme makes it external; `rel::` types a wikilink.
 _WIKILINK = re.compile(r"\[\[((?:[^\[\]\n]|\](?!\]))++)\]\]")
 _MD_LINK = re.compile(

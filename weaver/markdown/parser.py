@@ -47,7 +47,7 @@ LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
 
 class ParsedLink(NamedTuple):
     """One link occurrence. A named tuple rather than a dataclass: parsed notes cross a process
-    boundary on a big index (`weaver.reading`), and tuples unpickle several times faster."""
+    boundary on a big index (`weaver.index.workers`), and tuples unpickle several times faster."""
 
     target: str  # path as written (markdown: percent-decoded); "" for a self-link like [[#H]]
     kind: LinkKind

@@ -10,7 +10,7 @@ the watcher), is flushed and fsynced, then `os.replace`d over the note: a reader
 indexer) sees the old bytes or the new ones, never half. `on_write(path, sha256)` is called
 before the file changes (`DELETED` for a removal): the workflow engine records there what it is
 about to write, so the file event it causes is recognised as its own even in another process.
-A hook that raises stops the change (a write's temp file is removed): `weaver.notes` uses that
+A hook that raises stops the change (a write's temp file is removed): `weaver.edits.notes` uses that
 to refuse a write when the note changed on disk meanwhile.
 """
 
@@ -25,7 +25,7 @@ from itertools import count
 from pathlib import Path
 
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
-from weaver.vault import Vault
+from weaver.vault.fs import Vault
 
 # What `on_write` receives as the content hash of a note that was deleted.
 DELETED = ""

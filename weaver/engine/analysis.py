@@ -1,7 +1,7 @@
 """Note analysis shared by the built-in workflows: what a note contains, and how it changed.
 
-Parsing itself is `weaver.parser`'s (links, tags, headings, tasks and words as the cache sees
-them); this module only reads a note from the vault and derives what the workflows report from
+Parsing itself is `weaver.markdown.parser`'s (links, tags, headings, tasks and words as the cache
+sees them); this module only reads a note from the vault and derives what the workflows report from
 the parsed note: reading time, the heading outline, link and embed counts, the words, links and
 tags one version adds or removes, TODO-style markers, required sections, times written in
 frontmatter, and how to mention a note in a note Weaver writes. Everything but `load_note` is
@@ -19,8 +19,8 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from weaver.errors import NoteNotFoundError, NoteTooLargeError
-from weaver.parser import Heading, ParsedNote, decode_note, normalize_tag, parse_note
-from weaver.vault import Vault
+from weaver.markdown.parser import Heading, ParsedNote, decode_note, normalize_tag, parse_note
+from weaver.vault.fs import Vault
 
 # Silent reading speed of an adult reading prose, words per minute.
 DEFAULT_WORDS_PER_MINUTE = 200

@@ -22,7 +22,7 @@ import structlog
 from anyio.streams.memory import MemoryObjectSendStream
 from watchfiles import Change, awatch
 
-from weaver.indexer import Indexer, IndexReport
+from weaver.index.indexer import Indexer, IndexReport
 
 log = structlog.get_logger(__name__)
 

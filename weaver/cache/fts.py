@@ -41,12 +41,12 @@ from sqlalchemy import (
     table,
 )
 
+from weaver.cache.models import Note, Tag
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
-from weaver.models import Note, Tag
 
 if TYPE_CHECKING:
-    from weaver.reading import NoteRecord
+    from weaver.index.workers import NoteRecord
 
 FTS_TABLE = "notes_fts"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"

@@ -3,7 +3,7 @@
 One pipeline serves both callers: `reconcile` compares the whole vault with the cache (start-up,
 `weaver index`), `apply_paths` looks only at paths the watcher reported. Each plans what changed
 from cheap `stat` data (size + mtime, then the content hash), parses only changed notes
-(`weaver.reading`, in worker processes on a big pass), writes in a few bulk statements per
+(`weaver.index.workers`, in worker processes on a big pass), writes in a few bulk statements per
 transaction, re-resolves just the links a new or vanished file can affect, and publishes typed
 events.
 
@@ -26,8 +26,10 @@ from sqlalchemy import Connection, Engine, RootTransaction
 
 from weaver.cache import changes, write
 from weaver.cache.bulk import indexes_deferred
-from weaver.db import bulk_writes
-from weaver.events import (
+from weaver.cache.db import bulk_writes
+from weaver.index.workers import ReadChunk, StoredFile, default_workers, read_notes
+from weaver.markdown.resolver import LinkResolver, path_key
+from weaver.vault.events import (
     EventBus,
     NoteAdded,
     NoteDeleted,
@@ -35,9 +37,7 @@ from weaver.events import (
     NoteMoved,
     VaultEvent,
 )
-from weaver.reading import ReadChunk, StoredFile, default_workers, read_notes
-from weaver.resolver import LinkResolver, path_key
-from weaver.vault import FileStat, Vault, is_note_path
+from weaver.vault.fs import FileStat, Vault, is_note_path
 
 log = structlog.get_logger(__name__)
 
@@ -131,7 +131,7 @@ class Indexer:
         self.engine = engine
         self.vault = vault
         self.bus = bus or EventBus()
-        # Processes that parse notes beside this one on a big pass (`weaver.reading`).
+        # Processes that parse notes beside this one on a big pass (`weaver.index.workers`).
         self.parse_workers = default_workers() if parse_workers is None else parse_workers
         self._lock = threading.RLock()
         # Every file path in the cache, and the cache version it matches (see the docstring).
