@@ -90,7 +90,7 @@ def make_engine(app: App) -> Iterator[EngineFactory]:
         apply_overrides(registry, configured.workflows)
         engine = WorkflowEngine(
             registry,
-            db=app.engine,
+            db=app.db,
             vault=app.vault,
             settings=configured,
             bus=app.bus,

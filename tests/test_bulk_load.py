@@ -78,16 +78,16 @@ def test_a_big_first_index_ends_with_every_index_and_the_same_links(
     @contextmanager
     def spy(conn: Connection) -> Iterator[None]:
         with real(conn):
-            dropped.append(secondary_indexes(app.engine))
+            dropped.append(secondary_indexes(app.db))
             yield
 
     monkeypatch.setattr(indexer, "indexes_deferred", spy)
     report = app.indexer.reconcile()
     assert report.added == 40
     assert dropped == [[]]  # the load ran without them...
-    assert secondary_indexes(app.engine) == LINK_AND_TAG_INDEXES  # ...and they are back
-    assert schema_matches_the_models(app.engine) and deferred_state(app.engine) is None
-    with app.engine.connect() as conn:
+    assert secondary_indexes(app.db) == LINK_AND_TAG_INDEXES  # ...and they are back
+    assert schema_matches_the_models(app.db) and deferred_state(app.db) is None
+    with app.db.connect() as conn:
         resolved = conn.execute(text("SELECT count(*) FROM links WHERE target_path IS NOT NULL"))
         assert resolved.scalar() == 40
     # A later pass over a full cache keeps its indexes.
@@ -98,11 +98,11 @@ def test_a_big_first_index_ends_with_every_index_and_the_same_links(
 
 
 def test_a_failed_load_still_gets_its_indexes_back(app: App) -> None:
-    with pytest.raises(RuntimeError), app.engine.connect() as conn, indexes_deferred(conn):
-        assert secondary_indexes(app.engine) == []
+    with pytest.raises(RuntimeError), app.db.connect() as conn, indexes_deferred(conn):
+        assert secondary_indexes(app.db) == []
         raise RuntimeError("disk full")
-    assert secondary_indexes(app.engine) == LINK_AND_TAG_INDEXES
-    assert deferred_state(app.engine) is None
+    assert secondary_indexes(app.db) == LINK_AND_TAG_INDEXES
+    assert deferred_state(app.db) is None
 
 
 def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
@@ -125,20 +125,20 @@ def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
     monkeypatch.setattr(indexer.write, "replace_notes", interrupted_after_one)
     with pytest.raises(KeyboardInterrupt):
         app.indexer.reconcile()
-    assert secondary_indexes(app.engine) == []  # left to the next run, not built on the way out
+    assert secondary_indexes(app.db) == []  # left to the next run, not built on the way out
     monkeypatch.setattr(indexer.write, "replace_notes", real)
-    url = app.engine.url.render_as_string(hide_password=False)
+    url = app.db.url.render_as_string(hide_password=False)
     app.close()
     rerun = open_app(Settings(vault=app.settings.vault, database_url=url))
-    assert secondary_indexes(rerun.engine) == LINK_AND_TAG_INDEXES
+    assert secondary_indexes(rerun.db) == LINK_AND_TAG_INDEXES
     report = rerun.indexer.reconcile()
     assert (report.added, report.unchanged) == (30, 10)  # the batch written before Ctrl-C stays
-    assert schema_matches_the_models(rerun.engine) and deferred_state(rerun.engine) is None
+    assert schema_matches_the_models(rerun.db) and deferred_state(rerun.db) is None
     rerun.close()
 
 
 def test_indexes_dropped_by_a_process_that_died_are_restored_on_open(app: App) -> None:
-    url = app.engine.url.render_as_string(hide_password=False)
+    url = app.db.url.render_as_string(hide_password=False)
     app.close()
     died = subprocess.run([sys.executable, "-c", DIES_MIDWAY, url], cwd=Path.cwd(), check=False)
     assert died.returncode == 3
@@ -173,15 +173,15 @@ def test_a_cache_without_planner_statistics_gets_them_on_start_with_nothing_chan
         {f"n{i}.md": f"---\ntype: t{i % 20}\nstatus: s{i % 2}\n---\nbody" for i in range(40)}
     )
     app.indexer.reconcile()
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         conn.exec_driver_sql("DROP TABLE sqlite_stat1")
     reopened = open_app(app.settings)  # a fresh connection: no statistics in its planner
-    assert type_and_status_plan(reopened.engine) != NARROWER
+    assert type_and_status_plan(reopened.db) != NARROWER
     report = reopened.indexer.reconcile()
     assert report.unchanged == 40 and report.added == report.updated == 0
     reopened.close()
     again = open_app(app.settings)
-    assert type_and_status_plan(again.engine) == NARROWER
+    assert type_and_status_plan(again.db) == NARROWER
     again.close()
 
 
@@ -195,4 +195,4 @@ def test_after_a_big_pass_query_files_walks_the_narrower_of_two_filter_indexes(
         {f"n{i}.md": f"---\ntype: t{i % 20}\nstatus: s{i % 2}\n---\nbody" for i in range(40)}
     )
     app.indexer.reconcile()
-    assert type_and_status_plan(app.engine) == NARROWER
+    assert type_and_status_plan(app.db) == NARROWER

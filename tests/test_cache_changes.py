@@ -84,7 +84,7 @@ class Reader:
 
     def check(self) -> None:
         """Each kept index, brought up to date, equals one built from the cache as it is now."""
-        with read.read_snapshot(self.app.engine) as conn:
+        with read.read_snapshot(self.app.db) as conn:
             for name, build, _, facts in KEPT:
                 assert facts(self.kept[name].get(conn)) == facts(build(conn)), name
 
@@ -161,7 +161,7 @@ def test_edits_between_two_reads_are_all_patched_in(
 def test_graph_answers_follow_an_edit(reader: Reader, app: App, vault_dir: Path) -> None:
     """What a graph tool sees: the new link is an edge, the lost one is not, backlinks too."""
     app.indexer.apply_paths(write("a.md", "[[sub/c]]")(vault_dir))
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         graph = reader.kept["graph"].get(conn)
     assert list(graph.successors("a.md")) == ["sub/c.md"]
     assert "a.md" in graph.predecessors("sub/c.md")
@@ -176,7 +176,7 @@ def test_a_big_pass_makes_readers_rebuild(
     app.indexer.apply_paths(paths)
     reader.check()
     assert reader.builds == {"graph": 2, "names": 2, "tags": 2}
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert conn.execute(select(func.count()).select_from(NoteChange)).scalar() == 0
 
 
@@ -207,35 +207,35 @@ LIMIT = 10
 
 def test_changes_reach_back_only_as_far_as_they_are_kept(app: App) -> None:
     day = changes.RETAIN_MS
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         changes.record(conn, ["a.md"])
         changes.stamp(conn, 1_000, previous=900)
         changes.record(conn, ["b.md", "c.md"])
         changes.stamp(conn, 2_000, previous=1_000)
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert changes.changed_since(conn, 900, 2_000, LIMIT) == {"a.md", "b.md", "c.md"}
         assert changes.changed_since(conn, 1_000, 2_000, LIMIT) == {"b.md", "c.md"}
         assert (
             changes.changed_since(conn, 899, 2_000, LIMIT) is None
         )  # from before the first record
         assert changes.changed_since(conn, None, 2_000, LIMIT) is None
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         changes.record(conn, ["d.md"])  # under way: no version yet, but already counted
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert changes.changed_since(conn, 2_000, 2_000, LIMIT) == {"d.md"}
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         changes.stamp(conn, 1_500 + day, previous=2_000)  # a day on: the first pass's row goes
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert changes.changed_since(conn, 900, 1_500 + day, LIMIT) is None
         assert changes.changed_since(conn, 1_000, 1_500 + day, LIMIT) == {"b.md", "c.md", "d.md"}
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         changes.forget(conn, 1_500 + day)
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert changes.changed_since(conn, 1_500 + day, 1_500 + day, LIMIT) is None
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         changes.record(conn, [f"n{i}.md" for i in range(LIMIT + 1)])
         changes.stamp(conn, 1_600 + day, previous=1_500 + day)
-    with app.engine.connect() as conn:  # too many to patch: the reader rebuilds
+    with app.db.connect() as conn:  # too many to patch: the reader rebuilds
         assert changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT) is None
         assert len(changes.changed_since(conn, 1_501 + day, 1_600 + day, LIMIT + 1) or ()) == 11
 
@@ -247,10 +247,10 @@ def test_a_downgrade_past_the_change_log_leaves_readers_to_rebuild(
     upgrade again, a reader holding an older version builds afresh instead of missing them."""
     app.indexer.apply_paths(write("a.md", "[[b]]")(vault_dir))
     reader.check()
-    config = alembic_config(app.engine)
-    with app.engine.begin() as conn:
+    config = alembic_config(app.db)
+    with app.db.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0008")
-    upgrade_to_head(app.engine)
-    with app.engine.connect() as conn:
+    upgrade_to_head(app.db)
+    with app.db.connect() as conn:
         assert changes.changed_since(conn, 0, 2**62, LIMIT) is None

@@ -44,7 +44,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
 
 @pytest.fixture
 def conn(app: App) -> Iterator[Connection]:
-    with read.read_snapshot(app.engine) as connection:
+    with read.read_snapshot(app.db) as connection:
         yield connection
 
 
@@ -118,15 +118,15 @@ def test_a_page_costs_the_same_few_queries_whatever_its_size(app: App) -> None:
     def record(*args: Any) -> None:
         statements.append(args[2])
 
-    event.listen(app.engine, "before_cursor_execute", record)
+    event.listen(app.db, "before_cursor_execute", record)
     try:
-        with read.read_snapshot(app.engine) as conn:
+        with read.read_snapshot(app.db) as conn:
             query(conn, limit=1)
             small = len(statements)
             query(conn, limit=500)
             large = len(statements) - small
     finally:
-        event.remove(app.engine, "before_cursor_execute", record)
+        event.remove(app.db, "before_cursor_execute", record)
     assert small <= 4  # BEGIN, count, page, tags
     assert large == 3
 
@@ -247,7 +247,7 @@ def test_top_tags_are_the_ten_most_used(tmp_path: Path) -> None:
     app = open_app(Settings(vault=tmp_path / "v"))
     try:
         app.indexer.reconcile()
-        with read.read_snapshot(app.engine) as conn:
+        with read.read_snapshot(app.db) as conn:
             top = read.get_stats(conn).top_tags
     finally:
         app.close()
@@ -256,14 +256,14 @@ def test_top_tags_are_the_ten_most_used(tmp_path: Path) -> None:
 
 
 def test_snapshot_does_not_see_writes_made_after_it_began(app: App) -> None:
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         before = query(conn).total
-        with app.engine.begin() as writer:
+        with app.db.begin() as writer:
             writer.execute(insert(Note), [_note_row("zz/new.md")])
         assert query(conn).total == before
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         assert query(conn).total == before + 1
-    with app.engine.begin() as writer:
+    with app.db.begin() as writer:
         writer.execute(text("DELETE FROM notes WHERE path = 'zz/new.md'"))
 
 
@@ -271,7 +271,7 @@ def test_empty_cache(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     app = open_app(Settings(vault=tmp_path / "empty"))
     try:
-        with read.read_snapshot(app.engine) as conn:
+        with read.read_snapshot(app.db) as conn:
             stats = read.get_stats(conn)
             page = query(conn)
     finally:

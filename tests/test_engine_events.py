@@ -43,7 +43,7 @@ def recorder(
 
 
 def file_runs(app: App) -> list[executions.ExecutionRecord]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         records = executions.list_executions(conn, None, 1000, 0)[0]
     return [r for r in records if r.trigger_kind == "file"]
 

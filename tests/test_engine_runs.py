@@ -43,7 +43,7 @@ def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 def rows(app: App) -> list[executions.ExecutionRecord]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return executions.list_executions(conn, None, 1000, 0)[0]
 
 
@@ -334,7 +334,7 @@ def test_a_polling_worker_claims_them_by_itself(app: App, make_engine: EngineFac
 def test_claims_are_atomic(app: App, make_engine: EngineFactory) -> None:
     shell = make_engine(echo, background="queue")
     queued = shell.trigger("echo", async_=True).execution_id
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         assert executions.claim(conn, queued, 1, "a:1", 1)
         assert not executions.claim(conn, queued, 1, "b:2", 1)
 
@@ -372,7 +372,7 @@ def insert_row(app: App, execution_id: str, **values: Any) -> None:
         "created": 1_000,
     }
     row.update(values)
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         conn.execute(insert(Execution).values(**row))
 
 

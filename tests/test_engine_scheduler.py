@@ -37,7 +37,7 @@ def engine(app: App) -> Iterator[WorkflowEngine]:
     registry = Registry()
     registry.register(daily)
     engine = WorkflowEngine(
-        registry, db=app.engine, vault=app.vault, settings=app.settings, background="inline"
+        registry, db=app.db, vault=app.vault, settings=app.settings, background="inline"
     )
     engine.start(subscribe=False)
     yield engine
@@ -61,7 +61,7 @@ def open_scheduler(
 
 
 def scheduled_runs(app: App) -> list[executions.ExecutionRecord]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         records = executions.list_executions(conn, None, 1000, 0)[0]
     return [r for r in records if r.trigger_kind == "schedule"]
 

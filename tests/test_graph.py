@@ -275,7 +275,7 @@ def cached(app: App, write_notes: WriteNotes) -> App:
 
 
 def test_load_graph_from_the_cache(cached: App) -> None:
-    with read.read_snapshot(cached.engine) as conn:
+    with read.read_snapshot(cached.db) as conn:
         graph = cache_graph.load_graph(conn)
     assert sorted(graph.relations) == [
         ("Home.md", "Index.md"),
@@ -292,14 +292,14 @@ def test_load_graph_from_the_cache(cached: App) -> None:
 
 def test_graph_cache_reloads_only_when_the_cache_changes(cached: App, vault_dir: Path) -> None:
     graphs = cache_graph.graph_cache()
-    with read.read_snapshot(cached.engine) as conn:
+    with read.read_snapshot(cached.db) as conn:
         first = graphs.get(conn)
-    with read.read_snapshot(cached.engine) as conn:
+    with read.read_snapshot(cached.db) as conn:
         assert graphs.get(conn) is first
     for n in range(3):  # several changes within a millisecond still give new versions
         (vault_dir / f"New{n}.md").write_text("[[Home]]", encoding="utf-8")
         cached.indexer.apply_paths([f"New{n}.md"])
-        with read.read_snapshot(cached.engine) as conn:
+        with read.read_snapshot(cached.db) as conn:
             latest = graphs.get(conn)
         assert f"New{n}.md" in latest and latest.edge_count() == 6 + n
 
@@ -405,7 +405,7 @@ def tasks_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[g.Graph]:
     cache = tmp_path_factory.mktemp("graph") / "cache.db"
     app = open_app(Settings(vault=vault, database_url=f"sqlite:///{cache}"))
     app.indexer.reconcile()
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         graph = cache_graph.load_graph(conn)
     app.close()
     yield graph
@@ -448,7 +448,7 @@ def _tagged(
     app: App, patterns: list[str], mode: cache_graph.TagMode, limit: int = 10
 ) -> tuple[list[str], int]:
     index = cache_graph.tag_index_cache()
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         page = cache_graph.notes_with_tags(conn, index.get(conn), patterns, mode, limit)
     return [f.path for f in page.files], page.total
 
@@ -474,12 +474,12 @@ def test_notes_with_tags_follows_edits_and_deletes(
     write_notes(TAGGED)
     app.indexer.reconcile()
     index = cache_graph.tag_index_cache()
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         first = index.get(conn)
     (vault_dir / "c.md").write_text("#project/new", encoding="utf-8")
     (vault_dir / "a.md").unlink()
     app.indexer.apply_paths(["c.md", "a.md"])
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         latest = index.get(conn)
         page = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "all", 10)
         either = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "any", 10)
@@ -502,7 +502,7 @@ def test_random_note_picks_uniformly_among_the_tagged_notes(
     )
     app.indexer.reconcile()
     rng = random.Random(7)
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         index = cache_graph.load_tag_index(conn)
         picks = Counter(
             note.path

@@ -54,7 +54,7 @@ def test_an_index_a_server_builds_is_out_of_the_collectors_rounds(
     indexed: App, build: Callable[[Connection], Any]
 ) -> None:
     kept = cache_graph.ByVersion(build)
-    with read.read_snapshot(indexed.engine) as conn:
+    with read.read_snapshot(indexed.db) as conn:
         index = kept.get(conn)
     containers = [v for v in vars(index).values() if gc.is_tracked(v)]
     assert containers
@@ -69,7 +69,7 @@ def test_frozen_indexes_are_freed_once_dropped(
     def build_and_drop() -> int:
         """Objects frozen with the index, which dropping it should free."""
         kept = cache_graph.ByVersion(build)
-        with read.read_snapshot(indexed.engine) as conn:
+        with read.read_snapshot(indexed.db) as conn:
             before = gc.get_freeze_count()
             kept.get(conn)
             frozen = gc.get_freeze_count() - before
@@ -86,7 +86,7 @@ def test_frozen_indexes_are_freed_once_dropped(
 def test_any_other_process_freezes_nothing(indexed: App) -> None:
     frozen = gc.get_freeze_count()
     kept = cache_graph.ByVersion(cache_graph.load_graph)
-    with read.read_snapshot(indexed.engine) as conn:
+    with read.read_snapshot(indexed.db) as conn:
         graph = kept.get(conn)
     gc_freeze.settle()
     assert gc.get_freeze_count() == frozen

@@ -23,18 +23,18 @@ from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved,
 
 
 def links_of(app: App, source: str) -> dict[str, str | None]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         rows = conn.execute(select(Link.target, Link.target_path).where(Link.source_path == source))
         return {row.target: row.target_path for row in rows}
 
 
 def note(app: App, path: str) -> Note | None:
-    with Session(app.engine) as session:
+    with Session(app.db) as session:
         return session.get(Note, path)
 
 
 def note_paths(app: App) -> list[str]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return sorted(conn.execute(select(Note.path)).scalars())
 
 
@@ -66,7 +66,7 @@ def test_first_index_stores_metadata_tags_and_links(app: App, write_notes: Write
     assert topic is not None
     assert (topic.title, topic.folder, topic.name) == ("Topic heading", "notes", "Topic.md")
     assert links_of(app, "Home.md") == {"Topic": "notes/Topic.md", "Missing": None}
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         tags = set(conn.execute(select(Tag.key, Tag.tag).where(Tag.note_path == "Home.md")))
     assert tags == {("project/alpha", "Project/Alpha"), ("inline", "inline")}
 
@@ -207,7 +207,7 @@ def test_deleted_note_takes_its_tags_and_links(
     (vault_dir / "a.md").unlink()
     report = app.indexer.reconcile()
     assert report.events == [NoteDeleted("a.md")]
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         assert conn.execute(select(Tag)).first() is None
         assert conn.execute(select(Link)).first() is None
 
@@ -280,7 +280,7 @@ def test_huge_note_is_indexed(app: App, write_notes: WriteNotes) -> None:
     huge = note(app, "huge.md")
     assert huge is not None and huge.size >= 19_000_000 and huge.tasks_open == 0
     assert links_of(app, "huge.md") == {"Target": "Target.md", "Missing": None}
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         count = select(func.count()).select_from(Link).where(Link.source_path == "huge.md")
         assert conn.execute(count).scalar_one() == 2 * (20_000_000 // len(block))
 

@@ -63,7 +63,7 @@ async def test_a_huge_note_is_listed_with_an_error_but_not_read(
     assert (small["links"]["outgoing"], small["links"]["broken"]) == (["big.md"], [])
     assert (await tools.ok("search_tags", tag="huge"))["count"] == 0
     assert (await tools.ok("search_notes", query="needle"))["total"] == 0
-    with read.read_snapshot(served.app.engine) as conn:
+    with read.read_snapshot(served.app.db) as conn:
         assert read.get_stats(conn).files_with_errors == 1
         assert sqlite.note_bodies(conn, ["big.md"]) == {"big.md": ""}
 

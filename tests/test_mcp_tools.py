@@ -722,7 +722,7 @@ async def test_health_reports_an_unreadable_cache_as_unhealthy(tmp_path: Path) -
     (tmp_path / "v").mkdir()
     served = serve(Settings(vault=tmp_path / "v"))
     try:
-        served.app.engine.dispose()
+        served.app.db.dispose()
         (tmp_path / "v" / ".weaver" / "cache.db").unlink()
         (tmp_path / "v" / ".weaver" / "cache.db").mkdir()  # now it cannot be opened
         async with Client(served.server, mode="legacy") as client:

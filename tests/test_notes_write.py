@@ -29,7 +29,7 @@ def sync_for(app: App) -> notes.CacheSync:
 
 
 def cached_hash(app: App, path: str) -> str | None:
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         detail = read.get_file(conn, path)
     return None if detail is None else detail.content_hash
 
@@ -260,7 +260,7 @@ def test_move_rewrites_every_form_of_link(move_vault: App, vault_dir: Path) -> N
 
 def test_after_a_move_the_cache_shows_every_link_resolved(move_vault: App) -> None:
     notes.move_note(move_vault, "Notes/Old Name.md", "archive/New Name.md", sync_for(move_vault))
-    with read.read_snapshot(move_vault.engine) as conn:
+    with read.read_snapshot(move_vault.db) as conn:
         detail = read.get_file(conn, "archive/New Name.md")
         stats = read.get_stats(conn)
         assert read.get_file(conn, "Notes/Old Name.md") is None
@@ -309,7 +309,7 @@ def test_delete_moves_to_trash_without_overwriting(
     assert (vault_dir / ".trash" / "a" / "Note.md").read_text(encoding="utf-8") == "first"
     assert (vault_dir / ".trash" / "a" / "Note 1.md").read_text(encoding="utf-8") == "second"
     assert notes.delete_note(app, "a/Note.md", sync_for(app)).trash_path is None
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         assert read.get_file(conn, "a/Note.md") is None
         detail = read.get_file(conn, "b.md")
     assert detail is not None and detail.outgoing[0].broken

@@ -111,7 +111,7 @@ def cache_contents(settings: Settings) -> dict[str, list[Any]]:
     app = open_app(settings)
     report = app.indexer.reconcile()
     assert (report.added, report.errors) == (62, 2)
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         contents = {
             "notes": sorted(
                 conn.execute(select(Note.path, Note.title, Note.frontmatter, Note.error)).all()

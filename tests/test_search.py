@@ -51,14 +51,14 @@ def paths(page: sqlite.SearchPage) -> list[str]:
 
 def search_rows(app: App) -> dict[int, str]:
     """Each full-text row's path, by its rowid."""
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return dict(conn.execute(text("SELECT rowid, path FROM notes_fts")).all())
 
 
 def note_rowids(app: App) -> dict[int, str]:
     """Each note's path, by the full-text rowid the notes table holds for it (the filters'
     way from a match to its note)."""
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return dict(conn.execute(text("SELECT search_rowid, path FROM notes")).all())
 
 
@@ -135,7 +135,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize("query", HOSTILE)
 def test_hostile_queries_never_raise(indexed: App, query: str) -> None:
-    page = search(indexed.engine, query)
+    page = search(indexed.db, query)
     assert page.total >= len(page.hits)
 
 
@@ -154,15 +154,15 @@ def test_random_punctuation_soup_never_raises(indexed: App) -> None:
     rng = random.Random(6)
     for _ in range(300):
         query = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 12)))
-        search(indexed.engine, query)
+        search(indexed.db, query)
 
 
 # -- ranking, snippets, filters, pagination ------------------------------------------------
 
 
 def test_words_are_stemmed_case_and_accent_folded(indexed: App) -> None:
-    assert paths(search(indexed.engine, "RUN CAFE")) == ["Cooking.md"]
-    assert set(paths(search(indexed.engine, "cafe"))) == {
+    assert paths(search(indexed.db, "RUN CAFE")) == ["Cooking.md"]
+    assert set(paths(search(indexed.db, "cafe"))) == {
         "Cooking.md",
         "food/Soup.md",
         "travel/Paris.md",
@@ -170,55 +170,55 @@ def test_words_are_stemmed_case_and_accent_folded(indexed: App) -> None:
 
 
 def test_title_matches_rank_first_and_snippets_mark_matches(indexed: App) -> None:
-    page = search(indexed.engine, "cooking")
+    page = search(indexed.db, "cooking")
     assert paths(page) == ["Cooking.md", "food/Soup.md"]
     assert page.hits[0].score > page.hits[1].score > 0
     assert "<mark>Cooking</mark>" in page.hits[1].snippet
 
 
 def test_phrase_prefix_or_and_exclusion(indexed: App) -> None:
-    assert paths(search(indexed.engine, '"best café"')) == ["travel/Paris.md"]
-    assert paths(search(indexed.engine, '"café best"')) == []
-    assert set(paths(search(indexed.engine, "lee*"))) == {"food/Soup.md"}
-    assert set(paths(search(indexed.engine, "leeks OR flour"))) == {"food/Soup.md", "food/Bread.md"}
-    assert set(paths(search(indexed.engine, "café -paris"))) == {"Cooking.md", "food/Soup.md"}
-    assert paths(search(indexed.engine, "C++ NEAR(")) == ["Notes on C++.md"]
+    assert paths(search(indexed.db, '"best café"')) == ["travel/Paris.md"]
+    assert paths(search(indexed.db, '"café best"')) == []
+    assert set(paths(search(indexed.db, "lee*"))) == {"food/Soup.md"}
+    assert set(paths(search(indexed.db, "leeks OR flour"))) == {"food/Soup.md", "food/Bread.md"}
+    assert set(paths(search(indexed.db, "café -paris"))) == {"Cooking.md", "food/Soup.md"}
+    assert paths(search(indexed.db, "C++ NEAR(")) == ["Notes on C++.md"]
 
 
 def test_text_in_code_and_frontmatter_is_searchable_body_text(indexed: App) -> None:
     # Unlike links and tags, words in code spans are words the user wrote: they are found.
-    assert paths(search(indexed.engine, "vector")) == ["Notes on C++.md"]
-    assert paths(search(indexed.engine, "tags food")) == []  # frontmatter is not body text
+    assert paths(search(indexed.db, "vector")) == ["Notes on C++.md"]
+    assert paths(search(indexed.db, "tags food")) == []  # frontmatter is not body text
 
 
 def test_folder_and_tag_filters(indexed: App) -> None:
-    assert set(paths(search(indexed.engine, "cafe OR bread", directory="food"))) == {
+    assert set(paths(search(indexed.db, "cafe OR bread", directory="food"))) == {
         "food/Bread.md",
         "food/Soup.md",
     }
-    assert set(paths(search(indexed.engine, "cafe OR bread", tag="food"))) == {
+    assert set(paths(search(indexed.db, "cafe OR bread", tag="food"))) == {
         "Cooking.md",
         "food/Bread.md",
     }
     # Both filters at once; the vault root ("") filters nothing.
-    both = search(indexed.engine, "cafe OR bread", directory="food", tag="food")
+    both = search(indexed.db, "cafe OR bread", directory="food", tag="food")
     assert (paths(both), both.total) == (["food/Bread.md"], 1)
-    assert paths(search(indexed.engine, "cafe", directory="")) == paths(
-        search(indexed.engine, "cafe")
+    assert paths(search(indexed.db, "cafe", directory="")) == paths(
+        search(indexed.db, "cafe")
     )
 
 
 def test_pagination_total_and_order_are_stable(indexed: App) -> None:
-    everything = search(indexed.engine, "cafe OR bread OR cooking")
+    everything = search(indexed.db, "cafe OR bread OR cooking")
     assert everything.total == 5 - 1  # all but the C++ note
-    pages = [search(indexed.engine, "cafe OR bread OR cooking", limit=2, offset=o) for o in (0, 2)]
+    pages = [search(indexed.db, "cafe OR bread OR cooking", limit=2, offset=o) for o in (0, 2)]
     assert [p.total for p in pages] == [4, 4]
     assert paths(pages[0]) + paths(pages[1]) == paths(everything)
     # A short last page, and pages past the end, still report every match.
-    last = search(indexed.engine, "cafe OR bread OR cooking", limit=3, offset=3)
+    last = search(indexed.db, "cafe OR bread OR cooking", limit=3, offset=3)
     assert (paths(last), last.total) == (paths(everything)[3:], 4)
     for offset in (4, 9):
-        beyond = search(indexed.engine, "cafe OR bread OR cooking", limit=3, offset=offset)
+        beyond = search(indexed.db, "cafe OR bread OR cooking", limit=3, offset=offset)
         assert (beyond.hits, beyond.total) == ([], 4)
 
 
@@ -228,9 +228,9 @@ def test_pages_of_equally_ranked_notes_neither_overlap_nor_skip(
     # Same body, same length, the word nowhere in the titles: every score ties.
     write_notes({f"n{i:02}.md": "a shared paragraph\n" for i in range(13)})
     app.indexer.reconcile()
-    everything = search(app.engine, "shared")
+    everything = search(app.db, "shared")
     assert len({hit.score for hit in everything.hits}) == 1
-    pages = [paths(search(app.engine, "shared", limit=5, offset=o)) for o in (0, 5, 10)]
+    pages = [paths(search(app.db, "shared", limit=5, offset=o)) for o in (0, 5, 10)]
     assert [len(p) for p in pages] == [5, 5, 3]
     assert pages[0] + pages[1] + pages[2] == paths(everything)
     assert sorted(paths(everything)) == [f"n{i:02}.md" for i in range(13)]
@@ -244,12 +244,12 @@ def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path
     (vault_dir / "food" / "Bread.md").unlink()
     (vault_dir / "travel" / "Paris.md").rename(vault_dir / "travel" / "Lyon.md")
     indexed.indexer.apply_paths(["food/Soup.md", "food/Bread.md", "travel"])
-    assert paths(search(indexed.engine, "pumpkin")) == ["food/Soup.md"]
-    assert paths(search(indexed.engine, "leeks")) == []
-    assert paths(search(indexed.engine, "flour")) == []
-    assert paths(search(indexed.engine, "serves")) == ["travel/Lyon.md"]
-    assert paths(search(indexed.engine, "serves", directory="travel")) == ["travel/Lyon.md"]
-    with indexed.engine.connect() as conn:
+    assert paths(search(indexed.db, "pumpkin")) == ["food/Soup.md"]
+    assert paths(search(indexed.db, "leeks")) == []
+    assert paths(search(indexed.db, "flour")) == []
+    assert paths(search(indexed.db, "serves")) == ["travel/Lyon.md"]
+    assert paths(search(indexed.db, "serves", directory="travel")) == ["travel/Lyon.md"]
+    with indexed.db.connect() as conn:
         rows = conn.execute(text("SELECT count(*) FROM notes_fts")).scalar_one()
     assert rows == 4
     assert note_rowids(indexed) == search_rows(indexed)
@@ -258,7 +258,7 @@ def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path
 def test_non_utf8_note_is_indexed_without_body(app: App, write_notes: WriteNotes) -> None:
     write_notes({"latin.md": "caf\xe9 au lait".encode("latin-1"), "ok.md": "au lait"})
     app.indexer.reconcile()
-    assert paths(search(app.engine, "lait")) == ["ok.md"]
+    assert paths(search(app.db, "lait")) == ["ok.md"]
 
 
 def test_search_rowids_grow_with_the_notes_written(indexed: App, vault_dir: Path) -> None:
@@ -269,8 +269,8 @@ def test_search_rowids_grow_with_the_notes_written(indexed: App, vault_dir: Path
     indexed.indexer.apply_paths(["Cooking.md"])
     assert note_rowids(indexed)[len(NOTES) + 1] == "Cooking.md"
     assert note_rowids(indexed) == search_rows(indexed)
-    assert paths(search(indexed.engine, "saffron")) == ["Cooking.md"]
-    assert paths(search(indexed.engine, "kitchen")) == []
+    assert paths(search(indexed.db, "saffron")) == ["Cooking.md"]
+    assert paths(search(indexed.db, "kitchen")) == []
 
 
 # -- migration -------------------------------------------------------------------------------
@@ -282,20 +282,20 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     write_notes(NOTES)
     app = open_app(settings)
     app.indexer.reconcile()
-    config = alembic_config(app.engine)
-    with app.engine.begin() as conn:  # back to a cache from before full-text search
+    config = alembic_config(app.db)
+    with app.db.begin() as conn:  # back to a cache from before full-text search
         config.attributes["connection"] = conn
         command.downgrade(config, "0002")
         tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
         assert not any(sqlite.is_search_table(name) for name in tables)
-    upgrade_to_head(app.engine)
-    assert search(app.engine, "leeks").total == 0  # the table is back, still empty
+    upgrade_to_head(app.db)
+    assert search(app.db, "leeks").total == 0  # the table is back, still empty
     events: list[VaultEvent] = []
     app.bus.subscribe(events.extend)
     report = app.indexer.reconcile()
-    assert paths(search(app.engine, "leeks")) == ["food/Soup.md"]
+    assert paths(search(app.db, "leeks")) == ["food/Soup.md"]
     assert not any(isinstance(e, NoteModified) for e in events) and not report.changed
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         pending = conn.execute(text("SELECT value FROM cache_state WHERE key='reparse_pending'"))
         assert pending.scalar_one() == "false"
     app.indexer.reconcile()  # and only once: the next start does not re-read everything
@@ -303,13 +303,13 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
 
 
 def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) -> None:
-    config = alembic_config(indexed.engine)
-    with indexed.engine.begin() as conn:
+    config = alembic_config(indexed.db)
+    with indexed.db.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0009")
-    upgrade_to_head(indexed.engine)
+    upgrade_to_head(indexed.db)
     assert note_rowids(indexed) == search_rows(indexed) != {}
-    assert set(paths(search(indexed.engine, "cafe OR bread", tag="food"))) == {
+    assert set(paths(search(indexed.db, "cafe OR bread", tag="food"))) == {
         "Cooking.md",
         "food/Bread.md",
     }
@@ -317,7 +317,7 @@ def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) ->
 
 def test_a_stray_full_text_row_never_stops_indexing(indexed: App, write_notes: WriteNotes) -> None:
     """A row whose note is gone, at the rowid the next note gets, is replaced by that note's."""
-    with indexed.engine.begin() as conn:
+    with indexed.db.begin() as conn:
         conn.execute(
             text(
                 "INSERT INTO notes_fts (rowid, path, title, body) VALUES (:r, 'x.md', 'X', 'ghost')"
@@ -326,23 +326,23 @@ def test_a_stray_full_text_row_never_stops_indexing(indexed: App, write_notes: W
         )
     write_notes({"Tea.md": "# Tea\nGreen tea.\n"})
     assert indexed.indexer.reconcile().added == 1
-    assert paths(search(indexed.engine, "green")) == ["Tea.md"]
-    assert paths(search(indexed.engine, "ghost")) == []
+    assert paths(search(indexed.db, "green")) == ["Tea.md"]
+    assert paths(search(indexed.db, "ghost")) == []
     assert note_rowids(indexed) == search_rows(indexed)
 
 
 def test_hashed_rowids_of_an_older_cache_are_renumbered_on_upgrade(indexed: App) -> None:
-    config = alembic_config(indexed.engine)
-    with indexed.engine.begin() as conn:
+    config = alembic_config(indexed.db)
+    with indexed.db.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0011")
     hashed = note_rowids(indexed)
     assert hashed == search_rows(indexed) and min(hashed) > 2**32  # hashes, as 0011 wrote them
-    assert paths(search(indexed.engine, "leeks", directory="food")) == ["food/Soup.md"]
-    upgrade_to_head(indexed.engine)
+    assert paths(search(indexed.db, "leeks", directory="food")) == ["food/Soup.md"]
+    upgrade_to_head(indexed.db)
     assert sorted(note_rowids(indexed).items()) == list(enumerate(sorted(NOTES), start=1))
     assert note_rowids(indexed) == search_rows(indexed)
-    assert paths(search(indexed.engine, "leeks", directory="food")) == ["food/Soup.md"]
+    assert paths(search(indexed.db, "leeks", directory="food")) == ["food/Soup.md"]
 
 
 # -- the real corpus ---------------------------------------------------------------------------
@@ -360,12 +360,12 @@ def tasks_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
 
 @pytest.mark.corpus
 def test_tasks_demo_phrases_prefixes_and_filters(tasks_demo: App) -> None:
-    page = search(tasks_demo.engine, '"custom filters"')
+    page = search(tasks_demo.db, '"custom filters"')
     assert page.total == 4
     assert all(h.path.startswith("Functions/Custom Filters") for h in page.hits[:3])
     assert "<mark>Custom Filters</mark>" in page.hits[0].snippet
-    found = paths(search(tasks_demo.engine, "frontmatter propert*", directory="How To"))
+    found = paths(search(tasks_demo.db, "frontmatter propert*", directory="How To"))
     assert found[0] == "How To/Access properties in frontmatter.md"
     assert all(p.startswith("How To/") for p in found)
     for query in HOSTILE:
-        search(tasks_demo.engine, query)
+        search(tasks_demo.db, query)

@@ -45,7 +45,7 @@ def recounted(engine: Engine) -> dict[str, tuple[int, int]]:
 def test_counts_cover_nested_tags_once_per_note(app: App, write_notes: WriteNotes) -> None:
     write_notes(NOTES)
     app.indexer.reconcile()
-    assert kept(app.engine) == {
+    assert kept(app.db) == {
         "project": (2, 1),  # a.md twice over (alpha, beta), once
         "project/alpha": (1, 1),
         "project/beta": (1, 1),
@@ -65,17 +65,17 @@ def test_counts_follow_edits_deletes_renames_and_a_full_reindex(
     (vault_dir / "c.md").unlink()
     (vault_dir / "a.md").rename(vault_dir / "moved.md")
     app.indexer.reconcile()
-    assert kept(app.engine) == recounted(app.engine)
-    assert "area/home" not in kept(app.engine)  # its last note lost the tag: row gone
-    assert kept(app.engine)["idea"] == (1, 1)
+    assert kept(app.db) == recounted(app.db)
+    assert "area/home" not in kept(app.db)  # its last note lost the tag: row gone
+    assert kept(app.db)["idea"] == (1, 1)
     app.indexer.reconcile(full=True)
-    assert kept(app.engine) == recounted(app.engine)
+    assert kept(app.db) == recounted(app.db)
 
 
 def test_tag_tools_report_the_kept_counts(app: App, write_notes: WriteNotes) -> None:
     write_notes(NOTES)
     app.indexer.reconcile()
-    with read.read_snapshot(app.engine) as conn:
+    with read.read_snapshot(app.db) as conn:
         found = read.search_tag(conn, "project", limit=1)
         assert (found.total, len(found.files)) == (2, 1)
         assert found.matched_tags == ["project", "project/alpha", "project/beta"]
@@ -88,14 +88,14 @@ def test_tag_tools_report_the_kept_counts(app: App, write_notes: WriteNotes) -> 
 def test_the_migration_counts_the_tags_already_cached(app: App, write_notes: WriteNotes) -> None:
     write_notes(NOTES)
     app.indexer.reconcile()
-    expected = kept(app.engine)
-    config = alembic_config(app.engine)
-    with app.engine.begin() as conn:
+    expected = kept(app.db)
+    config = alembic_config(app.db)
+    with app.db.begin() as conn:
         config.attributes["connection"] = conn
         command.downgrade(config, "0006")
         assert not _has_table(conn, "tag_counts")
-    upgrade_to_head(app.engine)
-    assert kept(app.engine) == expected
+    upgrade_to_head(app.db)
+    assert kept(app.db) == expected
 
 
 def _has_table(conn: Connection, name: str) -> bool:

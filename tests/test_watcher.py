@@ -19,12 +19,12 @@ from weaver.vault.watcher import VaultWatcher
 
 
 def paths(app: App) -> list[str]:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return sorted(conn.execute(select(Note.path)).scalars())
 
 
 def target_of(app: App, source: str) -> str | None:
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         return conn.execute(select(Link.target_path).where(Link.source_path == source)).scalar()
 
 

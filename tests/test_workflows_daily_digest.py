@@ -27,12 +27,12 @@ def at(hour: int, minute: int = 0, day: dt.date = DAY) -> int:
 
 
 def record(app: App, workflow_id: str, sort: str, when: int, key: str, **data: Any) -> None:
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         insert_records(conn, workflow_id, [NewRecord(key, data, sort, when)], now=when)
 
 
 def failed_run(app: App, execution_id: str, workflow_id: str, when: int, error: str) -> None:
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         executions.insert_execution(
             conn,
             execution_id=execution_id,

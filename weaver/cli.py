@@ -387,9 +387,9 @@ def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
     where = RecordFilter(args.workflow, args.key, args.kind, args.since, args.until)
     app = open_app(settings)
     try:
-        found = fetch_page(app.engine, where, args.limit, args.offset)
+        found = fetch_page(app.db, where, args.limit, args.offset)
         if found.total == 0:  # none, or a misspelt id: the plugins tell
-            check_known(load_registry(settings), app.engine, args.workflow)
+            check_known(load_registry(settings), app.db, args.workflow)
     finally:
         app.close()
     page = WorkflowRecordsData.of(found)

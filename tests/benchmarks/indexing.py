@@ -99,7 +99,7 @@ def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
         again = app.indexer.reconcile()
         noop.append(time.perf_counter() - started)
         assert not again.changed, again.summary()
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         links = conn.execute(select(func.count()).select_from(Link)).scalar_one()
         tags = conn.execute(select(func.count()).select_from(Tag)).scalar_one()
     db = root / ".weaver" / "cache.db"

@@ -320,7 +320,7 @@ def _seed_records(app: Any, facts: VaultFacts) -> None:
         for k in range(ANALYSES_PER_NOTE)
     ]
     seeded = (LOGGER_WORKFLOW, ANALYZER_WORKFLOW)
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         conn.execute(delete(WorkflowRecord).where(WorkflowRecord.workflow_id.in_(seeded)))
         conn.execute(insert(WorkflowRecord), rows)
 
@@ -363,7 +363,7 @@ def _seed_history(app: Any) -> None:
                 "created": created,
             }
         )
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         conn.execute(delete(Execution).where(Execution.id.like("bench-run-%")))
         conn.execute(insert(Execution), rows)
 
@@ -448,7 +448,7 @@ def _time_builds(vault: Path) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": [], "tags": []}
     try:
         for _ in range(BUILD_RUNS):
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 started = time.perf_counter()
                 graph = cache_graph.load_graph(conn)
                 built = time.perf_counter()
@@ -484,7 +484,7 @@ def measure_kept_memory(vault: str) -> dict[str, float]:
     kept: list[Any] = []
     grown: dict[str, float] = {}
     try:
-        with read.read_snapshot(app.engine) as conn:
+        with read.read_snapshot(app.db) as conn:
             before = rss_mb()[0]
             for name, build in (
                 ("graph", cache_graph.load_graph),

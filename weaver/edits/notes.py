@@ -250,7 +250,7 @@ def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     if target == source:
         raise NoteEditError(f"{source!r} is already at that path")
     moving = app.vault.read_note(source)
-    with app.engine.connect() as conn:
+    with app.db.connect() as conn:
         paths = set(write.load_all_paths(conn)) | {source}
         linking = cache_graph.move_sources(conn, source, path_key(target))
     after = LinkResolver(paths)
@@ -366,7 +366,7 @@ def wait_for_cache(app: App, expected: Mapping[str, str | None], timeout: float)
     deadline = time.monotonic() + timeout
     paths = list(expected)
     while True:
-        with app.engine.connect() as conn:
+        with app.db.connect() as conn:
             current = cache_graph.note_hashes(conn, paths)
         if all(current.get(path) == digest for path, digest in expected.items()):
             return True

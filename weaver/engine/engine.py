@@ -131,7 +131,7 @@ class WorkflowEngine:
     ) -> WorkflowEngine:
         return cls(
             registry,
-            db=app.engine,
+            db=app.db,
             vault=app.vault,
             settings=app.settings,
             bus=app.bus,

@@ -16,19 +16,19 @@ from weaver.vault.fs import Vault
 @dataclass
 class App:
     settings: Settings
-    engine: Engine
+    db: Engine  # the cache's SQLAlchemy engine; "engine" is the workflow engine
     vault: Vault
     bus: EventBus
     indexer: Indexer
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.db.dispose()
 
 
 def open_app(settings: Settings) -> App:
     """Open (and migrate) the cache for the configured vault."""
-    engine = open_cache_engine(settings.db_url)
+    db = open_cache_engine(settings.db_url)
     vault = Vault(settings.vault, settings.ignore)
     bus = EventBus()
-    indexer = Indexer(engine, vault, bus, parse_workers=settings.index_workers)
-    return App(settings, engine, vault, bus, indexer)
+    indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
+    return App(settings, db, vault, bus, indexer)

@@ -202,7 +202,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 modified_until=modifiedUntil,
             )
             descending = sortOrder == "desc" if sortOrder else sortBy != "path"
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 page = read.query_files(conn, filters, limit, offset, FileOrder(sortBy, descending))
                 if page.total == 0:
                     hints.check_folder(state, conn, filters.directory)
@@ -219,7 +219,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     async def get_file(path: NotePath) -> GetFileResult:
         def work() -> FileData:
             clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 detail = read.get_file(conn, clean)
             if detail is None:
                 raise NoteNotFoundError(clean)
@@ -280,7 +280,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
             key = tag_key(tag)
             if not key.strip("*?"):
                 raise ArgumentError("tag", f"{tag!r} is not a tag")
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 found = cache_graph.search_tags(conn, state.tag_index, key, limit)
             return SearchTagsData(
                 tag=key,
@@ -298,7 +298,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     ) -> SearchLinksResult:
         def work() -> SearchLinksData:
             clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 if not read.note_exists(conn, clean):
                     raise NoteNotFoundError(clean)
                 found = read.search_links(conn, clean, direction, limit)
@@ -320,7 +320,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
 
     async def get_stats() -> StatsResult:
         def work() -> StatsData:
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 stats = read.get_stats(conn)
             return StatsData(
                 total_files=stats.total_files,

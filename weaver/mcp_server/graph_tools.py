@@ -142,7 +142,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[NeighborsData]]:
         def work() -> NeighborsData:
             clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
                 if clean not in graph:
                     raise NoteNotFoundError(clean)
@@ -185,7 +185,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[PathData]]:
         def work() -> BaseModel:
             start, end = app.vault.check_note_path(source), app.vault.check_note_path(target)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
             for note in (start, end):
                 if note not in graph:  # "no chain" would be untrue: the name is wrong
@@ -202,7 +202,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         ] = 10,
     ) -> Annotated[CallToolResult, Envelope[HubsData]]:
         def work() -> HubsData:
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
             ranked = g.hubs(graph, metric, limit)
             hubs = [
@@ -229,7 +229,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
         def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
                 sub = g.subgraph(graph, folder, includeBroken, relation, limit)
                 if sub.total_nodes == 0:
@@ -247,7 +247,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
         def work() -> TagsSearchData:
             keys = _tag_keys(tags)
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 index = tag_index.get(conn)
                 page = cache_graph.notes_with_tags(conn, index, keys, mode, limit)
             return TagsSearchData(
@@ -268,7 +268,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[RandomFileData]]:
         def work() -> BaseModel:
             keys = _tag_keys(tags) if tags else []
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 note = cache_graph.random_note(conn, tag_index.get(conn), keys)
                 body = sqlite.note_bodies(conn, [note.path]) if note else {}
             if note is None:
@@ -290,7 +290,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[FilesExistData]]:
         def work() -> FilesExistData:
             clean = {p: normalize_path(p.strip()) for p in paths}
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 found = cache_graph.existing_paths(conn, list(set(clean.values())))
                 missing = [p for p in dict.fromkeys(paths) if clean[p] not in found]
                 guesses = {p: _guesses(clean[p]) for p in missing}
@@ -322,7 +322,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[ResolveNamesData]]:
         def work() -> ResolveNamesData:
             key = _tag_keys([tag], "tag")[0] if tag is not None else None
-            with read.read_snapshot(app.engine) as conn:
+            with read.read_snapshot(app.db) as conn:
                 index = name_index.get(conn)
                 folder = normalize_directory(directory)
                 within = cache_graph.notes_within(conn, folder, key)

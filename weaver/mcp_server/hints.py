@@ -49,7 +49,7 @@ def with_hint(state: ServerState, error: NoteNotFoundError | InvalidPathError) -
 
 
 def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError) -> list[str]:
-    with read.read_snapshot(state.app.engine) as conn:
+    with read.read_snapshot(state.app.db) as conn:
         index = state.name_index.get(conn)
     (match,) = index.resolve([error.path], "exact")
     if isinstance(error, InvalidPathError):

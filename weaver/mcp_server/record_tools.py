@@ -78,11 +78,11 @@ def build_record_tools(state: ServerState) -> list[Tool]:
         where = RecordFilter(workflowId, key, kind, since, until)
 
         def work() -> WorkflowRecordsData:
-            page = fetch_page(state.app.engine, where, limit, offset)
+            page = fetch_page(state.app.db, where, limit, offset)
             engine = state.engine
             if page.total == 0 and isinstance(engine, WorkflowEngine):
                 # A misspelt id is not "no records" (a removed workflow's records still are).
-                check_known(engine.registry, state.app.engine, workflowId)
+                check_known(engine.registry, state.app.db, workflowId)
             return WorkflowRecordsData.of(page)
 
         return await answer(state, work, cache_hit=True, wait_ready=False)

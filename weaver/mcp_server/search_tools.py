@@ -87,7 +87,7 @@ def build_search_tools(state: ServerState) -> list[Tool]:
             total = 0
             if expression is not None:
                 folder = normalize_directory(directory)
-                with read.read_snapshot(app.engine) as conn:
+                with read.read_snapshot(app.db) as conn:
                     page = sqlite.search(
                         conn, expression, limit, offset, directory=folder, tag=filter_tag(tag)
                     )

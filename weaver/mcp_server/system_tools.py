@@ -43,13 +43,13 @@ tools fail or answers look stale. Example: {}."""
 
 def _cache_ok(state: ServerState, problems: list[str]) -> bool:
     try:
-        with state.app.engine.connect() as conn:
+        with state.app.db.connect() as conn:
             conn.execute(select(Note.path).limit(1)).all()
     except Exception as exc:
         problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
         return False
     try:
-        if pending_migrations(state.app.engine):
+        if pending_migrations(state.app.db):
             problems.append("the cache schema has a pending migration")
     except Exception as exc:
         problems.append(f"cannot check cache migrations: {type(exc).__name__}")
