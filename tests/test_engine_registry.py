@@ -35,7 +35,7 @@ def write_plugin(folder: Path, name: str, code: str) -> Path:
 
 def load(settings: Settings, folders: list[Path], **workflows: dict[str, object]) -> Registry:
     configured = settings.model_copy(update={"workflow_dirs": folders, "workflows": workflows})
-    return load_registry(configured, builtin_dir=None, entry_point_group=None)
+    return load_registry(configured, entry_point_group=None)
 
 
 HELLO = """
@@ -273,7 +273,7 @@ def test_entry_point_plugins_load_the_same_way(
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "weaver_extra_plugin", raising=False)
     configured = settings.model_copy(update={"workflow_dirs": []})
-    registry = load_registry(configured, builtin_dir=None)
+    registry = load_registry(configured)
     assert "from-entry-point" in registry
     assert registry.get("from-entry-point").source == "entry point extra = weaver_extra_plugin"  # type: ignore[union-attr]
     # `single` names a workflow the `extra` module already registered: refused, loudly.
@@ -323,14 +323,16 @@ def test_broken_plugins_are_listed_and_the_rest_loads(settings: Settings, tmp_pa
     assert not any(name.startswith("_weaver_plugin_a_syntax") for name in sys.modules)
 
 
-def test_builtin_folder_loads_first_like_any_other(settings: Settings, tmp_path: Path) -> None:
-    builtin, extra = tmp_path / "builtin", tmp_path / "extra"
-    write_plugin(builtin, "hello.py", HELLO)
-    write_plugin(extra, "hello.py", HELLO)
+def test_installed_plugins_load_before_folders(settings: Settings, tmp_path: Path) -> None:
+    """A folder's workflow cannot take the id of an installed one (a built-in here)."""
+    extra = tmp_path / "extra"
+    write_plugin(extra, "digest.py", HELLO.replace('id="hello"', 'id="proof-daily-digest"'))
     configured = settings.model_copy(update={"workflow_dirs": [extra]})
-    registry = load_registry(configured, builtin_dir=builtin, entry_point_group=None)
-    assert registry.get("hello").source == str(builtin / "hello.py")  # type: ignore[union-attr]
-    assert [Path(e.source).parent.name for e in registry.errors] == ["extra"]
+    registry = load_registry(configured)
+    digest = registry.get("proof-daily-digest")
+    assert digest is not None
+    assert digest.source == "entry point builtin = weaver.builtin_workflows"
+    assert [Path(e.source).name for e in registry.errors] == ["digest.py"]
 
 
 # -- config overrides ---------------------------------------------------------------------------

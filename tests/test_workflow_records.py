@@ -49,7 +49,7 @@ def seed(app: App) -> None:
         NewRecord("b.md", {"words": 5}, "analysis", 2_000),
         NewRecord("a.md", {"words": 3}, "analysis", 3_000),
     ]
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         insert_records(conn, "markdown-analyzer", rows, now=0, execution_id="wf_exec_x")
         insert_records(conn, "file-change-logger", [NewRecord("a.md", {"kind": "add"})], now=500)
 
@@ -59,7 +59,7 @@ def seed(app: App) -> None:
 
 def test_records_keep_a_timeline_per_key(app: App) -> None:
     seed(app)
-    records = WorkflowRecords(app.engine, "markdown-analyzer")
+    records = WorkflowRecords(app.db, "markdown-analyzer")
     latest = records.latest("a.md")
     assert latest is not None and latest.data == {"words": 3}
     assert latest.execution_id == "wf_exec_x"
@@ -79,7 +79,7 @@ def test_records_keep_a_timeline_per_key(app: App) -> None:
 
 
 def test_replace_keeps_one_state_and_move_key_carries_the_timeline(app: App) -> None:
-    records = WorkflowRecords(app.engine, "concept-tracker")
+    records = WorkflowRecords(app.db, "concept-tracker")
     records.replace("x.md", {"version": 1}, kind="state")
     records.replace("x.md", {"version": 2}, kind="state")
     records.append("x.md", {"version": 2}, kind="version")
@@ -91,7 +91,7 @@ def test_replace_keeps_one_state_and_move_key_carries_the_timeline(app: App) -> 
 
 def test_another_workflows_records_are_read_only(app: App) -> None:
     seed(app)
-    mine = WorkflowRecords(app.engine, "file-deletion-monitor")
+    mine = WorkflowRecords(app.db, "file-deletion-monitor")
     theirs = mine.of("markdown-analyzer")
     assert theirs.latest("b.md") is not None
     with pytest.raises(RecordsReadOnlyError):
@@ -116,22 +116,22 @@ def test_a_timed_out_attempt_cannot_write_records(app: App) -> None:
         time.sleep(0.2)  # the abandoned thread tries its write now, and is refused
     finally:
         engine.stop()
-    assert WorkflowRecords(app.engine, "slow-recorder").history() == []
+    assert WorkflowRecords(app.db, "slow-recorder").history() == []
 
 
 def test_fetch_page_clamps_and_pages(app: App) -> None:
     seed(app)
-    page = fetch_page(app.engine, RecordFilter("markdown-analyzer"), limit=2, offset=-5)
+    page = fetch_page(app.db, RecordFilter("markdown-analyzer"), limit=2, offset=-5)
     assert (page.total, page.limit, page.offset, page.has_more) == (3, 2, 0, True)
     assert [r.recorded_at for r in page.records] == [3_000, 2_000]
-    assert fetch_page(app.engine, RecordFilter("markdown-analyzer"), limit=10_000).limit == 500
+    assert fetch_page(app.db, RecordFilter("markdown-analyzer"), limit=10_000).limit == 500
 
 
 # -- retention -----------------------------------------------------------------------------------
 
 
 def timeline(app: App, workflow_id: str) -> list[tuple[str, str, int]]:
-    records = WorkflowRecords(app.engine, workflow_id).history(limit=None, oldest_first=True)
+    records = WorkflowRecords(app.db, workflow_id).history(limit=None, oldest_first=True)
     return [(r.key, r.kind, r.recorded_at) for r in records]
 
 
@@ -146,7 +146,7 @@ def test_pruning_drops_old_superseded_records_and_keeps_each_newest(app: App) ->
         NewRecord("c.md", {"n": 1}, "analysis", 3 * DAY_MS),  # two at the same time:
         NewRecord("c.md", {"n": 2}, "analysis", 3 * DAY_MS),  # the later insert is newest
     ]
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         insert_records(conn, "markdown-analyzer", rows, now=0)
         insert_records(conn, "other", rows, now=0)
         assert prune_superseded(conn, "markdown-analyzer", 5 * DAY_MS, limit=2) == 2
@@ -159,7 +159,7 @@ def test_pruning_drops_old_superseded_records_and_keeps_each_newest(app: App) ->
         ("a.md", "analysis", 8 * DAY_MS),
         ("a.md", "analysis", 9 * DAY_MS),
     ]
-    newest_c = WorkflowRecords(app.engine, "markdown-analyzer").latest("c.md")
+    newest_c = WorkflowRecords(app.db, "markdown-analyzer").latest("c.md")
     assert newest_c is not None and newest_c.data == {"n": 2}
     assert len(timeline(app, "other")) == len(rows)  # another workflow's records are its own
 
@@ -175,7 +175,7 @@ def test_the_engine_prunes_by_each_workflows_retention(
     @workflow(id="keeper")
     def keeper(ctx: WorkflowContext[Any]) -> None: ...
 
-    analyzer = load_registry(app.settings, entry_point_group=None).get("markdown-analyzer")
+    analyzer = load_registry(app.settings).get("markdown-analyzer")
     assert analyzer is not None
     engine = make_engine(chatty, keeper, analyzer)
     now = 200 * DAY_MS
@@ -184,7 +184,7 @@ def test_the_engine_prunes_by_each_workflows_retention(
         NewRecord("x.md", {}, "log", now - 120 * DAY_MS),
         NewRecord("x.md", {}, "log", now),
     ]
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         for workflow_id in ("chatty", "keeper", "markdown-analyzer"):
             insert_records(conn, workflow_id, old_and_new, now=0)
 
@@ -205,7 +205,7 @@ def test_config_sets_a_workflows_retention(app: App, make_engine: EngineFactory)
         NewRecord("x.md", {}, "log", now - 40 * DAY_MS),
         NewRecord("x.md", {}, "log", now),
     ]
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         insert_records(conn, "chatty", old_and_new, now=0)
     kept_all = make_engine(chatty, workflows={"chatty": {"records_retention_days": 0}})
     assert kept_all.prune(now=now) == 0
@@ -362,7 +362,7 @@ def test_cli_since_takes_a_local_date(
         NewRecord("old.md", {}, "change", midnight - 1),
         NewRecord("new.md", {}, "change", midnight),
     ]
-    with app.engine.begin() as conn:
+    with app.db.begin() as conn:
         insert_records(conn, "file-change-logger", rows, now=0)
     assert (
         weaver(vault_dir, "records", "file-change-logger", "--since", "2026-01-05", "--json") == 0

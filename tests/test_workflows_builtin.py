@@ -1,5 +1,5 @@
-"""The built-in workflows as a whole: they all load from `workflows/`, each has its own tests,
-and their schedule and settings are configured like any plugin's."""
+"""The built-in workflows as a whole: they all load through Weaver's own entry point, each has
+its own tests, and their schedule and settings are configured like any plugin's."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ from pydantic_core import to_jsonable_python
 from tests.workflow_vault import BUILTIN_IDS
 from weaver.config import Settings, load_settings
 from weaver.engine import load_registry
-from weaver.engine.loader import BUILTIN_DIR
 
 TESTS = Path(__file__).parent
 
 
-def test_all_built_ins_load_from_the_workflows_folder(settings: Settings) -> None:
-    registry = load_registry(settings, entry_point_group=None)
+def test_all_built_ins_load_through_the_entry_point(settings: Settings) -> None:
+    registry = load_registry(settings)
     assert registry.errors == []
     assert sorted(w.id for w in registry) == sorted(BUILTIN_IDS)
-    assert all(Path(w.source).parent == BUILTIN_DIR for w in registry)
+    assert {w.source for w in registry} == {"entry point builtin = weaver.builtin_workflows"}
     assert all(w.description for w in registry)
 
 
@@ -31,18 +30,18 @@ def test_every_built_in_workflow_has_a_test_module() -> None:
         for path in TESTS.glob("test_workflows_*.py")
         for match in re.findall(r'^ID = "([^"]+)"', path.read_text(encoding="utf-8"), re.M)
     }
-    registry = load_registry(Settings(vault=TESTS), entry_point_group=None)
+    registry = load_registry(Settings(vault=TESTS))
     assert {w.id for w in registry} <= tested
 
 
 def test_the_digest_schedule_and_settings_are_configurable(settings: Settings) -> None:
-    digest = load_registry(settings, entry_point_group=None).get("proof-daily-digest")
+    digest = load_registry(settings).get("proof-daily-digest")
     assert digest is not None
     assert [(s.cron, s.timezone) for s in digest.schedules] == [("0 7 * * *", None)]
     assert digest.settings.folder == "Digests"
     table = {"schedule": "30 6 * * 1-5", "timezone": "Europe/Paris", "settings": {"folder": "D"}}
     configured = settings.model_copy(update={"workflows": {"proof-daily-digest": table}})
-    digest = load_registry(configured, entry_point_group=None).get("proof-daily-digest")
+    digest = load_registry(configured).get("proof-daily-digest")
     assert digest is not None
     assert [(s.cron, s.timezone) for s in digest.schedules] == [("30 6 * * 1-5", "Europe/Paris")]
     assert digest.settings.folder == "D"
@@ -81,8 +80,8 @@ review_folder = "Reviews"
 def test_the_documented_defaults_are_the_defaults(tmp_path: Path, vault_dir: Path) -> None:
     config = tmp_path / "weaver.toml"
     config.write_text(f'vault = "{vault_dir}"\n{DOCUMENTED_DEFAULTS}', encoding="utf-8")
-    spelled_out = load_registry(load_settings(config_path=config), entry_point_group=None)
-    defaults = load_registry(Settings(vault=vault_dir), entry_point_group=None)
+    spelled_out = load_registry(load_settings(config_path=config))
+    defaults = load_registry(Settings(vault=vault_dir))
     assert spelled_out.errors == []
     for workflow in defaults:
         configured = spelled_out.get(workflow.id)

@@ -95,7 +95,7 @@ def test_a_bad_glob_in_settings_is_a_config_error(app: App) -> None:
     configured = app.settings.model_copy(
         update={"workflows": {ID: {"settings": {"paths": ["/absolute/**"]}}}}
     )
-    registry = load_registry(configured, entry_point_group=None)
+    registry = load_registry(configured)
     assert ID not in registry
     assert any("invalid path glob" in str(error) for error in registry.errors)
 

@@ -60,12 +60,12 @@ class WorkflowVault:
         self, workflow_id: str, key: str | None = None, kind: str | None = None
     ) -> list[StoredRecord]:
         """Newest first."""
-        with self.app.engine.connect() as conn:
+        with self.app.db.connect() as conn:
             return list_records(conn, RecordFilter(workflow_id, key, kind))
 
     def runs(self, workflow_id: str) -> list[ExecutionRecord]:
         """Newest first."""
-        with self.app.engine.connect() as conn:
+        with self.app.db.connect() as conn:
             return executions.list_executions(conn, workflow_id, 1000, 0)[0]
 
     def last_result(self, workflow_id: str) -> Any:
@@ -81,7 +81,7 @@ def builtin_registry(app: App, ids: tuple[str, ...], settings: dict[str, Any]) -
     for workflow_id, values in settings.items():
         tables.setdefault(workflow_id, {})["settings"] = values
     configured = app.settings.model_copy(update={"workflows": tables})
-    loaded = load_registry(configured, entry_point_group=None)
+    loaded = load_registry(configured)
     assert not loaded.errors, loaded.errors
     registry = Registry()
     for workflow_id in ids:

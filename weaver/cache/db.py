@@ -10,6 +10,7 @@ start ~0.35 s, for a cache that is nearly always up to date already.
 
 from __future__ import annotations
 
+import importlib.resources
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -19,7 +20,6 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-import weaver
 from weaver.cache.bulk import restore_indexes_of
 from weaver.errors import CacheError
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 # The newest migration's revision: a cache at it needs no Alembic (a test checks it is head).
 SCHEMA_HEAD = "0012"
-ALEMBIC_DIR = Path(weaver.__file__).resolve().parent.parent / "alembic"
 BUSY_TIMEOUT_MS = 10_000
 # How a connection writes a big indexing pass (`bulk_writes`), against SQLite's defaults of a
 # 2 MiB page cache and a checkpoint whenever the WAL passes 1,000 pages (4 MiB). Each batch
@@ -97,11 +96,21 @@ def _end_bulk_writes(conn: Connection, usual: dict[str, Any]) -> None:
     conn.commit()
 
 
+def migrations_dir() -> Path:
+    """The Alembic scripts: the repository's `alembic/`, installed as `weaver.migrations`.
+
+    A folder without `__init__.py` (one would shadow the alembic library for code run from the
+    checkout), so a namespace package: its one location is the folder itself.
+    """
+    env_script = importlib.resources.files("weaver.migrations").joinpath("env.py")
+    return Path(str(env_script)).parent
+
+
 def alembic_config(engine: Engine | None = None) -> Config:
     from alembic.config import Config
 
     config = Config()
-    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    config.set_main_option("script_location", str(migrations_dir()))
     if engine is not None:
         config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
     return config

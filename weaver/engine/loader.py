@@ -1,10 +1,12 @@
 """Loading workflow plugins: folders loaded by path, and the `weaver.workflows` entry points.
 
-The built-in workflows (`workflows/` at the repository root) load exactly like anyone else's:
-first that folder, then each of `settings.workflow_dirs` in order, then the entry points sorted
-by name. In a folder, every `*.py` file and every package (a subfolder with `__init__.py`) whose
-name does not start with `_` or `.` is one plugin. An entry point may name a module, a
-`Workflow`, or a list of them.
+The built-in workflows (`workflows/` in the repository, installed as `weaver.builtin_workflows`)
+load exactly like anyone else's, through Weaver's own `weaver.workflows` entry point. The
+installed plugins (entry points, sorted by name) load first, then the folders of
+`settings.workflow_dirs` in order: a folder's workflow cannot take an installed one's id.
+In a folder, every `*.py` file and every package (a subfolder with `__init__.py`) whose name
+does not start with `_` or `.` is one plugin. An entry point may name a module, a `Workflow`,
+or a list of them.
 
 A plugin that fails to import (or declares a workflow wrongly) is logged, skipped and listed in
 `Registry.errors`; a workflow whose id is taken is refused the same way. The rest load.
@@ -23,7 +25,6 @@ from types import ModuleType
 
 import structlog
 
-import weaver
 from weaver.config import Settings
 from weaver.engine.definition import Workflow
 from weaver.engine.errors import DuplicateWorkflowError
@@ -31,24 +32,19 @@ from weaver.engine.registry import Registry, apply_overrides
 
 log = structlog.get_logger(__name__)
 
-BUILTIN_DIR = Path(weaver.__file__).resolve().parent.parent / "workflows"
 ENTRY_POINT_GROUP = "weaver.workflows"
 
 
 def load_registry(
-    settings: Settings,
-    *,
-    builtin_dir: Path | None = BUILTIN_DIR,
-    entry_point_group: str | None = ENTRY_POINT_GROUP,
+    settings: Settings, *, entry_point_group: str | None = ENTRY_POINT_GROUP
 ) -> Registry:
-    """Every workflow Weaver can run with these settings (tests pass `builtin_dir=None`)."""
+    """Every workflow Weaver can run with these settings (tests that want the plugin folders
+    alone, without the installed ones and the built-ins, pass `entry_point_group=None`)."""
     registry = Registry()
-    if builtin_dir is not None and builtin_dir.is_dir():
-        load_directory(registry, builtin_dir)
-    for folder in settings.workflow_dirs:
-        load_directory(registry, folder)
     if entry_point_group is not None:
         load_entry_points(registry, entry_point_group)
+    for folder in settings.workflow_dirs:
+        load_directory(registry, folder)
     apply_overrides(registry, settings.workflows)
     log.debug("workflows loaded", count=len(registry), errors=len(registry.errors))
     return registry
