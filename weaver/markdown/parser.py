@@ -1,7 +1,8 @@
 """Parse one note into a ParsedNote: frontmatter, links, tags, headings, tasks, word count.
 
-Pure: no I/O. The contract is /work/shared/VAULT_SEMANTICS.md; where it is silent we follow what
-Obsidian computed for corpora/tasks-demo (tests/test_obsidian_parity.py holds the evidence).
+Pure: no I/O. The contract is the README's "How a vault is read"; where it is
+silent we follow what Obsidian computed for the tasks-demo corpus
+(tests/markdown/test_obsidian_parity.py holds the evidence).
 
 How the body is read: one left-to-right scan finds the spans that cannot hold links or tags (fenced
 and inline code, HTML and %% comments, math, backslash escapes) and masks them, keeping every

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import write_files
-from tests.test_mcp_tools import Served, Tools, serve
+from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.cache import fts as sqlite
 from weaver.cache import read
 from weaver.config import Settings

@@ -8,7 +8,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
 from tests.conftest import EngineFactory
+from tests.helpers import wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution, Note
 from weaver.engine import (
@@ -32,14 +32,6 @@ from weaver.engine import (
     workflow,
 )
 from weaver.host.app import App
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
 
 
 def rows(app: App) -> list[executions.ExecutionRecord]:

@@ -8,7 +8,7 @@ import plistlib
 import shlex
 from pathlib import Path
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 def test_systemd_user_unit_runs_the_daemon() -> None:

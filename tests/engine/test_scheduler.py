@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import wait_for
 from weaver.cache import executions
 from weaver.engine import (
     OnSchedule,
@@ -64,13 +65,6 @@ def scheduled_runs(app: App) -> list[executions.ExecutionRecord]:
     with app.db.connect() as conn:
         records = executions.list_executions(conn, None, 1000, 0)[0]
     return [r for r in records if r.trigger_kind == "schedule"]
-
-
-def wait_for(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_default_store_is_a_file_of_its_own(engine: WorkflowEngine) -> None:

@@ -1,4 +1,4 @@
-"""weaver.markdown.parser, one table per rule of /work/shared/VAULT_SEMANTICS.md."""
+"""weaver.markdown.parser, one table per rule of the README's "How a vault is read"."""
 
 from __future__ import annotations
 

@@ -13,9 +13,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.conftest import write_files
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -110,16 +110,6 @@ class Daemon:
 
 def _exited(process: subprocess.Popen[str]) -> bool:
     return process.poll() is not None
-
-
-def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        if result := check():
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture

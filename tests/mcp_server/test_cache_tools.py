@@ -152,7 +152,7 @@ ALL_NOTES = [
 
 async def test_lists_the_contract_tools_read_only_with_schemas(tools: Tools) -> None:
     listed = {tool.name: tool for tool in (await tools.client.list_tools()).tools}
-    assert set(listed) >= TOOLS  # the other tools are checked in test_mcp_extra_tools.py
+    assert set(listed) >= TOOLS  # the other tools are checked in test_graph_tools.py
     for tool in (listed[name] for name in TOOLS):
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.output_schema is not None

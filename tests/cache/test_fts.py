@@ -203,9 +203,7 @@ def test_folder_and_tag_filters(indexed: App) -> None:
     # Both filters at once; the vault root ("") filters nothing.
     both = search(indexed.db, "cafe OR bread", directory="food", tag="food")
     assert (paths(both), both.total) == (["food/Bread.md"], 1)
-    assert paths(search(indexed.db, "cafe", directory="")) == paths(
-        search(indexed.db, "cafe")
-    )
+    assert paths(search(indexed.db, "cafe", directory="")) == paths(search(indexed.db, "cafe"))
 
 
 def test_pagination_total_and_order_are_stable(indexed: App) -> None:

@@ -15,7 +15,7 @@ from mcp import Client
 
 from tests.conftest import write_files
 from tests.corpora import require_corpora
-from tests.test_mcp_tools import Served, Tools, serve
+from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 
 pytestmark = pytest.mark.anyio

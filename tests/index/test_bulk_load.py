@@ -16,8 +16,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, text
 
+from tests.cache.test_migrations import include_name
 from tests.conftest import WriteNotes
-from tests.test_migrations import include_name
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
 from weaver.cache.db import open_cache_engine, open_engine
 from weaver.config import Settings

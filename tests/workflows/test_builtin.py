@@ -24,10 +24,10 @@ def test_all_built_ins_load_through_the_entry_point(settings: Settings) -> None:
 
 
 def test_every_built_in_workflow_has_a_test_module() -> None:
-    """A workflow whose id no `test_workflows_*.py` names as its `ID` has no tests."""
+    """A workflow whose id no `tests/workflows/test_*.py` names as its `ID` has no tests."""
     tested = {
         match
-        for path in TESTS.glob("test_workflows_*.py")
+        for path in TESTS.glob("test_*.py")
         for match in re.findall(r'^ID = "([^"]+)"', path.read_text(encoding="utf-8"), re.M)
     }
     registry = load_registry(Settings(vault=TESTS))
