@@ -55,7 +55,9 @@ def imported_top_levels(folder: Path) -> set[str]:
 
 def test_every_imported_library_is_a_declared_dependency() -> None:
     third_party = imported_top_levels(ROOT / "weaver") - set(sys.stdlib_module_names) - {"weaver"}
-    declared = {canonicalize_name(Requirement(r).name) for r in PYPROJECT["project"]["dependencies"]}
+    declared = {
+        canonicalize_name(Requirement(r).name) for r in PYPROJECT["project"]["dependencies"]
+    }
     for extra in PYPROJECT["project"].get("optional-dependencies", {}).values():
         declared |= {canonicalize_name(Requirement(r).name) for r in extra}
     providers = packages_distributions()

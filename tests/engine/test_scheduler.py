@@ -4,6 +4,7 @@ holding only a textual reference, and a run missed while asleep running once, no
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select, update
 
 from tests.helpers import wait_for
 from weaver.cache import executions
@@ -23,7 +25,12 @@ from weaver.engine import (
     WorkflowEngine,
     workflow,
 )
-from weaver.engine.scheduler import DISPATCH_REF, EnqueueExecutor, WorkflowScheduler
+from weaver.engine.scheduler import (
+    DISPATCH_REF,
+    FORMER_DISPATCH_REFS,
+    EnqueueExecutor,
+    WorkflowScheduler,
+)
 from weaver.host.app import App
 
 
@@ -171,6 +178,31 @@ def test_a_run_missed_while_asleep_runs_once_on_wake(
     planned = datetime.fromisoformat(runs[0].result)
     assert planned.hour == 7 and datetime.now(UTC) - planned < timedelta(days=1)
     assert woke.jobs()[0].next_run_time > datetime.now(UTC)
+
+
+def store_former_ref(scheduler: WorkflowScheduler, job_id: str) -> None:
+    """Write a job as 0.1 stored it (APScheduler itself refuses a reference it cannot import)."""
+    jobs = scheduler._store.jobs_t
+    with scheduler._store.engine.begin() as conn:
+        blob = conn.execute(select(jobs.c.job_state).where(jobs.c.id == job_id)).scalar_one()
+        state = pickle.loads(blob)
+        state["func"] = FORMER_DISPATCH_REFS[0]
+        conn.execute(update(jobs).where(jobs.c.id == job_id).values(job_state=pickle.dumps(state)))
+
+
+def test_a_job_stored_before_the_scheduler_moved_still_fires(
+    app: App, open_scheduler: Callable[[], WorkflowScheduler]
+) -> None:
+    """A store written by 0.1 names `weaver.scheduler:dispatch`: the job keeps its due time."""
+    old = open_scheduler()
+    three_days_ago = datetime.now(UTC) - timedelta(days=3)
+    move_due_time(old, "daily#0", three_days_ago)
+    store_former_ref(old, "daily#0")
+    upgraded = open_scheduler()
+    report = upgraded.start()
+    assert report.kept == ["daily#0"]
+    wait_for(lambda: any(r.status == "completed" for r in scheduled_runs(app)))
+    assert upgraded.jobs()[0].func_ref == DISPATCH_REF
 
 
 def test_a_run_missed_beyond_the_grace_is_skipped(

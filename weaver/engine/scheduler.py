@@ -22,6 +22,7 @@ the cache is on a database server. Losing the file only loses pending due times.
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from apscheduler.executors.base import BaseExecutor  # type: ignore[import-untyp
 from apscheduler.job import Job  # type: ignore[import-untyped]
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore  # type: ignore[import-untyped]
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+from sqlalchemy import select, update
 
 from weaver.config import CACHE_DIR_NAME
 
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 DISPATCH_REF = "weaver.engine.scheduler:dispatch"
+# Where `dispatch` lived before the modules were grouped by layer (0.1): stores written then
+# name it, and APScheduler drops a job whose function it cannot import, with a traceback.
+FORMER_DISPATCH_REFS = ("weaver.scheduler:dispatch",)
 JOB_ID_SEPARATOR = "#"
 # The scheduler thread sleeps until the next due time on a monotonic clock, which stands still
 # while the machine is suspended: after a night asleep it would wake hours late. A nudge this
@@ -126,6 +131,7 @@ class WorkflowScheduler:
     def start(self) -> ReconcileReport:
         """Open the store, reconcile it with the registry, then let due jobs fire."""
         self._scheduler.start(paused=True)
+        upgrade_stored_refs(self._store)
         report = self.reconcile()
         self._scheduler.resume()
         self._nudger = threading.Thread(
@@ -196,3 +202,20 @@ class WorkflowScheduler:
     def _nudge(self) -> None:
         while not self._stop.wait(WAKEUP_EVERY_SECONDS):
             self._scheduler.wakeup()
+
+
+def upgrade_stored_refs(store: SQLAlchemyJobStore) -> int:
+    """Point the stored jobs that name a former `dispatch` at today's, keeping their next run
+    time (so a run missed while Weaver was being upgraded still fires); returns how many."""
+    table = store.jobs_t
+    with store.engine.begin() as conn:
+        rows = conn.execute(select(table.c.id, table.c.job_state)).all()
+        moved = 0
+        for job_id, blob in rows:
+            state = pickle.loads(blob)  # a dict of plain values and APScheduler's own classes
+            if state.get("func") in FORMER_DISPATCH_REFS:
+                state["func"] = DISPATCH_REF
+                blob = pickle.dumps(state, store.pickle_protocol)
+                conn.execute(update(table).where(table.c.id == job_id).values(job_state=blob))
+                moved += 1
+    return moved
