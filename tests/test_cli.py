@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -40,6 +41,18 @@ def fails(ctx):
 @workflow(id="off", enabled=False)
 def off(ctx):
     return None
+
+@workflow(id="writes")
+def writes(ctx):
+    ctx.vault.write_text("out/report.md", "# Report")
+    ctx.records.append("one.md", {"seen": True}, kind="analysis")
+    ctx.records.append("two.md", {"seen": True}, kind="analysis")
+    return {"notes": 2, "paths": ["one.md", "two.md"], "title": "Report"}
+
+@workflow(id="fails-late")
+def fails_late(ctx):
+    ctx.report_progress(100, "all done, or so it said")
+    raise RuntimeError("broke at the end")
 """
 
 
@@ -69,9 +82,11 @@ def history_total(config: Path, capsys: pytest.CaptureFixture[str]) -> int:
 
 def test_trigger_runs_and_prints(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(config, "trigger", "count-notes", "--input", '{"times": 3}') == 0
-    out = capsys.readouterr().out
-    assert " completed in " in out
-    assert '"notes": 3' in out  # the cache was brought up to date first: one note, three times
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"count-notes completed in [\d,]+ ms \(wf_exec_\w+\)", out[0])
+    # The cache was brought up to date first: one note, three times.
+    assert out[1] == "  result:  notes 3"
+    assert out[-1].startswith("  details: weaver status wf_exec_")
 
     assert run(config, "trigger", "count-notes", "--json") == 0
     data = json.loads(capsys.readouterr().out)
@@ -166,7 +181,7 @@ def test_workflows_lists_them_and_the_broken_plugin(
     assert run(config, "workflows", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     ours = {w["id"]: w for w in data["workflows"] if w["source"].endswith("cli_plugin.py")}
-    assert set(ours) == {"count-notes", "fails", "off"}
+    assert set(ours) == {"count-notes", "fails", "off", "writes", "fails-late"}
     assert ours["count-notes"]["executionCount"] == 1
     assert ours["off"]["enabled"] is False
     assert any(e["source"].endswith("broken.py") for e in data["errors"])
@@ -200,7 +215,7 @@ def test_history_and_status(config: Path, capsys: pytest.CaptureFixture[str]) ->
     failed_id = out[1].split()[0]
     assert run(config, "status", failed_id) == 0
     text = capsys.readouterr().out
-    assert "status:    failed, 0%, attempt 1" in text
+    assert "status:    failed, attempt 1" in text
     assert "error:     RuntimeError: it broke" in text
     assert "Traceback (most recent call last)" in text
 
@@ -225,3 +240,35 @@ def test_cli_as_a_subprocess(config: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stdout == ""
     assert "Workflow not found: 'nope'" in missing.stderr
+
+
+def test_trigger_says_where_the_output_went(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "trigger", "writes") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("writes completed in ")
+    assert lines[1:4] == [
+        "  result:  notes 2, paths [2], title Report",
+        "  wrote:   out/report.md",
+        "  records: 2 analysis (weaver records writes)",
+    ]
+    assert (vault_dir / "out" / "report.md").is_file()
+    assert run(config, "trigger", "writes", "--json") == 0  # --json: the whole result
+    assert json.loads(capsys.readouterr().out)["result"]["paths"] == ["one.md", "two.md"]
+
+
+def test_a_run_that_failed_after_reporting_100_is_not_shown_done(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "trigger", "fails-late") == 1
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].startswith("fails-late failed in ")
+    assert first[1] == "  error:   RuntimeError: broke at the end"
+    execution_id = first[0].rsplit("(", 1)[1].rstrip(")")
+    assert run(config, "status", execution_id) == 0
+    text = capsys.readouterr().out
+    assert "status:    failed, attempt 1\n" in text
+    assert "100%" not in text
+    assert run(config, "status", execution_id, "--json") == 0  # --json keeps the stored value
+    assert json.loads(capsys.readouterr().out)["progress"] == 100
