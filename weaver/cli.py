@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--version", action="version", version=f"weaver-mcp {__version__}", help="print the version"
+        "--version", action="version", version=f"weaver {__version__}", help="print the version"
     )
     _add_common_options(parser, default=None)
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -145,7 +145,7 @@ def _add_common_options(parser: argparse.ArgumentParser, default: object) -> Non
         "--db",
         default=default,
         metavar="URL",
-        help="where the index is kept, as a database URL (default: PATH/.weaver/cache.db)",
+        help="where the index is kept, as a database URL (default: .weaver/cache.db in the vault)",
     )
     group.add_argument(
         "--log-level",
@@ -269,7 +269,7 @@ def _show_kept_cache(args: argparse.Namespace, settings: Settings, holder: str) 
     from sqlalchemy.exc import SQLAlchemyError
 
     from weaver.cache import read
-    from weaver.cache.db import open_engine
+    from weaver.cache.db import open_engine, schema_revision
 
     if args.full:
         raise DaemonError(
@@ -278,9 +278,11 @@ def _show_kept_cache(args: argparse.Namespace, settings: Settings, holder: str) 
             "it again"
         )
     db = open_engine(settings.db_url)
+    notes, last_change = 0, None
     try:
-        with db.connect() as conn:
-            notes, last_change = read.count_notes(conn), read.last_updated(conn)
+        if schema_revision(db) is not None:  # else the writer is still creating it
+            with db.connect() as conn:
+                notes, last_change = read.count_notes(conn), read.last_updated(conn)
     except SQLAlchemyError as exc:
         raise CacheError(f"cannot read the cache at {settings.db_url}: {exc}") from exc
     finally:

@@ -57,11 +57,11 @@ class IndexDisplay:
     def __init__(
         self,
         console: Console,
-        delay: float = BAR_DELAY_S,
+        delay: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.console = console
-        self._delay = delay
+        self._delay = BAR_DELAY_S if delay is None else delay
         self._clock = clock
         self._started = clock()
         self._progress: Progress | None = None
@@ -146,7 +146,8 @@ def format_kept_cache(
     """`weaver index` while another process writes the cache: that writer's state."""
     pid = f"pid {holder}" if holder.isdigit() else holder
     change = "no change yet" if last_change is None else f"last change {ago(last_change, now_ms)}"
-    return f"The cache of {vault} is kept fresh by {pid}: {notes:,} notes, {change}. Nothing to do."
+    count = f"{notes:,} note{'' if notes == 1 else 's'}"
+    return f"The cache of {vault} is kept fresh by {pid}: {count}, {change}. Nothing to do."
 
 
 def ago(ms: int, now_ms: int) -> str:
