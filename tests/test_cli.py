@@ -522,3 +522,44 @@ def test_the_first_index_of_the_demo_vault_shows_no_python_warnings(tmp_path: Pa
     assert done.stdout.startswith(f"Indexed {vault}: ")
     assert not re.search(r"\w+Warning: ", done.stderr), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_index_in_a_real_terminal_names_each_bad_note_once(tmp_path: Path) -> None:
+    """A child process whose stderr is a pseudo-terminal: rich and the logging both see one."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("# Good", encoding="utf-8")
+    (vault / "bad.md").write_text("---\ntags: [\n---\nbody", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env["TERM"] = "xterm"
+    primary, secondary = os.openpty()
+    try:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "weaver", "--vault", str(vault), "index"],
+                stdout=subprocess.PIPE,
+                stderr=secondary,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=60,
+            )
+        finally:
+            os.close(secondary)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the terminal has no writer left
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    assert done.returncode == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode())
+    assert re.search(r"^warning bad\.md: invalid YAML frontmatter at line 3: ", text, re.M)
+    assert text.count("bad.md") == 1
+    assert "{" not in text  # no JSON log lines on a terminal
+    assert done.stdout.startswith(f"Indexed {vault}: 2 added, ")
