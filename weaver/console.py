@@ -89,8 +89,9 @@ class IndexDisplay:
             TimeRemainingColumn(),
             console=self.console,
             transient=True,
+            # Anything else written to stderr meanwhile (a Python warning) lands above the bar
+            # too; stdout may be a file, and nothing prints there before the summary.
             redirect_stdout=False,
-            redirect_stderr=False,
         )
         self._task = self._progress.add_task("index", total=total)
         self._progress.start()
