@@ -1,10 +1,15 @@
-"""`weaver trigger`, `weaver workflows`, `weaver history`, `weaver status`: output, errors and exit
-codes, in process through `main()` and once as a real subprocess."""
+"""The `weaver` command line: each command's output, errors and exit codes, in process through
+`main()` and as a real subprocess; the help; `index` on and off a terminal."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from weaver.cli import main
+from weaver import console
+from weaver.cli import build_parser, main
 from weaver.config import load_settings
 from weaver.engine import WorkflowEngine, load_registry
 from weaver.host.app import open_app
@@ -40,6 +46,18 @@ def fails(ctx):
 @workflow(id="off", enabled=False)
 def off(ctx):
     return None
+
+@workflow(id="writes")
+def writes(ctx):
+    ctx.vault.write_text("out/report.md", "# Report")
+    ctx.records.append("one.md", {"seen": True}, kind="analysis")
+    ctx.records.append("two.md", {"seen": True}, kind="analysis")
+    return {"notes": 2, "paths": ["one.md", "two.md"], "title": "Report"}
+
+@workflow(id="fails-late")
+def fails_late(ctx):
+    ctx.report_progress(100, "all done, or so it said")
+    raise RuntimeError("broke at the end")
 """
 
 
@@ -69,9 +87,11 @@ def history_total(config: Path, capsys: pytest.CaptureFixture[str]) -> int:
 
 def test_trigger_runs_and_prints(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(config, "trigger", "count-notes", "--input", '{"times": 3}') == 0
-    out = capsys.readouterr().out
-    assert " completed in " in out
-    assert '"notes": 3' in out  # the cache was brought up to date first: one note, three times
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"count-notes completed in [\d,]+ ms \(wf_exec_\w+\)", out[0])
+    # The cache was brought up to date first: one note, three times.
+    assert out[1] == "  result:  notes 3"
+    assert out[-1].startswith("  details: weaver status wf_exec_")
 
     assert run(config, "trigger", "count-notes", "--json") == 0
     data = json.loads(capsys.readouterr().out)
@@ -166,7 +186,7 @@ def test_workflows_lists_them_and_the_broken_plugin(
     assert run(config, "workflows", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     ours = {w["id"]: w for w in data["workflows"] if w["source"].endswith("cli_plugin.py")}
-    assert set(ours) == {"count-notes", "fails", "off"}
+    assert set(ours) == {"count-notes", "fails", "off", "writes", "fails-late"}
     assert ours["count-notes"]["executionCount"] == 1
     assert ours["off"]["enabled"] is False
     assert any(e["source"].endswith("broken.py") for e in data["errors"])
@@ -200,7 +220,7 @@ def test_history_and_status(config: Path, capsys: pytest.CaptureFixture[str]) ->
     failed_id = out[1].split()[0]
     assert run(config, "status", failed_id) == 0
     text = capsys.readouterr().out
-    assert "status:    failed, 0%, attempt 1" in text
+    assert "status:    failed, attempt 1" in text
     assert "error:     RuntimeError: it broke" in text
     assert "Traceback (most recent call last)" in text
 
@@ -225,3 +245,321 @@ def test_cli_as_a_subprocess(config: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stdout == ""
     assert "Workflow not found: 'nope'" in missing.stderr
+
+
+def test_trigger_says_where_the_output_went(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "trigger", "writes") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("writes completed in ")
+    assert lines[1:4] == [
+        "  result:  notes 2, paths [2], title Report",
+        "  wrote:   out/report.md",
+        "  records: 2 analysis (weaver records writes)",
+    ]
+    assert (vault_dir / "out" / "report.md").is_file()
+    assert run(config, "trigger", "writes", "--json") == 0  # --json: the whole result
+    assert json.loads(capsys.readouterr().out)["result"]["paths"] == ["one.md", "two.md"]
+
+
+def test_a_run_that_failed_after_reporting_100_is_not_shown_done(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "trigger", "fails-late") == 1
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].startswith("fails-late failed in ")
+    assert first[1] == "  error:   RuntimeError: broke at the end"
+    execution_id = first[0].rsplit("(", 1)[1].rstrip(")")
+    assert run(config, "status", execution_id) == 0
+    text = capsys.readouterr().out
+    assert "status:    failed, attempt 1\n" in text
+    assert "100%" not in text
+    assert run(config, "status", execution_id, "--json") == 0  # --json keeps the stored value
+    assert json.loads(capsys.readouterr().out)["progress"] == 100
+
+
+# -- help ------------------------------------------------------------------------------------
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_the_top_level_help_speaks_to_users(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "Obsidian vault" in text and "AI assistants over MCP" in text
+    assert "weaver --vault ~/notes index" in text  # examples to start from
+    for command in subcommands():
+        assert re.search(rf"^\s+{command}\s+\w", text, re.MULTILINE), command
+    for code_talk in ("thin edge", "core", "module", "exit code"):
+        assert code_talk not in text
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_command_says_what_it_and_each_option_does(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = subcommands()[name]
+    assert parser.description and len(parser.description.split("\n\n", 1)[-1]) > 40
+    for action in parser._actions:
+        assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+    with pytest.raises(SystemExit) as exit_:
+        main([name, "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert parser.description.split(".")[0] in text
+    for action in parser._actions:
+        for option in action.option_strings:
+            assert option in text
+
+
+# -- index on and off a terminal ---------------------------------------------------------------
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def indexed_vault(vault_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vault of 600 notes (three parse chunks), one with broken frontmatter."""
+    for i in range(600):
+        (vault_dir / f"n{i:03}.md").write_text(f"# Note {i}\nSee [[n{(i + 1) % 600:03}]]")
+    (vault_dir / "bad.md").write_text("---\ntags: [\n---\nbody", encoding="utf-8")
+    for key in [k for k in os.environ if k.startswith("WEAVER_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("WEAVER_INDEX_WORKERS", "0")
+    monkeypatch.chdir(vault_dir)
+    return vault_dir
+
+
+def test_index_on_a_terminal_draws_a_bar_with_warnings_above_it(
+    indexed_vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(console, "BAR_DELAY_S", 0.0)  # every pass is long enough for a bar
+    assert main(["--vault", str(indexed_vault), "index"]) == 0
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.getvalue())  # colours, cursor
+    lines = [line for line in re.split(r"[\r\n]", drawn) if line.strip()]
+    bar = [line for line in lines if "Indexing" in line]
+    assert bar and any("601/601 notes" in line for line in bar)
+    assert any(re.search(r"[\d,]+ notes/s ETA", line) for line in bar)
+    warnings = [line for line in lines if "warning" in line]
+    assert len(warnings) == 1 and "Indexing" not in warnings[0]  # its own line, not the bar's
+    assert re.search(r"warning\S* bad\.md: invalid YAML frontmatter at line 3: ", warnings[0])
+    assert drawn.count("bad.md") == 1  # the note is named once
+    assert "index applied" not in drawn  # the summary is said once, on stdout
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"Indexed {indexed_vault}: 601 added, 0 updated, 0 removed, 0 moved, 0 unchanged, "
+        f"1 with errors, 0 links re-resolved in {out[0].rsplit(' ', 1)[1]}"
+    ]
+
+
+def test_index_off_a_terminal_logs_json_lines(
+    indexed_vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--vault", str(indexed_vault), "index", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["added"] == 601
+    events = [json.loads(line) for line in captured.err.splitlines()]
+    failed = [e for e in events if e["event"] == "note indexed with error"]
+    assert [(e["level"], e["path"]) for e in failed] == [("warning", "bad.md")]
+    assert "Indexing" not in captured.err
+
+
+def test_index_while_another_process_keeps_the_cache(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "index") == 0
+    capsys.readouterr()
+    settings = load_settings(config_path=config)
+    with WriterLock.for_settings(settings) as lock:
+        assert lock.try_acquire()
+        assert run(config, "index") == 0
+        out = capsys.readouterr().out
+        assert re.fullmatch(
+            rf"The cache of {re.escape(str(settings.vault))} is kept fresh by pid {os.getpid()}: "
+            r"1 note, last change (just now|\d+ s ago)\. Nothing to do\.\n",
+            out,
+        )
+        assert run(config, "index", "--json") == 0
+        kept = json.loads(capsys.readouterr().out)
+        assert (kept["kept_by"], kept["notes"]) == (os.getpid(), 1)
+        assert isinstance(kept["last_updated"], int)
+
+        assert run(config, "index", "--full") == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"cannot re-read every note now: process {os.getpid()}" in captured.err
+        assert "Stop it, run `weaver index --full`" in captured.err
+
+
+# -- mcp-config --------------------------------------------------------------------------------
+
+
+def test_mcp_config_prints_the_client_entry(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(config, "mcp-config") == 0
+    captured = capsys.readouterr()
+    entry = json.loads(captured.out)["mcpServers"]["weaver"]
+    command = Path(entry["command"])
+    assert command.is_absolute() and command.exists()
+    serve = ["--config", str(config.resolve()), "--vault", str(vault_dir.resolve()), "serve"]
+    assert entry["args"][-len(serve) :] == serve
+    assert "claude_desktop_config.json" in captured.err
+
+    assert run(config, "mcp-config", "--client", "cursor", "--name", "notes") == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["notes"]["args"][-1] == "serve"
+
+    assert run(config, "mcp-config", "--client", "claude-code") == 0
+    words = shlex.split(capsys.readouterr().out)
+    assert words[:7] == ["claude", "mcp", "add", "--scope", "user", "weaver", "--"]
+    assert words[-len(serve) :] == serve
+
+
+def test_mcp_config_names_the_running_weaver_script(vault_dir: Path, tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("weaver")
+    if not script.is_file():
+        pytest.skip("no weaver script beside this Python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    done = subprocess.run(
+        [str(script), "--vault", str(vault_dir), "mcp-config"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout)["mcpServers"]["weaver"]
+    assert entry == {"command": str(script), "args": ["--vault", str(vault_dir), "serve"]}
+
+
+# -- no vault ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["index"],
+        ["serve"],
+        ["daemon"],
+        ["mcp-config"],
+        ["workflows"],
+        ["history"],
+        ["trigger", "markdown-analyzer"],
+        ["status", "wf_exec_x"],
+        ["records", "markdown-analyzer"],
+    ],
+)
+def test_no_vault_lists_the_vaults_obsidian_knows(
+    args: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    notes, gone = tmp_path / "My Notes", tmp_path / "gone"
+    notes.mkdir()
+    config_home = tmp_path / "xdg"
+    (config_home / "obsidian").mkdir(parents=True)
+    (config_home / "obsidian" / "obsidian.json").write_text(
+        json.dumps(
+            {
+                "vaults": {
+                    "a1": {"path": str(notes), "ts": 1700000000000, "open": True},
+                    "b2": {"path": str(gone), "ts": 1700000000001},
+                }
+            }
+        )
+    )
+    for key in [k for k in os.environ if k.startswith("WEAVER_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("weaver: no vault configured.\n")
+    assert f"  {notes}  (open in Obsidian)\n" in captured.err
+    assert str(gone) not in captured.err  # a folder that is no more is not offered
+    assert f"weaver --vault '{notes}' index" in captured.err
+    assert "WEAVER_VAULT=" in captured.err and "--config FILE" in captured.err
+    assert "Traceback" not in captured.err
+
+
+# -- first run ---------------------------------------------------------------------------------
+
+
+def test_the_first_index_of_the_demo_vault_shows_no_python_warnings(tmp_path: Path) -> None:
+    vault = tmp_path / "demo"
+    shutil.copytree(
+        Path(__file__).resolve().parent.parent / "demo-vault",
+        vault,
+        ignore=shutil.ignore_patterns(".weaver"),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env["PYTHONWARNINGS"] = "always"  # shown even where Python would hide them by default
+    done = subprocess.run(
+        [sys.executable, "-m", "weaver", "--vault", str(vault), "index"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Indexed {vault}: ")
+    assert not re.search(r"\w+Warning: ", done.stderr), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_index_in_a_real_terminal_names_each_bad_note_once(tmp_path: Path) -> None:
+    """A child process whose stderr is a pseudo-terminal: rich and the logging both see one."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "good.md").write_text("# Good", encoding="utf-8")
+    (vault / "bad.md").write_text("---\ntags: [\n---\nbody", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env["TERM"] = "xterm"
+    primary, secondary = os.openpty()
+    try:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "weaver", "--vault", str(vault), "index"],
+                stdout=subprocess.PIPE,
+                stderr=secondary,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=60,
+            )
+        finally:
+            os.close(secondary)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: the terminal has no writer left
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(primary)
+    assert done.returncode == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode())
+    assert re.search(r"^warning bad\.md: invalid YAML frontmatter at line 3: ", text, re.M)
+    assert text.count("bad.md") == 1
+    assert "{" not in text  # no JSON log lines on a terminal
+    assert done.stdout.startswith(f"Indexed {vault}: 2 added, ")

@@ -1,27 +1,42 @@
 """The `weaver` command line: a thin edge over the core; errors become one line and an exit code.
 
 Exit codes: 0 success, 1 a runtime failure, 2 bad usage or configuration (argparse's own code).
+What a command prints for a person is rendered by `weaver.console`; `--json` prints the core's
+data as it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import ValidationError
+from rich.console import Console
 
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
-from weaver.config import Settings, load_settings
+from weaver.config import Settings, find_config_file, load_settings
+from weaver.console import (
+    IndexDisplay,
+    clip,
+    format_index_summary,
+    format_kept_cache,
+    format_status,
+    format_table,
+    format_trigger,
+    log_stream,
+    when,
+)
 from weaver.engine.analysis import parse_moment
-from weaver.errors import ConfigError, DaemonError, WeaverError
+from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
 from weaver.host.app import open_app
 from weaver.log import configure_logging
 
@@ -31,8 +46,27 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace, Settings], int]
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-# Characters of a record's data shown in `weaver records`' table.
-RECORD_WIDTH = 80
+
+DESCRIPTION = """\
+Weaver keeps a searchable index of a folder of markdown notes (an Obsidian vault), serves it
+to AI assistants over MCP, and runs workflows when notes change, on a schedule or by hand.
+
+Start with `weaver --vault PATH index`, then `weaver mcp-config` to connect an assistant.
+"""
+
+EPILOG = """\
+the vault: --vault PATH, else WEAVER_VAULT, else `vault` in the config file (--config FILE,
+WEAVER_CONFIG, or ./config/weaver.toml). Any setting can be given as WEAVER_<NAME>.
+
+examples:
+  weaver --vault ~/notes index            index the vault (again: only what changed)
+  weaver --vault ~/notes mcp-config       the entry for Claude Desktop (--client for others)
+  weaver --vault ~/notes daemon           keep it fresh and run workflows in the background
+  weaver workflows                        the workflows, and how often they ran
+  weaver trigger markdown-analyzer --input '{"path": "Welcome.md"}'
+
+`weaver COMMAND --help` tells more about each command.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,33 +94,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="weaver", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"weaver {__version__}")
+    parser = argparse.ArgumentParser(
+        prog="weaver",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"weaver {__version__}", help="print the version"
+    )
     _add_common_options(parser, default=None)
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
-
-    index = commands.add_parser("index", help="bring the cache up to date with the vault")
-    index.add_argument("--full", action="store_true", help="re-read every note")
-    index.add_argument("--json", action="store_true", help="print the summary as JSON")
-    index.set_defaults(command=cmd_index)
-
-    daemon = commands.add_parser(
-        "daemon", help="watch the vault, run workflows and schedules, serve MCP over HTTP"
-    )
-    daemon.add_argument(
-        "--no-http", action="store_true", help="do not serve MCP over HTTP (the rest still runs)"
-    )
-    daemon.set_defaults(command=cmd_daemon)
-
-    serve = commands.add_parser("serve", help="serve the vault to MCP clients (stdio or HTTP)")
-    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    serve.add_argument("--host", help="HTTP address to bind (default: http_host, 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="HTTP port (default: http_port, 8765)")
-    serve.add_argument(
-        "--no-watch", action="store_true", help="do not keep the cache fresh while serving"
-    )
-    serve.set_defaults(command=cmd_serve)
-
+    add_index_commands(commands)
     add_workflow_commands(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
@@ -95,20 +114,120 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_command(commands: Any, name: str, summary: str, details: str) -> argparse.ArgumentParser:
+    """A subcommand with a one-line summary (in `weaver --help`) and a paragraph of its own."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}.\n\n{details}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
 def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
     group = parser.add_argument_group("common options (before or after the command)")
     group.add_argument(
-        "--config", type=Path, default=default, help="TOML config file (default: WEAVER_CONFIG)"
+        "--config",
+        type=Path,
+        default=default,
+        metavar="FILE",
+        help="TOML settings file (default: WEAVER_CONFIG, else ./config/weaver.toml if present)",
     )
     group.add_argument(
-        "--vault", type=Path, default=default, help="the vault folder (overrides config)"
+        "--vault",
+        type=Path,
+        default=default,
+        metavar="PATH",
+        help="the folder of notes to use (wins over WEAVER_VAULT and the config file)",
     )
     group.add_argument(
-        "--db", default=default, help="cache database URL (default: <vault>/.weaver/cache.db)"
+        "--db",
+        default=default,
+        metavar="URL",
+        help="where the index is kept, as a database URL (default: .weaver/cache.db in the vault)",
     )
     group.add_argument(
-        "--log-level", default=default, choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default=default,
+        choices=["debug", "info", "warning", "error"],
+        help="how much to log on stderr (default: info)",
     )
+
+
+def add_index_commands(commands: Any) -> None:
+    """index, daemon, serve, mcp-config: the vault's index and how clients reach it."""
+    index = _add_command(
+        commands,
+        "index",
+        "bring the index up to date with the vault",
+        "Reads the notes that changed since the last run (all of them the first time) and\n"
+        "prints what changed. On a terminal it shows progress, and a warning for each note\n"
+        "it could not parse. While `weaver daemon` or `weaver serve` keeps the index fresh,\n"
+        "it says so and leaves the index to them.",
+    )
+    index.add_argument(
+        "--full", action="store_true", help="re-read every note, changed or not (slower)"
+    )
+    index.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    index.set_defaults(command=cmd_index)
+
+    daemon = _add_command(
+        commands,
+        "daemon",
+        "keep the index fresh, run workflows and schedules, serve MCP over HTTP",
+        "Runs until stopped (Ctrl-C or SIGTERM): watches the vault, runs the workflows its\n"
+        "changes and schedules start, and serves MCP clients at http://HOST:PORT/mcp (see\n"
+        "http_host and http_port in the config). One daemon per vault.",
+    )
+    daemon.add_argument(
+        "--no-http", action="store_true", help="do not serve MCP over HTTP (the rest still runs)"
+    )
+    daemon.set_defaults(command=cmd_daemon)
+
+    serve = _add_command(
+        commands,
+        "serve",
+        "serve the vault to an MCP client (an AI assistant)",
+        "A client such as Claude Desktop starts this itself over stdio: see `weaver\n"
+        "mcp-config` for its entry. With --transport http it serves many clients at\n"
+        "http://HOST:PORT/mcp instead.",
+    )
+    serve.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio: one client that started this process (default); http: a local web server",
+    )
+    serve.add_argument(
+        "--host", help="with http: the address to listen on (default: http_host, 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port", type=int, help="with http: the port to listen on (default: http_port, 8765)"
+    )
+    serve.add_argument(
+        "--no-watch", action="store_true", help="serve the index as it is, without keeping it fresh"
+    )
+    serve.set_defaults(command=cmd_serve)
+
+    mcp_config = _add_command(
+        commands,
+        "mcp-config",
+        "print the entry that connects an MCP client to this vault",
+        "Prints, with absolute paths, how a client starts this weaver on this vault: for\n"
+        "Claude Desktop and Cursor the JSON to merge into the client's `mcpServers`, for\n"
+        "Claude Code the `claude mcp add` command to run. Where to put it goes to stderr.",
+    )
+    mcp_config.add_argument(
+        "--client",
+        choices=["claude-desktop", "claude-code", "cursor"],
+        default="claude-desktop",
+        help="the client to print the entry for (default: claude-desktop)",
+    )
+    mcp_config.add_argument(
+        "--name", default="weaver", help="the server's name in the client (default: weaver)"
+    )
+    mcp_config.set_defaults(command=cmd_mcp_config)
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -116,23 +235,68 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
     with WriterLock.for_settings(settings) as lock:
         if not lock.try_acquire():
-            raise DaemonError(
-                f"process {lock.holder()} (a weaver daemon or serve) is keeping this cache "
-                "fresh; stop it to index by hand"
-            )
+            return _show_kept_cache(args, settings, lock.holder())
         app = open_app(settings)
         try:
-            tty = sys.stdout.isatty() and not args.json
-            progress = _progress_bar(sys.stdout) if tty else None
-            report = app.indexer.reconcile(full=args.full, progress=progress)
+            console = Console(stderr=True)
+            if console.is_terminal and not console.is_dumb_terminal:
+                with IndexDisplay(console) as display, _logging_through(console, settings):
+                    report = app.indexer.reconcile(full=args.full, observer=display)
+            else:
+                report = app.indexer.reconcile(full=args.full)
         finally:
             app.close()
     summary = report.summary()
     if args.json:
         print(json.dumps(summary))
     else:
-        print(_format_summary(settings.vault, summary))
+        print(format_index_summary(settings.vault, summary))
     return 0
+
+
+@contextmanager
+def _logging_through(console: Console, settings: Settings) -> Iterator[None]:
+    """Log lines printed through the console, so they land above a progress bar, not on it."""
+    configure_logging(settings.log_level, settings.log_format, log_stream(console))
+    try:
+        yield
+    finally:
+        configure_logging(settings.log_level, settings.log_format)
+
+
+def _show_kept_cache(args: argparse.Namespace, settings: Settings, holder: str) -> int:
+    """Another process (a daemon or `serve`) writes the cache: show its state and leave it be."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from weaver.cache import read
+    from weaver.cache.db import open_engine, schema_revision
+
+    if args.full:
+        raise DaemonError(
+            f"cannot re-read every note now: process {holder} (a weaver daemon or serve) keeps "
+            "this cache and is its only writer. Stop it, run `weaver index --full`, then start "
+            "it again"
+        )
+    db = open_engine(settings.db_url)
+    notes, last_change = 0, None
+    try:
+        if schema_revision(db) is not None:  # else the writer is still creating it
+            with db.connect() as conn:
+                notes, last_change = read.count_notes(conn), read.last_updated(conn)
+    except SQLAlchemyError as exc:
+        raise CacheError(f"cannot read the cache at {settings.db_url}: {exc}") from exc
+    finally:
+        db.dispose()
+    if args.json:
+        pid: int | str = int(holder) if holder.isdigit() else holder
+        print(json.dumps({"kept_by": pid, "notes": notes, "last_updated": last_change}))
+    else:
+        print(format_kept_cache(settings.vault, holder, notes, last_change, _now_ms()))
+    return 0
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
@@ -156,74 +320,114 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _format_summary(vault: Path, summary: dict[str, Any]) -> str:
-    counts = ", ".join(f"{summary[k]} {k}" for k in ("added", "updated", "removed", "moved"))
-    return (
-        f"Indexed {vault}: {counts}, {summary['unchanged']} unchanged, "
-        f"{summary['errors']} with errors, {summary['relinked']} links re-resolved "
-        f"in {summary['seconds']:.2f}s"
+def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.mcp_server.client_config import (
+        CLIENT_FILES,
+        find_weaver_command,
+        render_entry,
+        serve_arguments,
     )
 
-
-def _progress_bar(stream: TextIO) -> Callable[[int, int], None]:
-    def show(done: int, total: int) -> None:
-        width = 30
-        filled = width * done // max(total, 1)
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notes")
-        if done >= total:
-            stream.write("\n")
-        stream.flush()
-
-    return show
+    config_file = find_config_file(args.config, os.environ)
+    serve_args = serve_arguments(settings, config_file)
+    print(render_entry(args.client, args.name, find_weaver_command(), serve_args))
+    print(f"weaver: for {args.client}: {CLIENT_FILES[args.client]}", file=sys.stderr)
+    return 0
 
 
-# -- workflows: trigger, workflows, history, status (thin edges over WorkflowEngine) -----------
+# -- workflows: trigger, workflows, history, records, status (thin edges over WorkflowEngine) --
 
 
 def add_workflow_commands(commands: Any) -> None:
     """The workflow subcommands, registered on `build_parser`'s subparsers."""
-    trigger = commands.add_parser("trigger", help="run a workflow now (or queue it with --async)")
-    trigger.add_argument("workflow", help="the workflow id (see `weaver workflows`)")
-    trigger.add_argument("--input", help="the workflow's input, a JSON object")
+    trigger = _add_command(
+        commands,
+        "trigger",
+        "run a workflow now (or queue it for the daemon with --async)",
+        "Brings the index up to date, runs the workflow here and prints how it ended, a\n"
+        "brief of its result and where its output went. Exits 1 when the run failed.",
+    )
+    trigger.add_argument("workflow", help="the workflow's id (see `weaver workflows`)")
+    trigger.add_argument(
+        "--input", metavar="JSON", help="the workflow's input, a JSON object (default: {})"
+    )
     trigger.add_argument(
         "--async",
         dest="async_",
         action="store_true",
-        help="queue it for the running daemon and return at once",
+        help="queue it for the running `weaver daemon` and return at once",
     )
-    trigger.add_argument("--json", action="store_true", help="print trigger_workflow's data")
+    trigger.add_argument(
+        "--json", action="store_true", help="print the whole result as JSON (trigger_workflow's)"
+    )
     trigger.set_defaults(command=cmd_trigger)
 
-    workflows = commands.add_parser("workflows", help="list the workflows and broken plugins")
-    workflows.add_argument("--json", action="store_true", help="print list_workflows' data")
+    workflows = _add_command(
+        commands,
+        "workflows",
+        "list the workflows, and the plugins that failed to load",
+        "Every workflow Weaver found (built in, in workflow_dirs, or installed as a plugin),\n"
+        "whether it is enabled, what starts it, and how often it ran.",
+    )
+    workflows.add_argument(
+        "--json", action="store_true", help="print the list as JSON (list_workflows' data)"
+    )
     workflows.set_defaults(command=cmd_workflows)
 
-    history = commands.add_parser("history", help="past and queued workflow executions")
-    history.add_argument("--workflow", help="only this workflow's executions")
-    history.add_argument(
-        "--status", choices=EXECUTION_STATUSES, help="only executions in this state"
+    history = _add_command(
+        commands,
+        "history",
+        "list past and queued workflow runs, newest first",
+        "One line per run (an execution): its id for `weaver status`, how it was started,\n"
+        "when, how long it took and why it failed.",
     )
-    history.add_argument("--limit", type=int, default=20, help="rows to show, 1-100 (20)")
-    history.add_argument("--offset", type=int, default=0, help="rows to skip, for paging")
-    history.add_argument("--json", action="store_true", help="print get_workflow_history's data")
+    history.add_argument("--workflow", metavar="ID", help="only this workflow's runs")
+    history.add_argument("--status", choices=EXECUTION_STATUSES, help="only runs in this state")
+    history.add_argument("--limit", type=int, default=20, help="runs to show, 1-100 (default: 20)")
+    history.add_argument("--offset", type=int, default=0, help="runs to skip, for the next page")
+    history.add_argument(
+        "--json", action="store_true", help="print the page as JSON (get_workflow_history's)"
+    )
     history.set_defaults(command=cmd_history)
 
-    records = commands.add_parser("records", help="what a workflow recorded, newest first")
-    records.add_argument("workflow", help="the workflow id (see `weaver workflows`)")
-    records.add_argument("--key", help="only records about this (usually a note path)")
+    records = _add_command(
+        commands,
+        "records",
+        "show what a workflow recorded, newest first",
+        "Workflows keep records about notes (an analysis, a change log, a concept's\n"
+        "versions). The table shows the start of each; --json shows them whole.",
+    )
+    records.add_argument("workflow", help="the workflow's id (see `weaver workflows`)")
+    records.add_argument("--key", help="only records about this (usually a note's path)")
     records.add_argument("--kind", help="only records of this kind (change, analysis, ...)")
     records.add_argument(
-        "--since", type=parse_time, help="recorded at or after: YYYY-MM-DD[THH:MM] or epoch ms"
+        "--since",
+        type=parse_time,
+        metavar="TIME",
+        help="recorded at or after TIME: YYYY-MM-DD, YYYY-MM-DDTHH:MM (local) or epoch ms",
     )
-    records.add_argument("--until", type=parse_time, help="recorded before (same forms)")
-    records.add_argument("--limit", type=int, default=20, help="records to show, 1-500 (20)")
+    records.add_argument(
+        "--until", type=parse_time, metavar="TIME", help="recorded before TIME (same forms)"
+    )
+    records.add_argument(
+        "--limit", type=int, default=20, help="records to show, 1-500 (default: 20)"
+    )
     records.add_argument("--offset", type=int, default=0, help="records to skip, for paging")
-    records.add_argument("--json", action="store_true", help="print get_workflow_records' data")
+    records.add_argument(
+        "--json", action="store_true", help="print the page as JSON (get_workflow_records')"
+    )
     records.set_defaults(command=cmd_records)
 
-    status = commands.add_parser("status", help="one workflow execution in detail")
-    status.add_argument("execution_id", help="an execution id (from trigger or history)")
-    status.add_argument("--json", action="store_true", help="print get_workflow_status's data")
+    status = _add_command(
+        commands,
+        "status",
+        "show one workflow run in detail",
+        "Its state, input, times, result or error (with the traceback of a failure).",
+    )
+    status.add_argument("execution_id", help="the run's id, from `weaver trigger` or `history`")
+    status.add_argument(
+        "--json", action="store_true", help="print it as JSON (get_workflow_status' data)"
+    )
     status.set_defaults(command=cmd_status)
 
 
@@ -258,6 +462,7 @@ def _workflow_engine(
 
 
 def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cache.executions import get_outputs
     from weaver.engine import WorkflowRequestError
     from weaver.host.locks import daemon_running
 
@@ -266,6 +471,7 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     except json.JSONDecodeError as exc:
         print(f"weaver: --input is not valid JSON: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    outputs = None
     with _workflow_engine(settings, fresh_cache=not args.async_) as engine:
         try:
             engine.get_runnable(args.workflow).validate_input(data)
@@ -280,16 +486,14 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
         except WorkflowRequestError as exc:
             print(f"weaver: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if result.mode == "sync" and not args.json:
+            created = engine.get_status(result.execution_id).created_time
+            with engine.db.connect() as conn:
+                outputs = get_outputs(conn, result.execution_id, result.workflow_id, created)
     if args.json:
         print(json.dumps(result.to_wire()))
-    elif result.mode == "async":
-        print(f"{result.message}: {result.execution_id} (weaver status {result.execution_id})")
     else:
-        print(
-            f"{result.execution_id} {result.status} in {result.duration or 0} ms: {result.message}"
-        )
-        if result.result is not None:
-            print(json.dumps(result.result, indent=2, ensure_ascii=False))
+        print(format_trigger(result, outputs))
     return 0 if result.mode == "async" or result.status == "completed" else EXIT_FAILURE
 
 
@@ -305,11 +509,12 @@ def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
             "yes" if w.enabled else "no",
             ", ".join(w.triggers),
             str(w.execution_count),
-            _when(w.last_executed),
+            when(w.last_executed),
         )
         for w in listing.workflows
     ]
-    print(_table(("ID", "ENABLED", "TRIGGERS", "RUNS", "LAST RUN"), rows) or "No workflows.")
+    header = ("ID", "ENABLED", "TRIGGERS", "RUNS", "LAST RUN")
+    print(format_table(header, rows) or "No workflows.")
     for error in listing.errors:
         print(f"failed to load: {error.source}: {error.error}")
     return 0
@@ -328,14 +533,14 @@ def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
             e.workflow_id,
             e.status,
             e.trigger,
-            _when(e.start_time),
+            when(e.start_time),
             "" if e.duration is None else f"{e.duration} ms",
             e.error or "",
         )
         for e in page.executions
     ]
     header = ("EXECUTION", "WORKFLOW", "STATUS", "TRIGGER", "STARTED", "DURATION", "ERROR")
-    print(_table(header, rows) or "No executions.")
+    print(format_table(header, rows) or "No executions.")
     if page.has_more:
         print(
             f"... {page.total - page.offset - len(rows)} more (--offset {page.offset + len(rows)})"
@@ -354,27 +559,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             return EXIT_USAGE
     if args.json:
         print(json.dumps(status.to_wire()))
-        return 0
-    lines = {
-        "execution": status.execution_id,
-        "workflow": f"{status.workflow_id} ({status.workflow_name})",
-        "status": f"{status.status}, {status.progress}%, attempt {status.attempt}",
-        "trigger": f"{status.trigger.kind} {json.dumps(status.trigger.detail)}",
-        "input": json.dumps(status.input),
-        "created": _when(status.created_time),
-        "started": _when(status.start_time),
-        "ended": _when(status.end_time),
-        "duration": "" if status.duration is None else f"{status.duration} ms",
-        "process": status.process or "",
-        "message": status.message or "",
-        "result": "" if status.result is None else json.dumps(status.result, ensure_ascii=False),
-        "error": status.error or "",
-    }
-    for key, value in lines.items():
-        if value:
-            print(f"{key + ':':<10} {value}")
-    if status.traceback:
-        print(status.traceback.rstrip())
+    else:
+        print(format_status(status))
     return 0
 
 
@@ -397,10 +583,10 @@ def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(page.to_wire(), ensure_ascii=False))
         return 0
     rows = [
-        (_when(r.recorded_at), r.key, r.kind, _clip(json.dumps(r.data, ensure_ascii=False)))
+        (when(r.recorded_at), r.key, r.kind, clip(json.dumps(r.data, ensure_ascii=False)))
         for r in page.records
     ]
-    print(_table(("RECORDED", "KEY", "KIND", "DATA"), rows) or "No records.")
+    print(format_table(("RECORDED", "KEY", "KIND", "DATA"), rows) or "No records.")
     if page.has_more:
         shown = page.offset + len(rows)
         print(f"... {page.total - shown} more (--offset {shown}; --json for whole records)")
@@ -417,27 +603,6 @@ def parse_time(text: str) -> int:
             f"not a time: {text!r} (YYYY-MM-DD, YYYY-MM-DDTHH:MM or epoch ms)"
         )
     return moment
-
-
-def _clip(text: str, width: int = RECORD_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    if not rows:
-        return ""
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        for row in [header, *rows]
-    ]
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def run() -> None:

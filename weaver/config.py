@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from weaver.errors import ConfigError
+from weaver.vault.obsidian_app import list_known_vaults
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 CACHE_DIR_NAME = ".weaver"
@@ -67,7 +69,7 @@ def load_settings(
 ) -> Settings:
     """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`."""
     env = os.environ if environ is None else environ
-    path = _config_path(config_path, env)
+    path = find_config_file(config_path, env)
     values: dict[str, Any] = _read_config_file(path) if path else {}
     sources = dict.fromkeys(values, f"in {path}")  # where each value came from, for errors
     from_env = _env_values(env)
@@ -77,14 +79,32 @@ def load_settings(
     values.update(flags)
     sources.update(dict.fromkeys(flags, "on the command line"))
     if "vault" not in values:
-        raise ConfigError("no vault configured: pass --vault DIR or set WEAVER_VAULT")
+        raise ConfigError(no_vault_message(env))
     settings = _validate(values, sources)
     if not settings.vault.is_dir():
         raise ConfigError(f"vault not found: {settings.vault}")
     return settings
 
 
-def _config_path(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
+def no_vault_message(env: Mapping[str, str], platform: str | None = None) -> str:
+    """Why no vault, the vaults Obsidian knows (where it has an `obsidian.json`), and the three
+    ways to name one."""
+    known = list_known_vaults(env, platform)
+    lines = ["no vault configured."]
+    if known:
+        lines.append("The Obsidian app knows these vaults:")
+        lines += [f"  {v.path}{'  (open in Obsidian)' if v.open else ''}" for v in known]
+    example = str(known[0].path) if known else "PATH"
+    lines += [
+        "Name the vault in one of these ways:",
+        f"  weaver --vault {shlex.quote(example)} index    (one command)",
+        f"  export WEAVER_VAULT={shlex.quote(example)}    (this shell)",
+        f"  vault = '{example}'    (a config file: --config FILE or WEAVER_CONFIG)",
+    ]
+    return "\n".join(lines)
+
+
+def find_config_file(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
     if explicit is not None:
         return explicit
     if env.get("WEAVER_CONFIG"):

@@ -134,6 +134,15 @@ def test_failure_is_recorded_with_its_traceback(app: App, make_engine: EngineFac
     assert engine.trigger("echo").status == "completed"  # the engine carries on
 
 
+def test_a_failed_run_is_logged_at_error_level(app: App, make_engine: EngineFactory) -> None:
+    engine = make_engine(echo, explode)
+    with capture_logs() as logs:
+        engine.trigger("echo")
+        engine.trigger("explode")
+    finished = [(e["log_level"], e["status"]) for e in logs if e["event"] == "workflow finished"]
+    assert finished == [("info", "completed"), ("error", "failed")]
+
+
 def test_unserialisable_result_fails_the_run(app: App, make_engine: EngineFactory) -> None:
     @workflow(id="odd")
     def odd(_ctx: WorkflowContext[Any]) -> object:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from structlog.testing import capture_logs
 
 from tests.conftest import WriteNotes
 from weaver.cache.models import Link, Note, Tag
@@ -309,17 +310,49 @@ def test_full_reindex_reparses_everything(app: App, write_notes: WriteNotes) -> 
     assert (report.updated, report.unchanged) == (0, 2)
 
 
-def test_cli_index_refuses_while_another_process_keeps_the_cache(
+def test_cli_index_leaves_the_cache_to_the_process_that_keeps_it(
     settings: Settings, write_notes: WriteNotes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_notes({"a.md": "a"})
     with WriterLock.for_settings(settings) as held:
         assert held.try_acquire()
-        code = main(["--vault", str(settings.vault), "index"])
-    assert code == 2
-    assert "keeping this cache fresh" in capsys.readouterr().err
+        assert main(["--vault", str(settings.vault), "index"]) == 0
+        assert f"kept fresh by pid {os.getpid()}: 0 notes" in capsys.readouterr().out
+        assert main(["--vault", str(settings.vault), "index", "--full"]) == 2
+        assert "cannot re-read every note now" in capsys.readouterr().err
     assert main(["--vault", str(settings.vault), "index", "--json"]) == 0
     assert '"added": 1' in capsys.readouterr().out
+
+
+class Watching:
+    """A PassObserver that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.read: list[tuple[int, int]] = []
+        self.failed: list[tuple[str, str]] = []
+
+    def notes_read(self, done: int, total: int) -> None:
+        self.read.append((done, total))
+
+    def note_failed(self, path: str, error: str) -> None:
+        self.failed.append((path, error))
+
+
+def test_an_observed_pass_reports_per_chunk_and_each_failure_once(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_workers, "CHUNK", 2)
+    write_notes({f"n{i}.md": f"note {i}" for i in range(4)} | {"bad.md": "---\na: [\n---\n"})
+    watching = Watching()
+    with capture_logs() as logs:
+        report = app.indexer.reconcile(observer=watching)
+    assert report.errors == 1
+    assert watching.read == [(0, 5), (2, 5), (4, 5), (5, 5)]  # a call per chunk, not per note
+    [(path, error)] = watching.failed
+    assert path == "bad.md" and error.startswith("invalid YAML frontmatter at line 3")
+    # The observer shows failures and the summary to the person waiting: no log lines for them.
+    assert not [e for e in logs if e["log_level"] in ("info", "warning")]
+    assert app.indexer.reconcile(observer=Watching()).unchanged == 5  # nothing to read: no calls
 
 
 def test_watcher_batches_reuse_the_paths_they_know_until_another_process_writes(

@@ -14,7 +14,7 @@ from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
 
-from weaver.cache.models import Execution, Note, WorkflowWrite
+from weaver.cache.models import Execution, Note, WorkflowRecord, WorkflowWrite
 
 # Core table and columns rather than ORM attributes: the engine runs several of these
 # statements per execution, and building them from the table is noticeably cheaper.
@@ -311,3 +311,38 @@ def forget_deletions(conn: Connection, paths: Collection[str]) -> None:
 
 def prune_writes(conn: Connection, older_than: int) -> int:
     return conn.execute(delete(WorkflowWrite).where(WorkflowWrite.written < older_than)).rowcount
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionOutputs:
+    """What one execution left behind: the notes it wrote and deleted, its records by kind."""
+
+    written: list[str]
+    deleted: list[str]
+    records: dict[str, int]
+
+
+def get_outputs(
+    conn: Connection, execution_id: str, workflow_id: str, since: int
+) -> ExecutionOutputs:
+    """The outputs of the execution created at `since` (ms): both reads go through the time
+    index of their table, so a long history costs nothing."""
+    writes = conn.execute(
+        select(WorkflowWrite.path, WorkflowWrite.content_hash)
+        .where(WorkflowWrite.written >= since, WorkflowWrite.execution_id == execution_id)
+        .distinct()
+        .order_by(WorkflowWrite.path)
+    ).all()
+    kinds = conn.execute(
+        select(WorkflowRecord.kind, func.count())
+        .where(
+            WorkflowRecord.workflow_id == workflow_id,
+            WorkflowRecord.recorded_at >= since,
+            WorkflowRecord.execution_id == execution_id,
+        )
+        .group_by(WorkflowRecord.kind)
+        .order_by(WorkflowRecord.kind)
+    ).all()
+    written = sorted({path for path, digest in writes if digest != DELETED})
+    deleted = sorted({path for path, digest in writes if digest == DELETED} - set(written))
+    return ExecutionOutputs(written, deleted, {kind: int(count) for kind, count in kinds})

@@ -478,3 +478,8 @@ def last_updated(conn: Connection) -> int | None:
         return None
     decoded = json.loads(value)
     return int(decoded) if isinstance(decoded, int | float) else None
+
+
+def count_notes(conn: Connection) -> int:
+    """The notes in the cache (one count over the smallest index)."""
+    return int(conn.execute(select(func.count()).select_from(Note)).scalar_one())

@@ -626,8 +626,10 @@ class WorkflowEngine:
                 executions.finish(conn, execution_id, now=now, **fields)
         except Exception:
             log.exception("cannot record the end of an execution")
-        # The one canonical log event per execution.
-        log.info(
+        # The one canonical log event per execution; a failure at error level, so that a log
+        # filtered to errors shows every run that did not do its work.
+        finished = log.error if fields["status"] == FAILED else log.info
+        finished(
             "workflow finished",
             status=fields["status"],
             attempts=attempts,

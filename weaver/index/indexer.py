@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 from sqlalchemy import Connection, Engine, RootTransaction
@@ -53,7 +54,21 @@ REPARSE_KEY = "reparse_pending"
 # Set while a first index is under way: one that stops midway (Ctrl-C, a crash) is resumed by
 # the next reconcile, whose adds are still discoveries rather than notes created that day.
 FIRST_INDEX_KEY = "first_index_pending"
-ProgressCallback = Callable[[int, int], None]
+
+
+class PassObserver(Protocol):
+    """Someone watching a reconcile as it goes (`weaver index`'s progress bar on a terminal).
+
+    Told once per parsed chunk, never per note, so watching costs the pass nothing. An observed
+    pass tells the observer of each note that failed to parse instead of logging it, and logs
+    its summary at debug level: the observer shows both to the person waiting.
+    """
+
+    def notes_read(self, done: int, total: int) -> None:
+        """`done` of the pass's `total` notes to read are read, parsed and written."""
+
+    def note_failed(self, path: str, error: str) -> None:
+        """The note at `path` was indexed, but could not be parsed in full."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +153,12 @@ class Indexer:
         self._resolver: LinkResolver | None = None
         self._version: object = None
 
-    def reconcile(
-        self, full: bool = False, progress: ProgressCallback | None = None
-    ) -> IndexReport:
+    def reconcile(self, full: bool = False, observer: PassObserver | None = None) -> IndexReport:
         """Compare the whole vault with the cache and apply the difference."""
         with self._lock:
-            return self._reconcile(full, progress)
+            return self._reconcile(full, observer)
 
-    def _reconcile(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
+    def _reconcile(self, full: bool, observer: PassObserver | None) -> IndexReport:
         started = time.perf_counter()
         pending = self._state(REPARSE_KEY) is True
         full = full or pending
@@ -155,7 +168,7 @@ class Indexer:
             stored = write.load_stored_files(conn)
         plan = _plan(on_disk, stored, scope=None, full=full)
         plan.complete, plan.version = True, version
-        report = self._apply(plan, stored, LinkResolver(on_disk), started, progress, full)
+        report = self._apply(plan, stored, LinkResolver(on_disk), started, observer, full)
         if pending:
             with self.engine.begin() as conn:
                 write.set_state(conn, REPARSE_KEY, False)
@@ -215,7 +228,7 @@ class Indexer:
         stored: dict[str, StoredFile],
         resolver: LinkResolver,
         started: float,
-        progress: ProgressCallback | None,
+        observer: PassObserver | None,
         reparse: bool = False,
     ) -> IndexReport:
         """Write the plan; `resolver` holds every path the cache will hold afterwards."""
@@ -223,12 +236,12 @@ class Indexer:
         plan.first = plan.complete and (not stored or self._state(FIRST_INDEX_KEY) is True)
         plan.recorded = not plan.first and len(plan.candidates) + len(plan.removed) < BIG_PASS
         report = IndexReport(unchanged=plan.unchanged)
-        written = self._write_batches(plan, stored, resolver, report, progress, reparse)
+        written = self._write_batches(plan, stored, resolver, report, observer, reparse)
         version = self._finish(plan, stored, written, resolver, report)
         self._resolver, self._version = (resolver, version) if version is not None else (None, None)
         report.seconds = time.perf_counter() - started
         if report.changed or report.errors:
-            log.info("index applied", **report.summary())
+            (log.info if observer is None else log.debug)("index applied", **report.summary())
         self.bus.publish(report.events)
         return report
 
@@ -238,7 +251,7 @@ class Indexer:
         stored: dict[str, StoredFile],
         resolver: LinkResolver,
         report: IndexReport,
-        progress: ProgressCallback | None,
+        observer: PassObserver | None,
         reparse: bool,
     ) -> list[Written]:
         """Read, parse and write the candidates, a transaction per `WRITE_BATCH` notes.
@@ -251,6 +264,8 @@ class Indexer:
         written: list[Written] = []
         work = [(s, stored.get(s.path)) for s in plan.candidates]
         done = 0
+        if observer:
+            observer.notes_read(0, len(work))
         # A big pass writes with a bigger cache and fewer checkpoints (`db.bulk_writes`); a big
         # first index also builds the link and tag indexes once, at the end (`cache.bulk`).
         big = len(work) >= BIG_PASS
@@ -272,20 +287,18 @@ class Indexer:
                 if chunk.records and not announced:
                     _announce(conn, plan)
                     announced = True
-                written += _write_chunk(conn, chunk, plan, stored, resolver, report)
+                written += _write_chunk(conn, chunk, plan, stored, resolver, report, observer)
                 in_transaction += len(chunk.records) + len(chunk.touched)
                 if in_transaction >= WRITE_BATCH:
                     transaction.commit()
                     transaction, in_transaction = None, 0
-                    if progress:
-                        progress(done, len(work))
+                if observer:
+                    observer.notes_read(done, len(work))
             if transaction is not None:
                 transaction.commit()
             if big:
                 with conn.begin():
                     write.refresh_statistics(conn)
-        if progress:
-            progress(done, len(work))
         return written
 
     def _finish(
@@ -356,13 +369,17 @@ def _write_chunk(
     stored: dict[str, StoredFile],
     resolver: LinkResolver,
     report: IndexReport,
+    observer: PassObserver | None,
 ) -> list[Written]:
     """In the caller's transaction (`_announce`d): the chunk's notes (re)written and, by a
     pass that records them, recorded as changed; its touched notes' stat updated."""
     for record in chunk.records:
         if record.error:
             report.errors += 1
-            log.warning("note indexed with error", path=record.path, error=record.error)
+            if observer:
+                observer.note_failed(record.path, record.error)
+            else:
+                log.warning("note indexed with error", path=record.path, error=record.error)
     if plan.recorded:
         changes.record(conn, [r.path for r in chunk.records])
     write.replace_notes(conn, chunk.records, resolver, stored)
