@@ -28,7 +28,8 @@ async def check(weaver: str, vault: str) -> None:
         body = json.loads(result.content[0].text)  # type: ignore[union-attr]
         if result.is_error or not body["success"] or body["data"]["totalFiles"] < 20:
             raise SystemExit(f"get_stats failed: {body}")
-        print(f"MCP over stdio: {len(tools)} tools, get_stats counts {body['data']['totalFiles']} notes")
+        notes = body["data"]["totalFiles"]
+        print(f"MCP over stdio: {len(tools)} tools, get_stats counts {notes} notes")
 
 
 if __name__ == "__main__":
