@@ -283,15 +283,16 @@ def replace_text(
         else:
             pattern = regex.compile(regex.escape(find), flags)
             replacement = replacement.replace("\\", "\\\\")
-        new, count = pattern.subn(replacement, body, timeout=timeout)
     except regex.error as exc:
         raise TextEditError(f"invalid regular expression {find!r}: {exc}") from None
+    try:
+        new, count = pattern.subn(replacement, body, timeout=timeout)
     except TimeoutError:
         raise TextEditError(
             f"the regular expression {find!r} ran longer than {timeout:g} s on this note; "
             "simplify it (nested repetition like (a+)+ backtracks without end)"
         ) from None
-    except (IndexError, KeyError) as exc:  # \3 with two groups, \g<missing>
+    except (regex.error, IndexError, KeyError) as exc:  # \3 with two groups, \g<missing>
         raise TextEditError(f"invalid replacement {replacement!r}: {exc}") from None
     return block + new, count
 

@@ -104,13 +104,12 @@ def _frontmatter_edits(
                 continue
             lo, hi = start + scalar.start_mark.index, start + scalar.end_mark.index
             replaced = list(_token_edits(text, lo, hi, old, new))
-            yield from replaced
-            if not isinstance(value, yaml.SequenceNode):
-                continue
             name = scalar.value.strip().removeprefix("#")
             final = (renamed(name, old, new) or name).casefold()
-            if final in seen and replaced:  # merged into a tag the list already has
-                yield _item_removal(text, lo, hi, value.flow_style)
+            if replaced and final in seen and isinstance(value, yaml.SequenceNode):
+                yield _item_removal(text, lo, hi, value.flow_style)  # merged into a tag it has
+            else:
+                yield from replaced
             seen.add(final)
 
 
