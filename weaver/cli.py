@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
+from weaver.cli_tags import add_tag_commands
 from weaver.config import Settings, load_settings
 from weaver.engine.analysis import parse_moment
 from weaver.errors import ConfigError, DaemonError, WeaverError
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(command=cmd_serve)
 
     add_workflow_commands(commands)
+    add_tag_commands(commands)  # weaver.cli_tags
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
     for command in commands.choices.values():
