@@ -50,5 +50,5 @@ def test_bad_settings_and_dates_are_named(app: App, write_notes: WriteNotes) -> 
 
 def test_missing_template_is_named(app: App, write_notes: WriteNotes) -> None:
     write_notes({".obsidian/daily-notes.json": '{"template": "Templates/Gone"}'})
-    with pytest.raises(NoteEditError, match="template 'Templates/Gone.md' does not exist"):
+    with pytest.raises(NoteEditError, match=r"template 'Templates/Gone\.md' does not exist"):
         daily.append_to_daily_note(app, "x", None, lambda _: True, now=NOW)

@@ -35,7 +35,7 @@ def test_frontmatter_forms_are_edited_in_place() -> None:
         "title: '#proj is not a tag here'  # nor here: proj\n"
         "tags:\n"
         "  - proj   # my main tag\n"
-        "  - \"#Proj/sub\"\n"
+        '  - "#Proj/sub"\n'
         "  - other\n"
         "---\nbody\n"
     )
@@ -45,7 +45,7 @@ def test_frontmatter_forms_are_edited_in_place() -> None:
         "title: '#proj is not a tag here'  # nor here: proj\n"
         "tags:\n"
         "  - Work   # my main tag\n"
-        "  - \"#Work/sub\"\n"
+        '  - "#Work/sub"\n'
         "  - other\n"
         "---\nbody\n"
     )

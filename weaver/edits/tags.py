@@ -13,6 +13,7 @@ next start.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import structlog
@@ -39,6 +40,7 @@ from weaver.markdown.retag import LineChange, rename_tag_in_text
 log = structlog.get_logger(__name__)
 
 RENAME_TAG = "rename_tag"
+WRITE_THREADS = 16
 WRITTEN, SKIPPED, FAILED = "written", "skipped", "failed"
 
 
@@ -127,7 +129,10 @@ def rename_tag(
     with app.db.begin() as conn:
         entries = [(p.path, p.old_hash, sha256(p.new_data)) for p in plan]
         run_id = journal.begin_run(conn, RENAME_TAG, arguments, entries)
-    outcomes = [_write_planned(app, p, on_written) for p in plan]
+    # Each write waits on its own fsync (~10 ms on a VM disk); run side by side, the file
+    # system commits them together, which is what keeps 1,000 notes within seconds.
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
+        outcomes = list(pool.map(lambda p: _write_planned(app, p, on_written), plan))
     with app.db.begin() as conn:
         journal.finish_run(conn, run_id, [(o.path, o.status, o.detail) for o in outcomes])
     hashes: dict[str, str | None] = {
