@@ -180,7 +180,7 @@ CHILD = textwrap.dedent(
 def test_a_rename_killed_midway_is_finished_at_the_next_start(
     settings: Settings, write_notes: WriteNotes
 ) -> None:
-    files: dict[str, str | bytes] = {f"n{i:02d}.md": f"note {i} #proj\n" for i in range(10)}
+    files: dict[str, str | bytes] = {f"n{i:02d}.md": f"note {i} #proj\n" for i in range(60)}
     root = write_notes(files)
     app = open_app(settings)
     app.indexer.reconcile()
@@ -189,24 +189,30 @@ def test_a_rename_killed_midway_is_finished_at_the_next_start(
         [sys.executable, "-c", CHILD, str(root)], capture_output=True, timeout=60
     )
     assert child.returncode == -9, child.stderr.decode()
-    contents = {p: (root / p).read_text() for p in files}
-    assert sum("#work" in c for c in contents.values()) == 3  # killed after the third write
-    (root / "n07.md").write_text("note 7 #proj, edited after the crash\n")
+    before = {p for p in files if "#work" in (root / p).read_text()}
+    # Killed after its third write; the writes in flight beside it may have landed too.
+    assert 3 <= len(before) < len(files) - 1
+    (root / "n59.md").write_text("note 59 #proj, edited after the crash\n")
     app = open_app(settings)
     try:
         with app.db.connect() as conn:
             assert len(journal.unfinished_runs(conn)) == 1
         (recovered,) = recover_edits(app, sync_for(app))
         details = {o.path: (o.status, o.detail) for o in recovered.outcomes}
-        assert details["n00.md"] == ("written", "written before the interruption")
-        assert details["n05.md"] == ("written", "written at recovery")
-        assert details["n07.md"][0] == "skipped"
-        assert sorted(p for p, (s, _) in details.items() if s == "written") == sorted(
-            set(files) - {"n07.md"}
+        for path in files:
+            if path == "n59.md":
+                assert details[path][0] == "skipped"
+            elif path in before:
+                assert details[path] == ("written", "written before the interruption")
+            else:
+                assert details[path] == ("written", "written at recovery")
+        assert (root / "n59.md").read_text() == "note 59 #proj, edited after the crash\n"
+        assert all(
+            (root / p).read_text() == f"note {p[1:3].lstrip('0') or 0} #work\n"
+            for p in files
+            if p != "n59.md"
         )
-        assert (root / "n07.md").read_text() == "note 7 #proj, edited after the crash\n"
-        assert (root / "n09.md").read_text() == "note 9 #work\n"
-        assert tagged(app, "work") == set(files) - {"n07.md"}
+        assert tagged(app, "work") == set(files) - {"n59.md"}
         assert recover_edits(app, sync_for(app)) == []  # settled once
     finally:
         app.close()
