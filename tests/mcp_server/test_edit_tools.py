@@ -10,7 +10,12 @@ import pytest
 
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import serve, tools_of
+from weaver.cache import journal
 from weaver.config import Settings
+from weaver.edits import notes
+from weaver.host.app import open_app
+from weaver.mcp_server.lifecycle import keep_cache_fresh
+from weaver.mcp_server.state import ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -135,3 +140,24 @@ async def test_get_files_content_stays_within_its_answer_bound(tmp_path: Path) -
     assert data["truncated"] is True
     assert sum(len(f["content"]) for f in data["files"]) == 80_000
     assert [f["truncated"] for f in data["files"]] == [False, False, True, True, True]
+
+
+async def test_the_server_finishes_an_interrupted_rename_when_it_starts(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "vault", {"a.md": "#proj a\n", "b.md": "#proj b\n"})
+    app = open_app(Settings(vault=root))
+    try:
+        old = {p: notes.sha256((root / p).read_bytes()) for p in ("a.md", "b.md")}
+        new = {p: notes.sha256(f"#work {p[0]}\n".encode()) for p in old}
+        with app.db.begin() as conn:  # as a run killed before its first write leaves it
+            journal.begin_run(
+                conn,
+                "rename_tag",
+                {"from": "proj", "to": "work"},
+                [(p, old[p], new[p]) for p in old],
+            )
+        await keep_cache_fresh(ServerState(app, watch=False))
+        assert (root / "a.md").read_text() == "#work a\n"
+        with app.db.connect() as conn:
+            assert journal.unfinished_runs(conn) == []
+    finally:
+        app.close()
