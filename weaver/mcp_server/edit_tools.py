@@ -15,6 +15,7 @@ from pydantic import Field
 
 from weaver.edits import daily, notes, patches, tags
 from weaver.errors import VaultError
+from weaver.host.app import App
 from weaver.markdown import patch
 from weaver.mcp_server.cache_tools import NotePath
 from weaver.mcp_server.envelope import answer, clamp_to, make_tool
@@ -252,7 +253,7 @@ def build_read_edit_tools(state: ServerState) -> list[Tool]:
     ]
 
 
-def _read_one(app: Any, request: str | FileRequest, budget: int) -> FileContentItem:
+def _read_one(app: App, request: str | FileRequest, budget: int) -> FileContentItem:
     path, section = (request, None) if isinstance(request, str) else (request.path, request.section)
     try:
         clean = app.vault.check_note_path(path)
