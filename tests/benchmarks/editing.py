@@ -2,7 +2,7 @@
 edits (append, a section, a frontmatter key), each timed until the cache shows the change.
 
 Runs on a copy of the reference vault and its cache (the vault other groups measure stays as
-generated). One note in ten gets the tag `bench-rename` (half in the frontmatter, half inline)
+generated; the copy is indexed first when `--only editing` left it without a cache). One note in ten gets the tag `bench-rename` (half in the frontmatter, half inline)
 and the cache is brought up to date; the rename is then timed end to end: plan (read every
 candidate), journal, one atomic write per note, cache sync. Single-note edits go through
 `patch_note` as the MCP tools call it, in the process holding the cache's writer role.
@@ -31,6 +31,7 @@ def run(ctx: BenchContext) -> list[Figure]:
     vault = _copy_vault(ctx.vault(ctx.reference), ctx.workdir / "vault-editing")
     app = open_app(Settings(vault=vault))
     try:
+        app.indexer.reconcile()  # a no-op when the indexing group built the cache already
         tagged = _tag_notes(app, vault)
         rename = _time_rename(app)
         edits = _time_edits(app, ctx.facts(ctx.reference).sample, ctx.calls)
