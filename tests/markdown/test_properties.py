@@ -63,3 +63,9 @@ def test_invalid_yaml_is_refused_with_its_line() -> None:
         edit_frontmatter("---\ntitle: ok\nbad: [unclosed\n---\nbody", set_={"x": 1})
     with pytest.raises(TextEditError, match="not a mapping"):
         edit_frontmatter("---\n- a\n---\nbody", set_={"x": 1})
+
+
+def test_a_block_at_the_very_end_of_the_file() -> None:
+    assert edit_frontmatter("---\na: 1\n---", set_={"b": 2}) == "---\na: 1\nb: 2\n---\n"
+    assert edit_frontmatter("---\n---\nbody", set_={"b": 2}) == "---\nb: 2\n---\nbody"
+    assert edit_frontmatter("---\r\na: 1\r\n---\r\n", set_={"b": 2}).startswith("---\na: 1")

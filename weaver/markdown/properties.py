@@ -23,9 +23,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from weaver.markdown.parser import is_valid_tag
+from weaver.markdown.parser import ObsidianYAMLHandler, is_valid_tag
 from weaver.markdown.patch import TextEditError, split_body
 
+_YAML = ObsidianYAMLHandler()
 FOLDED_KEYS = frozenset({"tags", "aliases", "cssclasses"})  # lists Obsidian compares by name
 _SEQUENCE_ITEM = re.compile(r"^[A-Za-z_][^:\n]*:[ \t]*\n([ \t]*)- ", re.MULTILINE)
 _NESTED_KEY = re.compile(r"^[^ \t#\n][^:\n]*:[ \t]*\n([ \t]+)[^ \t\-#\n][^:\n]*:", re.MULTILINE)
@@ -113,8 +114,8 @@ def _inner(block: str) -> str:
     """The YAML between the `---` lines of a block as written ("" for none)."""
     if not block:
         return ""
-    lines = block.split("\n")
-    return "\n".join(lines[1:-2]) + "\n" if len(lines) > 3 else ""
+    source, _ = _YAML.split(block if block.endswith("\n") else block + "\n")
+    return source if not source or source.endswith("\n") else source + "\n"
 
 
 def _round_trip(source: str) -> YAML:
