@@ -2,10 +2,11 @@
 edits (append, a section, a frontmatter key), each timed until the cache shows the change.
 
 Runs on a copy of the reference vault and its cache (the vault other groups measure stays as
-generated; the copy is indexed first when `--only editing` left it without a cache). One note in ten gets the tag `bench-rename` (half in the frontmatter, half inline)
-and the cache is brought up to date; the rename is then timed end to end: plan (read every
-candidate), journal, one atomic write per note, cache sync. Single-note edits go through
-`patch_note` as the MCP tools call it, in the process holding the cache's writer role.
+generated; the copy is indexed first when `--only editing` left it without a cache). One note in
+ten gets the tag `bench-rename` (half in the frontmatter, half inline) and the cache is brought
+up to date; the rename is then timed end to end: plan (read every candidate), journal, one
+atomic write per note, cache sync. Single-note edits go through `patch_note` as the MCP tools
+call it, in the process holding the cache's writer role.
 """
 
 from __future__ import annotations
