@@ -69,3 +69,10 @@ def test_invalid_yaml_and_untagged_notes_are_left_alone() -> None:
     broken = "---\ntags: [proj\n---\n#proj\n"
     assert rename_tag_in_text(broken, "proj", "w").text == "---\ntags: [proj\n---\n#w\n"
     assert rename_tag_in_text("nothing here", "proj", "w").changes == ()
+
+
+def test_offsets_after_non_ascii_and_quoted_keys() -> None:
+    text = '---\ntítulo: "café ☕ — ñ"\n"tags": [ünï, proj]\n---\n'
+    assert rename_tag_in_text(text, "proj", "w").text == text.replace("proj]", "w]")
+    text = "---\nnote: 'it''s'\ntags:\n  - 'proj'\n---\n"
+    assert rename_tag_in_text(text, "proj", "w").text == text.replace("'proj'", "'w'")

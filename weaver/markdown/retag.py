@@ -15,6 +15,7 @@ import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -23,6 +24,8 @@ from weaver.markdown.parser import ObsidianYAMLHandler, find_inline_tags, normal
 _TAG_TOKEN = re.compile(r"[^\s\x00-\x2c.\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]+")
 _YAML = ObsidianYAMLHandler()
 _OPENING = re.compile(r"---[ \t]*\r?\n")
+_TAGS_KEY = re.compile(r"^[\"']?tags[\"']?[ \t]*:", re.IGNORECASE | re.MULTILINE)
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +89,12 @@ def _frontmatter_source(text: str) -> tuple[int, int, int] | None:
 def _frontmatter_edits(
     text: str, start: int, end: int, old: str, new: str
 ) -> Iterator[tuple[int, int, str]]:
-    try:
-        root = yaml.compose(text[start:end], Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return  # an invalid block is left as it is: Obsidian reads no tags from it either
+    source = text[start:end]
+    if not _TAGS_KEY.search(source):
+        return  # the usual case for a note tagged inline: no YAML to compose
+    root = _compose(source)
     if not isinstance(root, yaml.MappingNode):
-        return
+        return  # an invalid block is left as it is: Obsidian reads no tags from it either
     for key, value in root.value:
         if not (isinstance(key, yaml.ScalarNode) and str(key.value).casefold() == "tags"):
             continue
@@ -111,6 +114,35 @@ def _frontmatter_edits(
             else:
                 yield from replaced
             seen.add(final)
+
+
+def _compose(source: str) -> yaml.Node | None:
+    """The node tree with source offsets: libyaml's when its offsets check out against the text
+    (ten times faster), else PyYAML's own."""
+    try:
+        root = yaml.compose(source, Loader=_FAST_LOADER)
+        if _FAST_LOADER is yaml.SafeLoader or _offsets_hold(source, root):
+            return root
+        return yaml.compose(source, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+def _offsets_hold(source: str, root: yaml.Node | None) -> bool:
+    """Whether each plain or simply quoted scalar's marks slice exactly its value."""
+    if not isinstance(root, yaml.MappingNode):
+        return True
+    for _, value in root.value:
+        items = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        for item in items:
+            if not isinstance(item, yaml.ScalarNode) or "\\" in item.value:
+                continue
+            raw = source[item.start_mark.index : item.end_mark.index]
+            if item.style in ("'", '"'):
+                raw = raw[1:-1]
+            if item.style in (None, "'", '"') and raw != item.value and "\n" not in raw:
+                return False
+    return True
 
 
 def _token_edits(text: str, lo: int, hi: int, old: str, new: str) -> Iterator[tuple[int, int, str]]:
