@@ -240,3 +240,16 @@ def test_list_tags_counts_notes(app: App, write_notes: WriteNotes) -> None:
     app.indexer.reconcile()
     counts = {t.tag: (t.notes, t.own) for t in tags.list_tags(app)}
     assert counts["proj"] == (2, 1) and counts["proj/x"] == (1, 1) and counts["Other"] == (1, 1)
+
+
+def test_finished_runs_are_kept_for_a_while_then_dropped(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with app.db.begin() as conn:
+        first = journal.begin_run(conn, "rename_tag", {}, [("a.md", "x", "y")])
+        journal.finish_run(conn, first, [("a.md", "written", None)])
+    monkeypatch.setattr(journal, "_now_ms", lambda: 10**15)  # far in the future
+    with app.db.begin() as conn:
+        second = journal.begin_run(conn, "rename_tag", {}, [])
+        journal.finish_run(conn, second, [])
+        assert journal.get_run(conn, first) is None and journal.get_run(conn, second) is not None

@@ -8,12 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.sql.expression import bindparam
 
 from weaver.cache.models import EditJournal, EditJournalNote
 
 PENDING = "pending"
+# Finished runs are kept this long (what a rename did stays answerable for a while), then go.
+RETAIN_MS = 30 * 24 * 60 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,11 @@ def finish_run(
             .values(status=bindparam("s"), detail=bindparam("d"))
         )
         conn.execute(statement, [{"p": p, "s": s, "d": d} for p, s, d in outcomes])
-    conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=_now_ms()))
+    now = _now_ms()
+    conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=now))
+    old = select(EditJournal.id).where(EditJournal.finished < now - RETAIN_MS)
+    conn.execute(delete(EditJournalNote).where(EditJournalNote.journal_id.in_(old)))
+    conn.execute(delete(EditJournal).where(EditJournal.finished < now - RETAIN_MS))
 
 
 _RUN_COLUMNS = (
