@@ -102,6 +102,7 @@ async def _exercise(tools: Any, root: Path) -> None:
         "exists": False,
         "content": None,
         "contentHash": None,
+        "truncated": False,
     }
     appended = await tools.ok("append_to_daily_note", text="- met Ana", date="2026-11-26")
     assert appended["created"]
@@ -161,3 +162,19 @@ async def test_the_server_finishes_an_interrupted_rename_when_it_starts(tmp_path
             assert journal.unfinished_runs(conn) == []
     finally:
         app.close()
+
+
+async def test_rename_tag_pages_its_changes_and_clips_long_lines(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {f"n{i}.md": f"#proj {'x' * 1000}\n" for i in range(5)}
+    served = serve(Settings(vault=write_files(tmp_path / "vault", files)))
+    try:
+        async with tools_of(served, "legacy") as tools:
+            page = await tools.ok("rename_tag", tag="proj", newTag="w", dryRun=True, limit=2)
+            rest = await tools.ok(
+                "rename_tag", tag="proj", newTag="w", dryRun=True, offset=2, limit=10
+            )
+    finally:
+        served.app.close()
+    assert page["totalChanges"] == 5 and page["hasMore"] and len(page["changes"]) == 2
+    assert len(rest["changes"]) == 3 and not rest["hasMore"]
+    assert len(page["changes"][0]["before"]) == 300 and page["changes"][0]["after"].endswith("…")

@@ -26,6 +26,8 @@ MAX_FILES = 50
 # About 20,000 tokens: the whole answer of get_files_content stays under the 25,000 bound.
 MAX_FILES_CHARS = 80_000
 MAX_CHANGES = 500
+# A changed line is shown up to this many characters: 200 changes of long lines stay small.
+MAX_LINE_CHARS = 300
 
 ExpectedHash = Annotated[
     str | None,
@@ -60,7 +62,7 @@ class TagEditData(WireModel):
 class TagLineChange(WireModel):
     path: str
     line: int = Field(description="1-based line")
-    before: str
+    before: str = Field(description="The line before (long lines clipped with …)")
     after: str
 
 
@@ -89,8 +91,9 @@ class DailyNoteData(WireModel):
     path: str
     date: str
     exists: bool
-    content: str | None
+    content: str | None = Field(description="The first 80,000 characters (see truncated)")
     content_hash: str | None
+    truncated: bool = Field(description="Longer: read the rest with get_file_content (offset)")
 
 
 class DailyAppendData(PatchData):
@@ -189,6 +192,10 @@ def _hints(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotation
     )
 
 
+def clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
 def patch_data(result: patches.Patched) -> PatchData:
     return PatchData(
         path=result.path,
@@ -198,7 +205,7 @@ def patch_data(result: patches.Patched) -> PatchData:
         matches=result.matches,
         lines_added=result.diff.lines_added,
         lines_removed=result.diff.lines_removed,
-        diff=list(result.diff.preview),
+        diff=[clip(line) for line in result.diff.preview],
         cache_synced=result.cache_synced,
     )
 
@@ -229,12 +236,14 @@ def build_read_edit_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[DailyNoteData]]:
         def work() -> DailyNoteData:
             note = daily.get_daily_note(app, date)
+            content = note.content
             return DailyNoteData(
                 path=note.path,
                 date=note.date,
                 exists=note.exists,
-                content=note.content,
+                content=None if content is None else content[:MAX_FILES_CHARS],
                 content_hash=note.content_hash,
+                truncated=content is not None and len(content) > MAX_FILES_CHARS,
             )
 
         return await answer(state, work, cache_hit=False)
@@ -397,7 +406,9 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
                     "notes": len({c.path for c in result.changes}),
                     "total_changes": len(result.changes),
                     "changes": [
-                        TagLineChange(path=c.path, line=c.line, before=c.before, after=c.after)
+                        TagLineChange(
+                            path=c.path, line=c.line, before=clip(c.before), after=clip(c.after)
+                        )
                         for c in page
                     ],
                     "offset": offset,
