@@ -17,11 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import structlog
-from sqlalchemy import func, select, union
 
-from weaver.cache import journal
-from weaver.cache.models import Note, Tag, TagCounter
-from weaver.cache.read import tag_condition
+from weaver.cache import journal, tag_queries
 from weaver.edits.notes import (
     BOM,
     CacheSync,
@@ -86,15 +83,9 @@ class TagCount:
 
 
 def list_tags(app: App) -> list[TagCount]:
-    """Every tag of the vault with its note counts, by name (one query)."""
+    """Every tag of the vault with its note counts, by name."""
     with app.db.connect() as conn:
-        spelling = select(Tag.key, func.min(Tag.tag).label("tag")).group_by(Tag.key).subquery()
-        rows = conn.execute(
-            select(TagCounter.key, spelling.c.tag, TagCounter.notes, TagCounter.own)
-            .join(spelling, spelling.c.key == TagCounter.key, isouter=True)
-            .order_by(TagCounter.key)
-        ).all()
-    return [TagCount(tag or key, notes, own) for key, tag, notes, own in rows]
+        return [TagCount(*row) for row in tag_queries.list_tag_counts(conn)]
 
 
 def check_tag_name(name: str) -> str:
@@ -148,13 +139,8 @@ def rename_tag(
 
 
 def _candidates(app: App, old: str) -> list[str]:
-    """Notes the cache says carry `old` or a child, and those whose `tags` is one string."""
-    key = normalize_tag(old)
     with app.db.connect() as conn:
-        tagged = select(Tag.note_path).where(tag_condition(key))
-        string_form = select(Note.path).where(func.json_type(Note.frontmatter, "$.tags") == "text")
-        rows = conn.execute(union(tagged, string_form)).scalars()
-        return sorted(rows)
+        return tag_queries.retag_candidates(conn, normalize_tag(old))
 
 
 def _plan(app: App, old: str, new: str) -> tuple[list[_Planned], list[NoteOutcome]]:
