@@ -311,10 +311,12 @@ def _rewrite_file(vault: Vault, on_disk: str, note: str, move: Move) -> tuple[st
     raise NoteChangedError(on_disk, None, None)
 
 
-def _guarded_write(vault: Vault, path: str, data: bytes, expected: str) -> None:
+def _guarded_write(
+    vault: Vault, path: str, data: bytes, expected: str, *, sync_folder: bool = True
+) -> None:
     writer = VaultWriter(vault, on_write=_unchanged_check(vault, {path: expected}))
     try:
-        writer.write_bytes(path, data)
+        writer.write_bytes(path, data, sync_folder=sync_folder)
     except OSError as exc:
         raise NoteWriteError(path, exc) from exc
 

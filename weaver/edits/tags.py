@@ -33,6 +33,7 @@ from weaver.errors import VaultError
 from weaver.host.app import App
 from weaver.markdown.parser import is_valid_tag, normalize_tag
 from weaver.markdown.retag import LineChange, rename_tag_in_text
+from weaver.vault.writer import VaultWriter
 
 log = structlog.get_logger(__name__)
 
@@ -124,6 +125,9 @@ def rename_tag(
     # system commits them together, which is what keeps 1,000 notes within seconds.
     with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
         outcomes = list(pool.map(lambda p: _write_planned(app, p, on_written), plan))
+    # Each folder's fsync once, before the journal says done: a rename lost in a crash before
+    # this leaves its note as read, and the next start writes it again.
+    VaultWriter(app.vault).sync_folders(o.path for o in outcomes if o.status == WRITTEN)
     with app.db.begin() as conn:
         journal.finish_run(conn, run_id, [(o.path, o.status, o.detail) for o in outcomes])
     hashes: dict[str, str | None] = {
@@ -164,7 +168,9 @@ def _write_planned(
     app: App, planned: _Planned, on_written: Callable[[str], None] | None
 ) -> NoteOutcome:
     try:
-        _guarded_write(app.vault, planned.path, planned.new_data, expected=planned.old_hash)
+        _guarded_write(
+            app.vault, planned.path, planned.new_data, expected=planned.old_hash, sync_folder=False
+        )
     except NoteChangedError:
         return NoteOutcome(planned.path, SKIPPED, "edited since it was read; not overwritten")
     except (NoteWriteError, VaultError, OSError) as exc:
