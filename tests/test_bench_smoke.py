@@ -9,6 +9,7 @@ broken links, nested tags, link-like text in code that must not count).
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -152,3 +153,28 @@ def test_without_node_the_client_comparison_says_why_instead_of_failing(
     monkeypatch.setattr(clients.shutil, "which", lambda name: None)
     with pytest.raises(clients.TypeScriptUnavailableError, match="no `node` and `npm`"):
         clients._install_typescript_sdk(tmp_path / "ts-client")
+
+
+def test_the_editing_figures_run_on_a_small_vault(
+    vault: tuple[Path, VaultFacts], tmp_path: Path
+) -> None:
+    """The editing group on the 50-note vault: it renames what it tagged and edits every
+    kind; the figures' values are not judged here (that is `make bench`)."""
+    from tests.benchmarks import editing
+    from tests.benchmarks.context import BenchContext
+
+    root, facts = vault
+    ctx = BenchContext(workdir=tmp_path, sizes=(NOTES,), reference=NOTES, quick=True, calls=2)
+    shutil.copytree(root, ctx.vault(NOTES))
+    facts.write(ctx.facts_file(NOTES))
+    app = open_app(Settings(vault=ctx.vault(NOTES)))
+    app.indexer.reconcile()
+    app.close()
+    figures = editing.run(ctx)
+    assert [f.name.split(",")[0] for f in figures] == [
+        "rename_tag carried by 5 of 50 notes",
+        "edit_file append",
+        "update_frontmatter set",
+        "replace_in_file literal",
+    ]
+    assert not (tmp_path / "vault-editing").exists()

@@ -23,9 +23,11 @@ from rich.console import Console
 
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
+from weaver.cli_tags import add_tag_commands
 from weaver.config import Settings, find_config_file, load_settings
 from weaver.console import (
     IndexDisplay,
+    add_command,
     clip,
     format_index_summary,
     format_kept_cache,
@@ -107,21 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     add_index_commands(commands)
     add_workflow_commands(commands)
+    add_tag_commands(commands)  # weaver.cli_tags
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
     for command in commands.choices.values():
         _add_common_options(command, default=argparse.SUPPRESS)
-    return parser
-
-
-def _add_command(commands: Any, name: str, summary: str, details: str) -> argparse.ArgumentParser:
-    """A subcommand with a one-line summary (in `weaver --help`) and a paragraph of its own."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        name,
-        help=summary,
-        description=f"{summary[0].upper()}{summary[1:]}.\n\n{details}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
     return parser
 
 
@@ -157,7 +149,7 @@ def _add_common_options(parser: argparse.ArgumentParser, default: object) -> Non
 
 def add_index_commands(commands: Any) -> None:
     """index, daemon, serve, mcp-config: the vault's index and how clients reach it."""
-    index = _add_command(
+    index = add_command(
         commands,
         "index",
         "bring the index up to date with the vault",
@@ -172,7 +164,7 @@ def add_index_commands(commands: Any) -> None:
     index.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     index.set_defaults(command=cmd_index)
 
-    daemon = _add_command(
+    daemon = add_command(
         commands,
         "daemon",
         "keep the index fresh, run workflows and schedules, serve MCP over HTTP",
@@ -185,7 +177,7 @@ def add_index_commands(commands: Any) -> None:
     )
     daemon.set_defaults(command=cmd_daemon)
 
-    serve = _add_command(
+    serve = add_command(
         commands,
         "serve",
         "serve the vault to an MCP client (an AI assistant)",
@@ -210,7 +202,7 @@ def add_index_commands(commands: Any) -> None:
     )
     serve.set_defaults(command=cmd_serve)
 
-    mcp_config = _add_command(
+    mcp_config = add_command(
         commands,
         "mcp-config",
         "print the entry that connects an MCP client to this vault",
@@ -340,7 +332,7 @@ def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_workflow_commands(commands: Any) -> None:
     """The workflow subcommands, registered on `build_parser`'s subparsers."""
-    trigger = _add_command(
+    trigger = add_command(
         commands,
         "trigger",
         "run a workflow now (or queue it for the daemon with --async)",
@@ -362,7 +354,7 @@ def add_workflow_commands(commands: Any) -> None:
     )
     trigger.set_defaults(command=cmd_trigger)
 
-    workflows = _add_command(
+    workflows = add_command(
         commands,
         "workflows",
         "list the workflows, and the plugins that failed to load",
@@ -374,7 +366,7 @@ def add_workflow_commands(commands: Any) -> None:
     )
     workflows.set_defaults(command=cmd_workflows)
 
-    history = _add_command(
+    history = add_command(
         commands,
         "history",
         "list past and queued workflow runs, newest first",
@@ -390,7 +382,7 @@ def add_workflow_commands(commands: Any) -> None:
     )
     history.set_defaults(command=cmd_history)
 
-    records = _add_command(
+    records = add_command(
         commands,
         "records",
         "show what a workflow recorded, newest first",
@@ -418,7 +410,7 @@ def add_workflow_commands(commands: Any) -> None:
     )
     records.set_defaults(command=cmd_records)
 
-    status = _add_command(
+    status = add_command(
         commands,
         "status",
         "show one workflow run in detail",

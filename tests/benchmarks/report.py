@@ -20,6 +20,7 @@ SECTIONS = (
     "full index",
     "no-op re-index",
     "freshness",
+    "editing",
     "query latency",
     "clients over stdio",
     "memory and size",

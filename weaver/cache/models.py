@@ -217,3 +217,33 @@ class WorkflowRecord(Base):
         Index("ix_workflow_records_workflow_key_recorded", "workflow_id", "key", "recorded_at"),
         Index("ix_workflow_records_workflow_recorded", "workflow_id", "recorded_at"),
     )
+
+
+class EditJournal(Base):
+    """A change to many notes (a tag renamed across the vault), recorded before its first write
+    so that one interrupted midway is finished or reported at the next start (`weaver.edits.
+    journal`). `finished` is NULL while it runs; `arguments` is what redoes it."""
+
+    __tablename__ = "edit_journal"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    operation: Mapped[str] = mapped_column(String)
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSON)
+    started: Mapped[int] = mapped_column(BigInteger)
+    finished: Mapped[int | None] = mapped_column(BigInteger, index=True)
+
+
+class EditJournalNote(Base):
+    """One note of a journalled change: its hash as read and as it will be written, and what
+    became of it (`pending`, then `written`, `skipped` when edited meanwhile, or `failed`)."""
+
+    __tablename__ = "edit_journal_notes"
+
+    journal_id: Mapped[int] = mapped_column(
+        ForeignKey("edit_journal.id", ondelete="CASCADE"), primary_key=True
+    )
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    old_hash: Mapped[str] = mapped_column(String)
+    new_hash: Mapped[str] = mapped_column(String)
+    status: Mapped[str] = mapped_column(String)
+    detail: Mapped[str | None] = mapped_column(Text)

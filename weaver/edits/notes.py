@@ -231,7 +231,7 @@ def update_note(
     if data.startswith(BOM):
         new = BOM + new
     if new != data:
-        _guarded_write(app.vault, clean, new, expected=actual)
+        guarded_write(app.vault, clean, new, expected=actual)
     digest = sha256(new)
     return Written(clean, digest, len(new), new != data, sync({clean: digest}))
 
@@ -304,17 +304,19 @@ def _rewrite_file(vault: Vault, on_disk: str, note: str, move: Move) -> tuple[st
             return None
         new = new_text.encode("utf-8")
         try:
-            _guarded_write(vault, on_disk, new, expected=sha256(data))
+            guarded_write(vault, on_disk, new, expected=sha256(data))
         except NoteChangedError:
             continue
         return sha256(new), count
     raise NoteChangedError(on_disk, None, None)
 
 
-def _guarded_write(vault: Vault, path: str, data: bytes, expected: str) -> None:
+def guarded_write(
+    vault: Vault, path: str, data: bytes, expected: str, *, sync_folder: bool = True
+) -> None:
     writer = VaultWriter(vault, on_write=_unchanged_check(vault, {path: expected}))
     try:
-        writer.write_bytes(path, data)
+        writer.write_bytes(path, data, sync_folder=sync_folder)
     except OSError as exc:
         raise NoteWriteError(path, exc) from exc
 

@@ -36,6 +36,7 @@ __all__ = [
     "ParsedLink",
     "ParsedNote",
     "decode_note",
+    "find_inline_tags",
     "frontmatter_aliases",
     "frontmatter_tags",
     "is_valid_tag",
@@ -687,3 +688,25 @@ def decode_note(data: bytes) -> tuple[str, str | None]:
         return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return "", f"not valid UTF-8: {exc}"
+
+
+def find_inline_tags(body: str) -> list[tuple[int, str]]:
+    """(offset of the '#', tag without it) of each inline tag in a note body with LF newlines,
+    found exactly as `parse_note` finds them: never in code, comments, math, links or URLs.
+    For edits that must touch the tags the index knows and nothing else (`weaver.markdown.retag`).
+    """
+    masked = _Masker(body).masked()
+    wikiless = _fill(masked, ((raw[0], raw[1], _FILL) for raw in _wikilinks(body, masked)))
+    markdown = _markdown_links(body, wikiless)
+    linkless = _fill(wikiless, ((raw[0], raw[1], _FILL) for raw in markdown))
+    return [
+        (match.start(), match.group(1))
+        for match in _INLINE_TAG.finditer(linkless)
+        if _DIGITS.fullmatch(match.group(1)) is None
+    ]
+
+
+def mask_code(body: str) -> str:
+    """A note body (LF newlines) with code, comments, math and escapes overwritten, same length
+    and newlines kept: where Obsidian finds no heading, block id, link or tag."""
+    return _Masker(body).masked()

@@ -22,6 +22,8 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from weaver.edits.journal import recover_edits
+from weaver.edits.notes import sync_cache
 from weaver.host.locks import WriterLock
 from weaver.mcp_server.state import ServerState
 from weaver.vault.watcher import VaultWatcher
@@ -57,6 +59,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
             await lock.acquire(state.lock_retry_seconds)
             log.info("the other writer is gone; this process now keeps the cache fresh")
         state.writer = True
+        await anyio.to_thread.run_sync(_recover_edits, state)
         if state.watch:
             await _watch(state)
         else:
@@ -64,6 +67,15 @@ async def keep_cache_fresh(state: ServerState) -> None:
     finally:
         state.writer = False
         lock.release()
+
+
+def _recover_edits(state: ServerState) -> None:
+    """Finish a change to many notes that a killed process left midway (`edits.journal`)."""
+    app = state.app
+    try:
+        recover_edits(app, lambda expected: sync_cache(app, expected, holds_writer=True))
+    except Exception:  # a broken journal must not stop the server from answering
+        log.exception("finishing interrupted edits failed")
 
 
 async def _watch(state: ServerState) -> None:

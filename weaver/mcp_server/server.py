@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 
 import weaver
 from weaver.mcp_server.cache_tools import build_cache_tools
+from weaver.mcp_server.edit_tools import build_edit_tools, build_read_edit_tools
 from weaver.mcp_server.envelope import unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
@@ -26,7 +27,10 @@ Start with get_stats for an overview; find notes with query_files (folder, type,
 search_tags or search_notes (full text); follow links with get_file, search_links,
 get_neighbors and find_path; read a note's text with get_file_content. When writes are enabled,
 create_file, update_file (pass the contentHash from get_file as expectedHash), move_file
-(rewrites links) and delete_file (to .trash) change the vault. Workflows: list_workflows,
+(rewrites links) and delete_file (to .trash) change the vault; edit_file (append, prepend, a
+section by heading path or a block by ^id), replace_in_file, update_frontmatter, add_tags,
+remove_tags, rename_tag and append_to_daily_note change part of it. get_files_content reads
+several notes at once; get_daily_note finds the daily note of a date. Workflows: list_workflows,
 trigger_workflow, get_workflow_status, get_workflow_history; what the built-in workflows
 stored (change log, note analyses, concept timelines, completed tasks, reviews, digests) with
 get_workflow_records. Paths are relative to the vault
@@ -67,6 +71,8 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
             *build_workflow_tools(state),
             *build_record_tools(state),
             *build_write_tools(state),  # none when read_only
+            *build_read_edit_tools(state),
+            *build_edit_tools(state),  # none when read_only
         ],
         lifespan=make_lifespan(state),
         token_verifier=verifier,

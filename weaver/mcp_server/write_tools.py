@@ -10,6 +10,7 @@ delete find their work done and refuse or report it).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from weaver.edits import notes
+from weaver.edits import daily, notes
 from weaver.mcp_server.cache_tools import NotePath
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
@@ -69,8 +70,10 @@ CREATE_FILE = """Create a new note. Fails with "File already exists" rather than
 `content` is the markdown text; it may carry its own frontmatter block. `frontmatter` (an
 object) and `tags` (a list) are written into the frontmatter block. Folders are created as
 needed. The file is written atomically and the cache updated before the answer, which gives
-the note's `contentHash`. Example: {"path": "ideas/Graph search.md", "content": "# Graph
-search\\nSee [[Home]].", "tags": ["idea"]}."""
+the note's `contentHash`. `template` starts the note from a note of the templates folder
+(.obsidian/templates.json), with {{title}}, {{date}}, {{time}} (and {{date:FORMAT}}) filled as
+Obsidian's Templates plugin fills them; `content` then follows it. Example: {"path":
+"ideas/Graph search.md", "content": "# Graph search\\nSee [[Home]].", "tags": ["idea"]}."""
 
 UPDATE_FILE = """Change an existing note: replace its content, patch its frontmatter, set
 its tags, in any combination.
@@ -130,9 +133,18 @@ def build_write_tools(state: ServerState) -> list[Tool]:
         content: Annotated[str, Field(description="Markdown text of the note")] = "",
         frontmatter: Frontmatter = None,
         tags: Tags = None,
+        template: Annotated[
+            str | None,
+            Field(description="A note of the templates folder to start from, e.g. 'Meeting'"),
+        ] = None,
     ) -> Annotated[CallToolResult, Envelope[WriteData]]:
         def work() -> WriteData:
-            return written(notes.create_note(app, path, content, frontmatter, tags, sync))
+            text = content
+            if template is not None:
+                now = dt.datetime.now().astimezone()
+                filled = daily.render_template_note(app, template, path, now)
+                text = filled + ("\n" + content if content and filled else content)
+            return written(notes.create_note(app, path, text, frontmatter, tags, sync))
 
         return await answer(state, work, cache_hit=False)
 

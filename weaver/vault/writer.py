@@ -20,7 +20,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import count
 from pathlib import Path
 
@@ -53,12 +53,16 @@ class VaultWriter:
         """Create or replace a note with `text` (UTF-8); returns its clean vault path."""
         return self.write_bytes(path, text.encode("utf-8"), create_only=create_only)
 
-    def write_bytes(self, path: str, data: bytes, *, create_only: bool = False) -> str:
+    def write_bytes(
+        self, path: str, data: bytes, *, create_only: bool = False, sync_folder: bool = True
+    ) -> str:
+        """Create or replace a note. `sync_folder=False` leaves the rename's durability to a
+        later `sync_folders` (one fsync per folder for a batch of writes)."""
         clean, full = self._target(path)
         if create_only and full.exists():
             raise VaultError(f"File already exists: {clean!r}")
         self._make_folder(clean, full.parent)
-        self._atomic_write(clean, full, data)
+        self._atomic_write(clean, full, data, sync_folder)
         return clean
 
     def delete(self, path: str) -> str:
@@ -118,7 +122,12 @@ class VaultWriter:
         if not self._inside(folder.resolve()):
             raise InvalidPathError(clean, "leads outside the vault")
 
-    def _atomic_write(self, clean: str, full: Path, data: bytes) -> None:
+    def sync_folders(self, paths: Iterable[str]) -> None:
+        """Make the renames of notes written with `sync_folder=False` durable."""
+        for folder in sorted({path.rpartition("/")[0] for path in paths}):
+            _fsync_folder(self.vault.root / folder)
+
+    def _atomic_write(self, clean: str, full: Path, data: bytes, sync_folder: bool) -> None:
         try:
             mode = stat.S_IMODE(full.stat().st_mode)
         except FileNotFoundError:
@@ -138,7 +147,8 @@ class VaultWriter:
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        _fsync_folder(full.parent)
+        if sync_folder:
+            _fsync_folder(full.parent)
 
     def _announce(self, clean: str, content_hash: str) -> None:
         if self._on_write is not None:

@@ -1,0 +1,178 @@
+"""Edits inside one note: append, prepend, a section or block, find and replace, frontmatter
+keys, tags. One core, `patch_note`: read the note, check `expected_hash`, apply a pure
+transform (`weaver.markdown.patch`, `.properties`), write atomically with the hash-as-read
+check just before the rename (so a save in the editor meanwhile is never lost), bring the cache
+in step. Notes with CRLF newlines are edited as LF and written back with CRLF; a BOM is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from weaver.edits.notes import (
+    BOM,
+    CacheSync,
+    NoteChangedError,
+    NoteEditError,
+    guarded_write,
+    sha256,
+)
+from weaver.errors import NoteDecodeError
+from weaver.host.app import App
+from weaver.markdown import patch, properties
+from weaver.markdown.patch import DiffSummary, Position, TextEditError
+
+# A transform: the note's text (LF newlines) -> (new text, matches changed).
+Transform = Callable[[str], tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Patched:
+    path: str
+    content_hash: str
+    size: int
+    changed: bool
+    matches: int  # find/replace: matches replaced; other edits: 1 when the text changed
+    diff: DiffSummary
+    cache_synced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    find: str
+    replacement: str
+    use_regex: bool = False
+    ignore_case: bool = False
+    include_frontmatter: bool = False
+    allow_no_match: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FrontmatterChange:
+    set_: Mapping[str, Any] = field(default_factory=dict)
+    merge: Mapping[str, Any] = field(default_factory=dict)
+    delete: Sequence[str] = ()
+
+
+def decode_text(path: str, data: bytes) -> tuple[str, bool]:
+    """(text with LF newlines, whether the file used CRLF); NoteDecodeError if not UTF-8."""
+    try:
+        text = data.removeprefix(BOM).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NoteDecodeError(path, f"invalid byte at offset {exc.start}") from None
+    crlf = "\r\n" in text
+    return (text.replace("\r\n", "\n") if crlf else text), crlf
+
+
+def encode_text(text: str, crlf: bool, bom: bool) -> bytes:
+    data = (text.replace("\n", "\r\n") if crlf else text).encode("utf-8")
+    return BOM + data if bom else data
+
+
+def patch_note(
+    app: App,
+    path: str,
+    transform: Transform,
+    *,
+    expected_hash: str | None,
+    sync: CacheSync,
+) -> Patched:
+    """Apply `transform` to the note at `path` and write the result atomically."""
+    clean = app.vault.check_note_path(path)
+    data = app.vault.read_note(clean)
+    actual = sha256(data)
+    if expected_hash is not None and expected_hash.strip().lower() != actual:
+        raise NoteChangedError(clean, expected_hash, actual)
+    text, crlf = decode_text(clean, data)
+    try:
+        new_text, matches = transform(text)
+    except TextEditError as exc:
+        raise NoteEditError(f"{exc} ({clean})") from None
+    new = encode_text(new_text, crlf, data.startswith(BOM))
+    if new != data:
+        guarded_write(app.vault, clean, new, expected=actual)
+    digest = sha256(new)
+    diff = patch.summarize_diff(text, new_text)
+    return Patched(clean, digest, len(new), new != data, matches, diff, sync({clean: digest}))
+
+
+# ---------------------------------------------------------------- the transforms
+
+
+def changed_once(edit: Callable[[str], str]) -> Transform:
+    def transform(text: str) -> tuple[str, int]:
+        new = edit(text)
+        return new, int(new != text)
+
+    return transform
+
+
+def insert_transform(
+    position: str, content: str, heading: str | None = None, block: str | None = None
+) -> Transform:
+    """append / prepend (the whole note), or before / after / replace a heading's section or
+    a block. Exactly one target for the last three."""
+    if position in ("append", "prepend"):
+        if heading is not None or block is not None:
+            raise NoteEditError(f"{position!r} acts on the whole note: drop heading and block")
+        edit = patch.append_text if position == "append" else patch.prepend_text
+        return changed_once(lambda text: edit(text, content))
+    if position not in ("before", "after", "replace"):
+        raise NoteEditError(
+            f"unknown position {position!r}: use append, prepend, before, after or replace"
+        )
+    where: Position = position  # type: ignore[assignment]
+    if (heading is None) == (block is None):
+        raise NoteEditError(f"{position!r} needs exactly one target: a heading path or a block id")
+    if heading is not None:
+        return changed_once(lambda text: patch.edit_section(text, heading, where, content))
+    assert block is not None
+    return changed_once(lambda text: patch.edit_block(text, block, where, content))
+
+
+def replace_transform(change: Replace) -> Transform:
+    def transform(text: str) -> tuple[str, int]:
+        new, count = patch.replace_text(
+            text,
+            change.find,
+            change.replacement,
+            use_regex=change.use_regex,
+            ignore_case=change.ignore_case,
+            include_frontmatter=change.include_frontmatter,
+        )
+        if count == 0 and not change.allow_no_match:
+            where = "the note" if change.include_frontmatter else "the note's body"
+            raise TextEditError(f"{change.find!r} is not in {where}; nothing was changed")
+        return new, count
+
+    return transform
+
+
+def frontmatter_transform(change: FrontmatterChange) -> Transform:
+    if not (change.set_ or change.merge or change.delete):
+        raise NoteEditError("nothing to change: give set, merge or delete")
+    return changed_once(
+        lambda text: properties.edit_frontmatter(
+            text, set_=change.set_, merge=change.merge, delete=change.delete
+        )
+    )
+
+
+def tags_transform(add: Sequence[str] = (), remove: Sequence[str] = ()) -> Transform:
+    """Frontmatter tags added (missing ones only) and removed."""
+    if not add and not remove:
+        raise NoteEditError("nothing to change: give tags to add or remove")
+    try:
+        adding = properties.clean_tag_names(add)
+        properties.clean_tag_names(remove)
+    except TextEditError as exc:
+        raise NoteEditError(str(exc)) from None
+
+    def edit(text: str) -> str:
+        if remove:
+            text = properties.remove_tags(text, remove)
+        return properties.add_tags(text, adding) if adding else text
+
+    return changed_once(edit)

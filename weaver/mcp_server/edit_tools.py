@@ -1,0 +1,452 @@
+"""Editing tools: edits inside a note (edit_file, replace_in_file, update_frontmatter), tags
+(add_tags, remove_tags, rename_tag), daily notes (get_daily_note, append_to_daily_note), and
+get_files_content. Thin edges over `weaver.edits`. The writing tools are not registered when
+the settings say `read_only = true`; get_files_content and get_daily_note only read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from weaver.edits import daily, notes, patches, tags
+from weaver.errors import VaultError
+from weaver.host.app import App
+from weaver.markdown import patch
+from weaver.mcp_server.cache_tools import NotePath
+from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.state import ServerState
+
+MAX_FILES = 50
+# About 20,000 tokens: the whole answer of get_files_content stays under the 25,000 bound.
+MAX_FILES_CHARS = 80_000
+MAX_CHANGES = 500
+# A changed line is shown up to this many characters: 200 changes of long lines stay small.
+MAX_LINE_CHARS = 300
+
+ExpectedHash = Annotated[
+    str | None,
+    Field(description="contentHash the note must still have (from get_file), else refused"),
+]
+
+
+class PatchData(WireModel):
+    path: str
+    content_hash: str = Field(description="sha256 of the note now: the next expectedHash")
+    size: int
+    changed: bool = Field(description="False when the note already read exactly so")
+    matches: int = Field(description="Matches replaced (replace_in_file); else 1 if changed")
+    lines_added: int
+    lines_removed: int
+    diff: list[str] = Field(description="The first changed lines, '+' added and '-' removed")
+    cache_synced: bool
+
+
+class TaggedNote(WireModel):
+    path: str
+    content_hash: str | None = None
+    changed: bool = False
+    error: str | None = Field(default=None, description="Why this note was not changed")
+
+
+class TagEditData(WireModel):
+    notes: list[TaggedNote]
+    cache_synced: bool
+
+
+class TagLineChange(WireModel):
+    path: str
+    line: int = Field(description="1-based line")
+    before: str = Field(description="The line before (long lines clipped with …)")
+    after: str
+
+
+class TagNoteOutcome(WireModel):
+    path: str
+    status: str = Field(description="planned (dry run), written, skipped or failed")
+    detail: str | None = None
+
+
+class RenameTagData(WireModel):
+    tag: str
+    new_tag: str
+    dry_run: bool
+    notes: int = Field(description="Notes that change (or would)")
+    total_changes: int = Field(description="Lines that change (or would)")
+    changes: list[TagLineChange] = Field(description="One page of the changed lines")
+    offset: int
+    has_more: bool = Field(description="More changes: call again with offset + len(changes)")
+    outcomes: list[TagNoteOutcome] = Field(description="Notes not written, or all in a dry run")
+    written: int
+    journal_id: int | None
+    cache_synced: bool
+
+
+class DailyNoteData(WireModel):
+    path: str
+    date: str
+    exists: bool
+    content: str | None = Field(description="The first 80,000 characters (see truncated)")
+    content_hash: str | None
+    truncated: bool = Field(description="Longer: read the rest with get_file_content (offset)")
+
+
+class DailyAppendData(PatchData):
+    created: bool = Field(description="The daily note was made (from its template) first")
+
+
+class FileContentItem(WireModel):
+    path: str
+    section: str | None = None
+    content: str | None = None
+    content_hash: str | None = Field(default=None, description="sha256 of the whole note")
+    truncated: bool = False
+    error: str | None = None
+
+
+class FilesContentData(WireModel):
+    files: list[FileContentItem]
+    truncated: bool = Field(
+        description="Answer size reached: some contents were cut; read them with "
+        "get_file_content (offset) or fewer paths per call"
+    )
+
+
+EDIT_FILE = """Add to or change part of a note without sending all of it.
+
+`position`: "append" (end of the note) or "prepend" (top of the body, after the frontmatter);
+or, with exactly one target, "before" (top of the section, just under its heading, or the
+line before the block), "after" (end of the section's text, or the line after the block) or
+"replace" (the section's text, keeping its heading; the block's text, keeping its ^id).
+`heading` is a heading path joined by '::' ("Project::Tasks"), matched as Obsidian matches
+[[Note#Heading]] (case and # | ^ : [ ] ignored); `block` a block id ("^abc1" or "abc1"). A
+missing target is an error listing the note's headings or blocks. Answers the new contentHash
+and the changed lines. Example: {"path": "Projects/Weaver.md", "position": "after", "heading":
+"Weaver::Tasks", "content": "- [ ] write docs"}."""
+
+REPLACE_IN_FILE = """Find and replace in one note, literal text or a regular expression
+(`regex`: true; the replacement may use \\1 or \\g<name>). Only the body unless
+`includeFrontmatter`. Zero matches is an error unless `allowNoMatch`. A pattern that runs
+longer than a second is refused. Answers how many matches were replaced. Example: {"path":
+"Inbox.md", "find": "TODO", "replace": "DONE"}."""
+
+UPDATE_FRONTMATTER = """Change frontmatter keys of a note, keeping everything else as the
+user wrote it (comments, key order, quoting, layout). `set`: keys to set (null deletes);
+`merge`: lists gain the items they lack (tags and aliases compared case-insensitively), objects
+merge key by key; `delete`: keys to remove. Tags are written as Obsidian writes them. A note
+whose frontmatter is invalid YAML is refused with the error and its line. Example: {"path":
+"Projects/Weaver.md", "set": {"status": "active"}, "merge": {"tags": ["mcp"]}}."""
+
+ADD_TAGS = """Add tags to the frontmatter `tags` of each note given (those it lacks; '#'
+optional). Per-note errors do not stop the rest. Example: {"paths": ["a.md", "b.md"], "tags":
+["project/weaver"]}."""
+
+REMOVE_TAGS = """Remove tags from the frontmatter `tags` of each note given (case-insensitive;
+inline #tags in the text stay). Example: {"paths": ["a.md"], "tags": ["draft"]}."""
+
+RENAME_TAG = """Rename a tag across the whole vault, as Obsidian's Tag Wrangler does: in
+frontmatter (list, single and comma forms) and inline #tags, nested tags too (#from/x ->
+#to/x), case-insensitively, never in code, comments or URLs; renaming into a tag that exists
+merges them. `dryRun: true` answers every line that would change without writing. Each note is
+written atomically and only if unchanged since it was read (else skipped and listed); the run
+is journalled, so one interrupted is finished at the next start. Example: {"tag": "proj",
+"newTag": "project", "dryRun": true}."""
+
+GET_DAILY_NOTE = """The daily note of a date (default today), located by the vault's Daily
+notes settings (.obsidian/daily-notes.json: folder, moment.js date format): its path, whether
+it exists, and its content and contentHash when it does. Example: {"date": "2026-11-26"}."""
+
+APPEND_TO_DAILY_NOTE = """Append text to the daily note of a date (default today), creating
+the note first from the Daily notes template (with {{date}}, {{time}}, {{title}} filled) when
+it does not exist yet. Example: {"text": "- 14:00 call with Ana"}."""
+
+GET_FILES_CONTENT = """Read several notes (or sections of them) in one call, each with its
+contentHash. Items are paths, or {"path", "section"} with a heading path ("Project::Tasks").
+A path that fails answers its own error; the others still come. The answer is bounded (about
+80,000 characters): beyond it contents are cut and `truncated` is set; read the rest with
+get_file_content. Example: {"paths": ["Home.md", {"path": "Projects/Weaver.md", "section":
+"Tasks"}]}."""
+
+
+Paths = Annotated[list[str], Field(min_length=1, max_length=500, description="Note paths")]
+TagList = Annotated[list[str], Field(min_length=1, max_length=100, description="Tags")]
+
+
+class FileRequest(WireModel):
+    path: str
+    section: str | None = Field(default=None, description="Heading path, e.g. 'Project::Tasks'")
+
+
+def _hints(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+def clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def patch_data(result: patches.Patched) -> PatchData:
+    return PatchData(
+        path=result.path,
+        content_hash=result.content_hash,
+        size=result.size,
+        changed=result.changed,
+        matches=result.matches,
+        lines_added=result.diff.lines_added,
+        lines_removed=result.diff.lines_removed,
+        diff=[clip(line) for line in result.diff.preview],
+        cache_synced=result.cache_synced,
+    )
+
+
+def build_read_edit_tools(state: ServerState) -> list[Tool]:
+    """get_files_content and get_daily_note: registered even when the vault is read-only."""
+    app = state.app
+
+    async def get_files_content(
+        paths: Annotated[
+            list[str | FileRequest],
+            Field(min_length=1, max_length=MAX_FILES, description="Note paths or {path, section}"),
+        ],
+    ) -> Annotated[CallToolResult, Envelope[FilesContentData]]:
+        def work() -> FilesContentData:
+            budget = MAX_FILES_CHARS
+            items = []
+            for request in paths:
+                item = _read_one(app, request, budget)
+                budget -= len(item.content or "")
+                items.append(item)
+            return FilesContentData(files=items, truncated=any(i.truncated for i in items))
+
+        return await answer(state, work, cache_hit=False)
+
+    async def get_daily_note(
+        date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
+    ) -> Annotated[CallToolResult, Envelope[DailyNoteData]]:
+        def work() -> DailyNoteData:
+            note = daily.get_daily_note(app, date)
+            content = note.content
+            return DailyNoteData(
+                path=note.path,
+                date=note.date,
+                exists=note.exists,
+                content=None if content is None else content[:MAX_FILES_CHARS],
+                content_hash=note.content_hash,
+                truncated=content is not None and len(content) > MAX_FILES_CHARS,
+            )
+
+        return await answer(state, work, cache_hit=False)
+
+    return [
+        make_tool(
+            get_files_content,
+            state,
+            title="Read several notes",
+            description=GET_FILES_CONTENT,
+            cache_hit=False,
+        ),
+        make_tool(
+            get_daily_note, state, title="Daily note", description=GET_DAILY_NOTE, cache_hit=False
+        ),
+    ]
+
+
+def _read_one(app: App, request: str | FileRequest, budget: int) -> FileContentItem:
+    path, section = (request, None) if isinstance(request, str) else (request.path, request.section)
+    try:
+        clean = app.vault.check_note_path(path)
+        data = app.vault.read_note(clean)
+        text, _ = patches.decode_text(clean, data)
+        if section is not None:
+            _, body = patch.split_body(text)
+            span = patch.find_section(body, section)
+            text = body[span.start : span.end]
+    except (VaultError, patch.TextEditError) as exc:
+        return FileContentItem(path=path, section=section, error=str(exc))
+    except OSError as exc:
+        return FileContentItem(
+            path=path, section=section, error=f"Cannot read file: {exc.strerror}"
+        )
+    cut = len(text) > max(budget, 0)
+    return FileContentItem(
+        path=clean,
+        section=section,
+        content=text[: max(budget, 0)],
+        content_hash=notes.sha256(data),
+        truncated=cut,
+    )
+
+
+def build_edit_tools(state: ServerState) -> list[Tool]:
+    """The writing edit tools, or none at all when the vault is configured read-only."""
+    app = state.app
+    if app.settings.read_only:
+        return []
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return notes.sync_cache(app, expected, holds_writer=state.writer)
+
+    async def edit_file(
+        path: NotePath,
+        position: Annotated[
+            Literal["append", "prepend", "before", "after", "replace"],
+            Field(description="Where the content goes (see the tool's description)"),
+        ],
+        content: Annotated[str, Field(description="Markdown text to insert or put in place")],
+        heading: Annotated[
+            str | None, Field(description="Heading path, e.g. 'Project::Tasks'")
+        ] = None,
+        block: Annotated[str | None, Field(description="Block id, e.g. '^abc1'")] = None,
+        expectedHash: ExpectedHash = None,  # noqa: N803  (camelCase like update_file's)
+    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
+        def work() -> PatchData:
+            transform = patches.insert_transform(position, content, heading, block)
+            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
+            return patch_data(result)
+
+        return await answer(state, work, cache_hit=False)
+
+    async def replace_in_file(
+        path: NotePath,
+        find: Annotated[str, Field(min_length=1, description="Text or pattern to find")],
+        replace: Annotated[str, Field(description="Replacement ('' deletes)")],
+        regex: Annotated[bool, Field(description="`find` is a regular expression")] = False,
+        ignoreCase: bool = False,  # noqa: N803
+        includeFrontmatter: bool = False,  # noqa: N803
+        allowNoMatch: Annotated[  # noqa: N803
+            bool, Field(description="Zero matches is not an error")
+        ] = False,
+        expectedHash: ExpectedHash = None,  # noqa: N803
+    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
+        def work() -> PatchData:
+            change = patches.Replace(
+                find, replace, regex, ignoreCase, includeFrontmatter, allowNoMatch
+            )
+            transform = patches.replace_transform(change)
+            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
+            return patch_data(result)
+
+        return await answer(state, work, cache_hit=False)
+
+    async def update_frontmatter(
+        path: NotePath,
+        set: Annotated[
+            dict[str, Any] | None, Field(description="Keys to set; null deletes a key")
+        ] = None,
+        merge: Annotated[
+            dict[str, Any] | None, Field(description="Lists gain missing items; objects merge")
+        ] = None,
+        delete: Annotated[list[str] | None, Field(description="Keys to remove")] = None,
+        expectedHash: ExpectedHash = None,  # noqa: N803
+    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
+        def work() -> PatchData:
+            change = patches.FrontmatterChange(set or {}, merge or {}, delete or ())
+            transform = patches.frontmatter_transform(change)
+            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
+            return patch_data(result)
+
+        return await answer(state, work, cache_hit=False)
+
+    def tag_edit(paths: list[str], add: list[str], remove: list[str]) -> TagEditData:
+        results = tags.change_note_tags(app, paths, add=add, remove=remove, sync=sync)
+        items = [
+            TaggedNote(path=r.path, error=r.error)
+            if r.patched is None
+            else TaggedNote(
+                path=r.path, content_hash=r.patched.content_hash, changed=r.patched.changed
+            )
+            for r in results
+        ]
+        synced = all(r.patched.cache_synced for r in results if r.patched is not None)
+        return TagEditData(notes=items, cache_synced=synced)
+
+    async def add_tags(
+        paths: Paths, tags: TagList
+    ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
+        return await answer(state, lambda: tag_edit(paths, tags, []), cache_hit=False)
+
+    async def remove_tags(
+        paths: Paths, tags: TagList
+    ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
+        return await answer(state, lambda: tag_edit(paths, [], tags), cache_hit=False)
+
+    async def rename_tag(
+        tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
+        newTag: Annotated[  # noqa: N803  (camelCase like move_file's newPath)
+            str, Field(description="Its new name, spelled as it should be written")
+        ],
+        dryRun: bool = False,  # noqa: N803
+        offset: Annotated[int, Field(ge=0, description="Changes to skip"), clamp_to(0, 2**31)] = 0,
+        limit: Annotated[
+            int,
+            Field(ge=1, le=MAX_CHANGES, description="Most changes listed"),
+            clamp_to(1, MAX_CHANGES),
+        ] = 200,
+    ) -> Annotated[CallToolResult, Envelope[RenameTagData]]:
+        def work() -> RenameTagData:
+            result = tags.rename_tag(app, tag, newTag, dry_run=dryRun, sync=sync)
+            page = result.changes[offset : offset + limit]
+            listed = [o for o in result.outcomes if dryRun or o.status != tags.WRITTEN]
+            return RenameTagData.model_validate(
+                {
+                    "tag": result.old,
+                    "new_tag": result.new,
+                    "dry_run": result.dry_run,
+                    "notes": len({c.path for c in result.changes}),
+                    "total_changes": len(result.changes),
+                    "changes": [
+                        TagLineChange(
+                            path=c.path, line=c.line, before=clip(c.before), after=clip(c.after)
+                        )
+                        for c in page
+                    ],
+                    "offset": offset,
+                    "has_more": offset + len(page) < len(result.changes),
+                    "outcomes": [
+                        TagNoteOutcome(path=o.path, status=o.status, detail=o.detail)
+                        for o in listed[:MAX_CHANGES]
+                    ],
+                    "written": sum(o.status == tags.WRITTEN for o in result.outcomes),
+                    "journal_id": result.journal_id,
+                    "cache_synced": result.cache_synced,
+                }
+            )
+
+        return await answer(state, work, cache_hit=False)
+
+    async def append_to_daily_note(
+        text: Annotated[str, Field(description="Markdown to append")],
+        date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
+    ) -> Annotated[CallToolResult, Envelope[DailyAppendData]]:
+        def work() -> DailyAppendData:
+            result = daily.append_to_daily_note(app, text, date, sync)
+            return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)
+
+        return await answer(state, work, cache_hit=False)
+
+    specs: list[tuple[Callable[..., Any], str, str, bool, bool]] = [
+        (edit_file, "Edit part of a note", EDIT_FILE, True, False),
+        (replace_in_file, "Find and replace in a note", REPLACE_IN_FILE, True, False),
+        (update_frontmatter, "Update frontmatter", UPDATE_FRONTMATTER, True, True),
+        (add_tags, "Add tags", ADD_TAGS, False, True),
+        (remove_tags, "Remove tags", REMOVE_TAGS, True, True),
+        (rename_tag, "Rename a tag everywhere", RENAME_TAG, True, True),
+        (append_to_daily_note, "Append to the daily note", APPEND_TO_DAILY_NOTE, False, False),
+    ]
+    tools: list[Tool] = []
+    for fn, title, description, destructive, idempotent in specs:
+        tool = make_tool(fn, state, title=title, description=description, cache_hit=False)
+        tool.annotations = _hints(title, destructive=destructive, idempotent=idempotent)
+        tools.append(tool)
+    return tools
