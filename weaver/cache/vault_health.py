@@ -1,0 +1,139 @@
+"""What is wrong with the vault, as the cache sees it: broken links, orphans, notes that failed to
+parse, and file names several notes share (which make `[[name]]` links ambiguous).
+
+Each list is a page (`limit`, `offset`) with its total, in a stable order, so the dashboard can
+page through a vault with thousands of problems. Set-based: a page of broken targets gets its
+source notes in one `IN` query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sqlalchemy import Connection, exists, func, select
+
+from weaver.cache.models import Link, Note
+
+T = TypeVar("T")
+# Notes named per broken target or shared name; the total says how many more there are.
+SOURCES_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+    @property
+    def has_more(self) -> bool:
+        return self.offset + len(self.items) < self.total
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenTarget:
+    """A link target no note or attachment answers to, and the notes linking to it."""
+
+    target: str
+    links: int  # occurrences
+    sources: tuple[str, ...]  # distinct source notes, sorted, at most SOURCES_SHOWN
+    source_total: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    path: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class SharedName:
+    """A file name (case-folded) carried by several notes."""
+
+    name: str
+    paths: tuple[str, ...]
+
+
+def list_broken_targets(conn: Connection, limit: int, offset: int) -> Page[BrokenTarget]:
+    """Broken link targets, the most linked first."""
+    broken = Link.target_path.is_(None)
+    total = conn.execute(select(func.count(func.distinct(Link.target))).where(broken)).scalar_one()
+    rows = conn.execute(
+        select(Link.target, func.count())
+        .where(broken)
+        .group_by(Link.target)
+        .order_by(func.count().desc(), Link.target)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    targets = [row[0] for row in rows]
+    sources: dict[str, list[str]] = {target: [] for target in targets}
+    if targets:
+        pairs = conn.execute(
+            select(Link.target, Link.source_path)
+            .where(broken, Link.target.in_(targets))
+            .distinct()
+            .order_by(Link.target, Link.source_path)
+        )
+        for target, source in pairs:
+            sources[target].append(source)
+    items = [
+        BrokenTarget(
+            target=target,
+            links=count,
+            sources=tuple(sources[target][:SOURCES_SHOWN]),
+            source_total=len(sources[target]),
+        )
+        for target, count in rows
+    ]
+    return Page(items, total, limit, offset)
+
+
+def list_orphans(conn: Connection, limit: int, offset: int) -> Page[str]:
+    """Notes with no link in or out, by path."""
+    linked_to = exists().where(Link.target_path == Note.path)
+    links_out = exists().where(Link.source_path == Note.path)
+    condition = (~linked_to) & (~links_out)
+    total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
+    paths = conn.execute(
+        select(Note.path).where(condition).order_by(Note.path).limit(limit).offset(offset)
+    ).scalars()
+    return Page(list(paths), total, limit, offset)
+
+
+def list_parse_failures(conn: Connection, limit: int, offset: int) -> Page[ParseFailure]:
+    """Notes the indexer could not parse, with its error, by path."""
+    failed = Note.error.is_not(None)
+    total = conn.execute(select(func.count()).select_from(Note).where(failed)).scalar_one()
+    rows = conn.execute(
+        select(Note.path, Note.error).where(failed).order_by(Note.path).limit(limit).offset(offset)
+    )
+    return Page([ParseFailure(path, error or "") for path, error in rows], total, limit, offset)
+
+
+def list_shared_names(conn: Connection, limit: int, offset: int) -> Page[SharedName]:
+    """File names (case-folded) that more than one note has, in different folders."""
+    key = func.lower(Note.name)
+    shared = select(key.label("key")).group_by(key).having(func.count() > 1).subquery()
+    total = conn.execute(select(func.count()).select_from(shared)).scalar_one()
+    names = list(
+        conn.execute(
+            select(shared.c.key).order_by(shared.c.key).limit(limit).offset(offset)
+        ).scalars()
+    )
+    paths: dict[str, list[str]] = {name: [] for name in names}
+    if names:
+        rows = conn.execute(select(key, Note.path).where(key.in_(names)).order_by(Note.path))
+        for name, path in rows:
+            paths[name].append(path)
+    items = [SharedName(name, tuple(paths[name][:SOURCES_SHOWN])) for name in names]
+    return Page(items, total, limit, offset)
+
+
+def count_modified_by_day(conn: Connection, since: int, day_ms: int) -> dict[int, int]:
+    """Notes last modified since `since`, counted by UTC day number (`modified // day_ms`)."""
+    day = (Note.modified / day_ms).cast(Note.modified.type)
+    rows = conn.execute(select(day, func.count()).where(Note.modified >= since).group_by(day))
+    return {int(row[0]): row[1] for row in rows}
