@@ -25,7 +25,7 @@ from weaver.cache.executions import ExecutionRecord
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
 from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, hosted_engine, workflow
-from weaver.engine.loader import load_registry
+from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
 from weaver.host.app import App, open_app
 from weaver.mcp_server.serve import bind_socket, http_app, serve_http
 from weaver.mcp_server.server import build_server
@@ -99,18 +99,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 @contextmanager
-def serve_dashboard(vault: Path, **settings: Any) -> Iterator[Served]:
-    """The daemon's HTTP app (MCP, /health, the dashboard) over `vault`, with the built-in and
-    the test workflows, until the block ends."""
+def serve_dashboard(vault: Path, builtins: bool = True, **settings: Any) -> Iterator[Served]:
+    """The daemon's HTTP app (MCP, /health, the dashboard) over `vault`, with the test
+    workflows (and the built-in ones unless `builtins` is False), until the block ends."""
     config = Settings(vault=vault, **settings)
     app = open_app(config)
     sock = bind_socket("127.0.0.1", 0)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    registry = load_registry(config)
+    registry = load_registry(config, entry_point_group=ENTRY_POINT_GROUP if builtins else None)
     for item in TEST_WORKFLOWS:
         registry.register(item)
     try:
-        with hosted_engine(app, registry) as engine:
+        with hosted_engine(app, registry, schedules=True) as engine:
             state = ServerState(app, engine=engine)
             dashboard = Dashboard(state, "127.0.0.1")
             site = http_app(build_server(state), state, "127.0.0.1", dashboard.asgi())

@@ -36,7 +36,11 @@
     }
     var indicator = document.getElementById("live-indicator");
     var source = new EventSource("/events");
-    source.addEventListener("open", function () { if (indicator) { indicator.classList.add("on"); } });
+    source.addEventListener("open", function () {
+      if (indicator) { indicator.classList.add("on"); }
+      // What changed between rendering the page and subscribing would otherwise be missed.
+      scheduleRefresh();
+    });
     source.addEventListener("error", function () { if (indicator) { indicator.classList.remove("on"); } });
     source.addEventListener("runs", scheduleRefresh);
     source.addEventListener("notes", scheduleRefresh);
