@@ -30,7 +30,7 @@ def missing_browser() -> str | None:
     """Why no browser can run here, or None when one can."""
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not binary.exists():
-            return f"{binary} is missing: run .ci/install-browser (apt-get install chromium chromium-driver)"
+            return f"{binary} is missing: run .ci/install-browser (chromium, chromium-driver)"
     try:
         import selenium  # noqa: F401
     except ImportError:

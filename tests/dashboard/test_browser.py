@@ -199,7 +199,8 @@ def test_rerun_a_failed_run(browser: Any, demo: Served, tmp_path: Path) -> None:
     click(browser, "#rerun-button")
     wait_until(
         browser,
-        f"location.pathname.startsWith('/runs/') && !location.pathname.endsWith('{failed.execution_id}')",
+        "location.pathname.startsWith('/runs/')"
+        f" && !location.pathname.endsWith('{failed.execution_id}')",
         what="the new run's page",
     )
     wait_until(
