@@ -15,5 +15,5 @@ def test_every_page_the_bench_times_answers(tmp_path: Path) -> None:
     with serve_dashboard(tmp_path / "vault", builtins=False) as served:
         fill_history(served.app, 200)
         measured = dashboard.measure(served, facts.hub, calls=1)
-    assert len(measured) == 13
+    assert len(measured) == 14
     assert all(len(times) == 1 for times in measured.values())

@@ -234,3 +234,10 @@ def test_read_only_hides_and_refuses_the_actions(guarded: Served) -> None:
     )
     assert refused.status == 403
     assert "read_only is set" in refused.body
+
+
+def test_vault_health_follows_the_cache(served: Served) -> None:
+    assert "Brand new target" not in served.get("/vault").body  # kept for this cache version
+    vault = served.app.vault.root
+    (vault / "Fresh note.md").write_text("Points at [[Brand new target]].\n", encoding="utf-8")
+    wait_for(lambda: "Brand new target" in served.get("/vault").body, 10, "the new broken link")

@@ -73,6 +73,7 @@ class Dashboard:
         self.bind_host = bind_host
         self.templates: Environment = build_templates()
         self.graphs = data.GraphCache()
+        self.health_memo = data.HealthMemo()
         self.closing = threading.Event()
 
     def close(self) -> None:
@@ -228,7 +229,9 @@ class Dashboard:
 
     async def vault_health(self, request: Request) -> Response:
         offsets = {name: _int(request.query_params.get(name), 0) for name in _SECTIONS}
-        report = await anyio.to_thread.run_sync(data.load_vault_health, self.state, offsets)
+        report = await anyio.to_thread.run_sync(
+            data.load_vault_health, self.state, offsets, self.health_memo
+        )
 
         def page_query(section: str, offset: int) -> str:
             return urlencode({k: v for k, v in (offsets | {section: offset}).items() if v})

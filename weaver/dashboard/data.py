@@ -8,6 +8,7 @@ notes from `cache.read`, `cache.fts` and `views.graph`, vault problems from
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -296,15 +297,47 @@ class VaultHealth:
 HealthSection = Literal["broken", "orphans", "failures", "shared"]
 
 
-def load_vault_health(state: ServerState, offsets: dict[str, int]) -> VaultHealth:
+class HealthMemo:
+    """Vault problems change only when the cache does: the pages asked for are kept until the
+    cache's version moves (a few hundred ms of queries at 10,000 notes, paid once per change)."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._pages: dict[tuple[int, ...], VaultHealth] = {}
+
+    def get(self, version: int | None, key: tuple[int, ...]) -> VaultHealth | None:
+        with self._lock:
+            return self._pages.get(key) if version == self._version else None
+
+    def keep(self, version: int | None, key: tuple[int, ...], value: VaultHealth) -> None:
+        with self._lock:
+            if version != self._version or len(self._pages) >= self.KEPT:
+                self._version, self._pages = version, {}
+            self._pages[key] = value
+
+
+def load_vault_health(
+    state: ServerState, offsets: dict[str, int], memo: HealthMemo | None = None
+) -> VaultHealth:
     size = PROBLEMS_PER_PAGE
+    key = tuple(offsets.get(section, 0) for section in ("broken", "orphans", "failures", "shared"))
     with read.read_snapshot(state.app.db) as conn:
-        return VaultHealth(
-            broken=vault_health.list_broken_targets(conn, size, offsets.get("broken", 0)),
-            orphans=vault_health.list_orphans(conn, size, offsets.get("orphans", 0)),
-            failures=vault_health.list_parse_failures(conn, size, offsets.get("failures", 0)),
-            shared=vault_health.list_shared_names(conn, size, offsets.get("shared", 0)),
+        version = read.last_updated(conn)
+        kept = memo.get(version, key) if memo is not None else None
+        if kept is not None:
+            return kept
+        report = VaultHealth(
+            broken=vault_health.list_broken_targets(conn, size, key[0]),
+            orphans=vault_health.list_orphans(conn, size, key[1]),
+            failures=vault_health.list_parse_failures(conn, size, key[2]),
+            shared=vault_health.list_shared_names(conn, size, key[3]),
         )
+    if memo is not None:
+        memo.keep(version, key, report)
+    return report
 
 
 # ---------------------------------------------------------------- search and notes
