@@ -233,7 +233,10 @@ def _row_of(record: ExecutionRecord) -> dict[str, Any]:
 
 def count_by_status(conn: Connection, since: int) -> dict[str, int]:
     """How many executions asked for since `since` are in each status."""
-    statement = select(col.status, func.count()).where(col.created >= since).group_by(col.status)
+    # Grouped by an expression: by the bare column, SQLite reads the whole status index
+    # instead of the `created` range.
+    status = func.coalesce(col.status, "")
+    statement = select(status, func.count()).where(col.created >= since).group_by(status)
     return {row[0]: row[1] for row in conn.execute(statement)}
 
 

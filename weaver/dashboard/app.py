@@ -230,7 +230,7 @@ class Dashboard:
     async def vault_health(self, request: Request) -> Response:
         offsets = {name: _int(request.query_params.get(name), 0) for name in _SECTIONS}
         report = await anyio.to_thread.run_sync(
-            data.load_vault_health, self.state, offsets, self.health_memo
+            data.load_vault_health, self.state, self.graphs, offsets, self.health_memo
         )
 
         def page_query(section: str, offset: int) -> str:

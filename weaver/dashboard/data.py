@@ -112,7 +112,7 @@ def load_overview(state: ServerState) -> Overview:
     if engine is not None and engine.running:
         failed = engine.get_history(None, 10, 0, executions.FAILED).executions
         running = engine.get_history(None, 10, 0, executions.RUNNING).executions
-        next_runs = list_next_runs(engine, engine.list_workflows().workflows)[:10]
+        next_runs = list_next_runs(engine)[:10]
     days = [now // DAY_MS - offset for offset in range(CHART_DAYS - 1, -1, -1)]
     run_days = [
         DayBar(_day_label(day), {s: by_day.get((day, s), 0) for s in STATUSES}) for day in days
@@ -158,10 +158,10 @@ def _components(
     }
 
 
-def list_next_runs(engine: WorkflowEngine, workflows: list[WorkflowInfo]) -> list[NextRun]:
+def list_next_runs(engine: WorkflowEngine) -> list[NextRun]:
     """The next fire time of each scheduled workflow: the scheduler's own when it runs here,
     else computed from the same cron triggers it would use. Soonest first."""
-    names = {info.id: info.name for info in workflows}
+    names = {workflow.id: workflow.name for workflow in engine.registry}
     if engine.scheduler is not None:
         times = engine.scheduler.next_fire_times()
     else:
@@ -262,7 +262,7 @@ class WorkflowList:
 def load_workflows(state: ServerState) -> WorkflowList:
     engine = engine_of(state)
     listed = engine.list_workflows()
-    next_runs = {run.workflow_id: run.when for run in list_next_runs(engine, listed.workflows)}
+    next_runs = {run.workflow_id: run.when for run in list_next_runs(engine)}
     return WorkflowList(listed, next_runs)
 
 
@@ -278,7 +278,7 @@ def load_workflow(state: ServerState, workflow_id: str) -> WorkflowPage:
     workflow = engine.registry.require(workflow_id)
     listed = {info.id: info for info in engine.list_workflows().workflows}
     info = listed[workflow.id]
-    next_runs = {run.workflow_id: run.when for run in list_next_runs(engine, [info])}
+    next_runs = {run.workflow_id: run.when for run in list_next_runs(engine)}
     recent = engine.get_history(workflow.id, 20, 0)
     return WorkflowPage(info, next_runs.get(workflow.id), recent)
 
@@ -320,7 +320,10 @@ class HealthMemo:
 
 
 def load_vault_health(
-    state: ServerState, offsets: dict[str, int], memo: HealthMemo | None = None
+    state: ServerState,
+    graphs: GraphCache,
+    offsets: dict[str, int],
+    memo: HealthMemo | None = None,
 ) -> VaultHealth:
     size = PROBLEMS_PER_PAGE
     key = tuple(offsets.get(section, 0) for section in ("broken", "orphans", "failures", "shared"))
@@ -331,13 +334,18 @@ def load_vault_health(
             return kept
         report = VaultHealth(
             broken=vault_health.list_broken_targets(conn, size, key[0]),
-            orphans=vault_health.list_orphans(conn, size, key[1]),
+            orphans=_orphan_page(graphs.graphs.get(conn), size, key[1]),
             failures=vault_health.list_parse_failures(conn, size, key[2]),
             shared=vault_health.list_shared_names(conn, size, key[3]),
         )
     if memo is not None:
         memo.keep(version, key, report)
     return report
+
+
+def _orphan_page(graph: g.Graph, limit: int, offset: int) -> vault_health.Page[str]:
+    found = g.orphans(graph)
+    return vault_health.Page(found[offset : offset + limit], len(found), limit, offset)
 
 
 # ---------------------------------------------------------------- search and notes
