@@ -5,6 +5,7 @@ The dashboard is served as `weaver daemon` serves it (uvicorn on a loopback port
 running) over a copy of the reference vault, and each page is asked for `calls` times after a
 first warm-up call (which builds the link graph, as any first reader does). The time is the
 whole request over loopback, measured by the client, so it bounds the server's own time.
+The process keeps its garbage-collection pauses short as the daemon does (`gc_freeze`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure
 from tests.dashboard.server import Served, fill_history, serve_dashboard
 from weaver.cache.models import Execution
+from weaver.host import gc_freeze
 
 SECTION = "dashboard"
 TARGET = Target("<=", 200.0, "p95 ≤ 200 ms")
@@ -79,6 +81,7 @@ def run(ctx: BenchContext) -> list[Figure]:
     shutil.copytree(ctx.vault(notes), vault, ignore=shutil.ignore_patterns(".weaver"))
     hub = ctx.facts(notes).hub
     calls = min(ctx.calls, MAX_CALLS)
+    gc_freeze.keep_pauses_short()  # as `weaver daemon` does before it serves
     with serve_dashboard(vault, builtins=False) as served:
         fill_history(served.app, notes)
         measured = measure(served, hub, calls)

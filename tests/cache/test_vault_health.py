@@ -1,5 +1,5 @@
-"""Vault problems for the dashboard: broken targets with their notes, orphans, parse failures,
-shared names; paged with totals; and notes and runs counted per day."""
+"""Vault problems the graph does not hold (parse failures), and notes and runs counted per day;
+the graph's own (broken targets, orphans, shared names) are in tests/views/test_health.py."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from sqlalchemy import Connection
 
 from tests.conftest import write_files
 from weaver.cache import executions, read, vault_health
-from weaver.cache import graph as cache_graph
 from weaver.cache.executions import ExecutionRecord
 from weaver.config import Settings
 from weaver.host.app import App, open_app
-from weaver.views import graph as g
 
 DAY = 86_400_000
 FILES: dict[str, str | bytes] = {
@@ -44,43 +42,10 @@ def conn(app: App) -> Iterator[Connection]:
         yield connection
 
 
-def test_broken_targets_most_linked_first_with_the_notes_holding_them(conn: Connection) -> None:
-    page = vault_health.list_broken_targets(conn, 10, 0)
-    assert page.total == 3
-    first, second, _ = page.items
-    assert (first.target, first.links, first.sources, first.source_total) == (
-        "Missing",
-        3,
-        ("Home.md", "a/Topic.md"),
-        2,
-    )
-    assert (second.target, second.sources) == ("Gone", ("Home.md",))
-    assert not page.has_more
-
-
-def test_broken_targets_page_on(conn: Connection) -> None:
-    page = vault_health.list_broken_targets(conn, 1, 1)
-    assert [b.target for b in page.items] == ["Gone"]
-    assert page.total == 3
-
-
-def test_orphans_have_no_link_to_or_from_another_note(conn: Connection) -> None:
-    graph = cache_graph.load_graph(conn)
-    alone = ["Broken yaml.md", "a/Lonely.md", "b/Lonely.md", "z/Also alone.md"]
-    assert g.orphans(graph) == alone
-
-
 def test_parse_failures_carry_their_error(conn: Connection) -> None:
     page = vault_health.list_parse_failures(conn, 10, 0)
     assert [f.path for f in page.items] == ["Broken yaml.md"]
     assert "YAML" in page.items[0].error
-
-
-def test_shared_names_list_every_note_that_has_one(conn: Connection) -> None:
-    page = vault_health.list_shared_names(conn, 10, 0)
-    assert page.total == 1
-    assert page.items[0].name == "lonely.md"
-    assert page.items[0].paths == ("a/Lonely.md", "b/Lonely.md")
 
 
 def test_notes_modified_are_counted_by_day(conn: Connection) -> None:

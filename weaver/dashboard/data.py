@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
 from weaver.cache import executions, fts, read, vault_health
@@ -33,6 +33,7 @@ from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
 from weaver.mcp_server.workflow_tools import EngineUnavailableError
 from weaver.views import graph as g
+from weaver.views import health
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -288,13 +289,10 @@ def load_workflow(state: ServerState, workflow_id: str) -> WorkflowPage:
 
 @dataclass(frozen=True, slots=True)
 class VaultHealth:
-    broken: vault_health.Page[vault_health.BrokenTarget]
-    orphans: vault_health.Page[str]
-    failures: vault_health.Page[vault_health.ParseFailure]
-    shared: vault_health.Page[vault_health.SharedName]
-
-
-HealthSection = Literal["broken", "orphans", "failures", "shared"]
+    broken: health.Page[health.BrokenTarget]
+    orphans: health.Page[str]
+    failures: health.Page[vault_health.ParseFailure]
+    shared: health.Page[health.SharedName]
 
 
 class HealthMemo:
@@ -332,20 +330,16 @@ def load_vault_health(
         kept = memo.get(version, key) if memo is not None else None
         if kept is not None:
             return kept
+        graph = graphs.graphs.get(conn)
         report = VaultHealth(
-            broken=vault_health.list_broken_targets(conn, size, key[0]),
-            orphans=_orphan_page(graphs.graphs.get(conn), size, key[1]),
+            broken=health.page_of(health.broken_targets(graph), size, key[0]),
+            orphans=health.page_of(health.orphans(graph), size, key[1]),
             failures=vault_health.list_parse_failures(conn, size, key[2]),
-            shared=vault_health.list_shared_names(conn, size, key[3]),
+            shared=health.page_of(health.shared_names(graph), size, key[3]),
         )
     if memo is not None:
         memo.keep(version, key, report)
     return report
-
-
-def _orphan_page(graph: g.Graph, limit: int, offset: int) -> vault_health.Page[str]:
-    found = g.orphans(graph)
-    return vault_health.Page(found[offset : offset + limit], len(found), limit, offset)
 
 
 # ---------------------------------------------------------------- search and notes

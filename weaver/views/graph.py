@@ -527,12 +527,6 @@ def _pagerank(
 # ---------------------------------------------------------------- whole graph
 
 
-def orphans(graph: Graph) -> list[str]:
-    """Notes with no link to or from another note (links to attachments, broken links and
-    links to themselves do not count), by path."""
-    return sorted(p for p in graph.nodes if p not in graph.out and p not in graph.inc)
-
-
 def subgraph(
     graph: Graph,
     directory: str | None = None,
