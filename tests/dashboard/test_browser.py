@@ -2,7 +2,8 @@
 generated vault with thousands of notes and executions; trigger -> run page -> live status ->
 completed; re-run a failed run; vault health -> broken link -> the note; hostile notes run no
 script. Screenshots go to each test's tmp_path; with WEAVER_SCREENSHOTS=<folder> the overview
-and a run's page are copied there too (how docs/images/ is made, see docs/dashboard.md).
+(of the generated vault) and a run's page are copied there too (how docs/images/ is made, see
+docs/dashboard.md).
 
 One browser and one server per vault for the whole module keep it to a few seconds a test.
 """
@@ -67,14 +68,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield server
 
 
-def shoot(driver: Any, folder: Path, name: str) -> Path:
+def shoot(driver: Any, folder: Path, name: str, publish: bool = False) -> Path:
+    """A screenshot in the test's folder; with `publish`, also in $WEAVER_SCREENSHOTS."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.png"
     assert driver.save_screenshot(str(target)), f"no screenshot of {name}"
-    publish = os.environ.get("WEAVER_SCREENSHOTS")
-    if publish and name in ("dashboard-overview", "dashboard-run"):
-        Path(publish).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(target, Path(publish) / target.name)
+    published = os.environ.get("WEAVER_SCREENSHOTS")
+    if publish and published:
+        Path(published).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, Path(published) / target.name)
     return target
 
 
@@ -121,14 +123,16 @@ def open_page(driver: Any, served: Served, path: str) -> None:
     assert "Error" not in title, f"{path}: {text_of(driver, 'main')}"
 
 
-def check_pages(driver: Any, served: Served, folder: Path, note: str) -> None:
+def check_pages(
+    driver: Any, served: Served, folder: Path, note: str, publish: bool = False
+) -> None:
     for name, path in [*PAGES.items(), ("note", f"/notes/{note}")]:
         open_page(driver, served, path)
         assert text_of(driver, "h1"), f"{path} has no heading"
         if name == "graph":
             nodes = wait_until(driver, "document.body.dataset.graphReady", what="the graph")
             assert int(nodes) > 1
-        shoot(driver, folder, f"dashboard-{name}")
+        shoot(driver, folder, f"dashboard-{name}", publish and name == "overview")
 
 
 def test_each_page_loads_on_the_demo_vault(browser: Any, demo: Served, tmp_path: Path) -> None:
@@ -151,7 +155,7 @@ def test_each_page_loads_on_a_generated_vault(
         from weaver.cache.models import Note
 
         note = conn.execute(select(Note.path).order_by(Note.path).limit(1)).scalar_one()
-    check_pages(browser, generated, tmp_path, note)
+    check_pages(browser, generated, tmp_path, note, publish=True)  # the README's overview
     open_page(browser, generated, "/runs")
     total = text_of(browser, "#run-total")
     assert int(total.split()[0]) >= GENERATED_RUNS, total
@@ -187,7 +191,7 @@ def test_trigger_then_watch_the_run_complete_live(
     assert browser.execute_script("return window.__samePage === true;"), "the page reloaded"
     assert "from the browser" in text_of(browser, "#run-result")
     assert "echo step" in text_of(browser, "#run-log")
-    shoot(browser, tmp_path, "dashboard-run")
+    shoot(browser, tmp_path, "dashboard-run", publish=True)
 
 
 def test_rerun_a_failed_run(browser: Any, demo: Served, tmp_path: Path) -> None:

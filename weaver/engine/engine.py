@@ -665,20 +665,20 @@ class WorkflowEngine:
         attempts: int,
         claimed_at: int,
     ) -> None:
-        now = _now_ms()
+        with self._lock:
+            cancelled = execution_id in self._cancel_requested
+            self._cancel_requested.discard(execution_id)
         match outcome:
-            case Completed(result=result):
+            case _ if cancelled:
                 fields: dict[str, Any] = {
-                    "status": COMPLETED,
-                    "message": COMPLETED_MESSAGE,
-                    "result": result,
+                    "status": executions.CANCELLED,
+                    "message": CANCELLED_MESSAGE,
                 }
+            case Completed(result=result):
+                fields = {"status": COMPLETED, "message": COMPLETED_MESSAGE, "result": result}
             case Failed(error=error, traceback=trace):
                 fields = {"status": FAILED, "message": error, "error": error, "traceback": trace}
-        with self._lock:
-            if execution_id in self._cancel_requested:
-                self._cancel_requested.discard(execution_id)
-                fields = {"status": executions.CANCELLED, "message": CANCELLED_MESSAGE}
+        now = _now_ms()
         try:
             with self.db.begin() as conn:
                 executions.finish(conn, execution_id, now=now, **fields)
