@@ -3,7 +3,6 @@ it, plus the test workflows and vaults the dashboard tests share."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.error
@@ -199,7 +198,3 @@ HOSTILE_NOTES: dict[str, str] = {
     ),
     "hostile/<img src=x onerror=window.__pwned=1>.md": "A hostile file name. hostilemarker\n",
 }
-
-
-def as_json(text: str) -> Any:
-    return json.loads(text)

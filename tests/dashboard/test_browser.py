@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from tests.benchmarks.vaultgen import generate_vault
 from tests.dashboard.browser import require_browser, start_chromium
 from tests.dashboard.server import Served, fill_history, serve_dashboard
 from tests.dashboard.test_http import TOKEN, demo_copy
+from weaver.cache.models import Note
 
 pytestmark = pytest.mark.browser
 
@@ -150,10 +152,6 @@ def test_each_page_loads_on_a_generated_vault(
     browser: Any, generated: Served, tmp_path: Path
 ) -> None:
     with generated.app.db.connect() as conn:
-        from sqlalchemy import select
-
-        from weaver.cache.models import Note
-
         note = conn.execute(select(Note.path).order_by(Note.path).limit(1)).scalar_one()
     check_pages(browser, generated, tmp_path, note, publish=True)  # the README's overview
     open_page(browser, generated, "/runs")

@@ -3,6 +3,8 @@ Origin on loopback, the login cookie, CSRF on every POST, read_only, hostile not
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -75,8 +77,6 @@ def test_missing_things_are_named_with_404(served: Served) -> None:
 
 
 def test_graph_data_comes_from_the_link_graph(served: Served) -> None:
-    import json
-
     body = json.loads(served.get("/graph/data?note=Welcome.md&depth=1").body)
     nodes = [e["data"]["id"] for e in body["elements"] if "source" not in e["data"]]
     assert nodes[0] == "Welcome.md"
@@ -167,8 +167,6 @@ def test_hostile_note_text_is_escaped(served: Served) -> None:
 
 
 def test_events_stream_says_when_runs_move(served: Served) -> None:
-    import http.client
-
     host, port = served.base.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     conn.request("GET", "/events")
