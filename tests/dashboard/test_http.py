@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import write_files
 from tests.dashboard.server import HOSTILE_NOTES, Served, request, serve_dashboard
 from tests.helpers import wait_for
+from weaver.dashboard.data import DAY_MS, RunFilters
 from weaver.dashboard.security import CSRF_COOKIE, SESSION_COOKIE, session_value
 
 DEMO = Path(__file__).resolve().parents[2] / "demo-vault"
@@ -239,3 +240,16 @@ def test_vault_health_follows_the_cache(served: Served) -> None:
     vault = served.app.vault.root
     (vault / "Fresh note.md").write_text("Points at [[Brand new target]].\n", encoding="utf-8")
     wait_for(lambda: "Brand new target" in served.get("/vault").body, 10, "the new broken link")
+
+
+def test_runs_filter_by_a_range_of_days(served: Served) -> None:
+    filters = RunFilters.parse({"start": "2026-01-02", "end": "2026-01-03", "period": "7d"})
+    start = 1767312000000  # 2026-01-02T00:00Z
+    assert filters.window(start + 3 * DAY_MS) == (start, start + 2 * DAY_MS)
+    assert filters.window(start + 30 * DAY_MS)[0] == start + 23 * DAY_MS  # the later start
+    assert RunFilters.parse({"start": "yesterday"}).start is None
+    reply = served.get("/runs?start=2001-01-01&end=2001-01-31")
+    assert reply.status == 200
+    assert "0 runs" in reply.body
+    assert 'value="2001-01-01"' in reply.body
+    assert "0 runs" not in served.get("/runs?start=2001-01-01").body

@@ -184,9 +184,13 @@ def list_next_runs(engine: WorkflowEngine) -> list[NextRun]:
 
 @dataclass(frozen=True, slots=True)
 class RunFilters:
+    """The runs page's filters; `start` and `end` are UTC days (YYYY-MM-DD), both included."""
+
     workflow: str | None = None
     status: str | None = None
     period: str | None = None  # a key of PERIODS
+    start: str | None = None
+    end: str | None = None
     page: int = 1
 
     @classmethod
@@ -201,6 +205,8 @@ class RunFilters:
             workflow=params.get("workflow") or None,
             status=status if status in STATUSES else None,
             period=period if period in PERIODS else None,
+            start=params.get("start") if _day_ms(params.get("start")) is not None else None,
+            end=params.get("end") if _day_ms(params.get("end")) is not None else None,
             page=page,
         )
 
@@ -209,9 +215,31 @@ class RunFilters:
             "workflow": self.workflow,
             "status": self.status,
             "period": self.period,
+            "start": self.start,
+            "end": self.end,
             "page": self.page,
         } | changes
         return urlencode({k: v for k, v in values.items() if v not in (None, "", 1)})
+
+    def window(self, now: int) -> tuple[int | None, int | None]:
+        """[since, until) in epoch ms: the later of the period's start and `start`, and the day
+        after `end`."""
+        span = PERIODS.get(self.period or "")
+        starts = [now - span if span else None, _day_ms(self.start)]
+        since = max((s for s in starts if s is not None), default=None)
+        last = _day_ms(self.end)
+        return since, None if last is None else last + DAY_MS
+
+
+def _day_ms(day: str | None) -> int | None:
+    """Midnight UTC of a YYYY-MM-DD day, in epoch ms; None for anything else."""
+    if not day:
+        return None
+    try:
+        parsed = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return int(parsed.timestamp() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,11 +252,10 @@ class RunList:
 
 def load_runs(state: ServerState, filters: RunFilters) -> RunList:
     engine = engine_of(state)
-    span = PERIODS.get(filters.period or "")
-    since = now_ms() - span if span else None
+    since, until = filters.window(now_ms())
     offset = (filters.page - 1) * RUNS_PER_PAGE
     history = engine.get_history(
-        filters.workflow, RUNS_PER_PAGE, offset, filters.status, since=since
+        filters.workflow, RUNS_PER_PAGE, offset, filters.status, since=since, until=until
     )
     pages = max((history.total + RUNS_PER_PAGE - 1) // RUNS_PER_PAGE, 1)
     return RunList(filters, history, engine.list_workflows(), pages)
