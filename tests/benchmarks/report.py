@@ -25,6 +25,7 @@ SECTIONS = (
     "clients over stdio",
     "memory and size",
     "scaling",
+    "dashboard",
 )
 
 

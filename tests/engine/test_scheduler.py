@@ -225,3 +225,26 @@ def test_disabled_or_unknown_workflows_are_not_enqueued(app: App, engine: Workfl
     assert engine.enqueue_scheduled("daily", now) is None
     assert engine.enqueue_scheduled("ghost", now) is None
     assert scheduled_runs(app) == []
+
+
+def test_next_fire_times_per_workflow_for_the_dashboard(
+    engine: WorkflowEngine, open_scheduler: Callable[[], WorkflowScheduler]
+) -> None:
+    twice = dataclasses.replace(
+        daily,
+        id="twice",
+        schedules=(OnSchedule("0 9 * * *", "UTC"), OnSchedule("0 8 * * *", "UTC")),
+    )
+    engine.registry.register(twice)
+    scheduler = open_scheduler()
+    assert not scheduler.running
+    scheduler.start()
+    assert scheduler.running
+    fires = scheduler.next_fire_times()
+    assert set(fires) == {"daily", "twice"}
+    now = datetime.now(UTC)
+    soonest = min(s.build_trigger().get_next_fire_time(None, now) for s in twice.schedules)
+    assert fires["twice"] == soonest  # the sooner of its two schedules
+    assert fires["daily"].hour == 7
+    scheduler.stop()
+    assert not scheduler.running

@@ -6,6 +6,7 @@ SIGTERM stops it with exit code 0, and a restart catches up with what changed wh
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -153,8 +154,18 @@ def test_daemon_end_to_end(daemon: Daemon) -> None:
         done = daemon.weaver_json("status", execution_id)
         assert done["status"] == "completed", done["error"]
         assert done["result"]["path"] == "Home.md"
+
+        # The dashboard beside MCP, its URL logged; an open event stream does not hold up
+        # the stop below.
+        with urllib.request.urlopen(f"http://127.0.0.1:{daemon.port}/runs", timeout=5) as page:
+            assert execution_id in page.read().decode()
+        assert f"http://127.0.0.1:{daemon.port}/" in daemon.log.read_text()
+        stream = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+        stream.request("GET", "/events")
+        assert stream.getresponse().readline().startswith(b"retry:")
     finally:
         assert daemon.stop(process) == 0, daemon.log.read_text()[-3000:]
+    stream.close()
     assert "daemon stopped" in daemon.log.read_text()
 
     # While it is down: a note deleted and one added. The restart catches up with both.

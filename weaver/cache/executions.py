@@ -12,7 +12,18 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast, get_args
 
-from sqlalchemy import Connection, Table, and_, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Table,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from weaver.cache.models import Execution, Note, WorkflowRecord, WorkflowWrite
 
@@ -189,18 +200,54 @@ def list_executions(
     limit: int,
     offset: int,
     status: str | None = None,
+    *,
+    since: int | None = None,
+    until: int | None = None,
 ) -> tuple[list[ExecutionRecord], int]:
-    """A page of history (of one workflow, in one status), newest first, and the total number
-    of rows matching."""
+    """A page of history (of one workflow, in one status, asked for within [since, until)),
+    newest first, and the total number of rows matching."""
     conditions = []
     if workflow_id is not None:
         conditions.append(col.workflow_id == workflow_id)
     if status is not None:
         conditions.append(col.status == status)
+    if since is not None:
+        conditions.append(col.created >= since)
+    if until is not None:
+        conditions.append(col.created < until)
     page = select(*_COLUMNS).where(*conditions).order_by(col.created.desc(), col.id.desc())
     count = select(func.count()).select_from(_TABLE).where(*conditions)
     rows = conn.execute(page.limit(limit).offset(offset))
     return [ExecutionRecord(*row) for row in rows], conn.execute(count).scalar_one()
+
+
+def insert_executions(conn: Connection, records: Sequence[ExecutionRecord]) -> None:
+    """Write whole rows at once (one executemany): imports, and test and benchmark vaults."""
+    if records:
+        conn.execute(insert(_TABLE), [_row_of(record) for record in records])
+
+
+def _row_of(record: ExecutionRecord) -> dict[str, Any]:
+    return {field.name: getattr(record, field.name) for field in fields(ExecutionRecord)}
+
+
+def count_by_status(conn: Connection, since: int) -> dict[str, int]:
+    """How many executions asked for since `since` are in each status."""
+    # Grouped by an expression: by the bare column, SQLite reads the whole status index
+    # instead of the `created` range.
+    status = func.coalesce(col.status, "")
+    statement = select(status, func.count()).where(col.created >= since).group_by(status)
+    return {row[0]: row[1] for row in conn.execute(statement)}
+
+
+def count_by_day(conn: Connection, since: int, day_ms: int) -> dict[tuple[int, str], int]:
+    """Executions asked for since `since`, counted by (day number, status); the day number is
+    `created // day_ms` (UTC days)."""
+    day = (col.created / day_ms).cast(BigInteger)
+    statement = (
+        select(day, col.status, func.count()).where(col.created >= since).group_by(day, col.status)
+    )
+    return {(int(row[0]), row[1]): row[2] for row in conn.execute(statement)}
 
 
 def workflow_stats(conn: Connection) -> dict[str, WorkflowStats]:
@@ -229,6 +276,21 @@ def list_running(conn: Connection) -> list[tuple[str, str | None, int | None]]:
     """(execution id, process, started) of every `running` row."""
     rows = conn.execute(select(col.id, col.process, col.started).where(col.status == RUNNING))
     return [(row.id, row.process, row.started) for row in rows]
+
+
+def list_active(conn: Connection) -> list[tuple[str, str, int, str | None]]:
+    """(execution id, status, progress, message) of every pending or running row, by id."""
+    statement = (
+        select(col.id, col.status, col.progress, col.message)
+        .where(col.status.in_([PENDING, RUNNING]))
+        .order_by(col.id)
+    )
+    return [(row.id, row.status, row.progress, row.message) for row in conn.execute(statement)]
+
+
+def newest_created(conn: Connection) -> int | None:
+    """When the newest execution was asked for (one step down the `created` index)."""
+    return conn.execute(select(func.max(col.created))).scalar()
 
 
 def mark_interrupted(conn: Connection, execution_ids: Iterable[str], now: int, error: str) -> int:

@@ -53,6 +53,7 @@ from weaver.engine.context import (
 from weaver.engine.definition import Workflow
 from weaver.engine.errors import (
     ExecutionNotFoundError,
+    NotCancellableError,
     WorkflowDisabledError,
     WorkflowError,
 )
@@ -73,6 +74,7 @@ from weaver.vault.fs import Vault
 from weaver.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
+    from weaver.engine.scheduler import WorkflowScheduler
     from weaver.host.app import App
 
 Background = Literal["threads", "inline", "queue"]
@@ -90,6 +92,7 @@ WRITE_MEMORY_MS = 7 * DAY_MS
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
 COMPLETED_MESSAGE = "Workflow completed"
+CANCELLED_MESSAGE = "Workflow execution cancelled by request"
 
 
 class WorkflowEngine:
@@ -120,6 +123,9 @@ class WorkflowEngine:
         self._lock = threading.Lock()
         self._active: dict[str, threading.Event] = {}  # execution id -> its attempt's `cancelled`
         self._submitted: set[str] = set()
+        self._cancel_requested: set[str] = set()  # running here; `cancel` was asked
+        # The scheduler firing this engine's schedules, when this process runs one (the daemon).
+        self.scheduler: WorkflowScheduler | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._poller: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -248,13 +254,18 @@ class WorkflowEngine:
         limit: int = 20,
         offset: int = 0,
         status: str | None = None,
+        *,
+        since: int | None = None,
+        until: int | None = None,
     ) -> WorkflowHistoryData:
-        """Newest first, of one workflow and in one status when given; `limit` is brought
-        into 1..100 and `offset` to at least 0."""
+        """Newest first, of one workflow, in one status, asked for within [since, until) when
+        given; `limit` is brought into 1..100 and `offset` to at least 0."""
         limit = min(max(limit, 1), HISTORY_MAX_LIMIT)
         offset = max(offset, 0)
         with self.db.connect() as conn:
-            records, total = executions.list_executions(conn, workflow_id, limit, offset, status)
+            records, total = executions.list_executions(
+                conn, workflow_id, limit, offset, status, since=since, until=until
+            )
             if workflow_id is not None and total == 0:
                 self._check_known(conn, workflow_id, filtered=status is not None)
         return WorkflowHistoryData(
@@ -264,6 +275,46 @@ class WorkflowEngine:
             offset=offset,
             has_more=offset + len(records) < total,
         )
+
+    def rerun(self, execution_id: str, via: str = "api") -> TriggerWorkflowData:
+        """Queue the workflow of a past run again with the same input (async)."""
+        record = self._record(execution_id)
+        return self.trigger(record.workflow_id, record.input, async_=True, via=via)
+
+    def cancel(self, execution_id: str) -> WorkflowStatusData:
+        """Cancel a pending run, or one running in this process (its workflow sees
+        `ctx.cancelled`; its writes are refused from then on; it ends `cancelled`).
+
+        Raises `NotCancellableError` for a run that has ended or that another process runs."""
+        record = self._record(execution_id)
+        if record.status == PENDING:
+            with self.db.begin() as conn:
+                cancelled = executions.finish(
+                    conn,
+                    execution_id,
+                    status=executions.CANCELLED,
+                    now=_now_ms(),
+                    message=CANCELLED_MESSAGE,
+                    from_status=(PENDING,),
+                )
+            if cancelled:
+                return self.get_status(execution_id)
+            record = self._record(execution_id)  # claimed meanwhile: cancel it running
+        with self._lock:
+            event = self._active.get(execution_id)
+            if event is not None and record.status == executions.RUNNING:
+                self._cancel_requested.add(execution_id)
+                event.set()
+        if event is None or record.status != executions.RUNNING:
+            raise NotCancellableError(_not_cancellable(record, self.process))
+        self._wait_until_done(execution_id)
+        return self.get_status(execution_id)
+
+    def _wait_until_done(self, execution_id: str, seconds: float = 5.0) -> None:
+        deadline = time.monotonic() + seconds
+        with self._changed:
+            while execution_id in self._active and time.monotonic() < deadline:
+                self._changed.wait(SYNC_POLL_SECONDS)
 
     def _check_known(self, conn: Connection, workflow_id: str, filtered: bool) -> None:
         """No history under an id no workflow has is a misspelling, most likely, which an
@@ -549,6 +600,9 @@ class WorkflowEngine:
             outcome = run_attempt(workflow, ctx, self._stopping)
             if isinstance(outcome, Completed) or attempt > workflow.policy.retries:
                 return outcome, attempt
+            with self._lock:
+                if record.id in self._cancel_requested:
+                    return outcome, attempt
             if self._stopping.is_set():
                 return outcome, attempt
             attempt += 1
@@ -611,16 +665,20 @@ class WorkflowEngine:
         attempts: int,
         claimed_at: int,
     ) -> None:
-        now = _now_ms()
+        with self._lock:
+            cancelled = execution_id in self._cancel_requested
+            self._cancel_requested.discard(execution_id)
         match outcome:
-            case Completed(result=result):
+            case _ if cancelled:
                 fields: dict[str, Any] = {
-                    "status": COMPLETED,
-                    "message": COMPLETED_MESSAGE,
-                    "result": result,
+                    "status": executions.CANCELLED,
+                    "message": CANCELLED_MESSAGE,
                 }
+            case Completed(result=result):
+                fields = {"status": COMPLETED, "message": COMPLETED_MESSAGE, "result": result}
             case Failed(error=error, traceback=trace):
                 fields = {"status": FAILED, "message": error, "error": error, "traceback": trace}
+        now = _now_ms()
         try:
             with self.db.begin() as conn:
                 executions.finish(conn, execution_id, now=now, **fields)
@@ -667,6 +725,15 @@ class WorkflowEngine:
                 return
 
 
+def _not_cancellable(record: ExecutionRecord, process: str) -> str:
+    if record.done:
+        return f"Execution {record.id!r} has already ended ({record.status})"
+    return (
+        f"Execution {record.id!r} runs in process {record.process or 'unknown'}, not in this "
+        f"one ({process}): only that process can cancel it"
+    )
+
+
 def new_execution_id() -> str:
     """`wf_exec_20251024_123456_1a2b3c4d`: sortable by time at a glance, unique by its tail."""
     return f"wf_exec_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
@@ -696,6 +763,7 @@ def hosted_engine(
     try:
         if scheduler is not None:
             scheduler.start()
+            engine.scheduler = scheduler
         yield engine
     finally:
         if scheduler is not None:

@@ -8,7 +8,8 @@ WeaverError
         ├── WorkflowNotFoundError     "Workflow not found: 'x'"
         ├── WorkflowDisabledError     "Workflow disabled: 'x'"
         ├── InvalidInputError         "Invalid input for 'x': field: reason"
-        └── ExecutionNotFoundError    "Execution not found: 'x'"
+        ├── ExecutionNotFoundError    "Execution not found: 'x'"
+        └── NotCancellableError       an ended run, or one another process runs
 """
 
 from __future__ import annotations
@@ -67,3 +68,7 @@ class ExecutionNotFoundError(WorkflowRequestError):
     def __init__(self, execution_id: str) -> None:
         super().__init__(f"Execution not found: {execution_id!r}")
         self.execution_id = execution_id
+
+
+class NotCancellableError(WorkflowRequestError):
+    """A run that has ended, or that another process is running (only it can stop it)."""

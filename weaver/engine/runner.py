@@ -27,6 +27,7 @@ from weaver.engine.definition import Workflow
 STOP_CHECK_SECONDS = 0.05
 # A coroutine gets this long past its timeout to unwind after being cancelled.
 CANCEL_GRACE_SECONDS = 1.0
+CANCELLED_ERROR = "cancelled by request"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,24 +58,33 @@ def run_attempt(workflow: Workflow, ctx: WorkflowContext[Any], stop: threading.E
     limit = (
         None if timeout is None else timeout + (CANCEL_GRACE_SECONDS if workflow.is_async else 0)
     )
-    if _wait(thread, limit, stop) and not (stop.is_set() and ctx.cancelled.is_set()):
+    # `cancelled` set while waiting is a cancel request (the engine's `cancel`), or the engine
+    # stopping (which sets `stop` too); a timeout sets it only after the wait.
+    ended = _wait(thread, limit, stop, ctx.cancelled)
+    if ended and not ctx.cancelled.is_set():
         return box[0]
     # Asked to stop, a workflow watching `cancelled` returns early: that is no completion.
+    was_cancelled = ctx.cancelled.is_set()
     ctx.cancelled.set()
     if stop.is_set():
         return Failed("interrupted: the engine stopped")
+    if was_cancelled:
+        return Failed(CANCELLED_ERROR)
     return _timed_out(timeout)
 
 
-def _wait(thread: threading.Thread, limit: float | None, stop: threading.Event) -> bool:
-    """True when the thread ended within `limit` seconds and before `stop` was set."""
+def _wait(
+    thread: threading.Thread, limit: float | None, stop: threading.Event, cancel: threading.Event
+) -> bool:
+    """True when the thread ended within `limit` seconds and before `stop` or `cancel` was
+    set."""
     waited = 0.0
     while limit is None or waited < limit:
         step = STOP_CHECK_SECONDS if limit is None else min(STOP_CHECK_SECONDS, limit - waited)
         thread.join(step)
         if not thread.is_alive():
             return True
-        if stop.is_set():
+        if stop.is_set() or cancel.is_set():
             return False
         waited += step
     return not thread.is_alive()

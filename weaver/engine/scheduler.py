@@ -156,6 +156,20 @@ class WorkflowScheduler:
     def jobs(self) -> list[Job]:
         return list(self._scheduler.get_jobs())
 
+    @property
+    def running(self) -> bool:
+        return bool(self._scheduler.running) and not self._stop.is_set()
+
+    def next_fire_times(self) -> dict[str, datetime]:
+        """Per workflow id, the earliest next fire time of its schedules (paused ones left out)."""
+        soonest: dict[str, datetime] = {}
+        for job in self.jobs():
+            when = job.next_run_time
+            workflow_id = str(job.args[0])
+            if when is not None and (workflow_id not in soonest or when < soonest[workflow_id]):
+                soonest[workflow_id] = when
+        return soonest
+
     def reconcile(self) -> ReconcileReport:
         """Make the stored jobs exactly the enabled workflows' schedules."""
         report = ReconcileReport()

@@ -4,17 +4,20 @@ It reconciles the cache and keeps it in step with the disk (the MCP server's lif
 takes the cache's writer lock, waiting for it while a `weaver serve` writes), runs the workflow
 engine's workers and the scheduler, and serves MCP over Streamable HTTP on loopback. It holds
 the vault's daemon lock, so a second daemon on the same vault refuses to start instead of
-fighting the first. SIGINT or SIGTERM stops it cleanly with exit code 0.
+fighting the first. SIGINT or SIGTERM stops it cleanly with exit code 0. The web dashboard
+(`weaver.dashboard`) is served at `/` beside MCP, its URL logged on start.
 """
 
 from __future__ import annotations
 
+import socket
 from functools import partial
 
 import anyio
 import structlog
 
 from weaver.config import Settings
+from weaver.dashboard.app import Dashboard
 from weaver.engine import hosted_engine
 from weaver.host import gc_freeze
 from weaver.host.app import open_app
@@ -45,13 +48,23 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
                     anyio.run(run_until_signalled, partial(_keep_fresh, state))
                 else:
                     server = build_server(state)
-                    starlette_app = http_app(server, state, settings.http_host)
-                    anyio.run(run_until_signalled, partial(serve_http, starlette_app, sock))
+                    dashboard = Dashboard(state, settings.http_host)
+                    site = dashboard.asgi()
+                    starlette_app = http_app(server, state, settings.http_host, site)
+                    log.info("dashboard", url=dashboard_url(settings.http_host, sock))
+                    serve = partial(serve_http, starlette_app, sock, on_stop=dashboard.close)
+                    anyio.run(run_until_signalled, serve)
         finally:
             if sock is not None:
                 sock.close()
             app.close()
     log.info("daemon stopped")
+
+
+def dashboard_url(host: str, sock: socket.socket) -> str:
+    port = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
+    return f"http://{shown}:{port}/"
 
 
 async def _keep_fresh(state: ServerState, stop: anyio.Event) -> None:

@@ -27,6 +27,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount
+from starlette.types import ASGIApp
 
 from weaver.config import Settings
 from weaver.engine import hosted_engine
@@ -77,8 +79,11 @@ def transport_security(host: str) -> TransportSecuritySettings | None:
     )
 
 
-def http_app(server: MCPServer[ServerState], state: ServerState, host: str) -> Starlette:
-    """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open."""
+def http_app(
+    server: MCPServer[ServerState], state: ServerState, host: str, site: ASGIApp | None = None
+) -> Starlette:
+    """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open,
+    and `site` (the daemon's dashboard) at `/` for every other path."""
 
     async def health(_request: Request) -> Response:
         report = await anyio.to_thread.run_sync(compute_health, state)
@@ -91,9 +96,12 @@ def http_app(server: MCPServer[ServerState], state: ServerState, host: str) -> S
         return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
 
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(health)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=host, transport_security=transport_security(host)
     )
+    if site is not None:
+        app.router.routes.append(Mount("", app=site))  # last: /mcp and /health match first
+    return app
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -125,8 +133,16 @@ class _HostedServer(uvicorn.Server):
         yield
 
 
-async def serve_http(app: Starlette, sock: socket.socket, stop: anyio.Event) -> None:
-    """Serve on a bound socket until `stop` is set, then finish the requests under way."""
+async def serve_http(
+    app: Starlette,
+    sock: socket.socket,
+    stop: anyio.Event,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Serve on a bound socket until `stop` is set, then finish the requests under way.
+
+    `on_stop` is called first, to end long-lived responses (the dashboard's event streams)
+    that uvicorn would otherwise wait for."""
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
@@ -141,6 +157,8 @@ async def serve_http(app: Starlette, sock: socket.socket, stop: anyio.Event) -> 
 
         async def exit_when_stopped() -> None:
             await stop.wait()
+            if on_stop is not None:
+                on_stop()
             server.should_exit = True
 
         tg.start_soon(exit_when_stopped)

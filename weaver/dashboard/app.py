@@ -1,0 +1,332 @@
+"""The dashboard's routes, mounted at `/` by `weaver daemon` beside `/mcp` and `/health`.
+
+Pages are rendered on the server (Jinja2); a small script (`static/dashboard.js`) follows
+`/events` and reloads the parts of a page marked `data-live`, and draws the graph with the
+vendored Cytoscape.js. Reads go through `data` (the core functions of the MCP tools and CLI);
+the three actions (trigger, re-run, cancel) are POSTs with a CSRF token, refused under
+`read_only` as `trigger_workflow` is.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import anyio.to_thread
+from jinja2 import Environment
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from weaver.dashboard import data, live
+from weaver.dashboard.render import build_templates
+from weaver.dashboard.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    DashboardGuard,
+    csrf_valid,
+    new_csrf_token,
+    safe_next,
+    session_value,
+    token_matches,
+)
+from weaver.engine.errors import (
+    ExecutionNotFoundError,
+    WorkflowNotFoundError,
+    WorkflowRequestError,
+)
+from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
+from weaver.mcp_server.state import ServerState
+from weaver.mcp_server.workflow_tools import EngineUnavailableError
+
+MAX_FORM_BYTES = 1_000_000
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class FormError(Exception):
+    """A POST that cannot be taken: its status and the reason shown."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Dashboard:
+    """One dashboard over one server state; `asgi()` is what the daemon mounts."""
+
+    def __init__(self, state: ServerState, bind_host: str) -> None:
+        self.state = state
+        self.settings = state.app.settings
+        self.bind_host = bind_host
+        self.templates: Environment = build_templates()
+        self.graphs = data.GraphCache()
+        self.health_memo = data.HealthMemo()
+        self.closing = threading.Event()
+
+    def close(self) -> None:
+        """End the open event streams (the server is stopping)."""
+        self.closing.set()
+
+    def asgi(self) -> ASGIApp:
+        routes = [
+            Route("/", self._page(self.overview)),
+            Route("/runs", self._page(self.runs)),
+            Route("/runs/{execution_id}", self._page(self.run)),
+            Route("/runs/{execution_id}/rerun", self._page(self.rerun), methods=["POST"]),
+            Route("/runs/{execution_id}/cancel", self._page(self.cancel), methods=["POST"]),
+            Route("/workflows", self._page(self.workflows)),
+            Route("/workflows/{workflow_id}", self._page(self.workflow)),
+            Route("/workflows/{workflow_id}/trigger", self._page(self.trigger), methods=["POST"]),
+            Route("/vault", self._page(self.vault_health)),
+            Route("/search", self._page(self.search)),
+            Route("/notes/{path:path}", self._page(self.note)),
+            Route("/graph", self._page(self.graph)),
+            Route("/graph/data", self._page(self.graph_data)),
+            Route("/events", self.events),
+            Route("/login", self.login, methods=["GET", "POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Mount("/static", StaticFiles(packages=[("weaver.dashboard", "static")])),
+        ]
+        site = Starlette(routes=routes)
+        return DashboardGuard(site, self.bind_host, self.settings.http_token)
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> Response:
+        csrf = request.cookies.get(CSRF_COOKIE)
+        fresh = csrf is None
+        token = csrf or new_csrf_token()
+        html = self.templates.get_template(template).render(
+            request=request,
+            csrf=token,
+            csrf_field=CSRF_FIELD,
+            read_only=self.settings.read_only,
+            login=bool(self.settings.http_token),
+            path=request.url.path,
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status)
+        if fresh:
+            response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    def _page(self, handler: Handler) -> Handler:
+        """Weaver's errors become a page saying what was wrong, with a fitting status."""
+
+        async def page(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except FormError as exc:
+                return self.render(request, "error.html", exc.status, message=str(exc))
+            except WeaverError as exc:
+                return self.render(request, "error.html", _status_of(exc), message=str(exc))
+
+        return page
+
+    async def read_form(self, request: Request) -> dict[str, str]:
+        """A POST's urlencoded fields, once its CSRF token is checked."""
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            raise FormError(413, "The form is too large")
+        fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        if not csrf_valid(request.cookies.get(CSRF_COOKIE), fields.get(CSRF_FIELD)):
+            raise FormError(403, "The form's CSRF token is missing or wrong: reload the page")
+        return fields
+
+    def refuse_if_read_only(self) -> None:
+        if self.settings.read_only:
+            raise FormError(
+                403, "read_only is set: workflows cannot be triggered, re-run or cancelled here"
+            )
+
+    # -- pages ----------------------------------------------------------------------------
+
+    async def overview(self, request: Request) -> Response:
+        overview = await anyio.to_thread.run_sync(data.load_overview, self.state)
+        return self.render(request, "overview.html", o=overview, statuses=data.STATUSES)
+
+    async def runs(self, request: Request) -> Response:
+        filters = data.RunFilters.parse(dict(request.query_params))
+        found = await anyio.to_thread.run_sync(data.load_runs, self.state, filters)
+        return self.render(
+            request, "runs.html", r=found, statuses=data.STATUSES, periods=list(data.PERIODS)
+        )
+
+    async def run(self, request: Request) -> Response:
+        execution_id = request.path_params["execution_id"]
+        page = await anyio.to_thread.run_sync(data.load_run, self.state, execution_id)
+        return self.render(request, "run.html", run=page.status, page=page)
+
+    async def rerun(self, request: Request) -> Response:
+        await self.read_form(request)
+        self.refuse_if_read_only()
+        execution_id = request.path_params["execution_id"]
+
+        def work() -> str:
+            return data.engine_of(self.state).rerun(execution_id, via="dashboard").execution_id
+
+        new_id = await anyio.to_thread.run_sync(work)
+        return RedirectResponse(f"/runs/{new_id}", status_code=303)
+
+    async def cancel(self, request: Request) -> Response:
+        await self.read_form(request)
+        self.refuse_if_read_only()
+        execution_id = request.path_params["execution_id"]
+        await anyio.to_thread.run_sync(lambda: data.engine_of(self.state).cancel(execution_id))
+        return RedirectResponse(f"/runs/{execution_id}", status_code=303)
+
+    async def workflows(self, request: Request) -> Response:
+        listed = await anyio.to_thread.run_sync(data.load_workflows, self.state)
+        return self.render(request, "workflows.html", w=listed)
+
+    async def workflow(self, request: Request) -> Response:
+        workflow_id = request.path_params["workflow_id"]
+        page = await anyio.to_thread.run_sync(data.load_workflow, self.state, workflow_id)
+        return self.render(request, "workflow.html", w=page, input_text="{}", error=None)
+
+    async def trigger(self, request: Request) -> Response:
+        form = await self.read_form(request)
+        self.refuse_if_read_only()
+        workflow_id = request.path_params["workflow_id"]
+        text = form.get("input", "").strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return await self._trigger_refused(
+                request, workflow_id, text, f"Input is not JSON: {exc}"
+            )
+
+        def work() -> str:
+            engine = data.engine_of(self.state)
+            return engine.trigger(workflow_id, value, async_=True, via="dashboard").execution_id
+
+        try:
+            new_id = await anyio.to_thread.run_sync(work)
+        except WorkflowRequestError as exc:
+            return await self._trigger_refused(request, workflow_id, text, str(exc))
+        return RedirectResponse(f"/runs/{new_id}", status_code=303)
+
+    async def _trigger_refused(
+        self, request: Request, workflow_id: str, text: str, message: str
+    ) -> Response:
+        page = await anyio.to_thread.run_sync(data.load_workflow, self.state, workflow_id)
+        return self.render(request, "workflow.html", 400, w=page, input_text=text, error=message)
+
+    async def vault_health(self, request: Request) -> Response:
+        offsets = {name: _int(request.query_params.get(name), 0) for name in _SECTIONS}
+        report = await anyio.to_thread.run_sync(
+            data.load_vault_health, self.state, self.graphs, offsets, self.health_memo
+        )
+
+        def page_query(section: str, offset: int) -> str:
+            return urlencode({k: v for k, v in (offsets | {section: offset}).items() if v})
+
+        return self.render(request, "vault.html", v=report, page_query=page_query)
+
+    async def search(self, request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        offset = _int(request.query_params.get("offset"), 0)
+        found = await anyio.to_thread.run_sync(data.search_notes, self.state, query, offset)
+        return self.render(request, "search.html", s=found, per_page=data.SEARCH_PER_PAGE)
+
+    async def note(self, request: Request) -> Response:
+        path = request.path_params["path"]
+        page = await anyio.to_thread.run_sync(data.load_note, self.state, self.graphs, path)
+        return self.render(request, "note.html", n=page, note=page.detail.summary)
+
+    async def graph(self, request: Request) -> Response:
+        params = request.query_params
+        return self.render(
+            request,
+            "graph.html",
+            note=params.get("note", ""),
+            folder=params.get("folder", ""),
+            depth=min(max(_int(params.get("depth"), 1), 1), 3),
+        )
+
+    async def graph_data(self, request: Request) -> Response:
+        params = request.query_params
+        depth = min(max(_int(params.get("depth"), 1), 1), 3)
+        try:
+            elements = await anyio.to_thread.run_sync(
+                data.load_graph,
+                self.state,
+                self.graphs,
+                params.get("note") or None,
+                params.get("folder") or None,
+                depth,
+            )
+        except WeaverError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=_status_of(exc))
+        return JSONResponse(elements)
+
+    async def events(self, request: Request) -> Response:
+        stream = live.stream_events(self.state.app.db, self.closing, request.is_disconnected)
+        return StreamingResponse(
+            stream, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
+        )
+
+    # -- login ----------------------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        token = self.settings.http_token
+        target = safe_next(request.query_params.get("next"))
+        if request.method == "GET" or not token:
+            if not token:
+                return RedirectResponse("/", status_code=303)
+            return self.render(request, "login.html", next=target, error=None)
+        try:
+            form = await self.read_form(request)
+        except FormError as exc:
+            return self.render(request, "login.html", exc.status, next=target, error=str(exc))
+        if not token_matches(form.get("token", ""), token):
+            return self.render(request, "login.html", 401, next=target, error="Wrong token")
+        response = RedirectResponse(safe_next(form.get("next")), status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE, session_value(token), httponly=True, samesite="strict", path="/"
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        try:
+            await self.read_form(request)
+        except FormError as exc:
+            return self.render(request, "error.html", exc.status, message=str(exc))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+
+_SECTIONS = ("broken", "orphans", "failures", "shared")
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return max(int(value), 0) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _status_of(error: WeaverError) -> int:
+    if isinstance(error, NoteNotFoundError | ExecutionNotFoundError | WorkflowNotFoundError):
+        return 404
+    if isinstance(error, EngineUnavailableError):
+        return 503
+    if isinstance(error, WorkflowRequestError | InvalidPathError):
+        return 400
+    return 500
