@@ -31,7 +31,7 @@ from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_link
 from weaver.cache.records import StoredRecord
 from weaver.engine import OnSchedule, ScheduleTrigger, WorkflowContext, workflow
 from weaver.engine.analysis import code, format_duration, note_link
-from weaver.markdown.parser import normalize_tag
+from weaver.markdown.patterns import normalize_tag
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 ERROR_CHARS = 200

@@ -40,7 +40,7 @@ from weaver.engine.analysis import (
     tag_spellings,
 )
 from weaver.errors import NoteNotFoundError
-from weaver.markdown.parser import normalize_tag
+from weaver.markdown.patterns import normalize_tag
 from weaver.vault.events import NoteAdded, NoteMoved
 
 KIND = "analysis"

@@ -22,7 +22,7 @@ from weaver.host.app import App, open_app
 from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
 from weaver.mcp_server.graph_tools import graph_wire
 from weaver.views import graph as g
-from weaver.views.names import NameIndex, NameRow, _within_reach, fold, resolve_names
+from weaver.views.names import NameIndex, NameRow, fold, length_window, resolve_names
 
 
 def make(edges: str, extra: str = "", broken: str = "") -> g.Graph:
@@ -391,7 +391,7 @@ def test_the_length_window_holds_exactly_the_lengths_that_can_reach_the_threshol
     lengths = list(range(1, 121))
     for threshold in (0.3, 0.5, 0.7, 0.8, 0.95, 1.0):
         for size in range(1, 61):
-            low, high = _within_reach(size, lengths, threshold)
+            low, high = length_window(size, lengths, threshold)
             reachable = [b for b in lengths if 2 * min(size, b) / (size + b) >= threshold - 1e-12]
             assert lengths[low:high] == reachable, (size, threshold)
 

@@ -24,7 +24,7 @@ from weaver.cache import fts as sqlite
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.index.workers import NoteRecord, StoredFile
-from weaver.markdown.parser import normalize_tag
+from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
 from weaver.vault.fs import FileStat, split_path
 

@@ -13,7 +13,7 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, FileOrder, SortField
 from weaver.errors import NoteDecodeError, NoteNotFoundError
-from weaver.markdown.parser import normalize_tag
+from weaver.markdown.patterns import normalize_tag
 from weaver.mcp_server import hints
 from weaver.mcp_server.envelope import ArgumentError, Time, answer, clamp_to, make_tool
 from weaver.mcp_server.schemas import (

@@ -165,7 +165,7 @@ def resolve_names(
 
 
 def _order(key: _Key) -> tuple[int, str, str]:
-    """How keys are kept: by length for `_within_reach`, then text and path, one order however
+    """How keys are kept: by length for `length_window`, then text and path, one order however
     the index came about, so that ties among fuzzy scores always fall the same way."""
     return len(key.folded), key.folded, key.row.path
 
@@ -208,7 +208,7 @@ def _fuzzy(
         if not asked:
             found += [_answer(name, []) for name in batch]
             continue
-        windows = [_within_reach(len(query), lengths, threshold) for query in asked]
+        windows = [length_window(len(query), lengths, threshold) for query in asked]
         low, high = min(w[0] for w in windows), max(w[1] for w in windows)
         cutoff = threshold * 100
         scores = process.cdist(
@@ -232,7 +232,7 @@ def _best(
     return [(round(float(row[i]) / 100, 4), keys[low + int(i)]) for i in ranked]
 
 
-def _within_reach(size: int, lengths: Sequence[int], threshold: float) -> tuple[int, int]:
+def length_window(size: int, lengths: Sequence[int], threshold: float) -> tuple[int, int]:
     """The slice of `lengths` (sorted) whose texts can score `threshold` against a text of
     `size` characters. The ratio is 2 * common / (a + b), at most 2 * min(a, b) / (a + b), so
     b must lie within [a * t / (2 - t), a * (2 - t) / t]: at 0.7, between 0.54 and 1.86 times
