@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -126,8 +126,9 @@ def read_notes(
     work: Sequence[Work],
     reparse: bool,
     workers: int,
-) -> Iterator[ReadChunk]:
-    """Read and parse `work` in chunks, yielded as they are ready (not in order)."""
+) -> Generator[ReadChunk, None, None]:
+    """Read and parse `work` in chunks, yielded as they are ready (not in order). Closing the
+    generator before its end (the indexer's write failed, or Ctrl-C) ends the workers."""
     chunks = [work[start : start + CHUNK] for start in range(0, len(work), CHUNK)]
     if workers < 1 or len(work) < PARALLEL_MIN:
         for files in chunks:
