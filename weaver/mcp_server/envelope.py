@@ -147,9 +147,9 @@ class EnvelopeTool(Tool):
             raise
         if isinstance(result, CallToolResult):
             # Every tool answers a finished envelope. The SDK's conversion would only check its
-            # structured content against the output model again (pydantic, a model per item:
-            # ~15 ms for a 1,000-note graph), a check clients make themselves against the same
-            # schema, as the tests' client does for every tool.
+            # structured content against the output model again (pydantic, a model per item,
+            # slow on a big graph), a check clients make themselves against the same schema, as
+            # the tests' client does for every tool.
             return result
         return self.fn_metadata.convert_result(result) if convert_result else result
 

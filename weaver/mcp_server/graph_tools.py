@@ -360,9 +360,9 @@ def _guesses(path: str) -> list[str]:
 
 
 def graph_wire(graph: g.Graph, sub: g.Subgraph, folder: str | None) -> dict[str, Any]:
-    """`GraphData(...).to_wire()`, built as plain dicts: a 1,000-note graph has thousands of
-    nodes and edges, and a model for each, then a dict of each model, took ~30 of the tool's
-    ~45 ms (this: ~8). Clients check it against GraphData's schema like any answer."""
+    """`GraphData(...).to_wire()`, built as plain dicts: a big graph has thousands of nodes and
+    edges, and a model for each, then a dict of each model, took most of the tool's time.
+    Clients check it against GraphData's schema like any answer."""
     nodes = [{"id": p, "title": graph.nodes[p].title, "broken": False} for p in sub.nodes]
     nodes += [{"id": t, "title": t, "broken": True} for t in sub.broken]
     edges = [
