@@ -33,7 +33,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP)  ## mypy strict over weaver (built-in workflows and migrations included) and tests
 	$(BIN)/mypy
 
 bench: $(STAMP)  ## performance figures against a floor measured in the same run

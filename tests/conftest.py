@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,11 @@ from weaver.engine.engine import Background
 from weaver.engine.registry import apply_overrides
 from weaver.host.app import App, open_app
 
-WriteNotes = Callable[[dict[str, str | bytes]], Path]
+WriteNotes = Callable[[Mapping[str, str | bytes]], Path]
 EngineFactory = Callable[..., WorkflowEngine]
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Create `files` (vault-relative path -> text or bytes) under `root`."""
     for rel, content in files.items():
         target = root / rel

@@ -46,7 +46,7 @@ def test_migrations_and_built_in_workflows_are_subpackages() -> None:
 
 
 def imported_top_levels(folder: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for module in folder.rglob("*.py"):
         tree = ast.parse(module.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -20,28 +20,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from weaver.cache.note_facts import NoteFacts, get_note_facts
-from weaver.cache.records import StoredRecord
 from weaver.engine import (
     FileTrigger,
+    LoadedNote,
     NewRecord,
+    NoteFacts,
+    NoteMoved,
     OnFile,
+    StoredRecord,
+    VaultEvent,
     WorkflowContext,
     WorkflowDefinitionError,
-    workflow,
-)
-from weaver.engine.analysis import (
-    LoadedNote,
+    compile_glob,
     link_targets,
-    load_note,
     set_changes,
     tag_changes,
     tag_spellings,
     word_counts,
     words_changed,
+    workflow,
 )
-from weaver.engine.definition import compile_glob
-from weaver.vault.events import NoteMoved, VaultEvent
 
 VERSION = "version"
 STATE = "state"
@@ -99,8 +97,7 @@ def track_concepts(ctx: WorkflowContext[TrackInput]) -> dict[str, Any]:
     """Record each version of a concept note: words, links and tags added and removed."""
     settings = ctx.settings or ConceptSettings()
     changes = changes_to_track(ctx, settings)
-    with ctx.cache.snapshot() as conn:
-        facts = get_note_facts(conn, [c.path for c in changes if c.kind != "delete"])
+    facts = ctx.note_facts([c.path for c in changes if c.kind != "delete"])
     states = ctx.records.latest_many([c.path for c in changes], kind=STATE)
     versions: list[dict[str, Any]] = []
     snapshots: list[NewRecord] = []
@@ -121,8 +118,7 @@ def changes_to_track(ctx: WorkflowContext[TrackInput], settings: ConceptSettings
         return [follow(ctx, event) for event in ctx.trigger.events]
     if ctx.input.path is not None:
         return [Change("manual", ctx.vault.vault.check_note_path(ctx.input.path))]
-    with ctx.cache.snapshot() as conn:
-        facts = get_note_facts(conn, None)
+    facts = ctx.note_facts(None)
     concepts = [p for p, fact in facts.items() if settings.is_concept(p, fact.type)]
     return [Change("manual", path) for path in sorted(concepts)]
 
@@ -148,7 +144,7 @@ def track(
         return None
     if state is not None and state.data.get("hash") == fact.content_hash and not change.old_path:
         return None  # saved again without a change, or recorded by hand twice
-    note = load_note(ctx.vault.vault, change.path)
+    note = ctx.load_note(change.path)
     if note is None:
         return None
     return new_version(note, fact, change, None if state is None else state.data)

@@ -26,12 +26,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.cache.executions import list_failures
-from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_links
-from weaver.cache.records import StoredRecord
-from weaver.engine import OnSchedule, ScheduleTrigger, WorkflowContext, workflow
-from weaver.engine.analysis import code, format_duration, note_link
-from weaver.markdown.parser import normalize_tag
+from weaver.engine import (
+    BrokenLink,
+    OnSchedule,
+    ScheduleTrigger,
+    StoredRecord,
+    WorkflowContext,
+    code,
+    format_duration,
+    normalize_tag,
+    note_link,
+    workflow,
+)
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 ERROR_CHARS = 200
@@ -99,9 +105,8 @@ def write_digest(ctx: WorkflowContext[DigestInput]) -> dict[str, Any]:
     day, zone = digest_day(ctx, settings)
     since, until = day_bounds(day, zone)
     activity = gather(ctx, since, until)
-    with ctx.cache.snapshot() as conn:
-        existing = set(get_note_facts(conn, mentioned_paths(activity)))
-        keep_still_broken(activity, list_broken_links(conn, existing))
+    existing = set(ctx.note_facts(mentioned_paths(activity)))
+    keep_still_broken(activity, ctx.broken_links(existing))
     content = render(day, activity, existing, settings.max_items)
     folder = settings.folder.strip("/")
     name = f"Digest {day.isoformat()}.md"
@@ -153,8 +158,7 @@ def gather(ctx: WorkflowContext[DigestInput], since: int, until: int) -> DayActi
     add_analyses(activity, recorded("markdown-analyzer", "analysis"))
     add_deletions(activity, recorded("file-deletion-monitor", "deletion"))
     activity.tasks_completed = [r.data for r in recorded("proof-task-complete", "completion")]
-    with ctx.cache.snapshot() as conn:
-        failed = list_failures(conn, since, until)
+    failed = ctx.failures(since, until)
     activity.failures = [
         {
             "executionId": run.id,

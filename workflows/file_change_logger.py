@@ -15,9 +15,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from weaver.cache.note_facts import get_note_facts
-from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
-from weaver.vault.events import NoteAdded, NoteMoved, VaultEvent
+from weaver.engine import (
+    FileTrigger,
+    NewRecord,
+    NoteAdded,
+    NoteMoved,
+    OnFile,
+    VaultEvent,
+    WorkflowContext,
+    workflow,
+)
 
 KIND = "change"
 # Every save of every note is a record: a change superseded by a newer one of the same note goes
@@ -46,8 +53,7 @@ def describe_events(
 ) -> list[dict[str, Any]]:
     present = [event.path for event in events if event.kind != "delete"]
     deleted = [event.path for event in events if event.kind == "delete"]
-    with ctx.cache.snapshot() as conn:
-        facts = get_note_facts(conn, present)
+    facts = ctx.note_facts(present)
     last_logged = ctx.records.latest_many(deleted, kind=KIND)
     entries = []
     for event in events:

@@ -12,10 +12,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from weaver.cache.note_facts import BrokenLink, list_broken_links_by_key
-from weaver.cache.write import load_all_paths
-from weaver.engine import FileTrigger, NewRecord, NoInput, OnFile, WorkflowContext, workflow
-from weaver.markdown.resolver import LinkResolver, path_key
+from weaver.engine import (
+    BrokenLink,
+    FileTrigger,
+    NewRecord,
+    NoInput,
+    OnFile,
+    WorkflowContext,
+    workflow,
+)
 
 KIND = "deletion"
 CHANGE_LOG = "file-change-logger"
@@ -33,33 +38,11 @@ def monitor_deletions(ctx: WorkflowContext[NoInput]) -> dict[str, Any]:
     if not isinstance(ctx.trigger, FileTrigger):
         return {"deleted": []}
     deleted = list(dict.fromkeys(ctx.trigger.paths))
-    broken = links_broken_by(ctx, deleted)
+    broken = ctx.broken_links_to(deleted)
     known = last_known(ctx, deleted)
     entries = [describe(path, known.get(path, {}), broken.get(path, [])) for path in deleted]
     ctx.records.extend(NewRecord(entry["path"], entry, KIND) for entry in entries)
     return {"deleted": entries}
-
-
-def links_broken_by(
-    ctx: WorkflowContext[NoInput], deleted: list[str]
-) -> dict[str, list[BrokenLink]]:
-    """The broken links that would resolve to one of the deleted notes if it were back.
-
-    Only links whose target names a file of the same name can be; they are resolved again
-    against the files of those names plus the deleted notes (the rules need no other file).
-    """
-    keys = {path_key(path) for path in deleted}
-    gone = set(deleted)
-    with ctx.cache.snapshot() as conn:
-        candidates = list_broken_links_by_key(conn, keys)
-        same_name = [path for path in load_all_paths(conn) if path_key(path) in keys]
-    resolver = LinkResolver([*same_name, *deleted])
-    found: dict[str, list[BrokenLink]] = {}
-    for link in candidates:
-        target = resolver.resolve(link.target, link.source)
-        if target in gone and link.source not in gone:
-            found.setdefault(target, []).append(link)
-    return found
 
 
 def last_known(ctx: WorkflowContext[NoInput], paths: Collection[str]) -> dict[str, dict[str, Any]]:

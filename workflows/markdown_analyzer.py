@@ -21,27 +21,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.cache.note_facts import (
-    BrokenLink,
-    count_tag_carriers,
-    list_broken_links,
-    list_note_paths,
-)
-from weaver.cache.records import StoredRecord
-from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
-from weaver.engine.analysis import (
+from weaver.engine import (
     DEFAULT_WORDS_PER_MINUTE,
+    BrokenLink,
+    FileTrigger,
     LoadedNote,
+    NewRecord,
+    NoteAdded,
+    NoteMoved,
+    NoteNotFoundError,
+    OnFile,
+    StoredRecord,
+    WorkflowContext,
     count_links,
-    load_note,
+    normalize_tag,
     outline,
     reading_minutes,
     tag_changes,
     tag_spellings,
+    workflow,
 )
-from weaver.errors import NoteNotFoundError
-from weaver.markdown.parser import normalize_tag
-from weaver.vault.events import NoteAdded, NoteMoved
 
 KIND = "analysis"
 # Every save of a note is analysed anew: an analysis superseded by a newer one goes after this
@@ -117,17 +116,15 @@ def notes_to_analyze(ctx: WorkflowContext[AnalyzeInput]) -> tuple[list[str], set
         return list(dict.fromkeys(ctx.trigger.paths)), added
     if ctx.input.path is not None:
         return [ctx.vault.vault.check_note_path(ctx.input.path)], set()
-    with ctx.cache.snapshot() as conn:
-        return list_note_paths(conn), set()
+    return ctx.note_paths(), set()
 
 
 def analyze_batch(
     ctx: WorkflowContext[AnalyzeInput], paths: Sequence[str], added: set[str], per_minute: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    notes = {path: load_note(ctx.vault.vault, path) for path in paths}
+    notes = {path: ctx.load_note(path) for path in paths}
     present = [note for note in notes.values() if note is not None]
-    with ctx.cache.snapshot() as conn:
-        broken = list_broken_links(conn, [note.path for note in present])
+    broken = ctx.broken_links([note.path for note in present])
     previous = ctx.records.latest_many([note.path for note in present], kind=KIND)
     analyses = [
         analyze(note, broken.get(note.path, []), per_minute, previous.get(note.path))
@@ -190,8 +187,7 @@ def mark_new(
     gainers = Counter(normalize_tag(tag) for tags in gains.values() for tag in tags)
     carriers: dict[str, int] = {}
     if gainers:
-        with ctx.cache.snapshot() as conn:
-            carriers = count_tag_carriers(conn, list(gainers))
+        carriers = ctx.tag_counts(list(gainers))
     for analysis in analyses:
         keys = [(tag, normalize_tag(tag)) for tag in gains[analysis["path"]]]
         analysis["newTags"] = [tag for tag, key in keys if carriers.get(key, 0) <= gainers[key]]

@@ -24,18 +24,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.cache.note_facts import BrokenLink, get_note_facts, list_broken_links, list_note_paths
-from weaver.engine import FileTrigger, NewRecord, OnFile, WorkflowContext, workflow
-from weaver.engine.analysis import (
+from weaver.engine import (
+    BrokenLink,
+    FileTrigger,
     LoadedNote,
+    NewRecord,
+    NoteNotFoundError,
+    OnFile,
+    WorkflowContext,
     code,
     find_markers,
-    load_note,
     missing_fields,
     missing_sections,
     note_link,
+    workflow,
 )
-from weaver.errors import NoteNotFoundError
 
 KIND = "review"
 SEVERITIES = ("error", "warning", "info")
@@ -73,9 +76,8 @@ def review_specs(ctx: WorkflowContext[ReviewInput]) -> dict[str, Any]:
     checkboxes; findings with severity."""
     settings = ctx.settings or ReviewSettings()
     paths = specs_to_review(ctx, settings)
-    notes = [note for path in paths if (note := load_note(ctx.vault.vault, path)) is not None]
-    with ctx.cache.snapshot() as conn:
-        broken = list_broken_links(conn, [note.path for note in notes])
+    notes = [note for path in paths if (note := ctx.load_note(path)) is not None]
+    broken = ctx.broken_links([note.path for note in notes])
     reviews = [review(note, broken.get(note.path, []), settings) for note in notes]
     if settings.write_review:
         for item in reviews:
@@ -93,10 +95,8 @@ def specs_to_review(ctx: WorkflowContext[ReviewInput], settings: ReviewSettings)
     if not isinstance(ctx.trigger, FileTrigger):
         if ctx.input.path is not None:
             return [ctx.vault.vault.check_note_path(ctx.input.path)]
-        with ctx.cache.snapshot() as conn:
-            return list_note_paths(conn, settings.note_type)
-    with ctx.cache.snapshot() as conn:
-        facts = get_note_facts(conn, ctx.trigger.paths)
+        return ctx.note_paths(settings.note_type)
+    facts = ctx.note_facts(ctx.trigger.paths)
     wanted = settings.note_type.casefold()
     return sorted(p for p, fact in facts.items() if (fact.type or "").casefold() == wanted)
 

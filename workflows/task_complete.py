@@ -20,10 +20,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weaver.cache.note_facts import NoteFacts, get_note_facts
-from weaver.engine import FileTrigger, NewRecord, NoInput, OnFile, WorkflowContext, workflow
-from weaver.engine.analysis import format_duration, parse_moment
-from weaver.vault.events import NoteMoved
+from weaver.engine import (
+    FileTrigger,
+    NewRecord,
+    NoInput,
+    NoteFacts,
+    NoteMoved,
+    OnFile,
+    WorkflowContext,
+    format_duration,
+    parse_moment,
+    workflow,
+)
 
 COMPLETION = "completion"
 STATE = "state"
@@ -92,8 +100,7 @@ def tasks_to_check(ctx: WorkflowContext[NoInput], settings: TaskSettings) -> dic
             if isinstance(event, NoteMoved):
                 ctx.records.move_key(event.old_path, event.path)
         paths = ctx.trigger.paths
-    with ctx.cache.snapshot() as conn:
-        facts = get_note_facts(conn, paths)
+    facts = ctx.note_facts(paths)
     return {path: fact for path, fact in sorted(facts.items()) if settings.is_task(fact)}
 
 

@@ -2,11 +2,11 @@
 
 `ix_links_relation` and `ix_notes_content_hash` were never read: the graph loads relations
 with every link, and move detection compares hashes in memory. Each cost every insert a
-B-tree update (at 10,000 notes, 0.3 s of a first index and 1.8 MB of cache).
+B-tree update, and the cache the space of two indexes.
 
 FTS5 flushes its pending terms to a new segment whenever they pass `hashsize` (1 MB by
 default) and merges segments as it goes; with 8 MB it flushes an eighth as often, and a first
-index spends ~20 % less time in FTS5 (the memory is only held during a write transaction).
+index spends less time in FTS5 (the memory is only held during a write transaction).
 The setting lives in the FTS table's own config, so it belongs to the schema.
 
 Revision ID: 0006

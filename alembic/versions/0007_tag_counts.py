@@ -1,10 +1,10 @@
 """tag_counts: how many notes each tag covers, kept by the writer
 
 Counting the notes under a broad tag read every tag row below it and removed the notes that
-carry two of them (10 ms where 4,000 of 10,000 notes match, in every `search_tags`,
-`query_files tag=` and `random_file tags=`). The writer now keeps the counts; this migration
-fills them from the tags already cached. The counting is written out here rather than
-imported, so that this step stays what it was whatever the writer becomes.
+carry two of them (in every `search_tags`, `query_files tag=` and `random_file tags=`). The
+writer now keeps the counts; this migration fills them from the tags already cached. The
+counting is written out here rather than imported, so that this step stays what it was
+whatever the writer becomes.
 
 Revision ID: 0007
 Revises: 0006

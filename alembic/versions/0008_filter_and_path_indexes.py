@@ -2,7 +2,7 @@
 
 `query_files type=` (or `status=`) lists notes in path order. With an index on the value
 alone, SQLite reads every note of that value and sorts them before it can return the first
-50 (1,161 notes of one type at 10,000 notes: 2 ms; ten times that at 100,000). With the path
+50, a cost that grows with the vault. With the path
 in the index, the notes of a value come out in path order and the page stops at its end.
 
 Revision ID: 0008

@@ -2,7 +2,7 @@
 
 The graph tools, `resolve_names` and the tag lookups keep an index built from the whole cache
 (the link graph, every note's names, the notes under each tag) and rebuilt it whenever the
-cache's version moved: about a second at 10,000 notes after each edit of a note. The writer
+cache's version moved, after each edit of a note. The writer
 now records the notes each pass changed, so that a reader updates those alone. The table
 starts empty: a reader's first index is a full build, as before.
 

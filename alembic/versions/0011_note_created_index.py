@@ -1,7 +1,7 @@
 """an index on notes.created, for query_files sorted by creation time
 
 `query_files sortBy=created` pages through notes newest first. Without an index SQLite reads
-and sorts every note for each page (~90 ms at 100,000 notes); `modified` has had its index
+and sorts every note for each page; `modified` has had its index
 from the start.
 
 Revision ID: 0011

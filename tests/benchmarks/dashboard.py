@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import urllib.parse
 import urllib.request
 
 from sqlalchemy import select
@@ -43,9 +44,9 @@ def pages(served: Served, hub: str) -> dict[str, str]:
         "a workflow": "/workflows/test-slow-echo",
         "vault health": "/vault",
         "search": "/search?q=graph",
-        "the hub note": f"/notes/{urllib.request.quote(hub)}",
+        "the hub note": f"/notes/{urllib.parse.quote(hub)}",
         "graph page": "/graph",
-        "graph data, hub at depth 2": f"/graph/data?note={urllib.request.quote(hub)}&depth=2",
+        "graph data, hub at depth 2": f"/graph/data?note={urllib.parse.quote(hub)}&depth=2",
         "graph data, whole vault": "/graph/data",
     }
 

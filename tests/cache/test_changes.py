@@ -40,7 +40,7 @@ class Ranks(dict[str, float]):
             dict(self), abs=PAGERANK_TOLERANCE
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def graph_facts(graph: Graph) -> tuple[Any, ...]:

@@ -57,7 +57,9 @@ def test_every_migration_downgrades_and_upgrades_again(tmp_path: Path) -> None:
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_name": include_name})
         assert compare_metadata(context, Base.metadata) == []
-        config_rows = dict(conn.execute(text("SELECT k, v FROM notes_fts_config")).all())
+        config_rows: dict[str, object] = dict(
+            conn.execute(text("SELECT k, v FROM notes_fts_config")).all()
+        )
     assert config_rows["hashsize"] == 8 * 1024 * 1024
     engine.dispose()
 

@@ -47,7 +47,7 @@ def require_browser() -> None:
     pytest.skip(reason)
 
 
-def start_chromium(profile: Path):  # type: ignore[no-untyped-def]  # selenium's WebDriver
+def start_chromium(profile: Path):  # selenium's WebDriver (untyped)
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service

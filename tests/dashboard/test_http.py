@@ -145,11 +145,8 @@ def test_cancel_a_pending_run_and_rerun_it(served: Served) -> None:
     )
     new_id = rerun.header("location")[0].rsplit("/", 1)[1]
     assert new_id != started.execution_id
-    done = wait_for(
-        lambda: engine.get_status(new_id).status == "completed" and engine.get_status(new_id),
-        10,
-        "the re-run to complete",
-    )
+    wait_for(lambda: engine.get_status(new_id).status == "completed", 10, "the re-run to end")
+    done = engine.get_status(new_id)
     assert done.input == {"text": "hello", "seconds": 2.0}
 
 

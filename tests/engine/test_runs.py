@@ -155,26 +155,34 @@ def test_unserialisable_result_fails_the_run(app: App, make_engine: EngineFactor
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_timeout_fails_the_run(app: App, make_engine: EngineFactory, kind: str) -> None:
+    answered, finished = threading.Event(), threading.Event()
+    seen: list[bool] = []
     if kind == "sync":
 
         @workflow(id="slow", timeout=0.1)
         def slow(ctx: WorkflowContext[Any]) -> None:
-            ctx.cancelled.wait(5)  # a well-behaved long workflow watches `cancelled`
-            ctx.vault.write_text("late.md", "written after the timeout")
+            # Held until the trigger has answered: the answer may not wait for the thread.
+            seen.append(answered.wait(60))
+            seen.append(ctx.cancelled.is_set())  # what a well-behaved long workflow watches
+            try:
+                ctx.vault.write_text("late.md", "written after the timeout")
+            finally:
+                finished.set()
 
     else:
 
         @workflow(id="slow", timeout=0.1)
         async def slow(ctx: WorkflowContext[Any]) -> None:
-            await asyncio.sleep(5)
+            await asyncio.sleep(60)  # cancelled at the timeout
 
     engine = make_engine(slow)
-    started = time.monotonic()
     data = engine.trigger("slow")
-    assert time.monotonic() - started < 2
+    answered.set()
     assert data.status == "failed"
     assert data.error == "TimeoutError: ran past its timeout of 0.1s"
-    time.sleep(0.05)
+    if kind == "sync":
+        assert finished.wait(10)
+        assert seen == [True, True]  # the answer came first; the attempt was told to stop
     assert not (app.vault.root / "late.md").exists()  # a timed-out attempt may not write
 
 
@@ -341,16 +349,17 @@ def test_claims_are_atomic(app: App, make_engine: EngineFactory) -> None:
 
 
 def test_stop_interrupts_runs_under_way(app: App, make_engine: EngineFactory) -> None:
+    woken: list[bool] = []
+
     @workflow(id="forever", timeout=None)
     def forever(ctx: WorkflowContext[Any]) -> None:
-        ctx.cancelled.wait(10)
+        woken.append(ctx.cancelled.wait(60))  # True: woken by the stop, not by the wait's end
 
     engine = make_engine(forever, background="threads")
     data = engine.trigger("forever", async_=True)
     wait_for(lambda: engine.get_status(data.execution_id).status == "running")
-    started = time.monotonic()
     engine.stop()
-    assert time.monotonic() - started < 2
+    wait_for(lambda: woken == [True])
     status = engine.get_status(data.execution_id)
     assert (status.status, status.error) == ("failed", "interrupted: the engine stopped")
     assert not engine.running

@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apscheduler.events import (  # type: ignore[import-untyped]
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MISSED,
+    JobExecutionEvent,
+)
 from sqlalchemy import select, update
 
 from tests.helpers import wait_for
@@ -212,10 +217,35 @@ def test_a_run_missed_beyond_the_grace_is_skipped(
     scheduler = open_scheduler()
     scheduler._scheduler.start(paused=True)
     scheduler.reconcile()
+    missed: list[JobExecutionEvent] = []
+    scheduler._scheduler.add_listener(missed.append, EVENT_JOB_MISSED)
     job = scheduler._scheduler.get_job("daily#0")
     job.modify(next_run_time=long_ago)
-    EnqueueExecutor(scheduler.engine).submit_job(job, [long_ago])
+    executor = EnqueueExecutor(scheduler.engine)
+    executor.start(scheduler._scheduler, "test")
+    # Twice: the executor's instance count must come back down, or max_instances=1 would
+    # refuse the second submission.
+    for _ in range(2):
+        executor.submit_job(job, [long_ago])
     assert scheduled_runs(app) == []
+    assert [(e.job_id, e.scheduled_run_time) for e in missed] == [("daily#0", long_ago)] * 2
+    scheduler._scheduler.shutdown(wait=False)
+
+
+def test_a_due_run_is_reported_to_the_scheduler_as_executed(
+    app: App, open_scheduler: Callable[[], WorkflowScheduler]
+) -> None:
+    scheduler = open_scheduler()
+    scheduler._scheduler.start(paused=True)
+    scheduler.reconcile()
+    executed: list[JobExecutionEvent] = []
+    scheduler._scheduler.add_listener(executed.append, EVENT_JOB_EXECUTED)
+    executor = EnqueueExecutor(scheduler.engine)
+    executor.start(scheduler._scheduler, "test")
+    now = datetime.now(UTC)
+    executor.submit_job(scheduler._scheduler.get_job("daily#0"), [now])
+    assert [e.job_id for e in executed] == ["daily#0"]
+    wait_for(lambda: [r.status for r in scheduled_runs(app)] == ["completed"])
     scheduler._scheduler.shutdown(wait=False)
 
 

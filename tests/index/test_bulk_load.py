@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, text
 
 from tests.cache.test_migrations import include_name
 from tests.conftest import WriteNotes
+from weaver.cache import write
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
 from weaver.cache.db import open_cache_engine, open_engine
 from weaver.config import Settings
@@ -73,7 +74,7 @@ def test_a_big_first_index_ends_with_every_index_and_the_same_links(
     monkeypatch.setattr(indexer, "BIG_PASS", 10)
     write_notes({f"n{i}.md": f"#t{i % 3} [[n{(i + 1) % 40}]] [[gone]]" for i in range(40)})
     dropped: list[list[str]] = []
-    real = indexer.indexes_deferred
+    real = indexes_deferred
 
     @contextmanager
     def spy(conn: Connection) -> Iterator[None]:
@@ -113,7 +114,7 @@ def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
     monkeypatch.setattr(parse_workers, "CHUNK", 10)
     write_notes({f"n{i}.md": f"#t [[n{(i + 1) % 40}]]" for i in range(40)})
     batches = 0
-    real = indexer.write.replace_notes
+    real = write.replace_notes
 
     def interrupted_after_one(*args: Any) -> None:
         nonlocal batches
@@ -122,11 +123,11 @@ def test_ctrl_c_during_a_first_index_is_finished_by_the_next_run(
             raise KeyboardInterrupt
         real(*args)
 
-    monkeypatch.setattr(indexer.write, "replace_notes", interrupted_after_one)
+    monkeypatch.setattr(write, "replace_notes", interrupted_after_one)
     with pytest.raises(KeyboardInterrupt):
         app.indexer.reconcile()
     assert secondary_indexes(app.db) == []  # left to the next run, not built on the way out
-    monkeypatch.setattr(indexer.write, "replace_notes", real)
+    monkeypatch.setattr(write, "replace_notes", real)
     url = app.db.url.render_as_string(hide_password=False)
     app.close()
     rerun = open_app(Settings(vault=app.settings.vault, database_url=url))

@@ -15,7 +15,7 @@ from weaver.cache import fts as sqlite
 from weaver.cache import read
 from weaver.config import Settings
 from weaver.errors import NoteTooLargeError
-from weaver.mcp_server.cache_tools import MAX_CONTENT_CHARS
+from weaver.mcp_server.arguments import MAX_CONTENT_CHARS
 from weaver.vault.events import NoteModified
 from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 

@@ -176,7 +176,7 @@ def test_a_pass_abandoned_midway_ends_its_workers(
     assert next(chunks).records
     chunks.close()  # the indexer's write failed, or Ctrl-C
     assert len(started) == 2
-    assert all(worker.process.poll() is not None for worker in started)
+    assert all(w.process is not None and w.process.poll() is not None for w in started)
 
 
 @pytest.mark.usefixtures("every_pass_is_big")

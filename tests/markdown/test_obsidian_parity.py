@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 
 from tests.corpora import CORPORA, require_corpora
-from weaver.markdown.parser import (
-    ParsedNote,
-    decode_note,
-    frontmatter_tags,
-    normalize_tag,
-    parse_note,
-)
+from weaver.markdown.frontmatter import frontmatter_tags
+from weaver.markdown.parser import ParsedNote, decode_note, parse_note
+from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver
 
 pytestmark = pytest.mark.corpus

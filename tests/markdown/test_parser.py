@@ -7,17 +7,9 @@ import random
 
 import pytest
 
-from weaver.markdown.parser import (
-    Heading,
-    ObsidianYAMLHandler,
-    ParsedLink,
-    decode_note,
-    frontmatter_aliases,
-    frontmatter_tags,
-    is_valid_tag,
-    normalize_tag,
-    parse_note,
-)
+from weaver.markdown.frontmatter import ObsidianYAMLHandler, frontmatter_aliases, frontmatter_tags
+from weaver.markdown.parser import Heading, ParsedLink, decode_note, parse_note
+from weaver.markdown.patterns import is_valid_tag, normalize_tag
 
 LinkTuple = tuple[str, str, str | None, str | None]  # kind, target, alias, subpath
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp_types import TextContent
 from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
@@ -327,6 +328,7 @@ async def test_a_tool_failing_on_a_model_of_its_own_is_not_blamed_on_the_argumen
     finally:
         app.close()
     assert result.is_error
+    assert isinstance(result.content[0], TextContent)
     assert "Invalid arguments" not in result.content[0].text
 
 

@@ -67,13 +67,14 @@ async def stdio_server(vault: Path, log: TextIO, *extra: str) -> AsyncIterator[C
         yield client
 
 
-async def wait_for_note(client: Client, path: str, timeout: float) -> float:
-    """Poll get_file until the note is there; returns the seconds it took."""
+async def wait_for_note(client: Client, path: str, timeout: float = 10.0) -> None:
+    """Poll get_file until the note is there. The timeout only bounds the wait: how soon a
+    change is visible is `make bench`'s freshness figure."""
     started = time.monotonic()
     while True:
         result = await client.call_tool("get_file", {"path": path})
         if not result.is_error:
-            return time.monotonic() - started
+            return
         assert time.monotonic() - started < timeout, envelope_of(result)
         await anyio.sleep(0.02)
 
@@ -98,7 +99,7 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
             # query_files answered after the first reconcile; now change the vault under it.
             await anyio.sleep(0.3)  # let inotify settle its watches before the first change
             (vault / "sub" / "New.md").write_text("# New\n[[Home]]\n", encoding="utf-8")
-            elapsed = await wait_for_note(client, "sub/New.md", timeout=1.0)
+            await wait_for_note(client, "sub/New.md")
             home = envelope_of(await client.call_tool("get_file", {"path": "Home.md"}))
             # `weaver serve` hosts the workflow engine: file events start workflows, and a
             # sync trigger answers with the run's final status and result.
@@ -109,7 +110,6 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
     assert [change["data"]["kind"] for change in changes] == ["add"]
     assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "Home.md")
     assert [f["path"] for f in data["data"]["files"]] == ["Home.md", "sub/Topic.md"]
-    assert elapsed < 1.0
     assert "sub/New.md" in home["data"]["links"]["incoming"]
     stderr = (tmp_path / "stderr.log").read_text()
     assert "serving MCP over stdio" in stderr  # logs go to stderr, stdout is the protocol's
@@ -159,7 +159,7 @@ async def test_a_second_server_reads_while_the_first_writes(vault: Path, tmp_pat
                 assert (health["role"], health["status"]) == ("reader", "healthy")
                 await anyio.sleep(0.3)
                 (vault / "Later.md").write_text("# Later\n#start\n", encoding="utf-8")
-                await wait_for_note(second, "Later.md", timeout=1.0)
+                await wait_for_note(second, "Later.md")
                 data = envelope_of(await second.call_tool("search_tags", {"tag": "start"}))
     assert data["data"]["count"] == 2
     assert "Traceback" not in (tmp_path / "b.log").read_text()
@@ -191,7 +191,7 @@ async def test_a_reader_takes_over_writing_when_the_writer_exits(vault: Path) ->
                         await anyio.sleep(0.02)
                 await anyio.sleep(0.3)
                 (vault / "After.md").write_text("# After\n", encoding="utf-8")
-                await wait_for_note(client, "After.md", timeout=1.0)
+                await wait_for_note(client, "After.md")
     finally:
         for app in apps:
             app.close()

@@ -22,7 +22,10 @@ from weaver.host.app import App, open_app
 from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
 from weaver.mcp_server.graph_tools import graph_wire
 from weaver.views import graph as g
-from weaver.views.names import NameIndex, NameRow, _within_reach, fold, resolve_names
+from weaver.views.names import MatchedOn, NameIndex, NameRow, fold, length_window, resolve_names
+from weaver.views.tags import TagMode
+
+PATH_ONLY: tuple[MatchedOn, ...] = ("path",)
 
 
 def make(edges: str, extra: str = "", broken: str = "") -> g.Graph:
@@ -351,9 +354,9 @@ def test_fuzzy_scores_thresholds_and_alternatives() -> None:
     assert resolve_names(["alice"], ROWS, "fuzzy", 0.6)[0].alternatives == (
         "people/Alice Smith.md",
     )
-    by_path = NameIndex(ROWS).resolve(["old/alise"], "fuzzy", 0.7, kinds=("path",))[0]
+    by_path = NameIndex(ROWS).resolve(["old/alise"], "fuzzy", 0.7, kinds=PATH_ONLY)[0]
     assert (by_path.path, by_path.matched_on) == ("old/Alice.md", "path")
-    assert NameIndex(ROWS).resolve(["Alise"], "fuzzy", 0.7, kinds=("path",))[0].path is None
+    assert NameIndex(ROWS).resolve(["Alise"], "fuzzy", 0.7, kinds=PATH_ONLY)[0].path is None
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.5, 0.7, 0.9, 1.0])
@@ -391,7 +394,7 @@ def test_the_length_window_holds_exactly_the_lengths_that_can_reach_the_threshol
     lengths = list(range(1, 121))
     for threshold in (0.3, 0.5, 0.7, 0.8, 0.95, 1.0):
         for size in range(1, 61):
-            low, high = _within_reach(size, lengths, threshold)
+            low, high = length_window(size, lengths, threshold)
             reachable = [b for b in lengths if 2 * min(size, b) / (size + b) >= threshold - 1e-12]
             assert lengths[low:high] == reachable, (size, threshold)
 
@@ -435,7 +438,7 @@ def test_tasks_demo_graph_agrees_with_obsidian(tasks_demo: g.Graph) -> None:
     assert g.shortest_path(tasks_demo, source, target) == [source, target]
 
 
-TAGGED = {
+TAGGED: dict[str, str | bytes] = {
     "a.md": "#project/alpha #idea",
     "b.md": "#project #idea/sort #idea/sort/deep",  # two tags under idea: listed once
     "c.md": "#other #idea",
@@ -444,9 +447,7 @@ TAGGED = {
 }
 
 
-def _tagged(
-    app: App, patterns: list[str], mode: cache_graph.TagMode, limit: int = 10
-) -> tuple[list[str], int]:
+def _tagged(app: App, patterns: list[str], mode: TagMode, limit: int = 10) -> tuple[list[str], int]:
     index = cache_graph.tag_index_cache()
     with read.read_snapshot(app.db) as conn:
         page = cache_graph.notes_with_tags(conn, index.get(conn), patterns, mode, limit)

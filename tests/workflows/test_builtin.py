@@ -3,12 +3,14 @@ its own tests, and their schedule and settings are configured like any plugin's.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 from pydantic_core import to_jsonable_python
 
 from tests.workflow_vault import BUILTIN_IDS
+from weaver import builtin_workflows
 from weaver.config import Settings, load_settings
 from weaver.engine import load_registry
 
@@ -89,3 +91,36 @@ def test_the_documented_defaults_are_the_defaults(tmp_path: Path, vault_dir: Pat
         # Each load imports the plugins anew, so their settings classes differ: compare values.
         assert to_jsonable_python(configured.settings) == to_jsonable_python(workflow.settings)
         assert configured.schedules == workflow.schedules
+
+
+def weaver_imports(source: Path) -> set[str]:
+    """The `weaver` modules a file imports, at any depth of its code."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "weaver" or name.startswith("weaver.")}
+
+
+def test_built_in_workflows_import_only_the_plugin_api() -> None:
+    """A built-in workflow is written as a third party's would be: `weaver.engine` only."""
+    folder = Path(builtin_workflows.__file__).parent
+    modules = sorted(folder.glob("*.py"))
+    assert len(modules) >= 8  # the package itself and the seven workflows
+    for module in modules:
+        own = {f"weaver.builtin_workflows.{path.stem}" for path in modules}
+        assert weaver_imports(module) - own <= {"weaver.engine"}, module.name
+
+
+def test_the_import_check_sees_a_forbidden_import(tmp_path: Path) -> None:
+    source = tmp_path / "plugin.py"
+    source.write_text(
+        "from weaver.engine import workflow\n"
+        "def run():\n"
+        "    from weaver.cache.read import get_file\n"
+        "    import weaver.errors\n",
+        encoding="utf-8",
+    )
+    assert weaver_imports(source) == {"weaver.engine", "weaver.cache.read", "weaver.errors"}

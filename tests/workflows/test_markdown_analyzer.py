@@ -158,10 +158,10 @@ def test_tasks_demo_analysed_as_obsidian_sees_it(tmp_path: Path) -> None:
         ).read_text()
     )
     expected = {(path, target) for path, targets in unresolved.items() for target in targets}
-    mine = {
+    found = {
         (path, broken["target"])
         for path, analysis in analyses.items()
         for broken in analysis["brokenLinks"]
         if PurePosixPath(broken["target"]).suffix.lower() in ("", ".md")
     }
-    assert mine == expected and len(expected) == 5
+    assert found == expected and len(expected) == 5

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def vault(app: App) -> Iterator[WorkflowVault]:
         yield opened
 
 
-def completions(vault: WorkflowVault) -> list[dict[str, object]]:
+def completions(vault: WorkflowVault) -> list[dict[str, Any]]:
     return [r.data for r in vault.records(ID, kind="completion")]
 
 

@@ -2,8 +2,8 @@
 
 Row by row, every link goes into three indexes in random key order (by target, by target key,
 by source); once those outgrow the page cache each insert reads and writes pages all over the
-file, and a first index slows down as the vault grows (100,000 notes indexed at 69 % of the
-10,000-note rate). A `CREATE INDEX` over the loaded table sorts its keys instead.
+file, and a first index slows down as the vault grows. A `CREATE INDEX` over the loaded table
+sorts its keys instead.
 
 The dropped indexes' `CREATE` statements are kept in `cache_state` in the same transaction that
 drops them, and `restore_indexes` runs them again: at the end of the load (also of a failed

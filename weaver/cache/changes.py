@@ -1,8 +1,8 @@
 """Which notes each indexing pass changed, so readers can update what they built, not rebuild.
 
 The graph tools, `resolve_names` and the tag lookups keep an index built from the whole cache
-(`cache.graph.ByVersion`) and used to build it again whenever the cache's version moved: about
-a second at 10,000 notes, paid by the first call after every edit. The indexer now records
+(`cache.graph.ByVersion`) and used to build it again whenever the cache's version moved, a cost
+paid by the first call after every edit. The indexer now records
 each note whose row, tags or links it changed (written, removed, or with a link resolved
 anew), and a reader holding version V updates just the notes changed since V.
 

@@ -4,8 +4,8 @@ SQLite runs in WAL mode with a busy timeout so that a CLI command and the daemon
 cache: readers never block the writer, and a second writer waits instead of failing.
 
 Alembic is imported only when the cache is not at `SCHEMA_HEAD` (a test keeps that constant
-equal to the newest migration): importing it and reading the migration scripts cost every
-start ~0.35 s, for a cache that is nearly always up to date already.
+equal to the newest migration): importing it and reading the migration scripts would slow every
+start, for a cache that is nearly always up to date already.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ BUSY_TIMEOUT_MS = 10_000
 # How a connection writes a big indexing pass (`bulk_writes`), against SQLite's defaults of a
 # 2 MiB page cache and a checkpoint whenever the WAL passes 1,000 pages (4 MiB). Each batch
 # commits ~25 MiB of pages, so by default every commit copies them all into the database file,
-# FTS5's merged segments again and again; with a 64 MiB threshold most pages are copied once
-# (100,000 notes: 114 -> 101 s). A page cache of 8 MiB keeps the pages being appended to; more
-# made no difference once a first index stopped updating the link indexes row by row.
+# FTS5's merged segments again and again; with a 64 MiB threshold most pages are copied once.
+# A page cache of 8 MiB keeps the pages being appended to; more made no difference once a first
+# index stopped updating the link indexes row by row.
 BULK_CACHE_KIB = 8 * 1024
 BULK_CHECKPOINT_PAGES = 16 * 1024
 

@@ -192,8 +192,8 @@ class _SearchStatements:
 def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
     """`search`'s statements for this combination of filters, with every value bound.
 
-    Built once: SQLAlchemy takes longer to build them (~2 ms) than SQLite takes to answer a
-    search for a rare word. Parameters: `expression`, `limit`, `offset`, with a directory
+    Built once: SQLAlchemy takes longer to build them than SQLite takes to answer a search for
+    a rare word. Parameters: `expression`, `limit`, `offset`, with a directory
     `folder_low`/`folder_high`, with a tag `tag`."""
     fts: ColumnClause[Any] = literal_column(FTS_TABLE)
     match = fts.match(bindparam("expression", type_=String))

@@ -6,7 +6,7 @@ statements per call, never one per note.
 changes (the indexer makes it strictly increasing, and it changes in every pass that writes),
 so the graph tools load the adjacency once, in whichever process, rather than once per call.
 When the stamp moves, the notes changed since (`cache.changes`) are read again and patched in
-(`update_graph`): an edit costs the graph tools a few milliseconds, not a reload of the vault.
+(`update_graph`): an edit costs the graph tools the changed notes, not a reload of the vault.
 """
 
 from __future__ import annotations

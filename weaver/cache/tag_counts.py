@@ -1,7 +1,7 @@
 """How many notes each tag covers, kept in `tag_counts` as notes are written and forgotten.
 
 Counting the notes under a broad tag means reading every tag row below it and removing the
-notes that carry two of them: 10 ms in SQLite where 4,000 of 10,000 notes match, paid by every
+notes that carry two of them, a cost that grows with the tag and was paid by every
 `search_tags`, `query_files tag=` and `get_stats`. The writer knows which tags a note gains
 and loses, so it keeps the answer instead: a handful of upserts per batch.
 

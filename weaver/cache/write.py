@@ -24,7 +24,7 @@ from weaver.cache import fts as sqlite
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.index.workers import NoteRecord, StoredFile
-from weaver.markdown.parser import normalize_tag
+from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
 from weaver.vault.fs import FileStat, split_path
 
@@ -100,9 +100,8 @@ def insert_rows(
     conn: Connection, model: type[Base], columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
 ) -> None:
     """Insert plain tuples of `columns`. On SQLite they go straight to the driver's
-    executemany, skipping SQLAlchemy's per-row parameter handling: the 97,000 links of a
-    10,000-note vault take 2.2 s this way (mostly SQLite's own work) against 3.5 s through
-    Core. Other dialects go through Core."""
+    executemany, skipping SQLAlchemy's per-row parameter handling, which added more than half
+    again to SQLite's own work. Other dialects go through Core."""
     if not rows:
         return
     if conn.dialect.name != "sqlite":
@@ -260,7 +259,7 @@ def reresolve_links(
 
 def refresh_statistics(conn: Connection) -> None:
     """Let SQLite's planner know how the notes' columns are spread, after a pass that changed
-    many of them (~10 ms at 10,000 notes). Without statistics it guesses, and for `query_files`
+    many of them (cheap next to the pass). Without statistics it guesses, and for `query_files`
     with a type and a status it walked the status index rather than the narrower type one."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("ANALYZE notes")

@@ -32,7 +32,8 @@ from weaver.cache import write
 from weaver.errors import NoteDecodeError, VaultError
 from weaver.host.app import App
 from weaver.host.locks import WriterLock
-from weaver.markdown.parser import ObsidianYAMLHandler, is_valid_tag
+from weaver.markdown.frontmatter import ObsidianYAMLHandler
+from weaver.markdown.patterns import is_valid_tag
 from weaver.markdown.relink import Move, rewrite_links
 from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.fs import Vault

@@ -31,7 +31,7 @@ from weaver.edits.notes import (
 from weaver.edits.patches import Patched, decode_text, encode_text, patch_note, tags_transform
 from weaver.errors import VaultError
 from weaver.host.app import App
-from weaver.markdown.parser import is_valid_tag, normalize_tag
+from weaver.markdown.patterns import is_valid_tag, normalize_tag
 from weaver.markdown.retag import LineChange, rename_tag_in_text
 from weaver.vault.writer import VaultWriter
 

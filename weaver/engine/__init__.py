@@ -13,12 +13,42 @@
     scheduler   APScheduler jobs that queue scheduled executions
     analysis    the note analysis the built-in workflows share
 
-A plugin needs only this package's top level:
+A plugin needs only this package's top level, and the built-in workflows import nothing else
+of Weaver (a test holds them to it):
 
     from weaver.engine import OnFile, WorkflowContext, workflow
+
+Besides the engine's own names it re-exports what a workflow reads and writes: the cache's value
+types (`NoteFacts`, `BrokenLink`, `ExecutionRecord`, records), the vault events, the errors a
+workflow raises or meets (`NoteNotFoundError`), and the analysis kit (`weaver.engine.analysis`).
+`__all__` is pinned by tests/engine/test_exported_members.py: a change to it is a change to the
+plugin API.
 """
 
+from weaver.cache.executions import ExecutionRecord
+from weaver.cache.note_facts import BrokenLink, NoteFacts
 from weaver.cache.records import NewRecord, StoredRecord, WorkflowRecords
+from weaver.engine.analysis import (
+    DEFAULT_WORDS_PER_MINUTE,
+    LoadedNote,
+    Marker,
+    code,
+    count_links,
+    find_markers,
+    format_duration,
+    link_targets,
+    missing_fields,
+    missing_sections,
+    note_link,
+    outline,
+    parse_moment,
+    reading_minutes,
+    set_changes,
+    tag_changes,
+    tag_spellings,
+    word_counts,
+    words_changed,
+)
 from weaver.engine.context import (
     CacheReader,
     FileTrigger,
@@ -27,7 +57,15 @@ from weaver.engine.context import (
     Trigger,
     WorkflowContext,
 )
-from weaver.engine.definition import NoInput, OnFile, OnSchedule, RunPolicy, Workflow, workflow
+from weaver.engine.definition import (
+    NoInput,
+    OnFile,
+    OnSchedule,
+    RunPolicy,
+    Workflow,
+    compile_glob,
+    workflow,
+)
 from weaver.engine.engine import WorkflowEngine, hosted_engine
 from weaver.engine.errors import (
     DuplicateWorkflowError,
@@ -41,17 +79,31 @@ from weaver.engine.errors import (
 )
 from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
 from weaver.engine.registry import PluginError, Registry
+from weaver.errors import NoteNotFoundError, WeaverError
+from weaver.markdown.patterns import normalize_tag
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
 __all__ = [
+    "DEFAULT_WORDS_PER_MINUTE",
     "ENTRY_POINT_GROUP",
+    "BrokenLink",
     "CacheReader",
     "DuplicateWorkflowError",
     "ExecutionNotFoundError",
+    "ExecutionRecord",
     "FileTrigger",
     "InvalidInputError",
+    "LoadedNote",
     "ManualTrigger",
+    "Marker",
     "NewRecord",
     "NoInput",
+    "NoteAdded",
+    "NoteDeleted",
+    "NoteFacts",
+    "NoteModified",
+    "NoteMoved",
+    "NoteNotFoundError",
     "OnFile",
     "OnSchedule",
     "PluginError",
@@ -60,6 +112,8 @@ __all__ = [
     "ScheduleTrigger",
     "StoredRecord",
     "Trigger",
+    "VaultEvent",
+    "WeaverError",
     "Workflow",
     "WorkflowContext",
     "WorkflowDefinitionError",
@@ -69,7 +123,25 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowRecords",
     "WorkflowRequestError",
+    "code",
+    "compile_glob",
+    "count_links",
+    "find_markers",
+    "format_duration",
     "hosted_engine",
+    "link_targets",
     "load_registry",
+    "missing_fields",
+    "missing_sections",
+    "normalize_tag",
+    "note_link",
+    "outline",
+    "parse_moment",
+    "reading_minutes",
+    "set_changes",
+    "tag_changes",
+    "tag_spellings",
+    "word_counts",
+    "words_changed",
     "workflow",
 ]

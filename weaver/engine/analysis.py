@@ -19,7 +19,8 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from weaver.errors import NoteNotFoundError, NoteTooLargeError
-from weaver.markdown.parser import Heading, ParsedNote, decode_note, normalize_tag, parse_note
+from weaver.markdown.parser import Heading, ParsedNote, decode_note, parse_note
+from weaver.markdown.patterns import normalize_tag
 from weaver.vault.fs import Vault
 
 # Silent reading speed of an adult reading prose, words per minute.

@@ -7,17 +7,21 @@
         case FileTrigger(events=events): ...        # one watcher batch, filtered for this workflow
         case ScheduleTrigger(scheduled_time=when): ...
 
-The cache is read-only (`ctx.cache.snapshot()` yields a connection that SQLite itself refuses to
-write through); the vault is written through `ctx.vault`, a `VaultWriter` that records each
-write so the file event it causes starts no workflow again. What a workflow wants to keep for
-later (an audit log, a note's analysis, state between runs) goes to `ctx.records`, its own part
-of the `workflow_records` table, which users query with `get_workflow_records`.
+The cache is read through the context's typed methods (`note_facts`, `note_paths`,
+`broken_links`, `broken_links_to`, `tag_counts`, `failures`), each answering for a whole batch
+of notes from one consistent snapshot; `ctx.cache.snapshot()` yields the raw read-only
+connection (one SQLite itself refuses to write through) for anything else. Notes are read from
+disk and parsed with `ctx.load_note`. The vault is written through `ctx.vault`, a `VaultWriter`
+that records each write so the file event it causes starts no workflow again. What a workflow
+wants to keep for later (an audit log, a note's analysis, state between runs) goes to
+`ctx.records`, its own part of the `workflow_records` table, which users query with
+`get_workflow_records`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,8 +31,21 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine
 from structlog.typing import FilteringBoundLogger
 
+from weaver.cache.executions import ExecutionRecord, list_failures
+from weaver.cache.note_facts import (
+    BrokenLink,
+    NoteFacts,
+    count_tag_carriers,
+    get_note_facts,
+    list_broken_links,
+    list_broken_links_by_key,
+    list_note_paths,
+)
 from weaver.cache.records import WorkflowRecords
+from weaver.cache.write import load_all_paths
 from weaver.config import Settings
+from weaver.engine.analysis import LoadedNote, load_note
+from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault.writer import VaultWriter
 
@@ -167,3 +184,56 @@ class WorkflowContext(Generic[InputT]):
     def report_progress(self, percent: float, message: str | None = None) -> None:
         """Record progress (clamped to 0..100) and an optional message on the execution."""
         self.progress_sink(int(min(max(percent, 0), 100)), message)
+
+    # -- reading the cache: one snapshot per call, one query per chunk of paths ---------------
+
+    def note_facts(self, paths: Collection[str] | None) -> dict[str, NoteFacts]:
+        """The cached facts of these notes (None: every note), by path; a path no longer in the
+        cache is left out."""
+        with self.cache.snapshot() as conn:
+            return get_note_facts(conn, paths)
+
+    def note_paths(self, note_type: str | None = None) -> list[str]:
+        """Every note's path, sorted; with `note_type`, those of that frontmatter `type`."""
+        with self.cache.snapshot() as conn:
+            return list_note_paths(conn, note_type)
+
+    def broken_links(self, paths: Collection[str] | None) -> dict[str, list[BrokenLink]]:
+        """The broken links of these notes (None: every note), in file order, by source."""
+        with self.cache.snapshot() as conn:
+            return list_broken_links(conn, paths)
+
+    def broken_links_to(self, paths: Collection[str]) -> dict[str, list[BrokenLink]]:
+        """The broken links that would resolve to one of these (deleted) paths if it were back,
+        by that path; links from those paths themselves are left out.
+
+        Only links whose target names a file of the same name can; they are resolved again
+        against the files of those names plus the paths (the rules need no other file).
+        """
+        keys = {path_key(path) for path in paths}
+        gone = set(paths)
+        with self.cache.snapshot() as conn:
+            candidates = list_broken_links_by_key(conn, keys)
+            same_name = [path for path in load_all_paths(conn) if path_key(path) in keys]
+        resolver = LinkResolver([*same_name, *paths])
+        found: dict[str, list[BrokenLink]] = {}
+        for link in candidates:
+            target = resolver.resolve(link.target, link.source)
+            if target in gone and link.source not in gone:
+                found.setdefault(target, []).append(link)
+        return found
+
+    def tag_counts(self, keys: Collection[str]) -> dict[str, int]:
+        """How many notes carry each of these tag keys exactly (not the tags nested below)."""
+        with self.cache.snapshot() as conn:
+            return count_tag_carriers(conn, keys)
+
+    def failures(self, since: int, until: int) -> list[ExecutionRecord]:
+        """Executions of any workflow that failed within [since, until) (epoch ms), oldest
+        first."""
+        with self.cache.snapshot() as conn:
+            return list_failures(conn, since, until)
+
+    def load_note(self, path: str) -> LoadedNote | None:
+        """A note read from disk now and parsed; None when it is not there (any more)."""
+        return load_note(self.vault.vault, path)

@@ -85,7 +85,7 @@ SYNC_POLL_SECONDS = 0.1
 DAY_MS = 86_400_000
 # History pruning runs at start and then this often while the engine runs.
 PRUNE_EVERY_SECONDS = 3600.0
-# Superseded workflow records deleted per transaction (~0.1 s each).
+# Superseded workflow records deleted per transaction: short enough not to hold up the writer.
 PRUNE_BATCH = 5_000
 # How long the engine remembers its own vault writes (for events of a daemon catching up).
 WRITE_MEMORY_MS = 7 * DAY_MS

@@ -28,9 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from traceback import format_exc
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from apscheduler.events import (  # type: ignore[import-untyped]
+    EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MISSED,
+    JobExecutionEvent,
+)
 from apscheduler.executors.base import BaseExecutor  # type: ignore[import-untyped]
 from apscheduler.job import Job  # type: ignore[import-untyped]
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore  # type: ignore[import-untyped]
@@ -48,6 +55,7 @@ DISPATCH_REF = "weaver.engine.scheduler:dispatch"
 # Where `dispatch` lived before the modules were grouped by layer (0.1): stores written then
 # name it, and APScheduler drops a job whose function it cannot import, with a traceback.
 FORMER_DISPATCH_REFS = ("weaver.scheduler:dispatch",)
+STORE_ALIAS = "default"  # the one job store (and executor) of the scheduler
 JOB_ID_SEPARATOR = "#"
 # The scheduler thread sleeps until the next due time on a monotonic clock, which stands still
 # while the machine is suspended: after a night asleep it would wake hours late. A nudge this
@@ -72,30 +80,42 @@ def dispatch(
 
 
 class EnqueueExecutor(BaseExecutor):  # type: ignore[misc]  # APScheduler 3 has no type hints
-    """Calls a job's function in the scheduler's thread with the engine as first argument.
+    """Calls a job's function in the scheduler's thread with the engine and the planned time.
 
-    Enqueueing takes a millisecond, so no thread pool; a run missed by more than the job's
-    `misfire_grace_time` is skipped, as APScheduler's own executors do.
+    It implements only `_do_submit_job`, the hook APScheduler documents for executors (its own
+    `DebugExecutor` runs jobs inline the same way), so the base class keeps counting instances
+    and the scheduler still gets its executed / missed / error events. Enqueueing takes a
+    moment, so no thread pool; a run missed by more than the job's `misfire_grace_time` is
+    skipped, as APScheduler's own executors do.
     """
 
     def __init__(self, engine: WorkflowEngine) -> None:
         super().__init__()
         self._engine = engine
 
-    def submit_job(self, job: Job, run_times: Sequence[datetime]) -> None:
-        for run_time in run_times:
-            late = datetime.now(UTC) - run_time
-            grace = job.misfire_grace_time
-            if grace is not None and late > timedelta(seconds=grace):
-                log.warning("scheduled run missed beyond grace", job=job.id, late=str(late))
-                continue
-            try:
-                job.func(*job.args, engine=self._engine, scheduled_time=run_time, **job.kwargs)
-            except Exception:
-                log.exception("scheduled dispatch failed", job=job.id)
-
     def _do_submit_job(self, job: Job, run_times: Sequence[datetime]) -> None:
-        self.submit_job(job, run_times)
+        events = [self._run(job, run_time) for run_time in run_times]
+        self._run_job_success(job.id, events)
+
+    def _run(self, job: Job, run_time: datetime) -> JobExecutionEvent:
+        late = datetime.now(UTC) - run_time
+        grace = job.misfire_grace_time
+        if grace is not None and late > timedelta(seconds=grace):
+            log.warning("scheduled run missed beyond grace", job=job.id, late=str(late))
+            return JobExecutionEvent(EVENT_JOB_MISSED, job.id, STORE_ALIAS, run_time)
+        try:
+            result = job.func(*job.args, engine=self._engine, scheduled_time=run_time, **job.kwargs)
+        except Exception as exc:
+            log.exception("scheduled dispatch failed", job=job.id)
+            return JobExecutionEvent(
+                EVENT_JOB_ERROR,
+                job.id,
+                STORE_ALIAS,
+                run_time,
+                exception=exc,
+                traceback=format_exc(),
+            )
+        return JobExecutionEvent(EVENT_JOB_EXECUTED, job.id, STORE_ALIAS, run_time, retval=result)
 
 
 @dataclass
@@ -116,8 +136,8 @@ class WorkflowScheduler:
         self.store_path.parent.mkdir(parents=True, exist_ok=True)
         self._store = SQLAlchemyJobStore(url=f"sqlite:///{self.store_path}")
         self._scheduler = BackgroundScheduler(
-            jobstores={"default": self._store},
-            executors={"default": EnqueueExecutor(engine)},
+            jobstores={STORE_ALIAS: self._store},
+            executors={STORE_ALIAS: EnqueueExecutor(engine)},
             job_defaults={
                 "coalesce": True,
                 "misfire_grace_time": settings.schedule_misfire_grace_s,

@@ -4,12 +4,12 @@
 CPython's cycle collector runs a full collection whenever the objects that survived into its
 oldest generation have grown by a quarter, and a full collection visits every object it tracks.
 A server holds a great many for its whole life: its modules and, once a graph tool has been
-asked, the graph, name and tag indexes (~230,000 objects at 10,000 notes). A call with a big
-answer then paid a full collection now and then: ~60 ms at 10,000 notes, on most calls of a
-1,000-note `get_graph`.
+asked, the graph, name and tag indexes (hundreds of thousands of objects on a big vault). A call
+with a big answer then paid a full collection now and then, on most calls of a large
+`get_graph`.
 
 `gc.freeze()` moves every object alive at that moment out of the collector's sight, so later
-collections visit only what was made since (~3 ms for the same calls). A frozen object is still
+collections visit only what was made since, a small fraction of the work. A frozen object is still
 freed when its last reference goes; only garbage in reference cycles among frozen objects is
 never reclaimed. So a collection runs first, and freezing happens only when something that
 lasts has just been built (start-up, a whole index: at start and after a big indexing pass),

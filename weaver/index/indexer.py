@@ -179,7 +179,7 @@ class Indexer:
     def _ensure_statistics(self) -> None:
         """A vault big enough to have had a big pass, whose cache still has no planner
         statistics (made before big passes ended with them), gets them now, on start, rather
-        than at its next big pass (~10 ms at 10,000 notes)."""
+        than at its next big pass (it is cheap next to a pass)."""
         with self.engine.begin() as conn:
             if write.statistics_missing(conn):
                 write.refresh_statistics(conn)

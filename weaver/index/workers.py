@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -48,7 +48,7 @@ log = structlog.get_logger(__name__)
 CHUNK = 250
 # Parsed chunks a worker holds ready while the indexer writes: about one write batch.
 AHEAD = 8
-# Below this many notes to read, a worker costs more to start (~0.3 s) than it saves.
+# Below this many notes to read, a worker costs more to start than it saves.
 PARALLEL_MIN = 2000
 # More workers than this only wait for the single writer.
 MAX_WORKERS = 4
@@ -126,8 +126,9 @@ def read_notes(
     work: Sequence[Work],
     reparse: bool,
     workers: int,
-) -> Iterator[ReadChunk]:
-    """Read and parse `work` in chunks, yielded as they are ready (not in order)."""
+) -> Generator[ReadChunk, None, None]:
+    """Read and parse `work` in chunks, yielded as they are ready (not in order). Closing the
+    generator before its end (the indexer's write failed, or Ctrl-C) ends the workers."""
     chunks = [work[start : start + CHUNK] for start in range(0, len(work), CHUNK)]
     if workers < 1 or len(work) < PARALLEL_MIN:
         for files in chunks:
@@ -136,7 +137,7 @@ def read_notes(
     count = min(workers, len(chunks))
     started = [ParseWorker(vault, chunks[i::count], reparse) for i in range(count)]
     try:
-        for worker in started:  # after every start: they import (~0.2 s) side by side
+        for worker in started:  # after every start: they import side by side
             worker.send()
         yield from _share(started)
     finally:
@@ -219,7 +220,7 @@ class ParseWorker:
 
     def send(self) -> None:
         """Hand the worker its chunks, from a thread: the pipe takes 64 KB until the worker
-        has imported (~0.2 s) and reads, and this process parses meanwhile."""
+        has imported and reads, and this process parses meanwhile."""
         if self.process is None:
             return
         request = (self.vault, self.chunks, self.reparse)

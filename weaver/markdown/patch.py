@@ -28,7 +28,8 @@ from typing import Literal
 import regex
 
 from weaver.errors import WeaverError
-from weaver.markdown.parser import ObsidianYAMLHandler, mask_code
+from weaver.markdown.frontmatter import ObsidianYAMLHandler
+from weaver.markdown.patterns import mask_code
 
 Position = Literal["before", "after", "replace"]
 PATH_SEPARATOR = "::"

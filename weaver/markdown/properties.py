@@ -23,8 +23,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from weaver.markdown.parser import ObsidianYAMLHandler, is_valid_tag
+from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patch import TextEditError, split_body
+from weaver.markdown.patterns import is_valid_tag
 
 _YAML = ObsidianYAMLHandler()
 FOLDED_KEYS = frozenset({"tags", "aliases", "cssclasses"})  # lists Obsidian compares by name
@@ -114,6 +115,7 @@ def _inner(block: str) -> str:
     """The YAML between the `---` lines of a block as written ("" for none)."""
     if not block:
         return ""
+    source: str
     source, _ = _YAML.split(block if block.endswith("\n") else block + "\n")
     return source if not source or source.endswith("\n") else source + "\n"
 

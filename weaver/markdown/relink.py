@@ -10,10 +10,9 @@ rewritten link keeps everything but its target: `!`, `rel::`, `#heading`, `#^blo
 Otherwise the new target is the shortest that resolves, as Obsidian's default "shortest path
 when possible" writes it: the file name when that finds the note, else its full vault path.
 
-Code, comments and math are masked by the parser's own `_Masker`, imported by its private name
-on purpose: the rewrite must skip exactly what the parse that filled the cache skipped. The link
-patterns are the parser's, restated here; a link read slightly differently could at worst be
-left alone, since only a link that resolved to the moved note (or would be diverted) changes.
+Code, comments and math are masked, and links found, with the parser's own patterns
+(`weaver.markdown.patterns`): the rewrite must skip exactly what the parse that filled the cache
+skipped, and read each link as it read it.
 """
 
 from __future__ import annotations
@@ -25,20 +24,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from weaver.markdown.parser import ObsidianYAMLHandler, _Masker
+from weaver.markdown.frontmatter import ObsidianYAMLHandler
+from weaver.markdown.patterns import (
+    FILL,
+    MD_LINK,
+    MD_SUFFIX,
+    SCHEME,
+    TYPED_LINK,
+    WIKILINK,
+    fill,
+    mask_code,
+)
 from weaver.markdown.resolver import LinkResolver
 
-_MD = re.compile(r"\.md$", re.IGNORECASE)
-# As in the parser: a single "]" does not end a wikilink; a markdown destination is <...> or
-# has balanced parentheses; a scheme makes it external; `rel::` types a wikilink.
-_WIKILINK = re.compile(r"\[\[((?:[^\[\]\n]|\](?!\]))++)\]\]")
-_MD_LINK = re.compile(
-    r"\[[^\[\]\n]*+\]\(\s*+(?:<([^<>\n]*+)>|([^\s()<>]*+(?:\([^\s()<>]*+\)[^\s()<>]*+)*+))"
-    r"(?:\s++(?:\"[^\"\n]*+\"|'[^'\n]*+'))?\s*+\)"
-)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*+:|//")
-_TYPED_LINK = re.compile(r"([^:|#\[\]]+)::(.+)", re.DOTALL)
-_MASK = "\x00"
 _YAML = ObsidianYAMLHandler()
 
 
@@ -92,7 +90,7 @@ def _spans(text: str) -> Iterator[_Span]:
     if _YAML.detect(text):
         body_start = len(text) - len(_YAML.split(text)[1])
         # A link in a YAML string; one inside a YAML comment is rewritten too, harmlessly.
-        for match in _WIKILINK.finditer(text, 0, body_start):
+        for match in WIKILINK.finditer(text, 0, body_start):
             found = _wikilink_target(text, match)
             if found is not None:
                 yield found
@@ -107,20 +105,19 @@ def _body_spans(text: str, body_start: int) -> Iterator[_Span]:
     def place(pos: int) -> int:
         return body_start + pos + bisect_left(newlines, pos)
 
-    masked = _Masker(scan).masked()
-    wikilinks = list(_WIKILINK.finditer(masked))
+    masked = mask_code(scan)
+    wikilinks = list(WIKILINK.finditer(masked))
     for match in wikilinks:
         found = _wikilink_target(scan, match)
         if found is not None:
             yield _Span(place(found.start), place(found.end), found.target, False, False)
-    wikiless = list(masked)
-    for match in wikilinks:  # a markdown link inside a wikilink is not one
-        wikiless[match.start() : match.end()] = _MASK * (match.end() - match.start())
-    for match in _MD_LINK.finditer("".join(wikiless)):
-        angle = match.group(1) is not None
-        start, end = match.span(1) if angle else match.span(2)
+    # A markdown link inside a wikilink is not one (wikilinks never span lines).
+    wikiless = fill(masked, ((match.start(), match.end(), FILL) for match in wikilinks))
+    for match in MD_LINK.finditer(wikiless):
+        angle = match.group(2) is not None
+        start, end = match.span(2) if angle else match.span(3)
         destination = scan[start:end]
-        if not destination or _SCHEME.match(destination):
+        if not destination or SCHEME.match(destination):
             continue
         raw_hash = destination.find("#")
         path_end = start + raw_hash if raw_hash >= 0 else end
@@ -133,7 +130,7 @@ def _wikilink_target(text: str, match: re.Match[str]) -> _Span | None:
     offset, content = match.start(1), match.group(1)
     if not content.strip():
         return None
-    if typed := _TYPED_LINK.fullmatch(content):
+    if typed := TYPED_LINK.fullmatch(content):
         offset, content = offset + typed.start(2), typed.group(2)
     bar = content.find("|", 1)
     left = content[:bar].removesuffix("\\") if bar > 0 else content
@@ -148,7 +145,7 @@ def _wikilink_target(text: str, match: re.Match[str]) -> _Span | None:
 
 def _new_target(span: _Span, wanted: str, source: str, after: LinkResolver) -> str:
     # `[[Note]]` stays without `.md` and `[t](Note.md)` with it, as each was written.
-    text = _shortest(span, wanted, source, after, keep_md=bool(_MD.search(span.target)))
+    text = _shortest(span, wanted, source, after, keep_md=bool(MD_SUFFIX.search(span.target)))
     if not span.markdown or span.angle:
         return text
     return quote(text, safe="/")  # `My Note.md` -> `My%20Note.md`, as Obsidian writes it
@@ -156,7 +153,7 @@ def _new_target(span: _Span, wanted: str, source: str, after: LinkResolver) -> s
 
 def _shortest(span: _Span, wanted: str, source: str, after: LinkResolver, keep_md: bool) -> str:
     def spelled(path: str) -> str:
-        return path if keep_md else _MD.sub("", path)
+        return path if keep_md else MD_SUFFIX.sub("", path)
 
     candidates: list[str] = []
     if span.target.startswith(("./", "../")):

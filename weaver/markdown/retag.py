@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
-from weaver.markdown.parser import ObsidianYAMLHandler, find_inline_tags, normalize_tag
+from weaver.markdown.frontmatter import ObsidianYAMLHandler
+from weaver.markdown.parser import find_inline_tags
+from weaver.markdown.patterns import normalize_tag
 
 _TAG_TOKEN = re.compile(r"[^\s\x00-\x2c.\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]+")
 _YAML = ObsidianYAMLHandler()

@@ -7,15 +7,30 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, FileOrder, SortField
 from weaver.errors import NoteDecodeError, NoteNotFoundError
-from weaver.markdown.parser import normalize_tag
 from weaver.mcp_server import hints
-from weaver.mcp_server.envelope import ArgumentError, Time, answer, clamp_to, make_tool
+from weaver.mcp_server.arguments import (
+    MAX_CONTENT_CHARS,
+    ContentLength,
+    ContentOffset,
+    Direction,
+    Directory,
+    Filter,
+    Limit,
+    NotePath,
+    Offset,
+    Tag,
+    Time,
+    filter_tag,
+    normalize_directory,
+    tag_key,
+)
+from weaver.mcp_server.envelope import ArgumentError, answer, make_tool
 from weaver.mcp_server.schemas import (
     Envelope,
     FileContentData,
@@ -32,77 +47,12 @@ from weaver.mcp_server.schemas import (
 )
 from weaver.mcp_server.state import ServerState
 
-MAX_LIMIT = 500
-# Offsets beyond this are clamped: far past any vault, and well inside SQLite's integers.
-MAX_OFFSET = 2**31 - 1
-# get_file_content's page: any note a person writes, whole; past it a client would choke on
-# one answer (a 64 MiB log file, say), so it comes in pages.
-MAX_CONTENT_CHARS = 1_000_000
-
-Limit = Annotated[
-    int,
-    Field(ge=1, le=MAX_LIMIT, description="Maximum results, 1-500 (out of range: clamped)"),
-    clamp_to(1, MAX_LIMIT),
-]
-Offset = Annotated[
-    int,
-    Field(ge=0, le=MAX_OFFSET, description="Results to skip, for pagination (negative -> 0)"),
-    clamp_to(0, MAX_OFFSET),
-]
-NotePath = Annotated[
-    str,
-    Field(description="Note path relative to the vault root, e.g. 'technical/fastapi.md'"),
-]
-
-
-def _blank_to_none(value: object) -> object:
-    """Some clients send "" for an optional filter they mean to leave out."""
-    return None if isinstance(value, str) and not value.strip() else value
-
-
-def _lower(value: object) -> object:
-    return value.strip().lower() if isinstance(value, str) else value
-
-
-Filter = Annotated[str | None, BeforeValidator(_blank_to_none)]
-Direction = Annotated[
-    Literal["outgoing", "incoming", "both"],
-    Field(description="outgoing: what the note links to; incoming: its backlinks; both"),
-    BeforeValidator(_lower),
-]
 QueryFilesResult = Annotated[CallToolResult, Envelope[QueryFilesData]]
 GetFileResult = Annotated[CallToolResult, Envelope[FileData]]
 FileContentResult = Annotated[CallToolResult, Envelope[FileContentData]]
 SearchTagsResult = Annotated[CallToolResult, Envelope[SearchTagsData]]
 SearchLinksResult = Annotated[CallToolResult, Envelope[SearchLinksData]]
 StatsResult = Annotated[CallToolResult, Envelope[StatsData]]
-
-
-def normalize_path(path: str) -> str:
-    """A client's path in the cache's spelling: `/technical/`, `./technical`, `technical\\sub`
-    -> `technical`, `technical/sub`; the vault root (`""`, `/`, `.`) -> `""`."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    return "/".join(parts)
-
-
-def normalize_directory(directory: str | None) -> str | None:
-    """A folder filter in the cache's spelling; the vault root -> None, i.e. no filter."""
-    return None if directory is None else normalize_path(directory) or None
-
-
-def tag_key(tag: str) -> str:
-    """The key a tag is stored under: no surrounding space or leading '#', case-folded."""
-    return normalize_tag(tag.strip().lstrip("#"))
-
-
-def filter_tag(tag: str | None) -> str | None:
-    """A tag filter's key (None: no filter); a tag with nothing in it is an argument error."""
-    if tag is None:
-        return None
-    key = tag_key(tag)
-    if not key:
-        raise ArgumentError("tag", f"{tag!r} is not a tag")
-    return key
 
 
 QUERY_FILES = """List notes of the vault from the shadow cache, filtered and paginated.
@@ -170,12 +120,10 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     app = state.app
 
     async def query_files(
-        directory: Annotated[
-            Filter, Field(description="Folder relative to the vault root, with its subfolders")
-        ] = None,
+        directory: Directory = None,
         type: Annotated[Filter, Field(description="Frontmatter `type`, e.g. 'concept'")] = None,
         status: Annotated[Filter, Field(description="Frontmatter `status`, e.g. 'active'")] = None,
-        tag: Annotated[Filter, Field(description="Tag, '#' optional; nested tags match")] = None,
+        tag: Tag = None,
         limit: Limit = 50,
         offset: Offset = 0,
         sortBy: Annotated[  # noqa: N803  (camelCase on the wire, as the contract's arguments)
@@ -240,16 +188,8 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
 
     async def get_file_content(
         path: NotePath,
-        offset: Annotated[
-            int,
-            Field(ge=0, le=MAX_OFFSET, description="Characters to skip, to read a long note on"),
-            clamp_to(0, MAX_OFFSET),
-        ] = 0,
-        length: Annotated[
-            int,
-            Field(ge=1, le=MAX_CONTENT_CHARS, description="Most characters returned"),
-            clamp_to(1, MAX_CONTENT_CHARS),
-        ] = MAX_CONTENT_CHARS,
+        offset: ContentOffset = 0,
+        length: ContentLength = MAX_CONTENT_CHARS,
     ) -> FileContentResult:
         def work() -> FileContentData:
             clean = app.vault.check_note_path(path)

@@ -17,8 +17,8 @@ from weaver.edits import daily, notes, patches, tags
 from weaver.errors import VaultError
 from weaver.host.app import App
 from weaver.markdown import patch
-from weaver.mcp_server.cache_tools import NotePath
-from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.arguments import NotePath, clamp_to
+from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
 

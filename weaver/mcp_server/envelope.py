@@ -11,16 +11,14 @@ fail validation, or that the tool does not take, "Invalid arguments: <argument>:
 (the SDK would answer the first with a bare text block outside the envelope, and silently
 drop the second).
 Anything unexpected is logged and answered "Internal error", still as an envelope.
-
-The argument types every tool module shares live here too, beside the errors they produce:
-`clamp_to` for limits and offsets, `Time` for moments (epoch ms or an ISO date).
+The argument types the tools share are in `weaver.mcp_server.arguments`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 import anyio.to_thread
 import pydantic_core
@@ -29,10 +27,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from weaver.engine.analysis import parse_moment
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
@@ -150,9 +147,9 @@ class EnvelopeTool(Tool):
             raise
         if isinstance(result, CallToolResult):
             # Every tool answers a finished envelope. The SDK's conversion would only check its
-            # structured content against the output model again (pydantic, a model per item:
-            # ~15 ms for a 1,000-note graph), a check clients make themselves against the same
-            # schema, as the tests' client does for every tool.
+            # structured content against the output model again (pydantic, a model per item,
+            # slow on a big graph), a check clients make themselves against the same schema, as
+            # the tests' client does for every tool.
             return result
         return self.fn_metadata.convert_result(result) if convert_result else result
 
@@ -194,60 +191,3 @@ def make_tool(
     tool.on_call = state.count_request
     tool.cache_hit = cache_hit
     return tool
-
-
-def clamp_to(low: int, high: int) -> BeforeValidator:
-    """Bring an integer (or an integer-like string or float) into [low, high] before validation.
-
-    Anything else is left alone, so a wrong type is still reported by the argument's name. Use
-    it after `Field(ge=low, le=high)` in `Annotated[...]`: the schema then shows the range, and
-    out-of-range values are clamped instead of rejected (`Field` first, or the schema gets
-    `ge`/`le` keys instead of `minimum`/`maximum`).
-    """
-
-    def clamp(value: object) -> object:
-        if isinstance(value, bool):
-            return value
-        number: int | None = None
-        if isinstance(value, int):
-            number = value
-        elif isinstance(value, float) and value.is_integer():
-            number = int(value)
-        elif isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-            number = int(value.strip())
-        return value if number is None else min(max(number, low), high)
-
-    return BeforeValidator(clamp)
-
-
-# Far beyond any clock Weaver will meet, well inside SQLite's integers.
-MAX_TIME = 2**53
-TIME_FORMATS = (
-    "Unix epoch milliseconds, or an ISO date or date-time ('2026-11-20', '2026-11-20T09:30',"
-    " '2026-11-20T09:30:00Z'; local time without an offset)"
-)
-
-
-def _epoch_ms(value: object) -> object:
-    """A time argument given as text becomes Unix epoch ms; anything else is left for
-    validation, which names the argument if it is not an integer."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if not text:  # some clients send "" for an optional argument they mean to leave out
-        return None
-    if text.lstrip("+-").isdigit():
-        return int(text)
-    moment = parse_moment(text)
-    if moment is None:
-        raise ValueError(f"expected {TIME_FORMATS}")
-    return moment
-
-
-# A moment, in the unit of every timestamp Weaver returns, or as a person writes a date.
-Time = Annotated[
-    int | None,
-    Field(ge=0, le=MAX_TIME),
-    BeforeValidator(_epoch_ms),
-    WithJsonSchema({"type": ["integer", "string", "null"]}),
-]

@@ -16,14 +16,21 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.errors import NoteNotFoundError
 from weaver.mcp_server import hints
-from weaver.mcp_server.cache_tools import (
+from weaver.mcp_server.arguments import (
     Filter,
+    GraphLimit,
+    HubLimit,
+    NeighborLimit,
     NotePath,
+    Relation,
+    TaggedLimit,
+    TagList,
+    clamp_to,
     normalize_directory,
     normalize_path,
     tag_key,
 )
-from weaver.mcp_server.envelope import ArgumentError, answer, clamp_to, make_tool
+from weaver.mcp_server.envelope import ArgumentError, answer, make_tool
 from weaver.mcp_server.graph_schemas import (
     LIST_CONTENT,
     PRIMARY_CONTENT,
@@ -43,12 +50,6 @@ from weaver.mcp_server.graph_schemas import (
 from weaver.mcp_server.schemas import Envelope, TaggedFile
 from weaver.mcp_server.state import ServerState
 from weaver.views import graph as g
-
-Relation = Annotated[
-    Filter,
-    Field(description="Only links of this type: `rel:: [[X]]`, `[[rel::X]]` or a frontmatter key"),
-]
-TagList = Annotated[list[str], Field(min_length=1, max_length=20, description="Tags, '#' optional")]
 
 
 def _tag_keys(tags: list[str], argument: str = "tags") -> list[str]:
@@ -132,9 +133,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         path: NotePath,
         direction: Literal["in", "out", "both"] = "both",
         depth: Annotated[int, Field(ge=1, le=3, description="1-3 links away"), clamp_to(1, 3)] = 1,
-        limit: Annotated[
-            int, Field(ge=1, le=100, description="Neighbours listed, 1-100"), clamp_to(1, 100)
-        ] = 20,
+        limit: NeighborLimit = 20,
         includeContent: Annotated[  # noqa: N803  (the contract's camelCase argument)
             bool, Field(description="Add each note's text, cut at 500 characters")
         ] = False,
@@ -197,9 +196,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
 
     async def get_hubs(
         metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
-        limit: Annotated[
-            int, Field(ge=1, le=50, description="Notes listed, 1-50"), clamp_to(1, 50)
-        ] = 10,
+        limit: HubLimit = 10,
     ) -> Annotated[CallToolResult, Envelope[HubsData]]:
         def work() -> HubsData:
             with read.read_snapshot(app.db) as conn:
@@ -223,9 +220,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             bool, Field(description="Add broken links and their targets")
         ] = False,
         relation: Relation = None,
-        limit: Annotated[
-            int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
-        ] = 100,
+        limit: GraphLimit = 100,
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
         def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
@@ -241,9 +236,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     async def search_by_tags(
         tags: TagList,
         mode: Literal["any", "all"] = "any",
-        limit: Annotated[
-            int, Field(ge=1, le=100, description="Notes listed, 1-100"), clamp_to(1, 100)
-        ] = 20,
+        limit: TaggedLimit = 20,
     ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
         def work() -> TagsSearchData:
             keys = _tag_keys(tags)
@@ -367,9 +360,9 @@ def _guesses(path: str) -> list[str]:
 
 
 def graph_wire(graph: g.Graph, sub: g.Subgraph, folder: str | None) -> dict[str, Any]:
-    """`GraphData(...).to_wire()`, built as plain dicts: a 1,000-note graph has thousands of
-    nodes and edges, and a model for each, then a dict of each model, took ~30 of the tool's
-    ~45 ms (this: ~8). Clients check it against GraphData's schema like any answer."""
+    """`GraphData(...).to_wire()`, built as plain dicts: a big graph has thousands of nodes and
+    edges, and a model for each, then a dict of each model, took most of the tool's time.
+    Clients check it against GraphData's schema like any answer."""
     nodes = [{"id": p, "title": graph.nodes[p].title, "broken": False} for p in sub.nodes]
     nodes += [{"id": t, "title": t, "broken": True} for t in sub.broken]
     edges = [

@@ -11,36 +11,18 @@ from typing import Annotated
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
-from weaver.cache.records import PAGE_MAX_LIMIT, RecordFilter, fetch_page
+from weaver.cache.records import RecordFilter, fetch_page
 from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import WorkflowRecordsData
 from weaver.engine.registry import check_known
-from weaver.mcp_server.envelope import Time, answer, clamp_to, make_tool
+from weaver.mcp_server.arguments import Filter, RecordLimit, RecordOffset, Time
+from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope
 from weaver.mcp_server.state import ServerState
 
-MAX_OFFSET = 2**31 - 1
-
-
-def _blank_to_none(value: object) -> object:
-    """Some clients send "" for an optional filter they mean to leave out."""
-    return None if isinstance(value, str) and not value.strip() else value
-
-
 RecordsResult = Annotated[CallToolResult, Envelope[WorkflowRecordsData]]
-Limit = Annotated[
-    int,
-    Field(ge=1, le=PAGE_MAX_LIMIT, description="Maximum records, 1-500 (clamped)"),
-    clamp_to(1, PAGE_MAX_LIMIT),
-]
-Offset = Annotated[
-    int,
-    Field(ge=0, le=MAX_OFFSET, description="Records to skip, for pagination (negative -> 0)"),
-    clamp_to(0, MAX_OFFSET),
-]
-Filter = Annotated[str | None, BeforeValidator(_blank_to_none)]
 
 GET_WORKFLOW_RECORDS = """Read what a workflow recorded, newest first.
 
@@ -72,8 +54,8 @@ def build_record_tools(state: ServerState) -> list[Tool]:
         until: Annotated[
             Time, Field(description="Recorded before (epoch ms, or ISO date or date-time)")
         ] = None,
-        limit: Limit = 50,
-        offset: Offset = 0,
+        limit: RecordLimit = 50,
+        offset: RecordOffset = 0,
     ) -> RecordsResult:
         where = RecordFilter(workflowId, key, kind, since, until)
 

@@ -29,7 +29,7 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     Clients check every result against the tool's `outputSchema`; the Python SDK does it with
     `jsonschema`, where a `$ref` is a registry lookup and an `anyOf` a nested validation per
-    field. For 50 files of `query_files` this takes the check from ~16 to ~10 ms.
+    field, so the lean schema takes a good part off every client's check.
     """
     defs: dict[str, Any] = schema.get("$defs", {})
     recursive: set[str] = set()

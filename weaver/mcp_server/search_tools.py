@@ -15,17 +15,17 @@ from pydantic import Field
 from weaver.cache import fts as sqlite
 from weaver.cache import read
 from weaver.mcp_server import hints
-from weaver.mcp_server.cache_tools import (
-    Filter,
+from weaver.mcp_server.arguments import (
+    Directory,
     Offset,
+    SearchLimit,
+    Tag,
     filter_tag,
     normalize_directory,
 )
-from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
-
-MAX_LIMIT = 100
 
 
 class SearchHitInfo(WireModel):
@@ -70,16 +70,10 @@ def build_search_tools(state: ServerState) -> list[Tool]:
 
     async def search_notes(
         query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
-        limit: Annotated[
-            int,
-            Field(ge=1, le=MAX_LIMIT, description="Results per page, 1-100 (clamped)"),
-            clamp_to(1, MAX_LIMIT),
-        ] = 20,
+        limit: SearchLimit = 20,
         offset: Offset = 0,
-        directory: Annotated[
-            Filter, Field(description="Folder relative to the vault root, with its subfolders")
-        ] = None,
-        tag: Annotated[Filter, Field(description="Tag, '#' optional; nested tags match")] = None,
+        directory: Directory = None,
+        tag: Tag = None,
     ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
         def work() -> SearchNotesData:
             expression = sqlite.fts_query(query)

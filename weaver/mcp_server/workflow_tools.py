@@ -29,27 +29,15 @@ from weaver.engine.payloads import (
     WorkflowHistoryData,
     WorkflowStatusData,
 )
-from weaver.mcp_server.envelope import answer, clamp_to, make_tool
+from weaver.mcp_server.arguments import HistoryLimit, Offset
+from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, Metadata
 from weaver.mcp_server.state import ServerState
-
-HISTORY_MAX_LIMIT = 100
-MAX_OFFSET = 2**31 - 1
 
 TriggerResult = Annotated[CallToolResult, Envelope[TriggerWorkflowData]]
 ListResult = Annotated[CallToolResult, Envelope[ListWorkflowsData]]
 StatusResult = Annotated[CallToolResult, Envelope[WorkflowStatusData]]
 HistoryResult = Annotated[CallToolResult, Envelope[WorkflowHistoryData]]
-Limit = Annotated[
-    int,
-    Field(ge=1, le=HISTORY_MAX_LIMIT, description="Maximum results, 1-100 (clamped)"),
-    clamp_to(1, HISTORY_MAX_LIMIT),
-]
-Offset = Annotated[
-    int,
-    Field(ge=0, le=MAX_OFFSET, description="Results to skip, for pagination (negative -> 0)"),
-    clamp_to(0, MAX_OFFSET),
-]
 
 TRIGGER_WORKFLOW = """Run a registered workflow now, with optional input.
 
@@ -169,7 +157,7 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
 
     async def get_workflow_history(
         workflowId: Annotated[str | None, Field(description="Only this workflow")] = None,  # noqa: N803
-        limit: Limit = 20,
+        limit: HistoryLimit = 20,
         offset: Offset = 0,
         status: Annotated[
             ExecutionStatus | None, Field(description="Only executions in this state")

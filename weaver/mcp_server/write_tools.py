@@ -19,7 +19,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from weaver.edits import daily, notes
-from weaver.mcp_server.cache_tools import NotePath
+from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState

@@ -13,7 +13,7 @@ differ from the way back. Ties are broken by path order, so every answer is dete
 
 `cache.graph.load_graph` builds a `Graph` with three queries; `cache.graph.graph_cache` keeps it
 and, when notes change, `Graph.patched` brings it up to date with just those notes, so these
-functions answer in milliseconds on a 10,000-note vault, right after an edit too. PageRank is
+functions answer quickly on a big vault, right after an edit too. PageRank is
 computed once per `Graph` and kept on it, over integer arrays (`Adjacency`) that an edit
 splices rather than builds again.
 """
@@ -103,8 +103,8 @@ class Adjacency:
     def of(cls, out: dict[str, tuple[str, ...]], nodes: Iterable[str]) -> Adjacency:
         paths = sorted(nodes)
         index = {path: i for i, path in enumerate(paths)}
-        # Mapping 83,000 edges of a 10,000-note vault to integers takes ~30 ms, the larger part
-        # of a PageRank: `patched` spares it after an edit.
+        # Mapping every edge to integers is the larger part of a PageRank: `patched` spares it
+        # after an edit.
         lists = [out.get(path, ()) for path in paths]
         targets = np.array([index[t] for targets in lists for t in targets], dtype=np.intp)
         return cls(paths, index, _offsets(map(len, lists), len(paths)), targets)
@@ -199,8 +199,8 @@ class Graph:
         graph = Graph((), ())
         # `.copy()`, not `dict()`: `dict()` clones a table in one block only when no key was
         # ever deleted from it, and every patch deletes some, so from the second edit on it
-        # re-inserted (and re-hashed) all 83,000 edge keys of a 10,000-note vault: 2.5 ms
-        # against 0.4. `.copy()` clones a table up to a third deleted entries.
+        # re-inserted (and re-hashed) every edge key. `.copy()` clones a table up to a third
+        # deleted entries.
         graph.nodes = self.nodes.copy()
         for path in changed:
             graph.nodes.pop(path, None)
@@ -362,8 +362,8 @@ def _ranking(graph: Graph, metric: HubMetric) -> Ranking:
         scores = np.fromiter((len(lists[p]) for p in paths), dtype=np.float64, count=len(paths))
     # Best first, ties by path (`paths` is sorted): numpy's sort, not one tuple per note.
     order = np.lexsort((np.arange(len(paths)), -scores))
-    # Two lists rather than a tuple per note: 10,000 new tuples per ranking were enough to set
-    # off a full garbage collection (~10 ms in a serving process) on most rankings.
+    # Two lists rather than a tuple per note: a new tuple per note was enough to set off a full
+    # garbage collection (slow in a serving process) on most rankings.
     return Ranking([paths[i] for i in order.tolist()], scores[order].tolist())
 
 
@@ -506,7 +506,7 @@ def _pagerank(
     if count == 0:
         return paths, np.zeros(0)
     # Vectorised over the edge list: an iteration is two array passes, not a Python loop per
-    # note (~10 ms for a 10,000-note vault's 83,000 edges, against 400 ms in plain Python).
+    # note, which is many times slower.
     out_degree = adjacency.out_degree()
     sources = np.repeat(np.arange(count), out_degree)
     dangling = out_degree == 0

@@ -32,7 +32,7 @@ _PREFERENCE: dict[MatchedOn, int] = {"path": 0, "name": 1, "title": 2, "alias": 
 # Fuzzy candidates looked at per name before grouping them by note.
 _FUZZY_POOL = 25
 # Names scored per `cdist`: its matrix of float64 scores is this many rows of every key in
-# reach (16 x 200,000 keys of a 100,000-note vault: 26 MB).
+# reach, which bounds its memory on a big vault.
 _CDIST_NAMES = 16
 MAX_ALTERNATIVES = 5
 _MD = re.compile(r"\.md$", re.IGNORECASE)
@@ -91,12 +91,12 @@ class NameIndex:
     def patched(self, changed: Collection[str], rows: Iterable[NameRow]) -> NameIndex:
         """This index with the notes in `changed` as they are now (`rows`: those that exist);
         this one is left as it was, for lookups still using it. Copies of the lists and maps
-        (in C), then each key of those notes out and in by bisection: a few milliseconds where
-        folding every name again takes hundreds."""
+        (in C), then each key of those notes out and in by bisection: a small fraction of the
+        time folding every name again takes."""
         index = NameIndex(())
         index.keys, index.choices, index.lengths = [*self.keys], [*self.choices], [*self.lengths]
-        # `.copy()` clones the tables whole even after deletions, which `dict()` does not
-        # (0.1 against 0.8 ms for 21,000 names once a patch has removed one).
+        # `.copy()` clones the tables whole even after deletions, which `dict()` does not (it
+        # re-inserts every key once a patch has removed one).
         index.by_folded, index.by_path = self.by_folded.copy(), self.by_path.copy()
         for path in changed:
             for key in index.by_path.pop(path, ()):
@@ -165,7 +165,7 @@ def resolve_names(
 
 
 def _order(key: _Key) -> tuple[int, str, str]:
-    """How keys are kept: by length for `_within_reach`, then text and path, one order however
+    """How keys are kept: by length for `length_window`, then text and path, one order however
     the index came about, so that ties among fuzzy scores always fall the same way."""
     return len(key.folded), key.folded, key.row.path
 
@@ -198,8 +198,7 @@ def _fuzzy(
 
     One `cdist` scores every name against the keys of a length any of them can reach: it
     converts each key once for all the names and compares several names per instruction (SIMD),
-    where a lookup per name costs three times as much (15 against 5 ms for 10 names and
-    14,000 keys)."""
+    where a lookup per name costs several times as much."""
     found: list[NameMatch] = []
     for start in range(0, len(names), _CDIST_NAMES):  # bounds the score matrix's memory
         batch = names[start : start + _CDIST_NAMES]
@@ -208,7 +207,7 @@ def _fuzzy(
         if not asked:
             found += [_answer(name, []) for name in batch]
             continue
-        windows = [_within_reach(len(query), lengths, threshold) for query in asked]
+        windows = [length_window(len(query), lengths, threshold) for query in asked]
         low, high = min(w[0] for w in windows), max(w[1] for w in windows)
         cutoff = threshold * 100
         scores = process.cdist(
@@ -232,7 +231,7 @@ def _best(
     return [(round(float(row[i]) / 100, 4), keys[low + int(i)]) for i in ranked]
 
 
-def _within_reach(size: int, lengths: Sequence[int], threshold: float) -> tuple[int, int]:
+def length_window(size: int, lengths: Sequence[int], threshold: float) -> tuple[int, int]:
     """The slice of `lengths` (sorted) whose texts can score `threshold` against a text of
     `size` characters. The ratio is 2 * common / (a + b), at most 2 * min(a, b) / (a + b), so
     b must lie within [a * t / (2 - t), a * (2 - t) / t]: at 0.7, between 0.54 and 1.86 times

@@ -2,8 +2,8 @@
 
 How many notes carry `topic` and `idea` (or either, or any tag `proj*` matches), nested tags
 included, is an intersection (or union) of ranges of the tags index: SQLite answers it with a
-temporary B-tree over thousands of paths, 15-30 ms at 10,000 notes, where the same sets in
-memory take about a millisecond. `cache.graph.tag_index_cache` keeps a `TagIndex` and patches in
+temporary B-tree over thousands of paths, where the same sets in memory take a small fraction
+of that time. `cache.graph.tag_index_cache` keeps a `TagIndex` and patches in
 the notes that change, as it does the graph; which keys a pattern matches is still SQL's answer
 (`read.tag_pattern_condition` over the kept counts), so the index never holds its own idea of
 what `proj*` means.
