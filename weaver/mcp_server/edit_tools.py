@@ -17,7 +17,7 @@ from weaver.edits import daily, notes, patches, tags
 from weaver.errors import VaultError
 from weaver.host.app import App
 from weaver.markdown import patch
-from weaver.mcp_server.arguments import NotePath, clamp_to
+from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
@@ -387,12 +387,8 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
             str, Field(description="Its new name, spelled as it should be written")
         ],
         dryRun: bool = False,  # noqa: N803
-        offset: Annotated[int, Field(ge=0, description="Changes to skip"), clamp_to(0, 2**31)] = 0,
-        limit: Annotated[
-            int,
-            Field(ge=1, le=MAX_CHANGES, description="Most changes listed"),
-            clamp_to(1, MAX_CHANGES),
-        ] = 200,
+        offset: Offset = 0,
+        limit: Limit = 200,
     ) -> Annotated[CallToolResult, Envelope[RenameTagData]]:
         def work() -> RenameTagData:
             result = tags.rename_tag(app, tag, newTag, dry_run=dryRun, sync=sync)
