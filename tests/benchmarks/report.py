@@ -24,6 +24,7 @@ SECTIONS = (
     "clients over stdio",
     "memory and size",
     "scaling",
+    "semantic search",
 )
 
 

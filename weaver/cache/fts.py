@@ -283,7 +283,13 @@ def fts_query(user_text: str) -> str | None:
             break
     if not groups:
         return None
-    expression = " ".join(_group(g) for g in groups)
+    # FTS5 takes juxtaposed phrases as AND, but not a phrase beside a parenthesised OR group
+    # ('"a" ("b" OR "c")' is a syntax error): there the AND is written out.
+    parts = [_group(g) for g in groups]
+    expression = parts[0]
+    for before, part in zip(parts, parts[1:], strict=False):
+        joint = " AND " if before.startswith("(") or part.startswith("(") else " "
+        expression += joint + part
     if negated:
         expression = f"({expression}) NOT {_group(negated)}"
     return expression
