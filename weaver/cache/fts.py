@@ -22,6 +22,7 @@ dialect the writers here do nothing and `search_notes` says so.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -287,7 +288,7 @@ def fts_query(user_text: str) -> str | None:
     # ('"a" ("b" OR "c")' is a syntax error): there the AND is written out.
     parts = [_group(g) for g in groups]
     expression = parts[0]
-    for before, part in zip(parts, parts[1:], strict=False):
+    for before, part in itertools.pairwise(parts):
         joint = " AND " if before.startswith("(") or part.startswith("(") else " "
         expression += joint + part
     if negated:

@@ -118,7 +118,7 @@ def compute_health(state: ServerState) -> HealthData:
         engine_ok = False
         problems.append(f"the workflow engine cannot report: {type(exc).__name__}")
     problems.extend(_indexing_problems(state))
-    embedding = _embedding(state, problems)
+    embedding = _embedding(state, problems) if cache_ok else ""
     status: Literal["healthy", "degraded", "unhealthy"]
     if not (cache_ok and vault_ok):
         status = "unhealthy"

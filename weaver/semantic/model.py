@@ -29,7 +29,7 @@ DIMENSIONS = 384
 MAX_TOKENS = 256
 # Rows per ONNX call: batches pad to their longest text, so sorting by length (embed_texts)
 # plus a moderate batch keeps padding small.
-BATCH = 32
+BATCH = 8
 ENABLE_HINT = "install the extra: pip install 'weaver-mcp[semantic]'"
 _VOCAB = Path(__file__).with_name("vocab.txt")
 
