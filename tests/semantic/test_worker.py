@@ -12,9 +12,12 @@ from tests.conftest import write_files
 from tests.helpers import wait_for
 from weaver.cache import vectors
 from weaver.cache.models import NoteChunk, NoteEmbedding
+from weaver.cache.read import read_snapshot
+from weaver.cache.vectors import ChunkMatrix
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.semantic import worker as worker_module
+from weaver.semantic.model import DIMENSIONS
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
@@ -54,7 +57,10 @@ def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
     assert len([r for r in rows if r[0] == "long.md"]) == 2  # 200 words, split with overlap
     with app.db.connect() as conn:
         assert vectors.count_embedded(conn, app.semantic.model_id).complete
+        version = vectors.vectors_version(conn)
     assert embed_pending(app.db, app.semantic) == 0  # nothing changed, nothing embedded
+    with app.db.connect() as conn:  # and readers keep their loaded matrix
+        assert vectors.vectors_version(conn) == version
 
 
 def test_an_edit_re_embeds_that_note_only(app: App) -> None:
@@ -122,3 +128,29 @@ def test_the_worker_embeds_in_the_background_and_follows_edits(app: App) -> None
     finally:
         worker.stop()
     assert not worker.running and worker.error is None
+
+
+def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
+    index = SemanticIndex(app.semantic.model_id, app.semantic.model().source.onnx_path)
+    embed_pending(app.db, app.semantic)
+    with read_snapshot(app.db) as conn:
+        index.matrix(conn)  # loaded whole
+    root = app.vault.root
+    (root / "bread.md").write_text("# Sourdough\nRye flour this time.\n")
+    (root / "sync.md").rename(root / "moved-sync.md")
+    (root / "rates.md").unlink()
+    write_files(root, {"tides.md": "# Tides\nThe moon pulls the oceans.\n"})
+    app.indexer.reconcile()
+    embed_pending(app.db, app.semantic)
+    with read_snapshot(app.db) as conn:
+        patched = index.matrix(conn)
+        whole = vectors.load_vectors(conn, index.model_id, DIMENSIONS)
+    assert rows_of(patched) == rows_of(whole)
+
+
+def rows_of(matrix: ChunkMatrix) -> dict[tuple[str, int], bytes]:
+    rows = {}
+    for i, path in enumerate(matrix.paths):
+        for row in range(matrix.starts[i], matrix.starts[i + 1]):
+            rows[(path, int(matrix.chunk_nos[row]))] = matrix.matrix[row].tobytes()
+    return rows

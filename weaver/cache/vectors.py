@@ -108,16 +108,19 @@ def sync_embeddings(conn: Connection, model_id: str) -> list[str]:
     """Drop other models' and gone notes' rows, re-key moved notes; the paths left to embed.
     Commits."""
     values = {"model": model_id}
-    conn.execute(delete(NoteChunk).where(NoteChunk.note_path.in_(_OTHER_MODEL)), values)
-    conn.execute(delete(NoteEmbedding).where(NoteEmbedding.model != model_id))
+    changed = conn.execute(
+        delete(NoteChunk).where(NoteChunk.note_path.in_(_OTHER_MODEL)), values
+    ).rowcount
+    changed += conn.execute(delete(NoteEmbedding).where(NoteEmbedding.model != model_id)).rowcount
     moves = _unique_moves(conn.execute(_MOVES, values).all())
     if moves:
         pairs = [{"old": old, "new": new} for old, new in moves]
         for table in ("note_embeddings", "note_chunks"):
             conn.execute(text(f"UPDATE {table} SET note_path = :new WHERE note_path = :old"), pairs)
-    conn.execute(_GONE_CHUNKS)
-    conn.execute(_GONE_NOTES)
-    _bump_version(conn)
+    changed += len(moves) + conn.execute(_GONE_CHUNKS).rowcount
+    changed += conn.execute(_GONE_NOTES).rowcount
+    if changed:  # a new version makes every reader reload the matrix: only when it changed
+        _bump_version(conn)
     conn.commit()
     return list(conn.execute(_PENDING, values).scalars())
 
@@ -241,20 +244,48 @@ _ALL_CHUNKS = (
 )
 
 
-def load_vectors(conn: Connection, model_id: str, dimensions: int) -> ChunkMatrix:
-    """Every chunk's vector made by this model, as one matrix (one query)."""
-    rows = conn.execute(_ALL_CHUNKS, {"model": model_id}).all()
-    paths: list[str] = []
+_STAMPS = select(NoteEmbedding.note_path, NoteEmbedding.embedded_at).where(
+    NoteEmbedding.model == bindparam("model")
+)
+
+
+def embedded_stamps(conn: Connection, model_id: str) -> dict[str, int]:
+    """When each note with vectors by this model was embedded (epoch ms; one query)."""
+    rows = conn.execute(_STAMPS, {"model": model_id})
+    return {row.note_path: row.embedded_at for row in rows}
+
+
+def load_vectors(
+    conn: Connection, model_id: str, dimensions: int, paths: Sequence[str] | None = None
+) -> ChunkMatrix:
+    """Every chunk's vector made by this model (of the notes in `paths`, when given), as one
+    matrix (two queries). The rows are streamed into a matrix allocated once: holding them all
+    first, then joining their bytes, would need three times the matrix's memory at the peak."""
+    values: dict[str, object] = {"model": model_id}
+    statement = _ALL_CHUNKS
+    if paths is not None:
+        statement = statement.where(NoteChunk.note_path.in_(bindparam("paths", expanding=True)))
+        values["paths"] = list(paths)
+    count = conn.execute(select(func.count()).select_from(statement.subquery()), values)
+    size = count.scalar_one()
+    matrix = np.empty((size, dimensions), dtype=np.float32)
+    chunk_nos = np.empty(size, dtype=np.int64)
+    found: list[str] = []
     starts: list[int] = []
-    for i, row in enumerate(rows):
-        if not paths or paths[-1] != row.note_path:
-            paths.append(row.note_path)
+    i = 0
+    result = conn.execution_options(yield_per=2000).execute(statement, values)
+    for path, chunk_no, vector in result:
+        if i == size:
+            break  # rows written since the count (a reader's snapshot makes this rare)
+        if not found or found[-1] != path:
+            found.append(path)
             starts.append(i)
-    starts.append(len(rows))
-    blob = b"".join(row.vector for row in rows)
-    matrix = np.frombuffer(blob, dtype="<f4").astype(np.float32).reshape(len(rows), dimensions)
-    chunk_nos = np.array([row.chunk_no for row in rows], dtype=np.int64)
-    return ChunkMatrix(paths, np.array(starts, dtype=np.intp), chunk_nos, matrix)
+        matrix[i] = np.frombuffer(vector, dtype="<f4")
+        chunk_nos[i] = chunk_no
+        i += 1
+    result.close()
+    starts.append(i)
+    return ChunkMatrix(found, np.array(starts, dtype=np.intp), chunk_nos[:i], matrix[:i])
 
 
 _CHUNK_TEXT = select(NoteChunk.note_path, NoteChunk.chunk_no, NoteChunk.heading, NoteChunk.body)

@@ -33,6 +33,8 @@ from weaver.semantic.model import (
 )
 
 RRF_K = 60
+# Notes changed since the matrix was loaded beyond which it is loaded whole again.
+PATCH_LIMIT = 2000
 # How deep each ranking is read before fusing: hybrid pages go this far.
 FUSION_DEPTH = 100
 # Queries are cut here: the model reads 256 tokens, and a 100 KB query must not cost more.
@@ -70,6 +72,7 @@ class SemanticIndex:
         self._matrix: ChunkMatrix | None = None
         self._version = -1
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
+        self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
 
     def model(self) -> EmbeddingModel:
         """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
@@ -97,12 +100,29 @@ class SemanticIndex:
         return coverage
 
     def matrix(self, conn: Connection) -> ChunkMatrix:
+        """Every chunk vector, as of `conn`'s snapshot (open it with `read.read_snapshot`)."""
         version = vectors.vectors_version(conn)
         with self._lock:
             if self._matrix is None or version != self._version:
-                self._matrix = vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+                self._matrix = self._refresh(conn, self._matrix)
                 self._version = version
             return self._matrix
+
+    def _refresh(self, conn: Connection, old: ChunkMatrix | None) -> ChunkMatrix:
+        """The matrix brought up to date: the rows of notes embedded since it was loaded are
+        read again, those of notes gone are dropped, the rest are kept; loading it all
+        again takes a second at 10,000 notes, which every first query after an edit paid."""
+        stamps = vectors.embedded_stamps(conn, self.model_id)
+        loaded_at = self._loaded_at
+        self._loaded_at = max(stamps.values(), default=0)
+        if old is None:
+            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+        held = set(old.paths)
+        changed = sorted(p for p, at in stamps.items() if at >= loaded_at or p not in held)
+        if len(changed) > PATCH_LIMIT:
+            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+        fresh = vectors.load_vectors(conn, self.model_id, DIMENSIONS, changed)
+        return _patched(old, set(stamps).difference(changed), fresh)
 
     # ------------------------------------------------------------ queries
 
@@ -185,6 +205,22 @@ class SemanticIndex:
             SemanticHit(h.path, h.score, h.chunk_no, _clip(texts.get((h.path, h.chunk_no), "")))
             for h in hits
         ]
+
+
+def _patched(old: ChunkMatrix, keep: set[str], fresh: ChunkMatrix) -> ChunkMatrix:
+    """`old`'s rows of the notes in `keep`, then all of `fresh`'s."""
+    kept = [i for i, path in enumerate(old.paths) if path in keep]
+    spans = [np.arange(old.starts[i], old.starts[i + 1]) for i in kept]
+    rows = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+    lengths = [int(old.starts[i + 1] - old.starts[i]) for i in kept]
+    lengths += np.diff(fresh.starts).tolist()
+    starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.intp))).astype(np.intp)
+    return ChunkMatrix(
+        paths=[old.paths[i] for i in kept] + fresh.paths,
+        starts=starts,
+        chunk_nos=np.concatenate((old.chunk_nos[rows], fresh.chunk_nos)),
+        matrix=np.concatenate((old.matrix[rows], fresh.matrix)),
+    )
 
 
 def describe_coverage(coverage: Coverage) -> str:
