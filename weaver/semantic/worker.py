@@ -11,6 +11,7 @@ embedded or pending, and the next start resumes with the pending ones.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 
@@ -31,6 +32,7 @@ log = structlog.get_logger(__name__)
 # vectors appear soon; large enough that the model sees full batches.
 BATCH_NOTES = 16
 POLL_SECONDS = 30.0
+NICE = 19  # the embedding thread's niceness: below everything else of the process
 
 
 def embed_pending(
@@ -80,6 +82,16 @@ def _embed_batch(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int
     return len(notes)
 
 
+def _lower_priority() -> None:
+    """Give this thread the lowest CPU priority: on Linux a thread id is a `PRIO_PROCESS` target,
+    so the indexer and the tools keep theirs. With one model thread (`embedding_threads`),
+    ONNX Runtime computes on this thread, so the embedding yields the CPU to metadata."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: embedding still works
+        log.debug("cannot lower the embedding worker's priority")
+
+
 class EmbeddingWorker:
     """A daemon thread running `embed_pending` whenever the vault changes."""
 
@@ -116,6 +128,7 @@ class EmbeddingWorker:
         self._wake.set()
 
     def _run(self) -> None:
+        _lower_priority()
         while not self._stop.is_set():
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
