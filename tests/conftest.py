@@ -45,6 +45,15 @@ def default_logging() -> Iterator[None]:
         root.removeHandler(handler)
 
 
+@pytest.fixture(autouse=True)
+def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Served vaults start no embedding worker unless the test is marked `embedding`: the
+    worker loads a 23 MB model and embeds every served vault, which would slow every MCP test
+    for nothing it checks. The worker's own tests (tests/semantic/) run it for real."""
+    if request.node.get_closest_marker("embedding") is None:
+        monkeypatch.setattr("weaver.mcp_server.lifecycle._start_embedding", lambda _state: None)
+
+
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     root = tmp_path / "vault"

@@ -39,7 +39,7 @@ from weaver.console import (
 )
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
-from weaver.host.app import open_app
+from weaver.host.app import App, open_app
 from weaver.log import configure_logging
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_index_commands(commands)
     add_workflow_commands(commands)
     add_tag_commands(commands)  # weaver.cli_tags
+    add_search_command(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
     for command in commands.choices.values():
@@ -595,6 +596,104 @@ def parse_time(text: str) -> int:
             f"not a time: {text!r} (YYYY-MM-DD, YYYY-MM-DDTHH:MM or epoch ms)"
         )
     return moment
+
+
+# ---------------------------------------------------------------- weaver search
+
+
+def add_search_command(commands: Any) -> None:
+    search = add_command(
+        commands,
+        "search",
+        "search the notes by words or by meaning (semantic, hybrid)",
+        "The search behind the `search_notes` tool, from a shell: keyword search finds the\n"
+        "words; semantic and hybrid search (with the `semantic` extra installed) find notes\n"
+        "that mean what the query says, in other words.",
+    )
+    search.add_argument("query", help="words, a question, or a description of a note")
+    search.add_argument(
+        "--mode",
+        choices=["keyword", "semantic", "hybrid"],
+        help="default: hybrid once every note is embedded, keyword otherwise",
+    )
+    search.add_argument("--limit", type=int, default=10, help="results shown (default 10)")
+    search.add_argument("--directory", help="only notes in this folder (and its subfolders)")
+    search.add_argument("--tag", help="only notes with this tag (nested tags too)")
+    search.add_argument(
+        "--update",
+        action="store_true",
+        help="first bring the cache and the vectors up to date (unless a daemon does)",
+    )
+    search.add_argument("--json", action="store_true", help="print the results as JSON")
+    search.set_defaults(command=cmd_search)
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    """`weaver search`: the same search as the `search_notes` tool, from a shell."""
+    from weaver.cache import fts
+    from weaver.cache.read import read_snapshot
+    from weaver.mcp_server.semantic_tools import MeaningHit, choose_mode, search_by_meaning
+
+    limit = max(1, min(args.limit, 100))
+    folder = args.directory.strip("/") if args.directory else None
+    tag = args.tag.lstrip("#").casefold() if args.tag else None
+    app = open_app(settings)
+    try:
+        if args.update:
+            _update_for_search(settings, app)
+        with read_snapshot(app.db) as conn:
+            mode = choose_mode(app, conn, args.mode)
+            if mode == "keyword":
+                expression = fts.fts_query(args.query)
+                found = (
+                    fts.search(conn, expression, limit, 0, directory=folder, tag=tag)
+                    if expression
+                    else fts.SearchPage([], 0)
+                )
+                hits = [
+                    MeaningHit(h.path, h.title, h.snippet, h.score, (), h.modified)
+                    for h in found.hits
+                ]
+                coverage = None
+            else:
+                page = search_by_meaning(app, conn, args.query, mode, limit, 0, folder, tag)
+                hits, coverage = page.hits, page.coverage
+    finally:
+        app.close()
+    if args.json:
+        rows = [
+            {"path": h.path, "title": h.title, "score": h.score, "snippet": h.snippet} for h in hits
+        ]
+        print(json.dumps({"mode": mode, "coverage": coverage, "results": rows}))
+        return 0
+    print(f"{mode} search" + (f" ({coverage})" if coverage else ""))
+    table = [
+        (
+            f"{h.score:.3f}",
+            h.path,
+            clip(h.snippet.replace("<mark>", "").replace("</mark>", ""), 60),
+        )
+        for h in hits
+    ]
+    print(format_table(("score", "path", "passage"), table) if table else "no notes found")
+    return 0
+
+
+def _unmarked(snippet: str) -> str:
+    return snippet.replace("<mark>", "").replace("</mark>", "")
+
+
+def _update_for_search(settings: Settings, app: App) -> None:
+    from weaver.host.locks import WriterLock
+    from weaver.semantic.model import semantic_installed
+    from weaver.semantic.worker import embed_pending
+
+    with WriterLock.for_settings(settings) as lock:
+        if not lock.try_acquire():
+            return  # a daemon keeps the cache (and the vectors) fresh already
+        app.indexer.reconcile()
+        if settings.semantic and semantic_installed():
+            embed_pending(app.db, app.semantic)
 
 
 def run() -> None:

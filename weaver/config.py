@@ -48,11 +48,20 @@ class Settings(BaseModel):
     workflow_workers: int = Field(default=4, ge=1, le=64)
     workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
     schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
+    semantic: bool = True
+    embedding_model: str = "all-MiniLM-L6-v2-int8"
+    embedding_model_path: Path | None = None
+    embedding_threads: int = Field(default=1, ge=1, le=64)
 
     @field_validator("vault")
     @classmethod
     def _absolute_vault(cls, vault: Path) -> Path:
         return vault.expanduser().resolve()
+
+    @field_validator("embedding_model_path")
+    @classmethod
+    def _absolute_model(cls, path: Path | None) -> Path | None:
+        return path.expanduser().resolve() if path is not None else None
 
     @property
     def db_url(self) -> str:
@@ -123,7 +132,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
     base = path.resolve().parent
-    for key in ("vault", "workflow_dirs"):
+    for key in ("vault", "workflow_dirs", "embedding_model_path"):
         if key in data:
             data[key] = _relative_to(base, data[key])
     return data

@@ -10,7 +10,8 @@ WeaverError
 │   ├── FolderNotFoundError  no such folder ("Folder not found")
 │   ├── NoteDecodeError    the file is not UTF-8
 │   └── NoteTooLargeError  the file is bigger than any note Weaver reads
-└── DaemonError            a second daemon on the same vault, and the like
+├── DaemonError            a second daemon on the same vault, and the like
+└── SemanticUnavailableError  semantic search not installed, or its model cannot load
 """
 
 from __future__ import annotations
@@ -91,3 +92,7 @@ def too_large(size: int, limit: int) -> str:
 
 class DaemonError(WeaverError):
     """The daemon cannot start or run as asked."""
+
+
+class SemanticUnavailableError(WeaverError):
+    """Semantic search cannot run: the extra is not installed or the model cannot load."""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.benchmarks import clients, dashboard, editing, freshness, indexing, queries
+from tests.benchmarks import clients, dashboard, editing, freshness, indexing, queries, semantic
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, machine, machine_line, render_table, write_json
 from tests.benchmarks.vaultgen import generate_vault
@@ -40,6 +40,7 @@ GROUPS: dict[str, Group] = {
     "freshness": freshness.run,
     "editing": editing.run,
     "dashboard": dashboard.run,
+    "semantic": semantic.run,
 }
 
 

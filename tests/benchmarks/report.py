@@ -26,6 +26,7 @@ SECTIONS = (
     "memory and size",
     "scaling",
     "dashboard",
+    "semantic search",
 )
 
 

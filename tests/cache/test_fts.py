@@ -79,6 +79,8 @@ def indexed(app: App, write_notes: WriteNotes) -> App:
         ('"best café" paris', '"best café" "paris"'),
         ("bre*", '"bre"*'),
         ("bread OR soup", '("bread" OR "soup")'),
+        ("with AND, OR and", '"with" AND ("AND," OR "and")'),
+        ("bread OR soup cafe", '("bread" OR "soup") AND "cafe"'),
         ("café -paris", '("café") NOT "paris"'),
         ("café NOT paris NOT soup", '("café") NOT ("paris" OR "soup")'),
         ("a AND b", '"a" "b"'),

@@ -24,6 +24,7 @@ PAGING = [
     arguments.NeighborLimit,
     arguments.TaggedLimit,
     arguments.HubLimit,
+    arguments.SimilarLimit,
     arguments.GraphLimit,
     arguments.ContentOffset,
 ]

@@ -105,6 +105,7 @@ async def test_lists_every_tool_with_accurate_hints(tmp_path: Path, mode: str) -
     assert listed["resolve_names"].input_schema["properties"]["strategy"]["enum"] == [
         "exact",
         "fuzzy",
+        "semantic",
     ]
 
 

@@ -22,6 +22,7 @@ dialect the writers here do nothing and `search_notes` says so.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -283,7 +284,13 @@ def fts_query(user_text: str) -> str | None:
             break
     if not groups:
         return None
-    expression = " ".join(_group(g) for g in groups)
+    # FTS5 takes juxtaposed phrases as AND, but not a phrase beside a parenthesised OR group
+    # ('"a" ("b" OR "c")' is a syntax error): there the AND is written out.
+    parts = [_group(g) for g in groups]
+    expression = parts[0]
+    for before, part in itertools.pairwise(parts):
+        joint = " AND " if before.startswith("(") or part.startswith("(") else " "
+        expression += joint + part
     if negated:
         expression = f"({expression}) NOT {_group(negated)}"
     return expression

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -247,3 +256,32 @@ class EditJournalNote(Base):
     new_hash: Mapped[str] = mapped_column(String)
     status: Mapped[str] = mapped_column(String)
     detail: Mapped[str | None] = mapped_column(Text)
+
+
+class NoteEmbedding(Base):
+    """Which version of a note its chunks' vectors were made from, and by which model: a
+    note is up to date when both match (see `weaver.cache.vectors`). No foreign key to
+    `notes`: a move re-keys the row instead of losing the vectors with the old path."""
+
+    __tablename__ = "note_embeddings"
+
+    note_path: Mapped[str] = mapped_column(String, primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String)
+    model: Mapped[str] = mapped_column(String)
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    embedded_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_note_embeddings_content_hash", "content_hash"),)
+
+
+class NoteChunk(Base):
+    """One embedded chunk of a note: its heading path, its text (for snippets) and its vector
+    (float32, little-endian, unit length: the layout sqlite-vec reads too)."""
+
+    __tablename__ = "note_chunks"
+
+    note_path: Mapped[str] = mapped_column(String, primary_key=True)
+    chunk_no: Mapped[int] = mapped_column(Integer, primary_key=True)
+    heading: Mapped[str] = mapped_column(String)
+    body: Mapped[str] = mapped_column(Text)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)

@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
 from weaver.index.indexer import Indexer
+from weaver.semantic.search import SemanticIndex
 from weaver.vault.events import EventBus
 from weaver.vault.fs import Vault
 
@@ -20,6 +21,7 @@ class App:
     vault: Vault
     bus: EventBus
     indexer: Indexer
+    semantic: SemanticIndex  # loads its model on first use only
 
     def close(self) -> None:
         self.db.dispose()
@@ -31,4 +33,7 @@ def open_app(settings: Settings) -> App:
     vault = Vault(settings.vault, settings.ignore)
     bus = EventBus()
     indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
-    return App(settings, db, vault, bus, indexer)
+    semantic = SemanticIndex(
+        settings.embedding_model, settings.embedding_model_path, settings.embedding_threads
+    )
+    return App(settings, db, vault, bus, indexer, semantic)

@@ -7,7 +7,8 @@ envelope.py      {success, data | error, metadata} results, argument errors, cla
 hints.py         "did you mean": the note a path that names none probably meant
 schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats
-search_tools.py  search_notes (full text)
+search_tools.py  search_notes (full text; semantic and hybrid modes through semantic_tools)
+semantic_tools.py  get_similar_notes, the semantic modes and resolve_names strategy
 graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (search_by_tags,
                  random_file, files_exist, resolve_names)
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)

@@ -40,6 +40,7 @@ __all__ = [
     "RecordOffset",
     "Relation",
     "SearchLimit",
+    "SimilarLimit",
     "Tag",
     "TagList",
     "TaggedLimit",
@@ -154,6 +155,9 @@ TaggedLimit = Annotated[
     int, Field(ge=1, le=100, description="Notes listed, 1-100"), clamp_to(1, 100)
 ]
 HubLimit = Annotated[int, Field(ge=1, le=50, description="Notes listed, 1-50"), clamp_to(1, 50)]
+SimilarLimit = Annotated[
+    int, Field(ge=1, le=50, description="Notes listed, 1-50 (clamped)"), clamp_to(1, 50)
+]
 GraphLimit = Annotated[
     int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
 ]

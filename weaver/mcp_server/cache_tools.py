@@ -46,6 +46,7 @@ from weaver.mcp_server.schemas import (
     TaggedFile,
 )
 from weaver.mcp_server.state import ServerState
+from weaver.semantic.search import embedding_status
 
 QueryFilesResult = Annotated[CallToolResult, Envelope[QueryFilesData]]
 GetFileResult = Annotated[CallToolResult, Envelope[FileData]]
@@ -262,6 +263,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
         def work() -> StatsData:
             with read.read_snapshot(app.db) as conn:
                 stats = read.get_stats(conn)
+                embedding = embedding_status(app.semantic, conn, app.settings.semantic)
             return StatsData(
                 total_files=stats.total_files,
                 total_attachments=stats.total_attachments,
@@ -274,6 +276,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 top_tags=[TagCountInfo(tag=t.tag, count=t.count) for t in stats.top_tags],
                 vault_size=stats.vault_size,
                 last_updated=stats.last_updated,
+                embedding=embedding,
             )
 
         return await answer(state, work)

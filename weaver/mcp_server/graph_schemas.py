@@ -145,14 +145,14 @@ class NameMatchInfo(WireModel):
     name: str
     path: str | None = Field(description="The best match, or null")
     title: str | None
-    matched_on: Literal["path", "name", "title", "alias"] | None
+    matched_on: Literal["path", "name", "title", "alias", "meaning"] | None
     matched_text: str | None
     score: float = Field(description="1.0 exact; fuzzy similarity 0-1; 0 when unmatched")
     alternatives: list[str] = Field(description="Other notes that matched, best first")
 
 
 class ResolveNamesData(WireModel):
-    strategy: Literal["exact", "fuzzy"]
+    strategy: Literal["exact", "fuzzy", "semantic"]
     threshold: float
     results: list[NameMatchInfo]
     resolved: int = Field(description="Names that found a note")

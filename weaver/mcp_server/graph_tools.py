@@ -48,6 +48,7 @@ from weaver.mcp_server.graph_schemas import (
     TagsSearchData,
 )
 from weaver.mcp_server.schemas import Envelope, TaggedFile
+from weaver.mcp_server.semantic_tools import resolve_by_meaning
 from weaver.mcp_server.state import ServerState
 from weaver.views import graph as g
 
@@ -119,6 +120,8 @@ A note answers to its title, file name, path and aliases, ignoring case, '.md' a
 `strategy` "exact" matches those exactly; "fuzzy" tolerates typos, scoring 0-1 and keeping
 matches at or above `threshold` (0.7 by default; 0.5-0.6 for looser). When several notes
 match, the best is chosen as Obsidian picks a link target and the rest are `alternatives`.
+"semantic" matches by meaning (a description such as "the note about syncing my phone"),
+scoring cosine similarity 0-1 (try `threshold` 0.3-0.5); it needs semantic search installed.
 `tag` and `directory` narrow the candidates. Example:
 {"names": ["projet plan", "Alice"], "strategy": "fuzzy", "threshold": 0.6}."""
 
@@ -306,7 +309,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
 
     async def resolve_names(
         names: Annotated[list[str], Field(min_length=1, max_length=100)],
-        strategy: Literal["exact", "fuzzy"] = "fuzzy",
+        strategy: Literal["exact", "fuzzy", "semantic"] = "fuzzy",
         threshold: Annotated[
             float, Field(ge=0, le=1, description="Lowest fuzzy score kept, 0-1")
         ] = 0.7,
@@ -321,7 +324,10 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 within = cache_graph.notes_within(conn, folder, key)
                 if within is not None and not within:
                     hints.check_folder(state, conn, folder)
-            matches = index.resolve(names, strategy, threshold, within)
+                if strategy == "semantic":
+                    matches = resolve_by_meaning(app, conn, names, threshold, within)
+            if strategy != "semantic":
+                matches = index.resolve(names, strategy, threshold, within)
             results = [
                 NameMatchInfo(
                     name=m.name,

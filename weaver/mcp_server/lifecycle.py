@@ -9,6 +9,8 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
 2. If the watcher stops (the vault folder vanished, inotify limits), catch up and watch again
    after a pause; `health_check` reports it degraded meanwhile.
 3. With `--no-watch`, reconcile once if the lock is free, then let it go.
+4. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
+   when its extra is installed and `semantic` is on); it stops with the writer role.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from weaver.edits.journal import recover_edits
 from weaver.edits.notes import sync_cache
 from weaver.host.locks import WriterLock
 from weaver.mcp_server.state import ServerState
+from weaver.semantic.model import semantic_installed
+from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 
 log = structlog.get_logger(__name__)
@@ -66,6 +70,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
             await _catch_up(state)
     finally:
         state.writer = False
+        await _stop_embedding(state)
         lock.release()
 
 
@@ -92,6 +97,23 @@ async def _catch_up(state: ServerState) -> None:
     """Reconcile with the disk, then let the tools answer."""
     await _reconcile(state)
     state.mark_ready()
+    _start_embedding(state)
+
+
+def _start_embedding(state: ServerState) -> None:
+    app = state.app
+    if state.embedding is not None or not app.settings.semantic or not semantic_installed():
+        return
+    state.embedding = EmbeddingWorker(app.db, app.semantic, app.bus)
+    state.embedding.start()
+
+
+async def _stop_embedding(state: ServerState) -> None:
+    worker, state.embedding = state.embedding, None
+    if worker is not None:
+        # Shielded: this runs as the lifespan is cancelled, and the lock must wait for it.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(worker.stop)
 
 
 async def _reconcile(state: ServerState) -> None:

@@ -217,6 +217,9 @@ class StatsData(WireModel):
     top_tags: list[TagCountInfo] = Field(description="The 10 most used tags")
     vault_size: int = Field(description="Bytes of all notes and attachments")
     last_updated: int | None = Field(description="When the cache last changed, epoch ms")
+    embedding: str = Field(
+        default="", description="Semantic search progress: 'embedded N of M notes'"
+    )
 
 
 class Components(WireModel):
@@ -236,3 +239,6 @@ class HealthData(WireModel):
         "unwatched: started with --no-watch"
     )
     problems: list[str] = Field(description="Why the status is not healthy")
+    embedding: str = Field(
+        default="", description="Semantic search progress: 'embedded N of M notes'"
+    )

@@ -6,7 +6,8 @@ A thin edge over `weaver.cache.fts`: the user's text becomes a safe FTS5 express
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
@@ -25,6 +26,7 @@ from weaver.mcp_server.arguments import (
 )
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.semantic_tools import SearchMode, choose_mode, search_by_meaning
 from weaver.mcp_server.state import ServerState
 
 
@@ -49,6 +51,10 @@ class SearchNotesData(WireModel):
     limit: int
     offset: int
     has_more: bool
+    mode: SearchMode = Field(default="keyword", description="The mode that answered")
+    coverage: str | None = Field(
+        default=None, description="Semantic and hybrid modes: how much of the vault has vectors"
+    )
 
 
 SEARCH_NOTES = """Search the text of the notes: titles and bodies, ranked by relevance (BM25,
@@ -61,7 +67,12 @@ character is plain text. `directory` limits to a folder and its subfolders; `tag
 that tag or one nested below it ('#' and case ignored). Returns `results` (path, title, snippet
 with <mark>…</mark> around matches, score, tags, modified in Unix epoch milliseconds), `total`,
 `hasMore`, and `ftsQuery`, the expression actually run. Use query_files or search_tags to filter
-by metadata only, get_file_content to read a hit. Example:
+by metadata only, get_file_content to read a hit.
+`mode`: "keyword" is the text search above; "semantic" finds notes by meaning (a question or a
+paraphrase finds a note written in other words; the snippet is the closest passage, the score
+a cosine 0-1); "hybrid" fuses both rankings. Left out, it is hybrid once every note has been
+embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and how much of
+the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -74,8 +85,16 @@ def build_search_tools(state: ServerState) -> list[Tool]:
         offset: Offset = 0,
         directory: Directory = None,
         tag: Tag = None,
+        mode: Annotated[
+            SearchMode | None,
+            Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
+        ] = None,
     ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
         def work() -> SearchNotesData:
+            with read.read_snapshot(app.db) as conn:
+                chosen = choose_mode(app, conn, mode)
+            if chosen != "keyword":
+                return by_meaning(chosen)
             expression = sqlite.fts_query(query)
             hits: list[SearchHitInfo] = []
             total = 0
@@ -108,6 +127,25 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 limit=limit,
                 offset=offset,
                 has_more=offset + len(hits) < total,
+            )
+
+        def by_meaning(chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
+            with read.read_snapshot(app.db) as conn:
+                folder = normalize_directory(directory)
+                page = search_by_meaning(
+                    app, conn, query, chosen, limit, offset, folder, filter_tag(tag)
+                )
+            hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
+            return SearchNotesData(
+                query=query,
+                fts_query=None,
+                results=hits,
+                total=page.total,
+                limit=limit,
+                offset=offset,
+                has_more=offset + len(hits) < page.total,
+                mode=chosen,
+                coverage=page.coverage,
             )
 
         return await answer(state, work)

@@ -16,6 +16,7 @@ from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.record_tools import build_record_tools
 from weaver.mcp_server.search_tools import build_search_tools
+from weaver.mcp_server.semantic_tools import build_semantic_tools
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import build_system_tools
 from weaver.mcp_server.workflow_tools import build_workflow_tools
@@ -67,6 +68,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
             *build_cache_tools(state),
             *build_system_tools(state),
             *build_search_tools(state),
+            *build_semantic_tools(state),
             *build_graph_tools(state),
             *build_workflow_tools(state),
             *build_record_tools(state),

@@ -12,6 +12,7 @@ import anyio
 from weaver.cache.graph import ByVersion, names_cache, tag_index_cache
 from weaver.host.app import App
 from weaver.host.locks import DEFAULT_RETRY_SECONDS
+from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
 from weaver.views.tags import TagIndex
@@ -48,6 +49,7 @@ class ServerState:
     watcher: VaultWatcher | None = None
     writer: bool = False  # this process holds the writer lock right now
     reconcile_error: str | None = None
+    embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
     # Which notes carry each tag, kept per cache version: tag tools of every module share it.

@@ -26,6 +26,7 @@ from weaver.cache.models import Note
 from weaver.mcp_server.envelope import fail, make_tool, ok
 from weaver.mcp_server.schemas import Components, Envelope, HealthData
 from weaver.mcp_server.state import ServerState
+from weaver.semantic.search import embedding_status
 
 log = structlog.get_logger(__name__)
 
@@ -83,6 +84,19 @@ def _indexing_problems(state: ServerState) -> list[str]:
     return problems
 
 
+def _embedding(state: ServerState, problems: list[str]) -> str:
+    """Embedding progress; a worker that stopped on an error is a problem (keyword search
+    still works, semantic search does not)."""
+    worker = state.embedding
+    if worker is not None and worker.error:
+        problems.append(f"semantic search is not embedding notes: {worker.error}")
+    try:
+        with state.app.db.connect() as conn:
+            return embedding_status(state.app.semantic, conn, state.app.settings.semantic)
+    except Exception as exc:
+        return f"embedding progress cannot be read: {type(exc).__name__}"
+
+
 def _engine_ok(state: ServerState, problems: list[str]) -> bool:
     engine = state.engine
     if engine is None:
@@ -104,6 +118,7 @@ def compute_health(state: ServerState) -> HealthData:
         engine_ok = False
         problems.append(f"the workflow engine cannot report: {type(exc).__name__}")
     problems.extend(_indexing_problems(state))
+    embedding = _embedding(state, problems) if cache_ok else ""
     status: Literal["healthy", "degraded", "unhealthy"]
     if not (cache_ok and vault_ok):
         status = "unhealthy"
@@ -121,6 +136,7 @@ def compute_health(state: ServerState) -> HealthData:
         version=weaver.__version__,
         role=state.role,
         problems=problems,
+        embedding=embedding,
     )
 
 

@@ -26,9 +26,9 @@ from typing import Any, Literal
 import numpy as np
 from rapidfuzz import fuzz, process
 
-MatchedOn = Literal["path", "name", "title", "alias"]
-Strategy = Literal["exact", "fuzzy"]
-_PREFERENCE: dict[MatchedOn, int] = {"path": 0, "name": 1, "title": 2, "alias": 3}
+MatchedOn = Literal["path", "name", "title", "alias", "meaning"]
+Strategy = Literal["exact", "fuzzy", "semantic"]
+_PREFERENCE: dict[MatchedOn, int] = {"path": 0, "name": 1, "title": 2, "alias": 3, "meaning": 4}
 # Fuzzy candidates looked at per name before grouping them by note.
 _FUZZY_POOL = 25
 # Names scored per `cdist`: its matrix of float64 scores is this many rows of every key in

@@ -1,0 +1,36 @@
+"""`weaver search`: the search_notes modes from a shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_files
+from tests.semantic.conftest import require_semantic
+from weaver.cli import main
+
+NOTES = {
+    "sync.md": "# Obsidian Sync\nKeeps the vault the same on the mobile app and the desktop.\n",
+    "bread.md": "# Sourdough\nA lively starter, flour, water and salt, then a long proof.\n",
+}
+
+
+def search(vault: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+    assert main(["--vault", str(vault), "search", *args, "--json"]) == 0
+    answer: dict[str, object] = json.loads(capsys.readouterr().out)
+    return answer
+
+
+def test_update_then_search_by_meaning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_semantic()
+    vault = write_files(tmp_path / "vault", NOTES)
+    answer = search(vault, capsys, "keeping my phone and laptop in step", "--update")
+    assert answer["mode"] == "hybrid"  # every note embedded by --update
+    assert answer["coverage"] == "embedded 2 of 2 notes"
+    results = answer["results"]
+    assert isinstance(results, list) and results[0]["path"] == "sync.md"
+    keyword = search(vault, capsys, "sourdough", "--mode", "keyword")
+    assert keyword["mode"] == "keyword"
+    assert [r["path"] for r in keyword["results"]] == ["bread.md"]  # type: ignore[attr-defined]

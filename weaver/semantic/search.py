@@ -1,0 +1,272 @@
+"""Semantic and hybrid search, and similar notes, over the cache's chunk vectors.
+
+`SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a
+base install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors
+version. A note's score is its best chunk's cosine; the snippet is that chunk. Hybrid search
+fuses the keyword (BM25) ranking with the semantic one by reciprocal rank fusion: each list
+gives a note 1 / (RRF_K + rank), so a note both lists agree on rises, and neither score scale
+has to be calibrated against the other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection
+
+from weaver.cache import fts, read, vectors
+from weaver.cache.graph import notes_within
+from weaver.cache.vectors import ChunkMatrix, Coverage
+from weaver.errors import SemanticUnavailableError
+from weaver.semantic.model import (
+    DEFAULT_MODEL,
+    DIMENSIONS,
+    ENABLE_HINT,
+    EmbeddingModel,
+    load_model,
+    semantic_installed,
+)
+
+RRF_K = 60
+# Notes changed since the matrix was loaded beyond which it is loaded whole again.
+PATCH_LIMIT = 2000
+# How deep each ranking is read before fusing: hybrid pages go this far.
+FUSION_DEPTH = 100
+# Queries are cut here: the model reads 256 tokens, and a 100 KB query must not cost more.
+MAX_QUERY_CHARS = 2000
+SNIPPET_CHARS = 240
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticHit:
+    path: str
+    score: float  # cosine of the best chunk (semantic) or fused RRF score (hybrid)
+    chunk_no: int  # the best chunk; -1 when the note came from the keyword ranking only
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticPage:
+    hits: list[SemanticHit]
+    total: int
+    coverage: Coverage
+
+
+class SemanticIndex:
+    """The model and the vectors of one cache, loaded on demand; thread-safe."""
+
+    def __init__(
+        self, model_id: str = DEFAULT_MODEL, model_path: Path | None = None, threads: int = 1
+    ) -> None:
+        self.model_id = model_id
+        self._model_path = model_path
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._model: EmbeddingModel | None = None
+        self._error: SemanticUnavailableError | None = None
+        self._matrix: ChunkMatrix | None = None
+        self._version = -1
+        self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
+        self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
+
+    def model(self) -> EmbeddingModel:
+        """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
+        a missing model is not retried on every query)."""
+        with self._lock:
+            if self._model is None and self._error is None:
+                try:
+                    self._model = load_model(self.model_id, self._model_path, self._threads)
+                except SemanticUnavailableError as exc:
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            assert self._model is not None
+            return self._model
+
+    def coverage(self, conn: Connection) -> Coverage:
+        """How many notes have current vectors; counted again only when the vectors or the
+        notes changed (the count joins every note: a few ms a call at 10,000 notes)."""
+        key = (vectors.vectors_version(conn), read.last_updated(conn))
+        cached = self._coverage
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        coverage = vectors.count_embedded(conn, self.model_id)
+        self._coverage = (key, coverage)
+        return coverage
+
+    def matrix(self, conn: Connection) -> ChunkMatrix:
+        """Every chunk vector, as of `conn`'s snapshot (open it with `read.read_snapshot`)."""
+        version = vectors.vectors_version(conn)
+        with self._lock:
+            if self._matrix is None or version != self._version:
+                self._matrix = self._refresh(conn, self._matrix)
+                self._version = version
+            return self._matrix
+
+    def _refresh(self, conn: Connection, old: ChunkMatrix | None) -> ChunkMatrix:
+        """The matrix brought up to date: the rows of notes embedded since it was loaded are
+        read again, those of notes gone are dropped, the rest are kept; loading it all
+        again takes a second at 10,000 notes, which every first query after an edit paid."""
+        stamps = vectors.embedded_stamps(conn, self.model_id)
+        loaded_at = self._loaded_at
+        self._loaded_at = max(stamps.values(), default=0)
+        if old is None:
+            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+        held = set(old.paths)
+        changed = sorted(p for p, at in stamps.items() if at >= loaded_at or p not in held)
+        if len(changed) > PATCH_LIMIT:
+            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+        fresh = vectors.load_vectors(conn, self.model_id, DIMENSIONS, changed)
+        return _patched(old, set(stamps).difference(changed), fresh)
+
+    # ------------------------------------------------------------ queries
+
+    def search(
+        self,
+        conn: Connection,
+        query: str,
+        limit: int,
+        offset: int,
+        *,
+        directory: str | None = None,
+        tag: str | None = None,
+    ) -> SemanticPage:
+        """Notes nearest in meaning to `query`, best first."""
+        ranked, total = self._rank_query(conn, query, directory, tag, offset + limit)
+        page = ranked[offset : offset + limit]
+        return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
+
+    def hybrid(
+        self,
+        conn: Connection,
+        query: str,
+        limit: int,
+        offset: int,
+        *,
+        directory: str | None = None,
+        tag: str | None = None,
+    ) -> SemanticPage:
+        """Keyword and semantic rankings fused (RRF), each read `FUSION_DEPTH` deep."""
+        semantic, _ = self._rank_query(conn, query, directory, tag, FUSION_DEPTH)
+        keyword: list[str] = []
+        expression = fts.fts_query(query[:MAX_QUERY_CHARS])
+        if expression is not None:
+            found = fts.search(conn, expression, FUSION_DEPTH, 0, directory=directory, tag=tag)
+            keyword = [hit.path for hit in found.hits]
+        scores: dict[str, float] = {}
+        best_chunk = {hit.path: hit.chunk_no for hit in semantic}
+        for ranking in ([hit.path for hit in semantic], keyword):
+            for rank, path in enumerate(ranking, start=1):
+                scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
+        fused = sorted(scores, key=lambda p: (-scores[p], p))
+        hits = [SemanticHit(p, round(scores[p], 6), best_chunk.get(p, -1), "") for p in fused]
+        page = hits[offset : offset + limit]
+        return SemanticPage(self._with_snippets(conn, page), len(hits), self.coverage(conn))
+
+    def similar(
+        self, conn: Connection, path: str, limit: int, exclude: Collection[str] = ()
+    ) -> SemanticPage:
+        """Notes nearest to `path`'s own (mean of its chunks), leaving out it and `exclude`."""
+        self.model()  # not installed or not loadable: say so, rather than "no vectors yet"
+        matrix = self.matrix(conn)
+        try:
+            i = matrix.paths.index(path)
+        except ValueError:
+            raise SemanticUnavailableError(
+                f"{path!r} has no vectors yet: it is waiting for the embedding worker"
+            ) from None
+        rows = matrix.matrix[matrix.starts[i] : matrix.starts[i + 1]]
+        centre = rows.mean(axis=0)
+        centre /= max(float(np.linalg.norm(centre)), 1e-12)
+        skip = {path, *exclude}
+        ranked, total = _rank(matrix, centre, None, limit + len(skip))
+        page = [hit for hit in ranked if hit.path not in skip][:limit]
+        total = max(total - len(skip), len(page))
+        return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
+
+    def _rank_query(
+        self, conn: Connection, query: str, directory: str | None, tag: str | None, depth: int
+    ) -> tuple[list[SemanticHit], int]:
+        vector = self.model().embed_query(query[:MAX_QUERY_CHARS]) if query.strip() else None
+        if vector is None:
+            return [], 0
+        within = notes_within(conn, directory, tag)
+        return _rank(self.matrix(conn), vector, within, depth)
+
+    def _with_snippets(self, conn: Connection, hits: list[SemanticHit]) -> list[SemanticHit]:
+        keys = [(h.path, h.chunk_no) for h in hits if h.chunk_no >= 0]
+        texts = vectors.chunk_texts(conn, keys)
+        return [
+            SemanticHit(h.path, h.score, h.chunk_no, _clip(texts.get((h.path, h.chunk_no), "")))
+            for h in hits
+        ]
+
+
+def _patched(old: ChunkMatrix, keep: set[str], fresh: ChunkMatrix) -> ChunkMatrix:
+    """`old`'s rows of the notes in `keep`, then all of `fresh`'s."""
+    kept = [i for i, path in enumerate(old.paths) if path in keep]
+    spans = [np.arange(old.starts[i], old.starts[i + 1]) for i in kept]
+    rows = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+    lengths = [int(old.starts[i + 1] - old.starts[i]) for i in kept]
+    lengths += np.diff(fresh.starts).tolist()
+    starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.intp))).astype(np.intp)
+    return ChunkMatrix(
+        paths=[old.paths[i] for i in kept] + fresh.paths,
+        starts=starts,
+        chunk_nos=np.concatenate((old.chunk_nos[rows], fresh.chunk_nos)),
+        matrix=np.concatenate((old.matrix[rows], fresh.matrix)),
+    )
+
+
+def describe_coverage(coverage: Coverage) -> str:
+    """`embedded 8,200 of 10,000 notes` (with why it matters when partial)."""
+    text = f"embedded {coverage.embedded:,} of {coverage.total:,} notes"
+    return text if coverage.complete else text + "; results cover the embedded notes only"
+
+
+def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> str:
+    """What `get_stats` and `health_check` say about semantic search."""
+    if not semantic_installed():
+        return f"semantic search not installed: {ENABLE_HINT}"
+    if not enabled:
+        return "semantic search turned off (semantic = false)"
+    return describe_coverage(index.coverage(conn))
+
+
+def _rank(
+    matrix: ChunkMatrix,
+    vector: npt.NDArray[np.float32],
+    within: Collection[str] | None,
+    depth: int,
+) -> tuple[list[SemanticHit], int]:
+    """The `depth` best notes (of those in `within`, when given) by their best chunk's
+    cosine, best first; and how many notes were ranked."""
+    if not matrix.paths:
+        return [], 0
+    scores = matrix.matrix @ vector
+    best = np.maximum.reduceat(scores, matrix.starts[:-1])
+    if within is not None:
+        allowed = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
+        best = np.where(allowed, best, -np.inf)
+        total = int(allowed.sum())
+    else:
+        total = len(matrix.paths)
+    depth = min(depth, total)
+    top = np.argpartition(-best, depth - 1)[:depth] if depth else np.array([], dtype=np.intp)
+    top = top[np.lexsort((top, -best[top]))]
+    hits = []
+    for i in top:
+        start, end = matrix.starts[i], matrix.starts[i + 1]
+        chunk_no = int(matrix.chunk_nos[start + int(np.argmax(scores[start:end]))])
+        hits.append(SemanticHit(matrix.paths[i], round(float(best[i]), 6), chunk_no, ""))
+    return hits, total
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"

@@ -1,0 +1,150 @@
+"""The embedding worker: keeps the chunk vectors in step with the notes, in the background.
+
+It runs in its own thread, after the metadata index and apart from it: a pass reads the pending
+notes from the cache (`vectors.sync_embeddings`), embeds them a batch at a time and stores each
+batch in one transaction. The indexer never waits for it, so metadata stays as fresh with
+embedding running as without; the vectors follow a few seconds behind. A pass starts when the
+indexer publishes changes and, as a safety net, every `POLL_SECONDS`. Stopped mid-pass (at
+shutdown), it finishes the batch under way or drops it; either way every note is fully
+embedded or pending, and the next start resumes with the pending ones.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+
+import structlog
+from sqlalchemy import Engine
+
+from weaver.cache import vectors
+from weaver.cache.vectors import ChunkVector, EmbeddedNote
+from weaver.errors import SemanticUnavailableError
+from weaver.semantic.chunks import chunk_note
+from weaver.semantic.model import EmbeddingModel
+from weaver.semantic.search import SemanticIndex
+from weaver.vault.events import EventBus, VaultEvent
+
+log = structlog.get_logger(__name__)
+
+# Notes per transaction: small enough that a stop loses little work and a changed note's
+# vectors appear soon; large enough that the model sees full batches.
+BATCH_NOTES = 16
+POLL_SECONDS = 30.0
+NICE = 19  # the embedding thread's niceness: below everything else of the process
+
+
+def embed_pending(
+    db: Engine,
+    index: SemanticIndex,
+    should_stop: Callable[[], bool] = lambda: False,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
+    """Bring the vectors up to date with the notes; the number of notes embedded.
+
+    Raises `SemanticUnavailableError` when the model cannot be loaded."""
+    model = index.model()
+    with db.connect() as conn:
+        pending = vectors.sync_embeddings(conn, index.model_id)
+    done = 0
+    for start in range(0, len(pending), BATCH_NOTES):
+        if should_stop():
+            break
+        done += _embed_batch(db, model, pending[start : start + BATCH_NOTES])
+        if on_batch is not None:
+            on_batch(len(pending) - start - BATCH_NOTES)
+    return done
+
+
+def _embed_batch(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int:
+    with db.connect() as conn:
+        sources = vectors.note_sources(conn, paths)
+    chunked = [
+        (source, chunk_note(source.title, source.body, source.aliases, source.tags))
+        for source in sources
+    ]
+    embedded = model.embed_texts([c.text for _, chunks in chunked for c in chunks])
+    notes = []
+    row = 0
+    for source, chunks in chunked:
+        rows = embedded[row : row + len(chunks)]
+        row += len(chunks)
+        notes.append(
+            EmbeddedNote(
+                source.path,
+                source.content_hash,
+                [ChunkVector(c.heading, c.body, v) for c, v in zip(chunks, rows, strict=True)],
+            )
+        )
+    with db.connect() as conn:
+        vectors.store_embeddings(conn, notes, model.model_id)
+    return len(notes)
+
+
+def _lower_priority() -> None:
+    """Give this thread the lowest CPU priority: on Linux a thread id is a `PRIO_PROCESS` target,
+    so the indexer and the tools keep theirs. With one model thread (`embedding_threads`),
+    ONNX Runtime computes on this thread, so the embedding yields the CPU to metadata."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: embedding still works
+        log.debug("cannot lower the embedding worker's priority")
+
+
+class EmbeddingWorker:
+    """A daemon thread running `embed_pending` whenever the vault changes."""
+
+    def __init__(self, db: Engine, index: SemanticIndex, bus: EventBus) -> None:
+        self._db = db
+        self._index = index
+        self._bus = bus
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.error: str | None = None
+        self.passes = 0
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        self._unsubscribe = self._bus.subscribe(self._on_events)
+        self._wake.set()  # a first pass at once: resume whatever a previous run left
+        self._thread = threading.Thread(target=self._run, name="weaver-embedding", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _on_events(self, _events: Sequence[VaultEvent]) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        _lower_priority()
+        while not self._stop.is_set():
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                count = embed_pending(self._db, self._index, self._stop.is_set)
+            except SemanticUnavailableError as exc:
+                self.error = str(exc)
+                log.warning("semantic search is off", reason=str(exc))
+                return  # the model will not appear by itself; a restart retries
+            except Exception as exc:  # a bad batch must not end embedding for good
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.exception("embedding pass failed")
+                continue
+            self.error = None
+            self.passes += 1
+            if count:
+                log.info("embedded notes", count=count)
