@@ -424,7 +424,12 @@ async def test_get_file_metadata_and_links(tools: Tools) -> None:
         "outgoing": ["technical/Topic.md", "Missing", "img.png"],
         "incoming": ["technical-old/old.md", "technical/Topic.md"],
         "broken": ["Missing"],
+        "outgoingTotal": 3,
+        "incomingTotal": 2,
+        "brokenTotal": 1,
+        "hint": None,
     }
+    assert data["error"] is None
     assert isinstance(data["created"], int)
 
 
@@ -518,6 +523,7 @@ async def test_get_file_content_reads_the_disk(tools: Tools, temp: Served) -> No
         "totalLength": len(expected.decode()),
         "truncated": False,
         "nextOffset": None,
+        "section": None,
     }
     envelope = await tools.raw("get_file_content", {"path": "bom.md"})
     assert envelope["metadata"]["cacheHit"] is False
@@ -646,6 +652,10 @@ async def test_search_links_both_directions(tools: Tools) -> None:
         "incoming": ["technical-old/old.md", "technical/Topic.md"],
         "broken": ["Missing"],
         "count": {"outgoing": 3, "incoming": 2, "total": 5},
+        "limit": 100,
+        "offset": 0,
+        "hasMore": False,
+        "context": None,
     }
 
 

@@ -115,9 +115,13 @@ class LinkTarget:
 class FileDetail:
     summary: FileSummary
     aliases: tuple[str, ...]
-    outgoing: list[LinkTarget]  # distinct, in order of first appearance in the note
-    incoming: list[str]  # distinct source paths, sorted
+    outgoing: list[LinkTarget]  # distinct, in order of first appearance; the first `limit`
+    incoming: list[str]  # distinct source paths, sorted; the first `limit`
     content_hash: str  # sha256 of the note's bytes when last indexed
+    outgoing_total: int = 0
+    incoming_total: int = 0
+    broken_total: int = 0  # distinct outgoing targets that resolve to nothing
+    error: str | None = None  # why the note was indexed without its metadata, if it was
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,34 +363,46 @@ def note_exists(conn: Connection, path: str) -> bool:
     return conn.execute(select(Note.path).where(Note.path == path)).first() is not None
 
 
-def get_file(conn: Connection, path: str) -> FileDetail | None:
-    """A note's metadata with its distinct outgoing targets and backlinks, or None."""
+def get_file(conn: Connection, path: str, links_limit: int | None = None) -> FileDetail | None:
+    """A note's metadata with its distinct outgoing targets and backlinks (the first
+    `links_limit` of each, with their totals), or None."""
     row = conn.execute(
-        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash).where(Note.path == path)
+        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash, Note.error).where(
+            Note.path == path
+        )
     ).first()
     if row is None:
         return None
     target = func.coalesce(Link.target_path, Link.target)
-    outgoing_rows = conn.execute(
+    grouped = (
         select(target.label("target"), func.min(Link.target_path).label("resolved"))
         .where(Link.source_path == path)
         .group_by(target)
         .order_by(func.min(Link.id))
     )
-    outgoing = [LinkTarget(r.target, r.resolved is None) for r in outgoing_rows]
+    # A note links to hundreds of targets at most: all of them, counted and cut here.
+    every_target = [LinkTarget(r.target, r.resolved is None) for r in conn.execute(grouped)]
+    sources = select(Link.source_path).where(Link.target_path == path).distinct()
+    incoming_total = conn.execute(select(func.count()).select_from(sources.subquery())).scalar_one()
+    listed = sources.order_by(Link.source_path)
     incoming = list(
-        conn.execute(
-            select(Link.source_path)
-            .where(Link.target_path == path)
-            .distinct()
-            .order_by(Link.source_path)
-        ).scalars()
+        conn.execute(listed if links_limit is None else listed.limit(links_limit)).scalars()
     )
     summary = summaries(conn, [row[: len(SUMMARY_COLUMNS)]])[0]
-    return FileDetail(summary, tuple(row.aliases or ()), outgoing, incoming, row.content_hash)
+    return FileDetail(
+        summary,
+        tuple(row.aliases or ()),
+        every_target[:links_limit],
+        incoming,
+        row.content_hash,
+        outgoing_total=len(every_target),
+        incoming_total=incoming_total,
+        broken_total=sum(t.broken for t in every_target),
+        error=row.error,
+    )
 
 
-def search_tag(conn: Connection, key: str, limit: int) -> TagSearch:
+def search_tag(conn: Connection, key: str, limit: int, offset: int = 0) -> TagSearch:
     """Notes carrying tag `key` (normalised, no wildcards) or one nested below it, by path.
 
     One range of the tags index, with the total the writer keeps per tag: no in-memory index
@@ -394,15 +410,18 @@ def search_tag(conn: Connection, key: str, limit: int) -> TagSearch:
     listed = select(TagCounter.key).where(TagCounter.own > 0, under_prefix(TagCounter.key, key))
     matched = list(conn.execute(listed.order_by(TagCounter.key)).scalars())
     total = tag_counts.notes_under(conn, key)
-    tagged = _tagged(tag_condition(key), scan=_prefer_scan(conn, total, limit))
+    tagged = _tagged(tag_condition(key), scan=_prefer_scan(conn, total, offset + limit))
     rows = conn.execute(
-        select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
+        select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit).offset(offset)
     ).all()
     return TagSearch(summaries(conn, rows), total, matched)
 
 
-def search_links(conn: Connection, path: str, direction: Direction, limit: int) -> LinkSearch:
-    """The distinct targets a note links to and/or the notes linking to it, sorted."""
+def search_links(
+    conn: Connection, path: str, direction: Direction, limit: int, offset: int = 0
+) -> LinkSearch:
+    """The distinct targets a note links to and/or the notes linking to it, sorted: `limit` of
+    each side from `offset` on, with each side's total."""
     outgoing: list[LinkTarget] = []
     incoming: list[str] = []
     outgoing_total = incoming_total = 0
@@ -415,15 +434,32 @@ def search_links(conn: Connection, path: str, direction: Direction, limit: int) 
             .subquery()
         )
         outgoing_total = conn.execute(select(func.count()).select_from(grouped)).scalar_one()
-        rows = conn.execute(select(grouped).order_by(grouped.c.target).limit(limit))
+        ordered = select(grouped).order_by(grouped.c.target).limit(limit).offset(offset)
+        rows = conn.execute(ordered)
         outgoing = [LinkTarget(r.target, r.resolved is None) for r in rows]
     if direction in ("incoming", "both"):
         # One read of the backlinks, counted and cut here: a count and a page in SQL would each
         # look up every linking row (thousands for a hub note).
         sources = select(Link.source_path).where(Link.target_path == path).distinct()
         every = sorted(conn.execute(sources).scalars())
-        incoming, incoming_total = every[:limit], len(every)
+        incoming, incoming_total = every[offset : offset + limit], len(every)
     return LinkSearch(outgoing, incoming, outgoing_total, incoming_total)
+
+
+def backlink_lines(conn: Connection, path: str, sources: Sequence[str]) -> dict[str, list[int]]:
+    """The 0-based lines on which each of `sources` links to `path`, in order (one query)."""
+    if not sources:
+        return {}
+    rows = conn.execute(
+        select(Link.source_path, Link.line)
+        .where(Link.target_path == path, Link.source_path.in_(list(sources)))
+        .distinct()
+        .order_by(Link.source_path, Link.line)
+    )
+    found: dict[str, list[int]] = {}
+    for source, line in rows:
+        found.setdefault(source, []).append(line)
+    return found
 
 
 def get_stats(conn: Connection) -> VaultStats:

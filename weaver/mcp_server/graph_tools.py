@@ -19,6 +19,7 @@ from weaver.mcp_server import hints
 from weaver.mcp_server.cache_tools import (
     Filter,
     NotePath,
+    Offset,
     normalize_directory,
     normalize_path,
     tag_key,
@@ -65,8 +66,9 @@ walks further, breadth first. `relation` keeps only typed links of that name (`a
 [[X]]`, `[[author::X]]`, or a frontmatter key such as `up`). Returns `neighbors` ordered by
 depth then path, each with depth, `via` (the note it was reached from), direction, relations
 and tags; with includeContent, the text after the frontmatter, cut at 500 characters
-(`truncated`, `contentLength`). `total` counts all notes within depth; incomingCount and
-outgoingCount are the direct link counts. Example: {"path": "Home.md", "depth": 2}."""
+(`truncated`, `contentLength`). `total` counts all notes within depth, `hasMore` says whether
+more follow (pass `offset` for the next page); incomingCount and outgoingCount are the direct
+link counts. Example: {"path": "Home.md", "depth": 2}."""
 
 FIND_PATH = """Find the shortest chain of links from one note to another.
 
@@ -81,7 +83,8 @@ GET_HUBS = """Rank the most central notes of the vault.
 
 `metric`: "in_degree" (distinct notes linking here), "out_degree" (distinct notes it links to)
 or "pagerank" (damping 0.85, rank of dangling notes spread evenly; scores sum to 1). Returns
-`hubs` (path, title, score), best first, ties by path. Example: {"metric": "pagerank"}."""
+`hubs` (path, title, score), best first, ties by path, `limit` of them from `offset` on, with
+`hasMore`. Example: {"metric": "pagerank"}."""
 
 GET_GRAPH = """Get the link graph of a folder (with subfolders) or of the whole vault, for
 visualisation or analysis.
@@ -97,8 +100,8 @@ SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one
 
 Tags ignore case and a leading '#', match nested tags ('project' finds 'project/alpha') and
 accept '*'/'?' wildcards. Returns `files` (path, title, type, status, frontmatter, tags,
-modified in Unix epoch milliseconds) by path, with `total` and `hasMore`.
-Example: {"tags": ["project", "urgent"], "mode": "all"}."""
+modified in Unix epoch milliseconds) by path, with `total` and `hasMore` (pass `offset` for
+the next page). Example: {"tags": ["project", "urgent"], "mode": "all"}."""
 
 RANDOM_FILE = """Pick a random note, optionally among those carrying any of `tags`.
 
@@ -139,6 +142,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             bool, Field(description="Add each note's text, cut at 500 characters")
         ] = False,
         relation: Relation = None,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[NeighborsData]]:
         def work() -> NeighborsData:
             clean = app.vault.check_note_path(path)
@@ -146,7 +150,8 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 graph = graphs.get(conn)
                 if clean not in graph:
                     raise NoteNotFoundError(clean)
-                found, total = g.neighbors(graph, clean, direction, depth, relation, limit)
+                found, total = g.neighbors(graph, clean, direction, depth, relation, offset + limit)
+                found = found[offset:]
                 paths = [n.path for n in found]
                 tags = read.tags_of(conn, paths)
                 bodies = sqlite.note_bodies(conn, paths) if includeContent else {}
@@ -173,7 +178,8 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 neighbors=items,
                 total=total,
                 limit=limit,
-                has_more=len(items) < total,
+                offset=offset,
+                has_more=offset + len(items) < total,
                 incoming_count=len(list(graph.predecessors(clean, key))),
                 outgoing_count=len(list(graph.successors(clean, key))),
             )
@@ -200,11 +206,13 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         limit: Annotated[
             int, Field(ge=1, le=50, description="Notes listed, 1-50"), clamp_to(1, 50)
         ] = 10,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[HubsData]]:
         def work() -> HubsData:
             with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
-            ranked = g.hubs(graph, metric, limit)
+            ranked = g.hubs(graph, metric, offset + limit)[offset:]
+            ranked_total = len(graph.ranked(metric).paths)
             hubs = [
                 HubInfo(
                     path=h.path,
@@ -213,7 +221,14 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 )
                 for h in ranked
             ]
-            return HubsData(metric=metric, hubs=hubs, total_notes=len(graph))
+            return HubsData(
+                metric=metric,
+                hubs=hubs,
+                total_notes=len(graph),
+                limit=limit,
+                offset=offset,
+                has_more=offset + len(hubs) < ranked_total,
+            )
 
         return await answer(state, work)
 
@@ -244,19 +259,21 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         limit: Annotated[
             int, Field(ge=1, le=100, description="Notes listed, 1-100"), clamp_to(1, 100)
         ] = 20,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
         def work() -> TagsSearchData:
             keys = _tag_keys(tags)
             with read.read_snapshot(app.db) as conn:
                 index = tag_index.get(conn)
-                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit)
+                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit, offset)
             return TagsSearchData(
                 tags=keys,
                 mode=mode,
                 files=[TaggedFile.of(f) for f in page.files],
                 total=page.total,
                 limit=limit,
-                has_more=len(page.files) < page.total,
+                offset=offset,
+                has_more=offset + len(page.files) < page.total,
             )
 
         return await answer(state, work)
