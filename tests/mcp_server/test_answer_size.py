@@ -1,0 +1,145 @@
+"""Every tool's default answer fits a context window: under 25,000 tokens (estimated the
+conservative way `weaver.mcp_server.sizing` documents), on the most linked and the biggest
+notes of every corpus and of a generated vault with extremes (thousands of backlinks and of
+outgoing links, a 700 KB note, a Chinese note, a note with hundreds of tags).
+
+A tool whose required argument this test cannot fill fails it: a new tool must say here what
+its worst default call is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from sqlalchemy import func, select
+
+from tests.benchmarks.vaultgen import generate_vault
+from tests.conftest import write_files
+from tests.corpora import require_corpora
+from tests.mcp_server.test_cache_tools import Served, serve
+from weaver.cache import read
+from weaver.cache.models import Link, Note, TagCounter
+from weaver.config import Settings
+from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+
+pytestmark = pytest.mark.anyio
+
+CORPORA = ("tasks-demo", "kepano-obsidian", "edge-vault")
+GENERATED_NOTES = 1_000
+LINKERS = 5_000
+
+
+@dataclass(frozen=True)
+class Extremes:
+    most_linked: str
+    biggest: str
+    tag: str
+    title: str
+
+
+def find_extremes(served: Served) -> Extremes:
+    with read.read_snapshot(served.app.db) as conn:
+        incoming = func.count(Link.source_path.distinct())
+        most_linked = conn.execute(
+            select(Link.target_path)
+            .where(Link.target_path.is_not(None))
+            .group_by(Link.target_path)
+            .order_by(incoming.desc())
+            .limit(1)
+        ).scalar_one()
+        biggest = conn.execute(select(Note.path).order_by(Note.size.desc()).limit(1)).scalar_one()
+        tag = conn.execute(
+            select(TagCounter.key).order_by(TagCounter.notes.desc()).limit(1)
+        ).scalar_one()
+        title = conn.execute(select(Note.title).where(Note.path == most_linked)).scalar_one()
+    return Extremes(most_linked, biggest, tag, title)
+
+
+def arguments(tool: str, required: list[str], note: str, other: str, x: Extremes) -> dict[str, Any]:
+    """The tool's required arguments, aimed at `note`; every optional one left at its default."""
+    fillers: dict[str, Any] = {
+        "path": note,
+        "source": note,
+        "target": other,
+        "tag": x.tag,
+        "tags": [x.tag],
+        "query": x.title,
+        "names": [x.title],
+        "paths": [note, other],
+        "workflowId": "markdown-analyzer",
+        "executionId": "no-such-execution",
+    }
+    missing = [name for name in required if name not in fillers]
+    assert not missing, f"{tool}: no value for required {missing}: add one to this test"
+    return {name: fillers[name] for name in required}
+
+
+def extremes_vault(root: Path) -> None:
+    """A generated vault, plus the notes a real vault holds once in a while."""
+    generate_vault(root, GENERATED_NOTES)
+    linkers = {f"linkers/l{i:04}.md": f"[[Magnet]] {i}\n" for i in range(LINKERS)}
+    write_files(
+        root,
+        {
+            **linkers,
+            "Magnet.md": "# Magnet\n"
+            + "\n".join(f"[[l{i:04}]] [[missing {i}]]" for i in range(LINKERS))
+            + "\n",
+            "giant.md": "# Giant\n" + ("lorem ipsum dolor sit amet\n" * 26_000),
+            "chinese.md": "# 插件\n" + ("插件标签笔记。\n" * 20_000),
+            "tagged.md": "---\ntags: [" + ", ".join(f"t{i}" for i in range(600)) + "]\n---\n",
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", params=[*CORPORA, "generated"])
+def vault(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("size")
+    if request.param == "generated":
+        root = base / "vault"
+        extremes_vault(root)
+    else:
+        root = require_corpora() / request.param
+    settings = Settings(vault=root, database_url=f"sqlite:///{base / 'cache.db'}", read_only=True)
+    served = serve(settings)
+    yield served
+    served.app.close()
+
+
+@pytest.fixture
+async def client(vault: Served) -> AsyncIterator[Client]:
+    async with Client(vault.server, mode="legacy") as connected:
+        yield connected
+
+
+async def test_every_default_answer_stays_under_the_bound(vault: Served, client: Client) -> None:
+    x = find_extremes(vault)
+    sizes: dict[str, int] = {}
+    for tool in (await client.list_tools()).tools:
+        required = list(tool.input_schema.get("required", []))
+        for note, other in ((x.most_linked, x.biggest), (x.biggest, x.most_linked)):
+            args = arguments(tool.name, required, note, other, x)
+            result = await client.call_tool(tool.name, args)
+            text = result.content[0].text  # type: ignore[union-attr]
+            json.loads(text)  # a whole JSON answer, not a cut one
+            tokens = estimate_tokens(text)
+            sizes[f"{tool.name} {json.dumps(args, ensure_ascii=False)[:80]}"] = tokens
+    over = {call: tokens for call, tokens in sizes.items() if tokens >= ANSWER_TOKEN_BOUND}
+    assert not over, f"answers over {ANSWER_TOKEN_BOUND} estimated tokens: {over}"
+    ran = {call.split(" ", 1)[0] for call in sizes}
+    assert ran == {tool.name for tool in (await client.list_tools()).tools}
+    if (vault.root / "Magnet.md").exists():  # the generated vault: its extremes were the aim
+        assert (x.most_linked, x.biggest) == ("Magnet.md", "giant.md")
+        assert sizes['get_file_content {"path": "giant.md"}'] > ANSWER_TOKEN_BOUND // 2
