@@ -1,7 +1,7 @@
 """Every tool's default answer fits a context window: under 25,000 tokens (estimated the
 conservative way `weaver.mcp_server.sizing` documents), on the most linked and the biggest
-notes of every corpus and of a generated vault with extremes (thousands of backlinks and of
-outgoing links, a 700 KB note, a Chinese note, a note with hundreds of tags).
+notes of every corpus and of a generated vault with extremes (1,500 backlinks and 3,000
+outgoing links on long paths, a 700 KB note, a Chinese note, a note with 600 tags).
 
 A tool whose required argument this test cannot fill fails it: a new tool must say here what
 its worst default call is."""
@@ -30,8 +30,10 @@ from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 pytestmark = pytest.mark.anyio
 
 CORPORA = ("tasks-demo", "kepano-obsidian", "edge-vault")
-GENERATED_NOTES = 1_000
-LINKERS = 5_000
+GENERATED_NOTES = 500
+LINKERS = 1_500
+# Long enough that 1,500 backlinks listed whole would be ~29,000 tokens.
+LINKER = "linkers/a folder with a long name/a note that links to the magnet {:04}.md"
 
 
 @dataclass(frozen=True)
@@ -82,13 +84,13 @@ def arguments(tool: str, required: list[str], note: str, other: str, x: Extremes
 def extremes_vault(root: Path) -> None:
     """A generated vault, plus the notes a real vault holds once in a while."""
     generate_vault(root, GENERATED_NOTES)
-    linkers = {f"linkers/l{i:04}.md": f"[[Magnet]] {i}\n" for i in range(LINKERS)}
+    linkers = {LINKER.format(i): f"[[Magnet]] {i}\n" for i in range(LINKERS)}
     write_files(
         root,
         {
             **linkers,
             "Magnet.md": "# Magnet\n"
-            + "\n".join(f"[[l{i:04}]] [[missing {i}]]" for i in range(LINKERS))
+            + "\n".join(f"[[{LINKER.format(i)}]] [[missing {i}]]" for i in range(LINKERS))
             + "\n",
             "giant.md": "# Giant\n" + ("lorem ipsum dolor sit amet\n" * 26_000),
             "chinese.md": "# 插件\n" + ("插件标签笔记。\n" * 20_000),
