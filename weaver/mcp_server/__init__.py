@@ -8,6 +8,9 @@ hints.py         "did you mean": the note a path that names none probably meant
 schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats
 search_tools.py  search_notes (full text)
+browse_tools.py  list_tags, list_folders, list_problems (errors, broken links, orphans)
+content.py       a note's text in pages or sections; backlink lines
+sizing.py        how many tokens an answer is (conservatively), and a page that fits
 graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (search_by_tags,
                  random_file, files_exist, resolve_names)
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)

@@ -9,6 +9,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 import weaver
+from weaver.mcp_server.browse_tools import build_browse_tools
 from weaver.mcp_server.cache_tools import build_cache_tools
 from weaver.mcp_server.envelope import unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
@@ -22,7 +23,8 @@ from weaver.mcp_server.write_tools import build_write_tools
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
 every note's frontmatter, tags and links, kept in step with the files as they change.
-Start with get_stats for an overview; find notes with query_files (folder, type, status, tag),
+Start with get_stats for an overview (list_tags, list_folders and list_problems survey the
+vault); find notes with query_files (folder, type, status, tag),
 search_tags or search_notes (full text); follow links with get_file, search_links,
 get_neighbors and find_path; read a note's text with get_file_content. When writes are enabled,
 create_file, update_file (pass the contentHash from get_file as expectedHash), move_file
@@ -63,6 +65,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
             *build_cache_tools(state),
             *build_system_tools(state),
             *build_search_tools(state),
+            *build_browse_tools(state),
             *build_graph_tools(state),
             *build_workflow_tools(state),
             *build_record_tools(state),
