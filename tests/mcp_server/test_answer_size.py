@@ -8,24 +8,19 @@ its worst default call is."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
-from sqlalchemy import func, select
 
+from tests.benchmarks.answers import default_answer_sizes, find_extremes
 from tests.benchmarks.vaultgen import generate_vault
 from tests.conftest import write_files
 from tests.corpora import require_corpora
 from tests.mcp_server.test_cache_tools import Served, serve
-from weaver.cache import read
-from weaver.cache.models import Link, Note, TagCounter
 from weaver.config import Settings
-from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND
 
 pytestmark = pytest.mark.anyio
 
@@ -34,51 +29,6 @@ GENERATED_NOTES = 500
 LINKERS = 1_500
 # Long enough that 1,500 backlinks listed whole would be ~29,000 tokens.
 LINKER = "linkers/a folder with a long name/a note that links to the magnet {:04}.md"
-
-
-@dataclass(frozen=True)
-class Extremes:
-    most_linked: str
-    biggest: str
-    tag: str
-    title: str
-
-
-def find_extremes(served: Served) -> Extremes:
-    with read.read_snapshot(served.app.db) as conn:
-        incoming = func.count(Link.source_path.distinct())
-        most_linked = conn.execute(
-            select(Link.target_path)
-            .where(Link.target_path.is_not(None))
-            .group_by(Link.target_path)
-            .order_by(incoming.desc())
-            .limit(1)
-        ).scalar_one()
-        biggest = conn.execute(select(Note.path).order_by(Note.size.desc()).limit(1)).scalar_one()
-        tag = conn.execute(
-            select(TagCounter.key).order_by(TagCounter.notes.desc()).limit(1)
-        ).scalar_one()
-        title = conn.execute(select(Note.title).where(Note.path == most_linked)).scalar_one()
-    return Extremes(most_linked, biggest, tag, title)
-
-
-def arguments(tool: str, required: list[str], note: str, other: str, x: Extremes) -> dict[str, Any]:
-    """The tool's required arguments, aimed at `note`; every optional one left at its default."""
-    fillers: dict[str, Any] = {
-        "path": note,
-        "source": note,
-        "target": other,
-        "tag": x.tag,
-        "tags": [x.tag],
-        "query": x.title,
-        "names": [x.title],
-        "paths": [note, other],
-        "workflowId": "markdown-analyzer",
-        "executionId": "no-such-execution",
-    }
-    missing = [name for name in required if name not in fillers]
-    assert not missing, f"{tool}: no value for required {missing}: add one to this test"
-    return {name: fillers[name] for name in required}
 
 
 def extremes_vault(root: Path) -> None:
@@ -127,17 +77,8 @@ async def client(vault: Served) -> AsyncIterator[Client]:
 
 
 async def test_every_default_answer_stays_under_the_bound(vault: Served, client: Client) -> None:
-    x = find_extremes(vault)
-    sizes: dict[str, int] = {}
-    for tool in (await client.list_tools()).tools:
-        required = list(tool.input_schema.get("required", []))
-        for note, other in ((x.most_linked, x.biggest), (x.biggest, x.most_linked)):
-            args = arguments(tool.name, required, note, other, x)
-            result = await client.call_tool(tool.name, args)
-            text = result.content[0].text  # type: ignore[union-attr]
-            json.loads(text)  # a whole JSON answer, not a cut one
-            tokens = estimate_tokens(text)
-            sizes[f"{tool.name} {json.dumps(args, ensure_ascii=False)[:80]}"] = tokens
+    x = find_extremes(vault.app)
+    sizes = await default_answer_sizes(client, x)
     over = {call: tokens for call, tokens in sizes.items() if tokens >= ANSWER_TOKEN_BOUND}
     assert not over, f"answers over {ANSWER_TOKEN_BOUND} estimated tokens: {over}"
     ran = {call.split(" ", 1)[0] for call in sizes}

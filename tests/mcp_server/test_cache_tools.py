@@ -173,7 +173,8 @@ async def test_every_tool_refuses_arguments_it_does_not_take(tools: Tools) -> No
     # A misspelt filter answered as if applied would mislead: it is named, with what is taken.
     assert await tools.error("query_files", hasErrors=True, limit=5) == (
         "Invalid arguments: hasErrors: not an argument of query_files (it takes directory, "
-        "type, status, tag, limit, offset, sortBy, sortOrder, modifiedSince, modifiedUntil)"
+        "type, status, tag, limit, offset, sortBy, sortOrder, modifiedSince, modifiedUntil, "
+        "where)"
     )
     message = await tools.error("get_stats", verbose=True, depth=2)
     assert message == (

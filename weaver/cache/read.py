@@ -29,12 +29,31 @@ from sqlalchemy import (
 )
 
 from weaver.cache import tag_counts
-from weaver.cache.models import Attachment, CacheState, Link, Note, Tag, TagCounter
+from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
 # Characters LIKE treats specially, escaped with this one.
 LIKE_ESCAPE = "\\"
+
+
+PropertyOp = Literal["eq", "in", "lt", "lte", "gt", "gte", "exists", "contains"]
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyCondition:
+    """One `query_files where=` test of a frontmatter property (`key` case-folded).
+
+    `eq` (and `contains`, for a list property: one element equal) compares a value as stored
+    (`cache.write.property_value`): text with text, numbers with numbers, booleans as
+    booleans; `in` is any of `values`; `lt`/`lte`/`gt`/`gte` compare numbers, or text (ISO
+    dates compare as dates do); `exists` is whether the note has the property at all."""
+
+    key: str
+    op: PropertyOp
+    values: tuple[Scalar, ...] = ()
+    present: bool = True  # for `exists`
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +70,19 @@ class FileFilters:
     tag: str | None = None
     modified_since: int | None = None  # epoch ms, inclusive
     modified_until: int | None = None  # epoch ms, exclusive
+    where: tuple[PropertyCondition, ...] = ()
 
     @property
     def narrow(self) -> bool:
         """True when a filter besides `tag` picks notes through a column of their own."""
-        return any(
-            value is not None
-            for value in (self.type, self.status, self.modified_since, self.modified_until)
-        ) or bool(self.directory)
+        return (
+            any(
+                value is not None
+                for value in (self.type, self.status, self.modified_since, self.modified_until)
+            )
+            or bool(self.directory)
+            or bool(self.where)
+        )
 
 
 SortField = Literal["path", "modified", "created"]
@@ -122,6 +146,7 @@ class FileDetail:
     incoming_total: int = 0
     broken_total: int = 0  # distinct outgoing targets that resolve to nothing
     error: str | None = None  # why the note was indexed without its metadata, if it was
+    heading: str | None = None  # the first H1, as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +295,50 @@ def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnEle
         conditions.append(Note.modified < filters.modified_until)
     if filters.tag is not None:
         conditions.append(_tagged(tag_condition(filters.tag), scan))
+    conditions.extend(property_condition(c) for c in filters.where)
     return conditions
+
+
+def property_condition(condition: PropertyCondition) -> ColumnElement[bool]:
+    """Notes passing one `where` test: their paths listed from the property index."""
+    with_key = select(NoteProperty.note_path).where(NoteProperty.key == condition.key)
+    if condition.op == "exists":
+        listed = Note.path.in_(with_key)
+        return listed if condition.present else ~listed
+    return Note.path.in_(with_key.where(_value_test(condition)))
+
+
+def _value_test(condition: PropertyCondition) -> ColumnElement[bool]:
+    if condition.op in ("eq", "contains", "in"):
+        return or_(*(_equals(value) for value in condition.values))
+    (value,) = condition.values
+    if isinstance(value, str):
+        return _compare(NoteProperty.text, condition.op, value)
+    return _compare(NoteProperty.num, condition.op, float(value or 0))
+
+
+def _compare(column: Any, op: PropertyOp, bound: str | float) -> ColumnElement[bool]:
+    test: ColumnElement[bool]
+    match op:
+        case "lt":
+            test = column < bound
+        case "lte":
+            test = column <= bound
+        case "gt":
+            test = column > bound
+        case _:
+            test = column >= bound
+    return test
+
+
+def _equals(value: Scalar) -> ColumnElement[bool]:
+    if value is None:
+        return and_(NoteProperty.text.is_(None), NoteProperty.num.is_(None))
+    if isinstance(value, bool):
+        return NoteProperty.text == ("true" if value else "false")
+    if isinstance(value, int | float):
+        return NoteProperty.num == float(value)
+    return NoteProperty.text == value
 
 
 def _tagged(condition: ColumnElement[bool], scan: bool) -> ColumnElement[bool]:
@@ -367,7 +435,7 @@ def get_file(conn: Connection, path: str, links_limit: int | None = None) -> Fil
     """A note's metadata with its distinct outgoing targets and backlinks (the first
     `links_limit` of each, with their totals), or None."""
     row = conn.execute(
-        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash, Note.error).where(
+        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash, Note.error, Note.heading).where(
             Note.path == path
         )
     ).first()
@@ -399,6 +467,7 @@ def get_file(conn: Connection, path: str, links_limit: int | None = None) -> Fil
         incoming_total=incoming_total,
         broken_total=sum(t.broken for t in every_target),
         error=row.error,
+        heading=row.heading,
     )
 
 

@@ -3,7 +3,7 @@ get_stats. Thin edges over `weaver.cache.read` (and `Vault` for file content).""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
@@ -32,6 +32,7 @@ from weaver.mcp_server.schemas import (
     TaggedFile,
 )
 from weaver.mcp_server.state import ServerState
+from weaver.mcp_server.where import parse_where
 
 MAX_LIMIT = 500
 # Offsets beyond this are clamped: far past any vault, and well inside SQLite's integers.
@@ -140,15 +141,20 @@ Filters combine with AND: `directory` matches that folder and its subfolders ("F
 found" when there is no such folder); `type`/`status` match the frontmatter values exactly;
 `tag` ignores case and a leading '#', and also matches nested tags ('project' matches
 'project/alpha'); `modifiedSince` (inclusive) and `modifiedUntil` (exclusive) take Unix epoch
-milliseconds or an ISO date ('2026-11-20', local time). Timestamps are Unix epoch
-milliseconds. Use it to browse or find notes by metadata, or to see what changed recently; use
+milliseconds or an ISO date ('2026-11-20', local time). `where` tests any frontmatter property
+(names ignore case): a value for equality (text, number, true/false), a list for any of them, or
+operators: eq, in, lt, lte, gt, gte (numbers, or text such as ISO dates), contains (an element
+of a list property), exists (true/false). Timestamps are Unix epoch milliseconds. Use it to
+browse or find notes by metadata, or to see what changed recently; use
 get_file_content to read one. Examples:
 {"directory": "technical", "type": "concept", "limit": 20};
-{"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10}."""
+{"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10};
+{"where": {"priority": 1, "due": {"lt": "2026-12-01"}}}."""
 
 GET_FILE = """Get one note's metadata from the shadow cache, with its links.
 
-Returns path, title, type, status, frontmatter, tags, aliases, created, modified (Unix epoch
+Returns path, title (the frontmatter title, else the file name, as Obsidian shows it), heading
+(the first H1), type, status, frontmatter, tags, aliases, created, modified (Unix epoch
 milliseconds), size in bytes, contentHash (sha256 of the file: update_file's expectedHash),
 `error` (why the note's metadata could not be read, e.g. frontmatter that does not parse; null
 when none), and `links`: `outgoing` (distinct targets in order of appearance: the resolved
@@ -228,6 +234,14 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
         modifiedUntil: Annotated[  # noqa: N803
             Time, Field(description="Modified before (epoch ms, or ISO date or date-time)")
         ] = None,
+        where: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Frontmatter property tests, all of which must hold: "
+                '{"priority": 1, "status": ["a", "b"], "due": {"lt": "2026-12-01"}, '
+                '"tags": {"contains": "x"}, "cover": {"exists": false}}'
+            ),
+        ] = None,
     ) -> QueryFilesResult:
         def work() -> QueryFilesData:
             filters = FileFilters(
@@ -237,6 +251,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 filter_tag(tag),
                 modified_since=modifiedSince,
                 modified_until=modifiedUntil,
+                where=parse_where(where),
             )
             descending = sortOrder == "desc" if sortOrder else sortBy != "path"
             with read.read_snapshot(app.db) as conn:
@@ -283,6 +298,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 links=links,
                 content_hash=detail.content_hash,
                 error=detail.error,
+                heading=detail.heading,
             )
 
         return await answer(state, work)

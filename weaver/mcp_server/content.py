@@ -8,12 +8,11 @@ answer of `get_file_content` stays under the bound whatever the note is written 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
-from weaver.errors import NoteDecodeError, WeaverError, did_you_mean
+from weaver.errors import NoteDecodeError, WeaverError, did_you_mean, suggest
 from weaver.markdown.parser import parse_note
-from weaver.markdown.sections import find_section, heading_key
+from weaver.markdown.sections import find_section
 from weaver.mcp_server.schemas import BacklinkContext, BacklinkLine, FileContentData
 from weaver.mcp_server.sizing import fit_text
 from weaver.vault.fs import Vault
@@ -65,11 +64,8 @@ def section_text(path: str, text: str, section: str) -> str:
     headings = parse_note(path, text).headings
     found = find_section(text, headings, section)
     if found is None:
-        known = list(dict.fromkeys(h.text for h in headings))
-        by_key = {heading_key(h): h for h in known}
-        last = heading_key(section.replace("::", "#").rsplit("#", 1)[-1])
-        close = difflib.get_close_matches(last, list(by_key), n=3, cutoff=0.6)
-        raise SectionNotFoundError(path, section, [by_key[c] for c in close])
+        last = section.replace("::", "#").rsplit("#", 1)[-1].strip()
+        raise SectionNotFoundError(path, section, suggest(last, (h.text for h in headings)))
     return text[found.start : found.end]
 
 

@@ -8,14 +8,19 @@ are the ones `resolve_names` looks up (`weaver.views.names`), so the hint and th
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import structlog
 from sqlalchemy import Connection
 
 from weaver.cache import read
-from weaver.errors import FolderNotFoundError, InvalidPathError, NoteNotFoundError, did_you_mean
+from weaver.errors import (
+    FolderNotFoundError,
+    InvalidPathError,
+    NoteNotFoundError,
+    did_you_mean,
+    suggest,
+)
 from weaver.mcp_server.state import ServerState
 from weaver.views.names import MatchedOn
 
@@ -68,12 +73,7 @@ def check_folder(state: ServerState, conn: Connection, folder: str | None) -> No
         return
     if _on_disk(state.app.vault.root, folder):
         return  # a folder without notes yet
-    folders = sorted(read.note_folders(conn))
-    folded = folder.casefold()
-    same = [f for f in folders if f.casefold() == folded]  # another case
-    last = [f for f in folders if f.rsplit("/", 1)[-1].casefold() == folded]  # no parents
-    close = difflib.get_close_matches(folder, folders, n=MAX_SUGGESTIONS, cutoff=0.75)
-    raise FolderNotFoundError(folder, list(dict.fromkeys([*same, *last, *close]))[:MAX_SUGGESTIONS])
+    raise FolderNotFoundError(folder, suggest(folder, read.note_folders(conn), cutoff=0.75))
 
 
 def _on_disk(root: Path, folder: str) -> bool:

@@ -140,6 +140,11 @@ class FileLinks(WireModel):
 
 
 class FileData(FileInfo):
+    heading: str | None = Field(
+        default=None,
+        description="The note's first H1 as text (the title is the frontmatter "
+        "title, else the file name, as Obsidian shows it)",
+    )
     aliases: list[str]
     links: FileLinks
     error: str | None = Field(
