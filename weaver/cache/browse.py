@@ -119,6 +119,11 @@ def list_folders(
     return Page(entries, len(wanted))
 
 
+def tag_keys(conn: Connection) -> list[str]:
+    """Every tag key notes carry (with the parents of nested ones)."""
+    return list(conn.execute(select(TagCounter.key).where(TagCounter.notes > 0)).scalars())
+
+
 def root_notes(conn: Connection) -> int:
     return conn.execute(select(func.count()).where(Note.folder == "")).scalar_one()
 

@@ -342,6 +342,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 raise ArgumentError("tag", f"{tag!r} is not a tag")
             with read.read_snapshot(app.db) as conn:
                 found = cache_graph.search_tags(conn, state.tag_index, key, limit, offset)
+                hint = hints.tag_hint(conn, [key]) if found.total == 0 else None
             return SearchTagsData(
                 tag=key,
                 files=[TaggedFile.of(f) for f in found.files],
@@ -350,6 +351,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 offset=offset,
                 has_more=offset + len(found.files) < found.total,
                 matched_tags=found.matched_tags,
+                hint=hint,
             )
 
         return await answer(state, work)

@@ -127,6 +127,9 @@ class TagsSearchData(WireModel):
     limit: int
     offset: int = 0
     has_more: bool
+    hint: str | None = Field(
+        default=None, description="When no note matched: the tags it probably meant"
+    )
 
 
 class RandomFileData(ContentFields):

@@ -266,6 +266,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             with read.read_snapshot(app.db) as conn:
                 index = tag_index.get(conn)
                 page = cache_graph.notes_with_tags(conn, index, keys, mode, limit, offset)
+                hint = hints.tag_hint(conn, keys) if page.total == 0 else None
             return TagsSearchData(
                 tags=keys,
                 mode=mode,
@@ -274,6 +275,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 limit=limit,
                 offset=offset,
                 has_more=offset + len(page.files) < page.total,
+                hint=hint,
             )
 
         return await answer(state, work)

@@ -8,12 +8,13 @@ are the ones `resolve_names` looks up (`weaver.views.names`), so the hint and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
 from sqlalchemy import Connection
 
-from weaver.cache import read
+from weaver.cache import browse, read
 from weaver.errors import (
     FolderNotFoundError,
     InvalidPathError,
@@ -63,6 +64,19 @@ def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError
         (match,) = index.resolve([error.path], "fuzzy", FUZZY_THRESHOLD, kinds=FUZZY_KINDS)
     found = [match.path, *match.alternatives] if match.path else []
     return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
+
+
+def tag_hint(conn: Connection, keys: Sequence[str]) -> str | None:
+    """For a tag search that found nothing: the tags it probably meant, or None."""
+    plain = [key for key in keys if not read.is_wildcard(key)]
+    if not plain:
+        return None
+    known = browse.tag_keys(conn)
+    close = list(dict.fromkeys(tag for key in plain for tag in suggest(key, known)))
+    if not close:
+        return None
+    named = ", ".join(repr(key) for key in plain)
+    return f"No note carries {named} ({did_you_mean(close[:MAX_SUGGESTIONS])})"
 
 
 def check_folder(state: ServerState, conn: Connection, folder: str | None) -> None:

@@ -201,6 +201,9 @@ class SearchTagsData(WireModel):
     offset: int = 0
     has_more: bool
     matched_tags: list[str] = Field(description="The distinct tags that matched")
+    hint: str | None = Field(
+        default=None, description="When no note matched: the tags it probably meant"
+    )
 
 
 class LinkCounts(WireModel):

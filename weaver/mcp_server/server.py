@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import hmac
+import time
+from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, InputRequiredResult
 
 import weaver
+from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server.browse_tools import build_browse_tools
 from weaver.mcp_server.cache_tools import build_cache_tools
-from weaver.mcp_server.envelope import unwrap
+from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.record_tools import build_record_tools
@@ -49,6 +53,25 @@ class StaticTokenVerifier:
         return None
 
 
+class WeaverServer(MCPServer[ServerState]):
+    """The SDK's server, answering a call of a tool it does not have as every other failure:
+    an envelope, with the tools the client probably meant (the SDK's own answer is a bare
+    "Unknown tool: x" text, which a model cannot correct from)."""
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[ServerState, Any] | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        if self._tool_manager.get_tool(name) is None:
+            known = [tool.name for tool in self._tool_manager.list_tools()]
+            close = suggest(name, known)
+            hint = f" ({did_you_mean(close)})" if close else f" (the tools: {', '.join(known)})"
+            return fail(f"Unknown tool: {name!r}{hint}", time.perf_counter(), False)
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(state: ServerState) -> MCPServer[ServerState]:
     """The MCP server for one vault. With `http_token` set, its HTTP app requires that token."""
     token = state.app.settings.http_token
@@ -56,7 +79,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
     # The SDK wants an issuer for bearer auth; with no authorization server and no
     # resource_server_url it is never published or checked, so a placeholder is enough.
     auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
-    return MCPServer(
+    return WeaverServer(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
