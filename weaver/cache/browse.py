@@ -216,3 +216,19 @@ def orphan_notes(conn: Connection, limit: int, offset: int) -> Page[str]:
         select(Note.path).where(condition).order_by(Note.path).limit(limit).offset(offset)
     ).scalars()
     return Page(list(rows), total)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteListing:
+    path: str
+    title: str
+    size: int
+
+
+def notes_after(conn: Connection, after: str | None, limit: int) -> list[NoteListing]:
+    """Notes by path after `after` (a keyset page: stable while notes come and go, one range
+    of the primary key however deep the page)."""
+    query = select(Note.path, Note.title, Note.size).order_by(Note.path).limit(limit)
+    if after is not None:
+        query = query.where(Note.path > after)
+    return [NoteListing(path, title, size) for path, title, size in conn.execute(query)]

@@ -19,6 +19,7 @@ from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.record_tools import build_record_tools
+from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.search_tools import build_search_tools
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import build_system_tools
@@ -79,7 +80,7 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
     # The SDK wants an issuer for bearer auth; with no authorization server and no
     # resource_server_url it is never published or checked, so a placeholder is enough.
     auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
-    return WeaverServer(
+    server = WeaverServer(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
@@ -99,3 +100,5 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
         auth=auth,
         log_level="WARNING",
     )
+    install_resources(server, state)
+    return server
