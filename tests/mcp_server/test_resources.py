@@ -14,6 +14,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import PromptReference, ResourceTemplateReference
 
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
@@ -127,3 +128,42 @@ async def test_a_subscriber_hears_of_changes_to_its_note(served: Served) -> None
         assert methods[-1] == "notifications/resources/list_changed"
         with pytest.warns(MCPDeprecationWarning):
             await client.unsubscribe_resource("weaver://note/n/0001.md")
+
+
+async def test_completions_of_the_note_template_path(client: Client) -> None:
+    ref = ResourceTemplateReference(type="ref/resource", uri="weaver://note/{+path}")
+    done = (await client.complete(ref, {"name": "path", "value": "n/0"})).completion
+    assert (done.values[:2], len(done.values), done.has_more) == (
+        ["n/0000.md", "n/0001.md"],
+        100,
+        True,
+    )
+    few = (await client.complete(ref, {"name": "path", "value": "sp ACE"})).completion
+    assert (few.values, few.has_more) == (["Sp ace é.md"], False)  # case ignored when needed
+    tags = PromptReference(type="ref/prompt", name="any")
+    assert (await client.complete(tags, {"name": "tag", "value": "#T"})).completion.values == [
+        "t0",
+        "t1",
+        "t2",
+    ]
+    other = ResourceTemplateReference(type="ref/resource", uri="weaver://elsewhere/{x}")
+    assert (await client.complete(other, {"name": "x", "value": ""})).completion.values == []
+
+
+async def test_a_session_that_sets_a_level_hears_of_vault_changes(served: Served) -> None:
+    logged: list[Any] = []
+    heard = anyio.Event()
+
+    async def on_log(params: Any) -> None:
+        logged.append(params)
+        heard.set()
+
+    async with Client(served.server, mode="legacy", logging_callback=on_log) as client:
+        with pytest.warns(MCPDeprecationWarning):
+            await client.set_logging_level("info")
+        (served.root / "n" / "0003.md").write_text("# logged\n", encoding="utf-8")
+        await anyio.to_thread.run_sync(served.app.indexer.apply_paths, ["n/0003.md"])
+        with anyio.fail_after(5):
+            await heard.wait()
+    assert (logged[0].level, logged[0].logger) == ("info", "weaver")
+    assert logged[0].data == {"event": "vault changed", "modify": ["n/0003.md"]}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
@@ -103,6 +103,11 @@ class Subscriptions:
     listening: set[Any] = field(default_factory=set)
     loop: asyncio.AbstractEventLoop | None = None
     list_changed_due: bool = False
+    others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
+
+    def also_tell(self, listener: Callable[[Sequence[VaultEvent]], Awaitable[None]]) -> None:
+        """Run `listener` on the loop with each batch of events too (log notifications)."""
+        self.others.append(listener)
 
     def watch(self, state: ServerState) -> None:
         """Hear the indexer's events from now on, on the loop serving the clients (a server
@@ -117,6 +122,8 @@ class Subscriptions:
             asyncio.run_coroutine_threadsafe(self.notify(events), self.loop)
 
     async def notify(self, events: Sequence[VaultEvent]) -> None:
+        for listener in self.others:
+            await listener(events)
         changed: set[str] = set()
         listed = False
         for event in events:

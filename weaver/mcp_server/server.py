@@ -15,6 +15,7 @@ import weaver
 from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server.browse_tools import build_browse_tools
 from weaver.mcp_server.cache_tools import build_cache_tools
+from weaver.mcp_server.completions import install_completions
 from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
@@ -100,5 +101,5 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
         auth=auth,
         log_level="WARNING",
     )
-    install_resources(server, state)
+    install_completions(server, state, install_resources(server, state))
     return server
