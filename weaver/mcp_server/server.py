@@ -19,6 +19,7 @@ from weaver.mcp_server.completions import install_completions
 from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.lifecycle import make_lifespan
+from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.record_tools import build_record_tools
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.search_tools import build_search_tools
@@ -102,4 +103,5 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
         log_level="WARNING",
     )
     install_completions(server, state, install_resources(server, state))
+    install_prompts(server, state)
     return server
