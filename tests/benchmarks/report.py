@@ -21,6 +21,8 @@ SECTIONS = (
     "no-op re-index",
     "freshness",
     "query latency",
+    "search ranking",
+    "answer size",
     "clients over stdio",
     "memory and size",
     "scaling",

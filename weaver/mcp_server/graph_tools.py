@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -42,6 +43,7 @@ from weaver.mcp_server.graph_schemas import (
     TagsSearchData,
 )
 from weaver.mcp_server.schemas import Envelope, TaggedFile
+from weaver.mcp_server.sizing import estimate_tokens
 from weaver.mcp_server.state import ServerState
 from weaver.views import graph as g
 
@@ -93,7 +95,9 @@ Returns `nodes` (id = note path, title) and `edges` (source, target, relations) 
 with includeBroken, also broken links, their targets as nodes marked `broken: true`. Beyond
 `limit` notes the best connected are kept (`truncated`, `totalNodes`). `relation` keeps only
 typed links of that name. `limit` is 100 notes unless asked (up to 5,000): a 1,000-note graph
-is some 750 KB of JSON, more than most context windows hold.
+is some 750 KB of JSON, more than most context windows hold; by default, where the 100 notes'
+links would make the answer too big for a context window (~20,000 tokens), fewer notes are
+kept, the best connected still (`truncated`).
 Example: {"directory": "projects", "includeBroken": true}."""
 
 SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one) or "all".
@@ -123,6 +127,14 @@ matches at or above `threshold` (0.7 by default; 0.5-0.6 for looser). When sever
 match, the best is chosen as Obsidian picks a link target and the rest are `alternatives`.
 `tag` and `directory` narrow the candidates. Example:
 {"names": ["projet plan", "Alice"], "strategy": "fuzzy", "threshold": 0.6}."""
+
+
+GRAPH_LIMIT = 100
+GRAPH_TOKENS = 20_000
+
+
+def _graph_tokens(wire: dict[str, Any]) -> int:
+    return estimate_tokens(pydantic_core.to_json(wire).decode())
 
 
 def build_graph_tools(state: ServerState) -> list[Tool]:
@@ -240,7 +252,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         relation: Relation = None,
         limit: Annotated[
             int, Field(ge=1, le=5000, description="Most notes returned"), clamp_to(1, 5000)
-        ] = 100,
+        ] = GRAPH_LIMIT,
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
         def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
@@ -249,7 +261,16 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 sub = g.subgraph(graph, folder, includeBroken, relation, limit)
                 if sub.total_nodes == 0:
                     hints.check_folder(state, conn, folder)
-            return graph_wire(graph, sub, folder)
+            wire = graph_wire(graph, sub, folder)
+            # The default answer stays within a context window: a dense vault's 100 best
+            # connected notes can have thousands of links between them. Fewer notes then,
+            # the best connected still (an explicit `limit` is the caller's to choose).
+            shown = limit
+            while limit == GRAPH_LIMIT and shown > 1 and _graph_tokens(wire) > GRAPH_TOKENS:
+                shown = max(1, shown * GRAPH_TOKENS // _graph_tokens(wire) * 9 // 10)
+                sub = g.subgraph(graph, folder, includeBroken, relation, shown)
+                wire = graph_wire(graph, sub, folder)
+            return wire
 
         return await answer(state, work)
 
