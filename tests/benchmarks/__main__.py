@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.benchmarks import answers, clients, freshness, indexing, queries, ranking
+from tests.benchmarks import answers, clients, freshness, indexing, queries, ranking, surface
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, machine, machine_line, render_table, write_json
 from tests.benchmarks.vaultgen import generate_vault
@@ -40,6 +40,7 @@ GROUPS: dict[str, Group] = {
     "freshness": freshness.run,
     "ranking": ranking.run,
     "answers": answers.run,
+    "surface": surface.run,
 }
 
 

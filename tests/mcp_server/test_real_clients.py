@@ -87,7 +87,7 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["capabilities"]["resources"]["subscribe"] is True
-    assert len(seen["resources"]) == 2 + 602  # vault resources + notes, over two pages
+    assert len(seen["resources"]) == 2 + 602  # vault resources + notes, over 7 pages
     assert seen["templates"] == ["weaver://note/{+path}"]
     assert seen["read"] == "# Hub\nThe centre.\n"
     assert set(seen["prompts"]) >= {"connect_note", "triage_broken_links"}
