@@ -16,7 +16,8 @@ WeaverError
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 
 
 class WeaverError(Exception):
@@ -76,6 +77,35 @@ class NoteTooLargeError(VaultError):
         super().__init__(f"File too large: {path!r} ({too_large(size, limit)})")
         self.path = path
         self.size = size
+
+
+MAX_SUGGESTIONS = 3
+
+
+def suggest(
+    typed: str, known: Iterable[str], cutoff: float = 0.6, n: int = MAX_SUGGESTIONS
+) -> list[str]:
+    """What a misspelt name probably meant, best first: the one suggester behind every "did you
+    mean" (notes' folders, tags, sections, workflows, tools). The same name in another case
+    (alone: nothing else is as likely); else a name whose last `/` part is it (`projects`
+    for `work/projects`), then names holding it (`digest` in `daily-digest`), then close
+    spellings (difflib, ignoring case)."""
+    names = sorted(set(known))
+    folded = typed.strip().casefold()
+    if not folded:
+        return []
+    by_fold: dict[str, list[str]] = {}
+    for name in names:
+        by_fold.setdefault(name.casefold(), []).append(name)
+    same = [name for name in by_fold.get(folded, []) if name != typed]
+    if same:  # only the case was wrong: nothing else is as likely
+        return same[:n]
+    last = [name for name in names if name.rsplit("/", 1)[-1].casefold() == folded]
+    holding = [name for name in names if len(folded) > 2 and folded in name.casefold()]
+    close = difflib.get_close_matches(folded, list(by_fold), n=n, cutoff=cutoff)
+    spelt = [name for key in close for name in by_fold[key]]
+    found = [name for name in dict.fromkeys([*last, *holding, *spelt]) if name != typed]
+    return found[:n]
 
 
 def did_you_mean(candidates: Sequence[str]) -> str:

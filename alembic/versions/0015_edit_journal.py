@@ -6,7 +6,7 @@ at the next start, a run that never finished is completed note by note (a note s
 written, one already written is counted, one edited meanwhile is skipped and reported).
 
 Revision ID: 0015
-Revises: 0012
+Revises: 0014
 Create Date: 2026-11-26 05:00:00
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0012"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

@@ -25,7 +25,18 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.benchmarks import clients, dashboard, editing, freshness, indexing, queries, semantic
+from tests.benchmarks import (
+    answers,
+    clients,
+    dashboard,
+    editing,
+    freshness,
+    indexing,
+    queries,
+    ranking,
+    semantic,
+    surface,
+)
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, machine, machine_line, render_table, write_json
 from tests.benchmarks.vaultgen import generate_vault
@@ -41,6 +52,9 @@ GROUPS: dict[str, Group] = {
     "editing": editing.run,
     "dashboard": dashboard.run,
     "semantic": semantic.run,
+    "ranking": ranking.run,
+    "answers": answers.run,
+    "surface": surface.run,
 }
 
 

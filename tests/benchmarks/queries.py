@@ -110,6 +110,23 @@ TOOL_CASES = (
         "query_files",
         lambda f, i: {"type": f.type, "status": f.status, "tag": f.tag, "offset": 100},
     ),
+    ToolCase(
+        "query_files where= (frontmatter date range)",
+        "query_files",
+        lambda f, i: {"where": {"updated": {"gte": "2025-06-01", "lt": "2025-07-01"}}},
+    ),
+    ToolCase(
+        "query_files where= (list contains, status in)",
+        "query_files",
+        lambda f, i: {"where": {"tags": {"contains": f.tag}, "status": [f.status, "draft"]}},
+    ),
+    ToolCase("list_tags", "list_tags", lambda f, i: {}),
+    ToolCase(
+        "list_tags by count, top level", "list_tags", lambda f, i: {"depth": 1, "sortBy": "count"}
+    ),
+    ToolCase("list_folders", "list_folders", lambda f, i: {}),
+    ToolCase("list_problems broken_links", "list_problems", lambda f, i: {"kind": "broken_links"}),
+    ToolCase("list_problems orphans", "list_problems", lambda f, i: {"kind": "orphans"}),
     ToolCase("get_file, spread of notes", "get_file", lambda f, i: {"path": _sample(f, i)}),
     ToolCase("get_file, most linked note", "get_file", lambda f, i: {"path": f.hub}),
     ToolCase("get_file_content", "get_file_content", lambda f, i: {"path": _sample(f, i)}),

@@ -22,6 +22,8 @@ SECTIONS = (
     "freshness",
     "editing",
     "query latency",
+    "search ranking",
+    "answer size",
     "clients over stdio",
     "memory and size",
     "scaling",

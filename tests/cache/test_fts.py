@@ -338,7 +338,7 @@ def test_hashed_rowids_of_an_older_cache_are_renumbered_on_upgrade(indexed: App)
         command.downgrade(config, "0011")
     hashed = note_rowids(indexed)
     assert hashed == search_rows(indexed) and min(hashed) > 2**32  # hashes, as 0011 wrote them
-    assert paths(search(indexed.db, "leeks", directory="food")) == ["food/Soup.md"]
+    # (No search here: this code searches the columns 0014 gave the table.)
     upgrade_to_head(indexed.db)
     assert sorted(note_rowids(indexed).items()) == list(enumerate(sorted(NOTES), start=1))
     assert note_rowids(indexed) == search_rows(indexed)

@@ -65,7 +65,7 @@ def test_first_index_stores_metadata_tags_and_links(app: App, write_notes: Write
     assert home.folder == ""
     topic = note(app, "notes/Topic.md")
     assert topic is not None
-    assert (topic.title, topic.folder, topic.name) == ("Topic heading", "notes", "Topic.md")
+    assert (topic.title, topic.heading, topic.folder) == ("Topic", "Topic heading", "notes")
     assert links_of(app, "Home.md") == {"Topic": "notes/Topic.md", "Missing": None}
     with app.db.connect() as conn:
         tags = set(conn.execute(select(Tag.key, Tag.tag).where(Tag.note_path == "Home.md")))

@@ -16,6 +16,7 @@ from weaver.cache import read
 from weaver.config import Settings
 from weaver.errors import NoteTooLargeError
 from weaver.mcp_server.arguments import MAX_CONTENT_CHARS
+from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET
 from weaver.vault.events import NoteModified
 from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 
@@ -76,21 +77,26 @@ async def test_a_huge_note_is_refused_by_name_and_size(tools: Tools) -> None:
     assert (await tools.ok("get_file_content", path="small.md"))["content"] == "[[big]] #kept\n"
 
 
-async def test_a_long_note_comes_in_pages_of_a_million_characters(
+async def test_a_long_note_comes_in_pages_that_fit_a_context_window(
     served: Served, tools: Tools
 ) -> None:
-    """Not huge, but more than one answer should carry: the first page, and where to go on."""
+    """Not huge, but more than one answer should carry: pages, and where to go on. A page of
+    non-ASCII text holds fewer characters (two estimated tokens each)."""
     text = "é" * (MAX_CONTENT_CHARS + 5)  # characters, not bytes: two bytes each
     (served.root / "long.md").write_text(text, encoding="utf-8")
     first = await tools.ok("get_file_content", path="long.md")
-    assert (len(first["content"]), first["totalLength"]) == (MAX_CONTENT_CHARS, len(text))
+    assert (len(first["content"]), first["totalLength"]) == (TEXT_TOKEN_BUDGET // 2, len(text))
     assert (first["truncated"], first["nextOffset"], first["size"]) == (
         True,
-        MAX_CONTENT_CHARS,
+        TEXT_TOKEN_BUDGET // 2,
         2 * len(text),
     )
-    rest = await tools.ok("get_file_content", path="long.md", offset=first["nextOffset"])
-    assert (rest["content"], rest["truncated"]) == ("é" * 5, False)
+    pages, offset = [first["content"]], first["nextOffset"]
+    while offset is not None:
+        page = await tools.ok("get_file_content", path="long.md", offset=offset, length=10**9)
+        pages.append(page["content"])
+        offset = page["nextOffset"]
+    assert "".join(pages) == text and pages[-1] == "é" * 5
 
 
 async def test_a_huge_note_that_shrinks_is_indexed_again(served: Served, tools: Tools) -> None:

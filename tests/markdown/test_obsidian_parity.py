@@ -313,15 +313,16 @@ def test_edge_a_ignores_code_comments_math_urls(edge: tuple[Path, LinkResolver])
         (1, "Heading one"),
         (2, "Sub heading #inheading"),
     ]
-    assert note.title == "Heading one"
+    assert (note.title, note.heading) == ("A", "Heading one")
 
 
 def test_edge_b_single_string_tag_and_aliases(edge: tuple[Path, LinkResolver]) -> None:
     root, resolver = edge
     note = read_note(root, "B.md")
-    assert (note.tags, note.aliases, note.title) == (
+    assert (note.tags, note.aliases, note.title, note.heading) == (
         ("single-string-tag",),
         ("Alias B",),
+        "B",
         "Heading",
     )
     assert [resolver.resolve(lk.target, "B.md") for lk in note.links] == ["A.md"]

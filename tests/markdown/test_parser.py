@@ -166,8 +166,10 @@ def test_type_and_status(yaml_text: str, type_: str | None, status: str | None) 
     ("text", "title"),
     [
         ("---\ntitle: From FM\n---\n# H1\n", "From FM"),
-        ("---\ntitle: 42\n---\n# H1\n", "H1"),  # only a string title counts
-        ("## H2\n# First H1\n# Second\n", "First H1"),
+        ("---\ntitle: 42\n---\n# H1\n", "My Note"),  # only a string title counts
+        ("## H2\n# First H1\n# Second\n", "My Note"),  # as Obsidian: the file name
+        ("---\ntitle: '[[Target|The **Title**]]'\n---\n", "The Title"),  # no markup
+        ("---\ntitle: ' '\n---\n", "My Note"),
         ("## Only H2\n", "My Note"),
         ("```\n# not a heading\n```\n", "My Note"),
     ],

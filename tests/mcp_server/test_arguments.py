@@ -25,6 +25,7 @@ PAGING = [
     arguments.TaggedLimit,
     arguments.HubLimit,
     arguments.SimilarLimit,
+    arguments.LinksLimit,
     arguments.GraphLimit,
     arguments.ContentOffset,
 ]

@@ -174,7 +174,8 @@ async def test_every_tool_refuses_arguments_it_does_not_take(tools: Tools) -> No
     # A misspelt filter answered as if applied would mislead: it is named, with what is taken.
     assert await tools.error("query_files", hasErrors=True, limit=5) == (
         "Invalid arguments: hasErrors: not an argument of query_files (it takes directory, "
-        "type, status, tag, limit, offset, sortBy, sortOrder, modifiedSince, modifiedUntil)"
+        "type, status, tag, limit, offset, sortBy, sortOrder, modifiedSince, modifiedUntil, "
+        "where)"
     )
     message = await tools.error("get_stats", verbose=True, depth=2)
     assert message == (
@@ -426,7 +427,12 @@ async def test_get_file_metadata_and_links(tools: Tools) -> None:
         "outgoing": ["technical/Topic.md", "Missing", "img.png"],
         "incoming": ["technical-old/old.md", "technical/Topic.md"],
         "broken": ["Missing"],
+        "outgoingTotal": 3,
+        "incomingTotal": 2,
+        "brokenTotal": 1,
+        "hint": None,
     }
+    assert data["error"] is None
     assert isinstance(data["created"], int)
 
 
@@ -520,6 +526,7 @@ async def test_get_file_content_reads_the_disk(tools: Tools, temp: Served) -> No
         "totalLength": len(expected.decode()),
         "truncated": False,
         "nextOffset": None,
+        "section": None,
     }
     envelope = await tools.raw("get_file_content", {"path": "bom.md"})
     assert envelope["metadata"]["cacheHit"] is False
@@ -648,6 +655,10 @@ async def test_search_links_both_directions(tools: Tools) -> None:
         "incoming": ["technical-old/old.md", "technical/Topic.md"],
         "broken": ["Missing"],
         "count": {"outgoing": 3, "incoming": 2, "total": 5},
+        "limit": 100,
+        "offset": 0,
+        "hasMore": False,
+        "context": None,
     }
 
 

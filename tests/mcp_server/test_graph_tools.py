@@ -99,7 +99,15 @@ async def test_lists_every_tool_with_accurate_hints(tmp_path: Path, mode: str) -
             assert (hints.read_only_hint, hints.destructive_hint) == (True, False), name
     schema = listed["get_neighbors"].input_schema["properties"]
     assert (schema["depth"]["minimum"], schema["depth"]["maximum"]) == (1, 3)
-    assert set(schema) == {"path", "direction", "depth", "limit", "includeContent", "relation"}
+    assert set(schema) == {
+        "path",
+        "direction",
+        "depth",
+        "limit",
+        "offset",
+        "includeContent",
+        "relation",
+    }
     assert listed["update_file"].input_schema["properties"].keys() >= {"expectedHash", "tags"}
     assert listed["move_file"].input_schema["required"] == ["path", "newPath"]
     assert listed["resolve_names"].input_schema["properties"]["strategy"]["enum"] == [

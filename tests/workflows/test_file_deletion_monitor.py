@@ -42,7 +42,7 @@ def test_a_deletion_records_the_notes_left_with_broken_links(vault: WorkflowVaul
         {"source": "notes/history.md", "target": "people/Ada", "line": 3},
     ]
     # What it was, from the analyzer and the change log that saw it earlier.
-    assert (deleted["title"], deleted["words"], deleted["size"]) == ("Ada Lovelace", 6, len(ada))
+    assert (deleted["title"], deleted["words"], deleted["size"]) == ("Ada", 6, len(ada))
     assert vault.last_result(ID) == {"deleted": [deleted]}
 
 

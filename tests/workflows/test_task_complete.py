@@ -40,7 +40,7 @@ def test_status_done_records_the_completion_and_its_duration(vault: WorkflowVaul
     [done] = completions(vault)
     assert (done["taskId"], done["name"], done["path"]) == (
         "T-42",
-        "Write the report",
+        "report",
         "work/report.md",
     )
     assert (done["reason"], done["status"]) == ("status", "Done")
@@ -67,7 +67,7 @@ def test_all_checkboxes_checked_in_the_tasks_folder(vault: WorkflowVault) -> Non
     vault.write({"Tasks/move.md": "# Move house\n- [x] pack\n- [ ] drive\n"})
     vault.write({"Tasks/move.md": "# Move house\n- [x] pack\n- [x] drive\n"})
     [done] = completions(vault)
-    assert (done["reason"], done["name"], done["durationMs"]) == ("checkboxes", "Move house", None)
+    assert (done["reason"], done["name"], done["durationMs"]) == ("checkboxes", "move", None)
 
 
 def test_what_is_not_a_completion(vault: WorkflowVault) -> None:

@@ -1,9 +1,20 @@
 """The SQLite-only part of the cache: full-text search over notes with FTS5.
 
-`notes_fts` holds each note's title and body (the text after its frontmatter), tokenised by
-`porter unicode61 remove_diacritics 2`: case, accents and English inflections are ignored
-("Café running" finds "cafe run"). The table is created by the `0003` migration, not by the
-models, so the "models equal migrations" check leaves it out with `is_search_table`.
+`notes_fts` holds each note's title, its other names (file name, aliases, first H1), its
+headings and its body (the text after its frontmatter), tokenised by `porter unicode61
+remove_diacritics 2`: case, accents and English inflections are ignored ("Café running" finds
+"cafe run"). Ranking is BM25 with column weights: a word of the title or of a name counts
+`TITLE_WEIGHT`/`NAMES_WEIGHT` times one of the body, a heading's `HEADINGS_WEIGHT` times, so a
+note named for the query outranks notes that only mention it. The table is created by the
+migrations (`0014` for these columns), not by the models, so the "models equal migrations"
+check leaves it out with `is_search_table`.
+
+Chinese and Japanese are written without spaces, and unicode61 would make a whole run of them
+one token: `插件` would find only notes where it stands alone. So every Han, kana and CJK
+punctuation character is indexed as a token of its own (`segment`: a zero-width space on each
+side, which unicode61 splits on), and a query's run of them becomes the phrase of its
+characters: every note containing the run is found, ranked by BM25 like any other. The
+zero-width spaces are taken out again of bodies and snippets read back (`unsegment`).
 
 Each note carries the rowid of its row (`notes.search_rowid`): the search filters go from a
 match to its note by it, and a note's row is found and deleted through it. Rowids are given in
@@ -34,6 +45,7 @@ from sqlalchemy import (
     Select,
     String,
     bindparam,
+    case,
     column,
     exists,
     func,
@@ -53,11 +65,19 @@ FTS_TABLE = "notes_fts"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CREATE_FTS = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
-    f"USING fts5(path UNINDEXED, title, body, tokenize = '{FTS_TOKENIZER}')"
+    f"USING fts5(path UNINDEXED, title, names, headings, body, tokenize = '{FTS_TOKENIZER}')"
 )
-# bm25 weights per column (path, title, body): a word in the title counts ten times.
+# bm25 weights per column (path, title, names, headings, body).
 TITLE_WEIGHT = 10.0
+NAMES_WEIGHT = 8.0
+HEADINGS_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
+BODY_COLUMN = 4  # for snippet()
+# Han, kana, CJK symbols and punctuation, half/full-width forms: written without spaces.
+_CJK = re.compile(
+    "([\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f])"
+)
+_SEGMENT_MARK = "\u200b"
 SNIPPET_OPEN = "<mark>"
 SNIPPET_CLOSE = "</mark>"
 SNIPPET_ELLIPSIS = "…"
@@ -66,7 +86,30 @@ SNIPPET_TOKENS = 16
 MAX_TERMS = 32
 _CHUNK = 900
 
-_fts = table(FTS_TABLE, column("rowid"), column("path"), column("title"), column("body"))
+_fts = table(
+    FTS_TABLE,
+    column("rowid"),
+    column("path"),
+    column("title"),
+    column("names"),
+    column("headings"),
+    column("body"),
+)
+
+
+def segment(text: str) -> str:
+    """`text` with each CJK character a token of its own (zero-width spaces around it)."""
+    if text.isascii():
+        return text
+    return _CJK.sub(_SEGMENT_MARK + r"\1" + _SEGMENT_MARK, text)
+
+
+def unsegment(text: str) -> str:
+    return text.replace(_SEGMENT_MARK, "") if not text.isascii() else text
+
+
+def has_cjk(text: str) -> bool:
+    return not text.isascii() and _CJK.search(text) is not None
 
 
 def is_search_table(name: str) -> bool:
@@ -86,13 +129,31 @@ def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: 
     (the ones their `notes` rows carry)."""
     if not records or not supported(conn):
         return
-    rows = [(first_rowid + i, r.path, r.title, r.body) for i, r in enumerate(records)]
+    rows = [
+        (
+            first_rowid + i,
+            r.path,
+            segment(r.title),
+            segment(_names(r)),
+            segment(r.headings),
+            segment(r.body),
+        )
+        for i, r in enumerate(records)
+    ]
     # OR REPLACE: should a row whose note is gone ever hold one of these rowids, it goes,
     # rather than failing this pass and every pass after it.
     conn.exec_driver_sql(
-        f"INSERT OR REPLACE INTO {FTS_TABLE} (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+        f"INSERT OR REPLACE INTO {FTS_TABLE} (rowid, path, title, names, headings, body) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
         rows,
     )
+
+
+def _names(record: NoteRecord) -> str:
+    """What else a note is called: its file name (without `.md`), its aliases, its first H1."""
+    name = record.path.rsplit("/", 1)[-1]
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    return "\n".join(dict.fromkeys([stem, *record.aliases, record.heading or ""]))
 
 
 def delete_search(conn: Connection, paths: Collection[str]) -> None:
@@ -117,7 +178,7 @@ def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
             .join_from(Note, _fts, _fts.c.rowid == Note.search_rowid)
             .where(Note.path.in_(paths[start : start + _CHUNK]))
         )
-        found.update((row.path, row.body) for row in rows)
+        found.update((row.path, unsegment(row.body)) for row in rows)
     return found
 
 
@@ -147,6 +208,7 @@ def search(
     *,
     directory: str | None = None,
     tag: str | None = None,
+    pinned: Sequence[str] = (),
 ) -> SearchPage:
     """Notes matching an FTS5 `expression` (from `fts_query`), best first, with snippets.
 
@@ -160,11 +222,21 @@ def search(
     list of thousands of paths costs SQLite more than the search).
     Ties are ordered by rowid, so pages neither overlap nor skip while the cache does not
     change. The matches are counted only when the page does not show where they end.
+
+    `pinned` notes (those named exactly what was searched for: the caller knows names) come
+    first when they match: where nearly every note holds the query's word ("Tasks" in a
+    tasks plugin's vault), BM25 gives the word no weight, column weights multiply nothing, and
+    the note of that name would rank anywhere.
     """
     if not supported(conn):
         raise CacheError(f"full-text search needs a SQLite cache, not {conn.dialect.name}")
     statements = _search_statements(bool(directory), tag is not None)
-    values: dict[str, Any] = {"expression": expression, "limit": limit, "offset": offset}
+    values: dict[str, Any] = {
+        "expression": expression,
+        "limit": limit,
+        "offset": offset,
+        "pinned": _rowids(conn, pinned),
+    }
     if directory:  # "" is the vault root: no filter
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
     if tag is not None:
@@ -179,7 +251,7 @@ def search(
     hits = []
     for path, snippet_text, score in page:
         title, modified = notes[path]
-        hits.append(SearchHit(path, title, snippet_text or "", _score(score), modified))
+        hits.append(SearchHit(path, title, unsegment(snippet_text or ""), _score(score), modified))
     return SearchPage(hits, total)
 
 
@@ -209,7 +281,10 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
         key = bindparam("tag", type_=String)
         tagged = select(Tag.key).join(Note, Note.path == Tag.note_path)
         matches.append(exists(tagged.where(this_note, tag_condition(key))))
-    score = func.bm25(fts, 0.0, TITLE_WEIGHT, BODY_WEIGHT).label("score")
+    bm25 = func.bm25(fts, 0.0, TITLE_WEIGHT, NAMES_WEIGHT, HEADINGS_WEIGHT, BODY_WEIGHT)
+    # A pinned match scores below any BM25 (which is at most 0): first, still by BM25.
+    pin = case((_fts.c.rowid.in_(bindparam("pinned", expanding=True)), PIN_SCORE), else_=0.0)
+    score = (bm25 + pin).label("score")
     ranked = (
         select(_fts.c.rowid.label("id"), score)
         .where(*matches)
@@ -218,7 +293,9 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
         .offset(bindparam("offset"))
         .cte("ranked")
     )
-    snippet = func.snippet(fts, 2, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
+    snippet = func.snippet(
+        fts, BODY_COLUMN, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS
+    )
     page = (
         select(_fts.c.path, snippet, ranked.c.score)
         .join_from(ranked, _fts, _fts.c.rowid == ranked.c.id)
@@ -228,14 +305,28 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
     return _SearchStatements(page, select(func.count()).select_from(_fts).where(*matches))
 
 
+PIN_SCORE = -1e9
+
+
+def _rowids(conn: Connection, paths: Sequence[str]) -> list[int]:
+    if not paths:
+        return [-1]  # no rowid: an empty IN list is spelt differently by each dialect
+    rows = conn.execute(select(Note.search_rowid).where(Note.path.in_(list(paths)))).scalars()
+    return [rowid for rowid in rows if rowid is not None] or [-1]
+
+
 _LISTED = select(Note.path, Note.title, Note.modified).where(
     Note.path.in_(bindparam("paths", expanding=True))
 )
 
 
 def _score(rank: Any) -> float:
-    # bm25() is negative, better matches more so; SQLite may hand back -0.0.
-    return round(-float(rank or 0.0), 6) + 0.0
+    # bm25() is negative, better matches more so; SQLite may hand back -0.0. A pinned note's
+    # score is its BM25 alone, as for any other.
+    value = float(rank or 0.0)
+    if value <= PIN_SCORE / 2:
+        value -= PIN_SCORE
+    return round(-value, 6) + 0.0
 
 
 # ---------------------------------------------------------------- user text -> FTS5
@@ -321,7 +412,9 @@ def _term(raw: str, is_phrase: bool, negate: bool) -> _Term | None:
 
 
 def _quoted(term: _Term) -> str:
-    quoted = '"' + term.text.replace('"', '""') + '"'
+    # CJK characters are tokens of their own in the index: a run of them is the phrase of
+    # its characters, which FTS5 makes of the quoted, segmented text.
+    quoted = '"' + segment(term.text).replace('"', '""') + '"'
     return quoted + "*" if term.prefix else quoted
 
 

@@ -164,15 +164,20 @@ def keys_matching(conn: Connection, patterns: Sequence[str]) -> list[list[str]]:
 
 
 def notes_with_tags(
-    conn: Connection, index: TagIndex, patterns: Sequence[str], mode: TagMode, limit: int
+    conn: Connection,
+    index: TagIndex,
+    patterns: Sequence[str],
+    mode: TagMode,
+    limit: int,
+    offset: int = 0,
 ) -> TaggedPage:
-    """Notes matching the tag patterns (any or all of them), the first `limit` by path, with
-    the total count. `index` is `tag_index_cache().get(conn)`, of the same snapshot."""
-    return _first_notes(conn, index.matching(keys_matching(conn, patterns), mode), limit)
+    """Notes matching the tag patterns (any or all of them), `limit` by path from `offset`
+    on, with the total count. `index` is `tag_index_cache().get(conn)`, of the same snapshot."""
+    return _first_notes(conn, index.matching(keys_matching(conn, patterns), mode), limit, offset)
 
 
 def search_tags(
-    conn: Connection, tag_index: ByVersion[TagIndex], pattern: str, limit: int
+    conn: Connection, tag_index: ByVersion[TagIndex], pattern: str, limit: int, offset: int = 0
 ) -> read.TagSearch:
     """Notes carrying a tag matching `pattern` (normalised; nested tags and `*`/`?` match), the
     first `limit` by path, with the total and the keys that matched.
@@ -183,14 +188,14 @@ def search_tags(
     in memory (`tag_index`, built on first use), where SQLite would sort every tag row of them
     to count distinct notes."""
     if not read.is_wildcard(pattern):
-        return read.search_tag(conn, pattern, limit)
+        return read.search_tag(conn, pattern, limit, offset)
     keys = keys_matching(conn, [pattern])[0]
-    page = _first_notes(conn, tag_index.get(conn).carrying(keys), limit)
+    page = _first_notes(conn, tag_index.get(conn).carrying(keys), limit, offset)
     return read.TagSearch(page.files, page.total, sorted(keys))
 
 
-def _first_notes(conn: Connection, found: set[str], limit: int) -> TaggedPage:
-    page = first_paths(found, limit)
+def _first_notes(conn: Connection, found: set[str], limit: int, offset: int = 0) -> TaggedPage:
+    page = first_paths(found, offset + limit)[offset:]
     rows = conn.execute(
         select(*read.SUMMARY_COLUMNS).where(Note.path.in_(page)).order_by(Note.path)
     ).all()

@@ -12,12 +12,14 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Float,
     ForeignKey,
     Index,
     Integer,
     LargeBinary,
     String,
     Text,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -34,7 +36,8 @@ class Note(Base):
     path: Mapped[str] = mapped_column(String, primary_key=True)
     folder: Mapped[str] = mapped_column(String, index=True)
     name: Mapped[str] = mapped_column(String)
-    title: Mapped[str] = mapped_column(String)
+    title: Mapped[str] = mapped_column(String)  # frontmatter title, else the file name
+    heading: Mapped[str | None] = mapped_column(String)  # the first H1, as text
     frontmatter: Mapped[dict[str, Any]] = mapped_column(JSON)
     type: Mapped[str | None] = mapped_column(String)
     status: Mapped[str | None] = mapped_column(String)
@@ -61,6 +64,13 @@ class Note(Base):
         Index("ix_notes_type_path", "type", "path"),
         Index("ix_notes_status_path", "status", "path"),
         Index("ix_notes_search_rowid_path", "search_rowid", "path"),
+        # Only the few notes with an error: list_problems pages through them by path.
+        Index(
+            "ix_notes_error_path",
+            "path",
+            sqlite_where=text("error IS NOT NULL"),
+            postgresql_where=text("error IS NOT NULL"),
+        ),
     )
 
 
@@ -77,6 +87,26 @@ class Tag(Base):
 
     # Covering: a lookup by tag reads the note paths from the index alone.
     __table_args__ = (Index("ix_tags_key_note", "key", "note_path"),)
+
+
+class NoteProperty(Base):
+    """One frontmatter value of a note, for `query_files where=`: a row per scalar property and
+    per element of a list property. `key` is the property name case-folded; a value is in
+    `text` (strings; booleans as 'true'/'false') or in `num` (numbers); both NULL for null."""
+
+    __tablename__ = "note_properties"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    note_path: Mapped[str] = mapped_column(ForeignKey("notes.path", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String)
+    text: Mapped[str | None] = mapped_column(String)
+    num: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_note_properties_key_text", "key", "text", "note_path"),
+        Index("ix_note_properties_key_num", "key", "num", "note_path"),
+        Index("ix_note_properties_note", "note_path"),
+    )
 
 
 class TagCounter(Base):

@@ -29,12 +29,31 @@ from sqlalchemy import (
 )
 
 from weaver.cache import tag_counts
-from weaver.cache.models import Attachment, CacheState, Link, Note, Tag, TagCounter
+from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
 # Characters LIKE treats specially, escaped with this one.
 LIKE_ESCAPE = "\\"
+
+
+PropertyOp = Literal["eq", "in", "lt", "lte", "gt", "gte", "exists", "contains"]
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyCondition:
+    """One `query_files where=` test of a frontmatter property (`key` case-folded).
+
+    `eq` (and `contains`, for a list property: one element equal) compares a value as stored
+    (`cache.write.property_value`): text with text, numbers with numbers, booleans as
+    booleans; `in` is any of `values`; `lt`/`lte`/`gt`/`gte` compare numbers, or text (ISO
+    dates compare as dates do); `exists` is whether the note has the property at all."""
+
+    key: str
+    op: PropertyOp
+    values: tuple[Scalar, ...] = ()
+    present: bool = True  # for `exists`
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +70,19 @@ class FileFilters:
     tag: str | None = None
     modified_since: int | None = None  # epoch ms, inclusive
     modified_until: int | None = None  # epoch ms, exclusive
+    where: tuple[PropertyCondition, ...] = ()
 
     @property
     def narrow(self) -> bool:
         """True when a filter besides `tag` picks notes through a column of their own."""
-        return any(
-            value is not None
-            for value in (self.type, self.status, self.modified_since, self.modified_until)
-        ) or bool(self.directory)
+        return (
+            any(
+                value is not None
+                for value in (self.type, self.status, self.modified_since, self.modified_until)
+            )
+            or bool(self.directory)
+            or bool(self.where)
+        )
 
 
 SortField = Literal["path", "modified", "created"]
@@ -115,9 +139,14 @@ class LinkTarget:
 class FileDetail:
     summary: FileSummary
     aliases: tuple[str, ...]
-    outgoing: list[LinkTarget]  # distinct, in order of first appearance in the note
-    incoming: list[str]  # distinct source paths, sorted
+    outgoing: list[LinkTarget]  # distinct, in order of first appearance; the first `limit`
+    incoming: list[str]  # distinct source paths, sorted; the first `limit`
     content_hash: str  # sha256 of the note's bytes when last indexed
+    outgoing_total: int = 0
+    incoming_total: int = 0
+    broken_total: int = 0  # distinct outgoing targets that resolve to nothing
+    error: str | None = None  # why the note was indexed without its metadata, if it was
+    heading: str | None = None  # the first H1, as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +295,50 @@ def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnEle
         conditions.append(Note.modified < filters.modified_until)
     if filters.tag is not None:
         conditions.append(_tagged(tag_condition(filters.tag), scan))
+    conditions.extend(property_condition(c) for c in filters.where)
     return conditions
+
+
+def property_condition(condition: PropertyCondition) -> ColumnElement[bool]:
+    """Notes passing one `where` test: their paths listed from the property index."""
+    with_key = select(NoteProperty.note_path).where(NoteProperty.key == condition.key)
+    if condition.op == "exists":
+        listed = Note.path.in_(with_key)
+        return listed if condition.present else ~listed
+    return Note.path.in_(with_key.where(_value_test(condition)))
+
+
+def _value_test(condition: PropertyCondition) -> ColumnElement[bool]:
+    if condition.op in ("eq", "contains", "in"):
+        return or_(*(_equals(value) for value in condition.values))
+    (value,) = condition.values
+    if isinstance(value, str):
+        return _compare(NoteProperty.text, condition.op, value)
+    return _compare(NoteProperty.num, condition.op, float(value or 0))
+
+
+def _compare(column: Any, op: PropertyOp, bound: str | float) -> ColumnElement[bool]:
+    test: ColumnElement[bool]
+    match op:
+        case "lt":
+            test = column < bound
+        case "lte":
+            test = column <= bound
+        case "gt":
+            test = column > bound
+        case _:
+            test = column >= bound
+    return test
+
+
+def _equals(value: Scalar) -> ColumnElement[bool]:
+    if value is None:
+        return and_(NoteProperty.text.is_(None), NoteProperty.num.is_(None))
+    if isinstance(value, bool):
+        return NoteProperty.text == ("true" if value else "false")
+    if isinstance(value, int | float):
+        return NoteProperty.num == float(value)
+    return NoteProperty.text == value
 
 
 def _tagged(condition: ColumnElement[bool], scan: bool) -> ColumnElement[bool]:
@@ -358,34 +430,47 @@ def note_exists(conn: Connection, path: str) -> bool:
     return conn.execute(select(Note.path).where(Note.path == path)).first() is not None
 
 
-def get_file(conn: Connection, path: str) -> FileDetail | None:
-    """A note's metadata with its distinct outgoing targets and backlinks, or None."""
+def get_file(conn: Connection, path: str, links_limit: int | None = None) -> FileDetail | None:
+    """A note's metadata with its distinct outgoing targets and backlinks (the first
+    `links_limit` of each, with their totals), or None."""
     row = conn.execute(
-        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash).where(Note.path == path)
+        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash, Note.error, Note.heading).where(
+            Note.path == path
+        )
     ).first()
     if row is None:
         return None
     target = func.coalesce(Link.target_path, Link.target)
-    outgoing_rows = conn.execute(
+    grouped = (
         select(target.label("target"), func.min(Link.target_path).label("resolved"))
         .where(Link.source_path == path)
         .group_by(target)
         .order_by(func.min(Link.id))
     )
-    outgoing = [LinkTarget(r.target, r.resolved is None) for r in outgoing_rows]
+    # A note links to hundreds of targets at most: all of them, counted and cut here.
+    every_target = [LinkTarget(r.target, r.resolved is None) for r in conn.execute(grouped)]
+    sources = select(Link.source_path).where(Link.target_path == path).distinct()
+    incoming_total = conn.execute(select(func.count()).select_from(sources.subquery())).scalar_one()
+    listed = sources.order_by(Link.source_path)
     incoming = list(
-        conn.execute(
-            select(Link.source_path)
-            .where(Link.target_path == path)
-            .distinct()
-            .order_by(Link.source_path)
-        ).scalars()
+        conn.execute(listed if links_limit is None else listed.limit(links_limit)).scalars()
     )
     summary = summaries(conn, [row[: len(SUMMARY_COLUMNS)]])[0]
-    return FileDetail(summary, tuple(row.aliases or ()), outgoing, incoming, row.content_hash)
+    return FileDetail(
+        summary,
+        tuple(row.aliases or ()),
+        every_target[:links_limit],
+        incoming,
+        row.content_hash,
+        outgoing_total=len(every_target),
+        incoming_total=incoming_total,
+        broken_total=sum(t.broken for t in every_target),
+        error=row.error,
+        heading=row.heading,
+    )
 
 
-def search_tag(conn: Connection, key: str, limit: int) -> TagSearch:
+def search_tag(conn: Connection, key: str, limit: int, offset: int = 0) -> TagSearch:
     """Notes carrying tag `key` (normalised, no wildcards) or one nested below it, by path.
 
     One range of the tags index, with the total the writer keeps per tag: no in-memory index
@@ -393,15 +478,18 @@ def search_tag(conn: Connection, key: str, limit: int) -> TagSearch:
     listed = select(TagCounter.key).where(TagCounter.own > 0, under_prefix(TagCounter.key, key))
     matched = list(conn.execute(listed.order_by(TagCounter.key)).scalars())
     total = tag_counts.notes_under(conn, key)
-    tagged = _tagged(tag_condition(key), scan=_prefer_scan(conn, total, limit))
+    tagged = _tagged(tag_condition(key), scan=_prefer_scan(conn, total, offset + limit))
     rows = conn.execute(
-        select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit)
+        select(*SUMMARY_COLUMNS).where(tagged).order_by(Note.path).limit(limit).offset(offset)
     ).all()
     return TagSearch(summaries(conn, rows), total, matched)
 
 
-def search_links(conn: Connection, path: str, direction: Direction, limit: int) -> LinkSearch:
-    """The distinct targets a note links to and/or the notes linking to it, sorted."""
+def search_links(
+    conn: Connection, path: str, direction: Direction, limit: int, offset: int = 0
+) -> LinkSearch:
+    """The distinct targets a note links to and/or the notes linking to it, sorted: `limit` of
+    each side from `offset` on, with each side's total."""
     outgoing: list[LinkTarget] = []
     incoming: list[str] = []
     outgoing_total = incoming_total = 0
@@ -414,15 +502,32 @@ def search_links(conn: Connection, path: str, direction: Direction, limit: int) 
             .subquery()
         )
         outgoing_total = conn.execute(select(func.count()).select_from(grouped)).scalar_one()
-        rows = conn.execute(select(grouped).order_by(grouped.c.target).limit(limit))
+        ordered = select(grouped).order_by(grouped.c.target).limit(limit).offset(offset)
+        rows = conn.execute(ordered)
         outgoing = [LinkTarget(r.target, r.resolved is None) for r in rows]
     if direction in ("incoming", "both"):
         # One read of the backlinks, counted and cut here: a count and a page in SQL would each
         # look up every linking row (thousands for a hub note).
         sources = select(Link.source_path).where(Link.target_path == path).distinct()
         every = sorted(conn.execute(sources).scalars())
-        incoming, incoming_total = every[:limit], len(every)
+        incoming, incoming_total = every[offset : offset + limit], len(every)
     return LinkSearch(outgoing, incoming, outgoing_total, incoming_total)
+
+
+def backlink_lines(conn: Connection, path: str, sources: Sequence[str]) -> dict[str, list[int]]:
+    """The 0-based lines on which each of `sources` links to `path`, in order (one query)."""
+    if not sources:
+        return {}
+    rows = conn.execute(
+        select(Link.source_path, Link.line)
+        .where(Link.target_path == path, Link.source_path.in_(list(sources)))
+        .distinct()
+        .order_by(Link.source_path, Link.line)
+    )
+    found: dict[str, list[int]] = {}
+    for source, line in rows:
+        found.setdefault(source, []).append(line)
+    return found
 
 
 def get_stats(conn: Connection) -> VaultStats:

@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 
 from weaver.cache import fts as sqlite
-from weaver.cache.models import Attachment, Base, CacheState, Link, Note, Tag
+from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.index.workers import NoteRecord, StoredFile
 from weaver.markdown.patterns import normalize_tag
@@ -94,6 +94,9 @@ def replace_notes(
         counts.add([key for _, key, _ in rows], 1)
     counts.apply(conn)
     insert_rows(conn, Link, LINK_COLUMNS, [row for r in records for row in _link_rows(r, resolver)])
+    insert_rows(
+        conn, NoteProperty, PROPERTY_COLUMNS, [row for r in records for row in property_rows(r)]
+    )
 
 
 def insert_rows(
@@ -127,6 +130,7 @@ def _note_row(record: NoteRecord, search_rowid: int) -> dict[str, Any]:
         "folder": folder,
         "name": name,
         "title": record.title,
+        "heading": record.heading,
         "frontmatter": record.frontmatter,
         "type": record.type,
         "status": record.status,
@@ -157,6 +161,30 @@ LINK_COLUMNS = (
     "relation",
     "line",
 )
+
+
+PROPERTY_COLUMNS = ("note_path", "key", "text", "num")
+
+
+def property_rows(record: NoteRecord) -> Iterator[tuple[str, str, str | None, float | None]]:
+    """A row per frontmatter scalar and per element of a list (`NoteProperty`); a nested
+    object is only there (a row with no value), so that `exists` still finds it."""
+    for name, value in record.frontmatter.items():
+        key = str(name).casefold()
+        values = value if isinstance(value, list) else [value]
+        for item in values or [None]:
+            yield (record.path, key, *property_value(item))
+
+
+def property_value(value: Any) -> tuple[str | None, float | None]:
+    """How a frontmatter value is stored and compared: text, or a number."""
+    if isinstance(value, bool):
+        return ("true" if value else "false"), None
+    if isinstance(value, int | float):
+        return None, float(value)
+    if isinstance(value, str):
+        return value, None
+    return None, None
 
 
 def _tag_rows(record: NoteRecord) -> Iterator[tuple[str, str, str]]:
@@ -193,6 +221,7 @@ def delete_files(conn: Connection, paths: Collection[str]) -> None:
             counts.add(keys, -1)
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
+        conn.execute(delete(NoteProperty).where(NoteProperty.note_path.in_(batch)))
         sqlite.delete_search(conn, batch)
         conn.execute(delete(Note).where(Note.path.in_(batch)))
         conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))

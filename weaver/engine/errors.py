@@ -14,10 +14,9 @@ WeaverError
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
-from weaver.errors import WeaverError, did_you_mean
+from weaver.errors import WeaverError, did_you_mean, suggest
 
 
 class WorkflowError(WeaverError):
@@ -41,11 +40,7 @@ class WorkflowNotFoundError(WorkflowRequestError):
 
     def __init__(self, workflow_id: str, known: Iterable[str] = ()) -> None:
         message = f"Workflow not found: {workflow_id!r}"
-        ids = sorted(known)
-        typed = workflow_id.strip().lower()
-        containing = [i for i in ids if typed and typed in i.lower()]  # "digest"
-        misspelt = difflib.get_close_matches(workflow_id, ids, n=3, cutoff=0.6)
-        close = list(dict.fromkeys([*containing, *misspelt]))[:3]
+        close = suggest(workflow_id, known)
         if close:
             message += f" ({did_you_mean(close)})"
         super().__init__(message)

@@ -90,6 +90,8 @@ class NoteRecord(NamedTuple):
     tasks_done: int
     error: str | None
     body: str  # the text after the frontmatter, for full-text search
+    heading: str | None = None  # the first H1, as text
+    headings: str = ""  # every heading's text, one a line, for full-text search
 
 
 Work = tuple[FileStat, StoredFile | None]  # a file to read, and what the cache had for it
@@ -445,4 +447,6 @@ def build_record(
         tasks_done=parsed.tasks_done,
         error=read_error or decode_error or parsed.error,
         body=parsed.body,
+        heading=parsed.heading,
+        headings="\n".join(h.text for h in parsed.headings),
     )

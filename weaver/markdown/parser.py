@@ -82,7 +82,8 @@ class Heading:
 @dataclass(frozen=True, slots=True)
 class ParsedNote:
     frontmatter: dict[str, Any]
-    title: str
+    title: str  # the frontmatter title, else the file name; never markup
+    heading: str | None  # the first H1, as text
     tags: tuple[str, ...]
     aliases: tuple[str, ...]
     type: str | None
@@ -218,12 +219,31 @@ def _headings(text: str, masked: str, lines: _Lines) -> tuple[Heading, ...]:
     return tuple(headings)
 
 
-def _title(path: str, frontmatter: Mapping[str, Any], headings: Iterable[Heading]) -> str:
+_WIKILINK_TEXT = re.compile(r"!?\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")
+_MD_LINK_TEXT = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
+_EMPHASIS = re.compile(r"\*\*|__|~~|==|`")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+
+
+def plain_text(text: str) -> str:
+    """Inline markup as a reader sees it: `[[a|b]]` -> b, `[[a#h]]` -> a#h, `[t](u)` -> t,
+    no `**`, `__`, `~~`, `==`, backticks or HTML tags; runs of spaces made one."""
+    text = _WIKILINK_TEXT.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _MD_LINK_TEXT.sub(lambda m: m.group(1), text)
+    text = _HTML_TAG.sub("", _EMPHASIS.sub("", text))
+    return " ".join(text.split())
+
+
+def _title(path: str, frontmatter: Mapping[str, Any]) -> str:
+    """As Obsidian shows a note: its frontmatter `title` if it has one, else its file name."""
     title = frontmatter.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
-    return h1 or MD_SUFFIX.sub("", path.rsplit("/", 1)[-1])
+    if isinstance(title, str) and plain_text(title):
+        return plain_text(title)
+    return MD_SUFFIX.sub("", path.rsplit("/", 1)[-1])
+
+
+def _first_h1(headings: Iterable[Heading]) -> str | None:
+    return next((plain_text(h.text) for h in headings if h.level == 1 and plain_text(h.text)), None)
 
 
 # ---------------------------------------------------------------- entry points
@@ -246,7 +266,8 @@ def parse_note(path: str, text: str) -> ParsedNote:
     )
     return ParsedNote(
         frontmatter=fm.data,
-        title=_title(path, fm.data, headings),
+        title=_title(path, fm.data),
+        heading=_first_h1(headings),
         tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(linkless)]),
         aliases=frontmatter_aliases(fm.data),
         type=scalar_text(fm.data.get("type")),

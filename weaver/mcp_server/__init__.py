@@ -9,6 +9,9 @@ schemas.py       the result models (each tool's outputSchema); graph_schemas.py,
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats
 search_tools.py  search_notes (full text; semantic and hybrid modes through semantic_tools)
 semantic_tools.py  get_similar_notes, the semantic modes and resolve_names strategy
+browse_tools.py  list_tags, list_folders, list_problems (errors, broken links, orphans)
+content.py       a note's text in pages or sections; backlink lines
+sizing.py        how many tokens an answer is (conservatively), and a page that fits
 graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (search_by_tags,
                  random_file, files_exist, resolve_names)
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)

@@ -19,6 +19,7 @@ from weaver.markdown.patterns import normalize_tag
 from weaver.mcp_server.envelope import ArgumentError
 
 __all__ = [
+    "DEFAULT_CONTENT_CHARS",
     "MAX_CONTENT_CHARS",
     "MAX_LIMIT",
     "MAX_OFFSET",
@@ -33,6 +34,7 @@ __all__ = [
     "HistoryLimit",
     "HubLimit",
     "Limit",
+    "LinksLimit",
     "NeighborLimit",
     "NotePath",
     "Offset",
@@ -58,7 +60,10 @@ SEARCH_MAX_LIMIT = 100  # full-text hits carry snippets: smaller pages
 MAX_OFFSET = 2**31 - 1
 # get_file_content's page: any note a person writes, whole; past it a client would choke on
 # one answer (a 64 MiB log file, say), so it comes in pages.
-MAX_CONTENT_CHARS = 1_000_000
+# get_file_content's page: most notes whole by default (~13,000 tokens of English), and never
+# more than a client takes in one answer (see `sizing`); a longer note comes in pages.
+DEFAULT_CONTENT_CHARS = 40_000
+MAX_CONTENT_CHARS = 100_000
 # Far beyond any clock Weaver will meet, well inside SQLite's integers.
 MAX_TIME = 2**53
 TIME_FORMATS = (
@@ -155,6 +160,9 @@ TaggedLimit = Annotated[
     int, Field(ge=1, le=100, description="Notes listed, 1-100"), clamp_to(1, 100)
 ]
 HubLimit = Annotated[int, Field(ge=1, le=50, description="Notes listed, 1-50"), clamp_to(1, 50)]
+LinksLimit = Annotated[
+    int, Field(ge=1, le=500, description="Most links listed each way, 1-500"), clamp_to(1, 500)
+]
 SimilarLimit = Annotated[
     int, Field(ge=1, le=50, description="Notes listed, 1-50 (clamped)"), clamp_to(1, 50)
 ]
@@ -168,7 +176,11 @@ ContentOffset = Annotated[
 ]
 ContentLength = Annotated[
     int,
-    Field(ge=1, le=MAX_CONTENT_CHARS, description="Most characters returned"),
+    Field(
+        ge=1,
+        le=MAX_CONTENT_CHARS,
+        description="Most characters returned, 1-100,000 (a page also stays within ~20,000 tokens)",
+    ),
     clamp_to(1, MAX_CONTENT_CHARS),
 ]
 

@@ -3,7 +3,7 @@ get_stats. Thin edges over `weaver.cache.read` (and `Vault` for file content).""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
@@ -12,16 +12,17 @@ from pydantic import Field
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.read import FileFilters, FileOrder, SortField
-from weaver.errors import NoteDecodeError, NoteNotFoundError
+from weaver.errors import NoteNotFoundError
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
-    MAX_CONTENT_CHARS,
+    DEFAULT_CONTENT_CHARS,
     ContentLength,
     ContentOffset,
     Direction,
     Directory,
     Filter,
     Limit,
+    LinksLimit,
     NotePath,
     Offset,
     Tag,
@@ -30,6 +31,7 @@ from weaver.mcp_server.arguments import (
     normalize_directory,
     tag_key,
 )
+from weaver.mcp_server.content import backlink_context, read_page
 from weaver.mcp_server.envelope import ArgumentError, answer, make_tool
 from weaver.mcp_server.schemas import (
     Envelope,
@@ -46,7 +48,12 @@ from weaver.mcp_server.schemas import (
     TaggedFile,
 )
 from weaver.mcp_server.state import ServerState
+from weaver.mcp_server.where import parse_where
 from weaver.semantic.search import embedding_status
+
+# get_file's links each way: enough to see a note's neighbourhood; a hub's thousands of
+# backlinks are search_links' to page through.
+DEFAULT_LINKS = 50
 
 QueryFilesResult = Annotated[CallToolResult, Envelope[QueryFilesData]]
 GetFileResult = Annotated[CallToolResult, Envelope[FileData]]
@@ -54,6 +61,26 @@ FileContentResult = Annotated[CallToolResult, Envelope[FileContentData]]
 SearchTagsResult = Annotated[CallToolResult, Envelope[SearchTagsData]]
 SearchLinksResult = Annotated[CallToolResult, Envelope[SearchLinksData]]
 StatsResult = Annotated[CallToolResult, Envelope[StatsData]]
+
+
+def links_hint(path: str, detail: read.FileDetail, limit: int) -> str | None:
+    """How to list the links `limit` left out, or None when it left none out."""
+    cut = [
+        side
+        for side, total in (
+            ("outgoing", detail.outgoing_total),
+            ("incoming", detail.incoming_total),
+        )
+        if total > limit
+    ]
+    if not cut:
+        return None
+    direction = cut[0] if len(cut) == 1 else "both"
+    return (
+        f"{' and '.join(cut)} links cut at {limit}: call search_links with "
+        f'{{"path": "{path}", "direction": "{direction}", "offset": {limit}}} for the rest, '
+        "or get_file with a larger linksLimit (up to 500)"
+    )
 
 
 QUERY_FILES = """List notes of the vault from the shadow cache, filtered and paginated.
@@ -65,49 +92,65 @@ Filters combine with AND: `directory` matches that folder and its subfolders ("F
 found" when there is no such folder); `type`/`status` match the frontmatter values exactly;
 `tag` ignores case and a leading '#', and also matches nested tags ('project' matches
 'project/alpha'); `modifiedSince` (inclusive) and `modifiedUntil` (exclusive) take Unix epoch
-milliseconds or an ISO date ('2026-11-20', local time). Timestamps are Unix epoch
-milliseconds. Use it to browse or find notes by metadata, or to see what changed recently; use
+milliseconds or an ISO date ('2026-11-20', local time). `where` tests any frontmatter property
+(names ignore case): a value for equality (text, number, true/false), a list for any of them, or
+operators: eq, in, lt, lte, gt, gte (numbers, or text such as ISO dates), contains (an element
+of a list property), exists (true/false). Timestamps are Unix epoch milliseconds. Use it to
+browse or find notes by metadata, or to see what changed recently; use
 get_file_content to read one. Examples:
 {"directory": "technical", "type": "concept", "limit": 20};
-{"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10}."""
+{"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10};
+{"where": {"priority": 1, "due": {"lt": "2026-12-01"}}}."""
 
 GET_FILE = """Get one note's metadata from the shadow cache, with its links.
 
-Returns path, title, type, status, frontmatter, tags, aliases, created, modified (Unix epoch
-milliseconds), size in bytes, contentHash (sha256 of the file: update_file's expectedHash), and
-`links`: `outgoing` (distinct targets in order of appearance:
-the resolved file path, or the raw link text when no file matches), `broken` (the outgoing
-targets that match no file) and `incoming` (paths of notes linking here). Use it to inspect a
-note and its neighbourhood without reading the whole text. Fails with "File not found" or
-"Invalid path". Example: {"path": "concepts/graph-topology.md"}."""
+Returns path, title (the frontmatter title, else the file name, as Obsidian shows it), heading
+(the first H1), type, status, frontmatter, tags, aliases, created, modified (Unix epoch
+milliseconds), size in bytes, contentHash (sha256 of the file: update_file's expectedHash),
+`error` (why the note's metadata could not be read, e.g. frontmatter that does not parse; null
+when none), and `links`: `outgoing` (distinct targets in order of appearance: the resolved
+file path, or the raw link text when no file matches), `broken` (the listed outgoing targets
+that match no file) and `incoming` (paths of notes linking here, sorted). Each list holds at
+most `linksLimit` (default 50, up to 500) entries; `outgoingTotal`, `incomingTotal` and
+`brokenTotal` count them all, and `hint` says how to page through the rest with search_links.
+Use it to inspect a note and its neighbourhood without reading the whole text. Fails with
+"File not found" or "Invalid path". Example: {"path": "concepts/graph-topology.md"}."""
 
 GET_FILE_CONTENT = """Read a note's full markdown text from disk (not from the cache).
 
 Returns path, content (frontmatter included), size in bytes and encoding ("utf-8"). A note
-longer than `length` characters (default and most 1,000,000) comes in pages: `truncated` is
-true and `nextOffset` the `offset` that reads on; `totalLength` is the whole note's length in
-characters. Only
-markdown notes inside the vault are served: paths with '..', absolute paths, hidden or ignored
-folders (.obsidian, .weaver, ...), symlinks leading outside the vault and non-.md files fail with
-"Invalid path"; a file that is not UTF-8 fails with a clear error. Use it when you need the
-text itself; use get_file for metadata and links. Example: {"path": "technical/fastapi.md"}."""
+comes in pages of at most `length` characters (default 40,000, up to 100,000) and at most
+~20,000 tokens (fewer characters for Chinese or Japanese text): `truncated` is true and
+`nextOffset` the `offset` that reads on; `totalLength` is the whole text's length in
+characters. `section` reads one part only: a heading's section by its heading ("Setup"), or by
+a heading path ("Setup::Linux", the heading Linux under Setup), or a block by its id
+("^intro"); offsets then count within it. Only markdown notes inside the vault are served:
+paths with '..', absolute paths, hidden or ignored folders (.obsidian, .weaver, ...), symlinks
+leading outside the vault and non-.md files fail with "Invalid path"; a file that is not
+UTF-8 fails with a clear error. Use it when you need the text itself; use get_file for
+metadata and links. Examples: {"path": "technical/fastapi.md"};
+{"path": "guide.md", "section": "Setup::Linux"}."""
 
 SEARCH_TAGS = """Find the notes carrying a tag, ordered by path.
 
 The tag ignores case and a leading '#', matches nested tags ('project' finds 'project/alpha'),
 and accepts wildcards: '*' for any characters, '?' for one ('proj*', '*/alpha'). Returns
 `files` (path, title, type, status, frontmatter, tags, modified in Unix epoch milliseconds),
-`count` of all matching notes even beyond `limit`, `hasMore`, and `matchedTags` (the distinct
-tags that matched). Example: {"tag": "neural", "limit": 50}."""
+`count` of all matching notes even beyond `limit`, `hasMore` (pass `offset` for the next
+page), and `matchedTags` (the distinct tags that matched). Example: {"tag": "neural", "limit":
+50}."""
 
 SEARCH_LINKS = """List the link neighbours of a note: what it links to and what links to it.
 
 Returns `outgoing` (distinct targets, sorted: resolved paths, or the raw link text for broken
 links, which are also listed in `broken`), `incoming` (distinct notes linking here, sorted) and
 `count` totals for the requested direction(s), which stay exact when `limit` shortens the
-lists; the side not requested is empty with count 0. Use it to walk the note graph. Fails with
-"File not found" when the note is not in the cache. Example:
-{"path": "technical/fastapi.md", "direction": "incoming"}."""
+lists; the side not requested is empty with count 0. Each side lists `limit` entries from
+`offset` on; `hasMore` says whether either side goes on. With `context`, each listed backlink
+comes with the lines on which it links here (`context`: path, lines of {line, text}), as
+Obsidian's backlinks pane shows them. Use it to walk the note graph. Fails with "File not
+found" when the note is not in the cache. Example:
+{"path": "technical/fastapi.md", "direction": "incoming", "offset": 100, "context": true}."""
 
 GET_STATS = """Summarise the whole vault from the shadow cache.
 
@@ -140,6 +183,14 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
         modifiedUntil: Annotated[  # noqa: N803
             Time, Field(description="Modified before (epoch ms, or ISO date or date-time)")
         ] = None,
+        where: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Frontmatter property tests, all of which must hold: "
+                '{"priority": 1, "status": ["a", "b"], "due": {"lt": "2026-12-01"}, '
+                '"tags": {"contains": "x"}, "cover": {"exists": false}}'
+            ),
+        ] = None,
     ) -> QueryFilesResult:
         def work() -> QueryFilesData:
             filters = FileFilters(
@@ -149,6 +200,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 filter_tag(tag),
                 modified_since=modifiedSince,
                 modified_until=modifiedUntil,
+                where=parse_where(where),
             )
             descending = sortOrder == "desc" if sortOrder else sortBy != "path"
             with read.read_snapshot(app.db) as conn:
@@ -165,11 +217,14 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
 
         return await answer(state, work)
 
-    async def get_file(path: NotePath) -> GetFileResult:
+    async def get_file(
+        path: NotePath,
+        linksLimit: LinksLimit = DEFAULT_LINKS,  # noqa: N803  (camelCase, as the contract's)
+    ) -> GetFileResult:
         def work() -> FileData:
             clean = app.vault.check_note_path(path)
             with read.read_snapshot(app.db) as conn:
-                detail = read.get_file(conn, clean)
+                detail = read.get_file(conn, clean, linksLimit)
             if detail is None:
                 raise NoteNotFoundError(clean)
             info = FileInfo.of(detail.summary)
@@ -177,12 +232,18 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 outgoing=[t.target for t in detail.outgoing],
                 incoming=detail.incoming,
                 broken=[t.target for t in detail.outgoing if t.broken],
+                outgoing_total=detail.outgoing_total,
+                incoming_total=detail.incoming_total,
+                broken_total=detail.broken_total,
+                hint=links_hint(clean, detail, linksLimit),
             )
             return FileData(
                 **dict(info),
                 aliases=list(detail.aliases),
                 links=links,
                 content_hash=detail.content_hash,
+                error=detail.error,
+                heading=detail.heading,
             )
 
         return await answer(state, work)
@@ -190,59 +251,59 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     async def get_file_content(
         path: NotePath,
         offset: ContentOffset = 0,
-        length: ContentLength = MAX_CONTENT_CHARS,
+        length: ContentLength = DEFAULT_CONTENT_CHARS,
+        section: Annotated[
+            Filter,
+            Field(description="Only this part: 'Heading', 'Heading::Subheading' or '^blockid'"),
+        ] = None,
     ) -> FileContentResult:
         def work() -> FileContentData:
             clean = app.vault.check_note_path(path)
-            data = app.vault.read_note(clean)
-            try:
-                text = data.decode("utf-8").removeprefix("\ufeff")
-            except UnicodeDecodeError as exc:
-                raise NoteDecodeError(clean, f"invalid byte at offset {exc.start}") from None
-            end = offset + length
-            more = end < len(text)
-            return FileContentData(
-                path=clean,
-                content=text[offset:end],
-                size=len(data),
-                offset=offset,
-                total_length=len(text),
-                truncated=more,
-                next_offset=end if more else None,
-            )
+            return read_page(app.vault, clean, offset, length, section)
 
         return await answer(state, work, cache_hit=False)
 
     async def search_tags(
         tag: Annotated[str, Field(description="Tag to find, e.g. 'project' or '#proj*'")],
         limit: Limit = 100,
+        offset: Offset = 0,
     ) -> SearchTagsResult:
         def work() -> SearchTagsData:
             key = tag_key(tag)
             if not key.strip("*?"):
                 raise ArgumentError("tag", f"{tag!r} is not a tag")
             with read.read_snapshot(app.db) as conn:
-                found = cache_graph.search_tags(conn, state.tag_index, key, limit)
+                found = cache_graph.search_tags(conn, state.tag_index, key, limit, offset)
+                hint = hints.tag_hint(conn, [key]) if found.total == 0 else None
             return SearchTagsData(
                 tag=key,
                 files=[TaggedFile.of(f) for f in found.files],
                 count=found.total,
                 limit=limit,
-                has_more=len(found.files) < found.total,
+                offset=offset,
+                has_more=offset + len(found.files) < found.total,
                 matched_tags=found.matched_tags,
+                hint=hint,
             )
 
         return await answer(state, work)
 
     async def search_links(
-        path: NotePath, direction: Direction = "both", limit: Limit = 100
+        path: NotePath,
+        direction: Direction = "both",
+        limit: Limit = 100,
+        offset: Offset = 0,
+        context: Annotated[
+            bool, Field(description="Add the lines on which each listed backlink links here")
+        ] = False,
     ) -> SearchLinksResult:
         def work() -> SearchLinksData:
             clean = app.vault.check_note_path(path)
             with read.read_snapshot(app.db) as conn:
                 if not read.note_exists(conn, clean):
                     raise NoteNotFoundError(clean)
-                found = read.search_links(conn, clean, direction, limit)
+                found = read.search_links(conn, clean, direction, limit, offset)
+                lines = read.backlink_lines(conn, clean, found.incoming) if context else {}
             counts = LinkCounts(
                 outgoing=found.outgoing_total,
                 incoming=found.incoming_total,
@@ -255,6 +316,10 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
                 incoming=found.incoming,
                 broken=[t.target for t in found.outgoing if t.broken],
                 count=counts,
+                limit=limit,
+                offset=offset,
+                has_more=offset + limit < max(found.outgoing_total, found.incoming_total),
+                context=backlink_context(app.vault, lines, found.incoming) if context else None,
             )
 
         return await answer(state, work)

@@ -72,6 +72,7 @@ class NeighborsData(WireModel):
     neighbors: list[NeighborInfo]
     total: int = Field(description="Notes within `depth`, before `limit`")
     limit: int
+    offset: int = 0
     has_more: bool
     incoming_count: int = Field(description="Distinct notes linking directly to this one")
     outgoing_count: int = Field(description="Distinct notes this one links to directly")
@@ -92,6 +93,9 @@ class HubsData(WireModel):
     metric: Literal["in_degree", "out_degree", "pagerank"]
     hubs: list[HubInfo]
     total_notes: int
+    limit: int = 10
+    offset: int = 0
+    has_more: bool = Field(default=False, description="True when more notes score above zero")
 
 
 class GraphNode(WireModel):
@@ -121,7 +125,11 @@ class TagsSearchData(WireModel):
     files: list[TaggedFile]
     total: int
     limit: int
+    offset: int = 0
     has_more: bool
+    hint: str | None = Field(
+        default=None, description="When no note matched: the tags it probably meant"
+    )
 
 
 class RandomFileData(ContentFields):

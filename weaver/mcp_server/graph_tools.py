@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
@@ -22,6 +23,7 @@ from weaver.mcp_server.arguments import (
     HubLimit,
     NeighborLimit,
     NotePath,
+    Offset,
     Relation,
     TaggedLimit,
     TagList,
@@ -49,6 +51,7 @@ from weaver.mcp_server.graph_schemas import (
 )
 from weaver.mcp_server.schemas import Envelope, TaggedFile
 from weaver.mcp_server.semantic_tools import resolve_by_meaning
+from weaver.mcp_server.sizing import estimate_tokens
 from weaver.mcp_server.state import ServerState
 from weaver.views import graph as g
 
@@ -67,8 +70,9 @@ walks further, breadth first. `relation` keeps only typed links of that name (`a
 [[X]]`, `[[author::X]]`, or a frontmatter key such as `up`). Returns `neighbors` ordered by
 depth then path, each with depth, `via` (the note it was reached from), direction, relations
 and tags; with includeContent, the text after the frontmatter, cut at 500 characters
-(`truncated`, `contentLength`). `total` counts all notes within depth; incomingCount and
-outgoingCount are the direct link counts. Example: {"path": "Home.md", "depth": 2}."""
+(`truncated`, `contentLength`). `total` counts all notes within depth, `hasMore` says whether
+more follow (pass `offset` for the next page); incomingCount and outgoingCount are the direct
+link counts. Example: {"path": "Home.md", "depth": 2}."""
 
 FIND_PATH = """Find the shortest chain of links from one note to another.
 
@@ -83,7 +87,8 @@ GET_HUBS = """Rank the most central notes of the vault.
 
 `metric`: "in_degree" (distinct notes linking here), "out_degree" (distinct notes it links to)
 or "pagerank" (damping 0.85, rank of dangling notes spread evenly; scores sum to 1). Returns
-`hubs` (path, title, score), best first, ties by path. Example: {"metric": "pagerank"}."""
+`hubs` (path, title, score), best first, ties by path, `limit` of them from `offset` on, with
+`hasMore`. Example: {"metric": "pagerank"}."""
 
 GET_GRAPH = """Get the link graph of a folder (with subfolders) or of the whole vault, for
 visualisation or analysis.
@@ -92,15 +97,17 @@ Returns `nodes` (id = note path, title) and `edges` (source, target, relations) 
 with includeBroken, also broken links, their targets as nodes marked `broken: true`. Beyond
 `limit` notes the best connected are kept (`truncated`, `totalNodes`). `relation` keeps only
 typed links of that name. `limit` is 100 notes unless asked (up to 5,000): a 1,000-note graph
-is some 750 KB of JSON, more than most context windows hold.
+is some 750 KB of JSON, more than most context windows hold; by default, where the 100 notes'
+links would make the answer too big for a context window (~20,000 tokens), fewer notes are
+kept, the best connected still (`truncated`).
 Example: {"directory": "projects", "includeBroken": true}."""
 
 SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one) or "all".
 
 Tags ignore case and a leading '#', match nested tags ('project' finds 'project/alpha') and
 accept '*'/'?' wildcards. Returns `files` (path, title, type, status, frontmatter, tags,
-modified in Unix epoch milliseconds) by path, with `total` and `hasMore`.
-Example: {"tags": ["project", "urgent"], "mode": "all"}."""
+modified in Unix epoch milliseconds) by path, with `total` and `hasMore` (pass `offset` for
+the next page). Example: {"tags": ["project", "urgent"], "mode": "all"}."""
 
 RANDOM_FILE = """Pick a random note, optionally among those carrying any of `tags`.
 
@@ -126,6 +133,14 @@ scoring cosine similarity 0-1 (try `threshold` 0.3-0.5); it needs semantic searc
 {"names": ["projet plan", "Alice"], "strategy": "fuzzy", "threshold": 0.6}."""
 
 
+GRAPH_LIMIT = 100
+GRAPH_TOKENS = 20_000
+
+
+def _graph_tokens(wire: dict[str, Any]) -> int:
+    return estimate_tokens(pydantic_core.to_json(wire).decode())
+
+
 def build_graph_tools(state: ServerState) -> list[Tool]:
     app = state.app
     graphs = cache_graph.graph_cache()
@@ -141,6 +156,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             bool, Field(description="Add each note's text, cut at 500 characters")
         ] = False,
         relation: Relation = None,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[NeighborsData]]:
         def work() -> NeighborsData:
             clean = app.vault.check_note_path(path)
@@ -148,7 +164,8 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 graph = graphs.get(conn)
                 if clean not in graph:
                     raise NoteNotFoundError(clean)
-                found, total = g.neighbors(graph, clean, direction, depth, relation, limit)
+                found, total = g.neighbors(graph, clean, direction, depth, relation, offset + limit)
+                found = found[offset:]
                 paths = [n.path for n in found]
                 tags = read.tags_of(conn, paths)
                 bodies = sqlite.note_bodies(conn, paths) if includeContent else {}
@@ -175,7 +192,8 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 neighbors=items,
                 total=total,
                 limit=limit,
-                has_more=len(items) < total,
+                offset=offset,
+                has_more=offset + len(items) < total,
                 incoming_count=len(list(graph.predecessors(clean, key))),
                 outgoing_count=len(list(graph.successors(clean, key))),
             )
@@ -200,11 +218,13 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     async def get_hubs(
         metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
         limit: HubLimit = 10,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[HubsData]]:
         def work() -> HubsData:
             with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
-            ranked = g.hubs(graph, metric, limit)
+            ranked = g.hubs(graph, metric, offset + limit)[offset:]
+            ranked_total = len(graph.ranked(metric).paths)
             hubs = [
                 HubInfo(
                     path=h.path,
@@ -213,7 +233,14 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 )
                 for h in ranked
             ]
-            return HubsData(metric=metric, hubs=hubs, total_notes=len(graph))
+            return HubsData(
+                metric=metric,
+                hubs=hubs,
+                total_notes=len(graph),
+                limit=limit,
+                offset=offset,
+                has_more=offset + len(hubs) < ranked_total,
+            )
 
         return await answer(state, work)
 
@@ -232,7 +259,16 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 sub = g.subgraph(graph, folder, includeBroken, relation, limit)
                 if sub.total_nodes == 0:
                     hints.check_folder(state, conn, folder)
-            return graph_wire(graph, sub, folder)
+            wire = graph_wire(graph, sub, folder)
+            # The default answer stays within a context window: a dense vault's 100 best
+            # connected notes can have thousands of links between them. Fewer notes then,
+            # the best connected still (an explicit `limit` is the caller's to choose).
+            shown = limit
+            while limit == GRAPH_LIMIT and shown > 1 and _graph_tokens(wire) > GRAPH_TOKENS:
+                shown = max(1, shown * GRAPH_TOKENS // _graph_tokens(wire) * 9 // 10)
+                sub = g.subgraph(graph, folder, includeBroken, relation, shown)
+                wire = graph_wire(graph, sub, folder)
+            return wire
 
         return await answer(state, work)
 
@@ -240,19 +276,23 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
         tags: TagList,
         mode: Literal["any", "all"] = "any",
         limit: TaggedLimit = 20,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
         def work() -> TagsSearchData:
             keys = _tag_keys(tags)
             with read.read_snapshot(app.db) as conn:
                 index = tag_index.get(conn)
-                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit)
+                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit, offset)
+                hint = hints.tag_hint(conn, keys) if page.total == 0 else None
             return TagsSearchData(
                 tags=keys,
                 mode=mode,
                 files=[TaggedFile.of(f) for f in page.files],
                 total=page.total,
                 limit=limit,
-                has_more=len(page.files) < page.total,
+                offset=offset,
+                has_more=offset + len(page.files) < page.total,
+                hint=hint,
             )
 
         return await answer(state, work)

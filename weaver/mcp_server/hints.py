@@ -8,14 +8,20 @@ are the ones `resolve_names` looks up (`weaver.views.names`), so the hint and th
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
 from sqlalchemy import Connection
 
-from weaver.cache import read
-from weaver.errors import FolderNotFoundError, InvalidPathError, NoteNotFoundError, did_you_mean
+from weaver.cache import browse, read
+from weaver.errors import (
+    FolderNotFoundError,
+    InvalidPathError,
+    NoteNotFoundError,
+    did_you_mean,
+    suggest,
+)
 from weaver.mcp_server.state import ServerState
 from weaver.views.names import MatchedOn
 
@@ -60,6 +66,19 @@ def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError
     return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
 
 
+def tag_hint(conn: Connection, keys: Sequence[str]) -> str | None:
+    """For a tag search that found nothing: the tags it probably meant, or None."""
+    plain = [key for key in keys if not read.is_wildcard(key)]
+    if not plain:
+        return None
+    known = browse.tag_keys(conn)
+    close = list(dict.fromkeys(tag for key in plain for tag in suggest(key, known)))
+    if not close:
+        return None
+    named = ", ".join(repr(key) for key in plain)
+    return f"No note carries {named} ({did_you_mean(close[:MAX_SUGGESTIONS])})"
+
+
 def check_folder(state: ServerState, conn: Connection, folder: str | None) -> None:
     """Raise `FolderNotFoundError` when `folder` names no folder of the vault, with the folders
     it probably meant. For a filter that matched nothing: "no such folder" is worth saying,
@@ -68,12 +87,7 @@ def check_folder(state: ServerState, conn: Connection, folder: str | None) -> No
         return
     if _on_disk(state.app.vault.root, folder):
         return  # a folder without notes yet
-    folders = sorted(read.note_folders(conn))
-    folded = folder.casefold()
-    same = [f for f in folders if f.casefold() == folded]  # another case
-    last = [f for f in folders if f.rsplit("/", 1)[-1].casefold() == folded]  # no parents
-    close = difflib.get_close_matches(folder, folders, n=MAX_SUGGESTIONS, cutoff=0.75)
-    raise FolderNotFoundError(folder, list(dict.fromkeys([*same, *last, *close]))[:MAX_SUGGESTIONS])
+    raise FolderNotFoundError(folder, suggest(folder, read.note_folders(conn), cutoff=0.75))
 
 
 def _on_disk(root: Path, folder: str) -> bool:

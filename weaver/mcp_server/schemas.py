@@ -130,12 +130,28 @@ class FileLinks(WireModel):
         "raw target text when the link is broken"
     )
     incoming: list[str] = Field(description="Paths of the notes linking here (backlinks)")
-    broken: list[str] = Field(description="The outgoing targets that resolve to no file")
+    broken: list[str] = Field(description="The listed outgoing targets that resolve to no file")
+    outgoing_total: int = Field(description="Distinct outgoing targets, listed or not")
+    incoming_total: int = Field(description="Distinct notes linking here, listed or not")
+    broken_total: int = Field(description="Distinct outgoing targets resolving to no file")
+    hint: str | None = Field(
+        default=None, description="How to get the links left out, when `linksLimit` cut any"
+    )
 
 
 class FileData(FileInfo):
+    heading: str | None = Field(
+        default=None,
+        description="The note's first H1 as text (the title is the frontmatter "
+        "title, else the file name, as Obsidian shows it)",
+    )
     aliases: list[str]
     links: FileLinks
+    error: str | None = Field(
+        default=None,
+        description="Why the note was indexed without (some of) its metadata: a frontmatter "
+        "that does not parse, text that is not UTF-8, a file too large",
+    )
     content_hash: str = Field(
         description="sha256 of the note's bytes when last indexed: update_file's expectedHash"
     )
@@ -150,6 +166,9 @@ class FileContentData(WireModel):
     total_length: int = Field(description="The whole note's length in characters")
     truncated: bool = Field(description="True when more of the note follows `content`")
     next_offset: int | None = Field(description="The `offset` that reads on, if truncated")
+    section: str | None = Field(
+        default=None, description="The section read (offsets are within it), if one was asked"
+    )
 
 
 class TaggedFile(WireModel):
@@ -179,14 +198,28 @@ class SearchTagsData(WireModel):
     files: list[TaggedFile]
     count: int = Field(description="Notes carrying a matching tag, even beyond `limit`")
     limit: int
+    offset: int = 0
     has_more: bool
     matched_tags: list[str] = Field(description="The distinct tags that matched")
+    hint: str | None = Field(
+        default=None, description="When no note matched: the tags it probably meant"
+    )
 
 
 class LinkCounts(WireModel):
     outgoing: int
     incoming: int
     total: int
+
+
+class BacklinkLine(WireModel):
+    line: int = Field(description="0-based line of the linking note")
+    text: str = Field(description="That line, trimmed (cut at 300 characters)")
+
+
+class BacklinkContext(WireModel):
+    path: str = Field(description="The linking note")
+    lines: list[BacklinkLine] = Field(description="Up to 3 lines where it links here")
 
 
 class SearchLinksData(WireModel):
@@ -198,6 +231,13 @@ class SearchLinksData(WireModel):
     incoming: list[str] = Field(description="Distinct notes linking here, sorted")
     broken: list[str] = Field(description="The listed outgoing targets that resolve to no file")
     count: LinkCounts = Field(description="Totals for the requested direction(s), before `limit`")
+    limit: int = Field(default=100, description="Most targets and backlinks listed, each side")
+    offset: int = Field(default=0, description="Entries of each side skipped")
+    has_more: bool = Field(default=False, description="True when either side goes on")
+    context: list[BacklinkContext] | None = Field(
+        default=None,
+        description="With `context`: for each listed backlink, the lines linking here",
+    )
 
 
 class TagCountInfo(WireModel):

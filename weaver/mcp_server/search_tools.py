@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import Field
+from sqlalchemy import Connection
 
 from weaver.cache import fts as sqlite
 from weaver.cache import read
@@ -29,6 +30,8 @@ from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.semantic_tools import SearchMode, choose_mode, search_by_meaning
 from weaver.mcp_server.state import ServerState
 
+MAX_NAME = 200  # longer text is no note's name
+
 
 class SearchHitInfo(WireModel):
     path: str
@@ -36,7 +39,9 @@ class SearchHitInfo(WireModel):
     snippet: str = Field(
         description="The best passage of the body, matches wrapped in <mark>…</mark>"
     )
-    score: float = Field(description="BM25 relevance (higher is better); title words weigh 10x")
+    score: float = Field(
+        description="BM25 relevance (higher is better); title and name words weigh 8-10x"
+    )
     tags: list[str]
     modified: int = Field(description="Unix epoch milliseconds")
 
@@ -57,11 +62,14 @@ class SearchNotesData(WireModel):
     )
 
 
-SEARCH_NOTES = """Search the text of the notes: titles and bodies, ranked by relevance (BM25,
-title words count ten times), each result with a highlighted snippet.
+SEARCH_NOTES = """Search the text of the notes: titles, names, headings and bodies, ranked by
+relevance (BM25: a word of the title or of another name of the note, its file name, an alias,
+its first heading, counts eight to ten times one of the body, a heading's three times; a note
+named exactly what was searched for comes first), each result with a highlighted snippet.
 
 Any text is a valid query. Words must all appear (in any order; case, accents and word endings
-are ignored: 'running' finds 'run'). Use "double quotes" for an exact phrase, word* for a
+are ignored: 'running' finds 'run'); Chinese or Japanese text is found wherever its characters
+stand, spaces or not. Use "double quotes" for an exact phrase, word* for a
 prefix, an upper-case OR between words for either, and -word or NOT word to exclude; every other
 character is plain text. `directory` limits to a folder and its subfolders; `tag` to notes with
 that tag or one nested below it ('#' and case ignored). Returns `results` (path, title, snippet
@@ -74,6 +82,16 @@ a cosine 0-1); "hybrid" fuses both rankings. Left out, it is hybrid once every n
 embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and how much of
 the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
+
+
+def named(state: ServerState, conn: Connection, query: str) -> list[str]:
+    """The notes named exactly `query` (title, file name, alias or path, ignoring case): they
+    rank first when they match it."""
+    words = " ".join(query.replace('"', " ").split())
+    if not words or len(words) > MAX_NAME:
+        return []
+    (match,) = state.name_index.get(conn).resolve([words], "exact")
+    return [match.path, *match.alternatives] if match.path else []
 
 
 def build_search_tools(state: ServerState) -> list[Tool]:
@@ -102,7 +120,13 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 folder = normalize_directory(directory)
                 with read.read_snapshot(app.db) as conn:
                     page = sqlite.search(
-                        conn, expression, limit, offset, directory=folder, tag=filter_tag(tag)
+                        conn,
+                        expression,
+                        limit,
+                        offset,
+                        directory=folder,
+                        tag=filter_tag(tag),
+                        pinned=named(state, conn, query),
                     )
                     if page.total == 0:
                         hints.check_folder(state, conn, folder)
@@ -121,7 +145,7 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 ]
             return SearchNotesData(
                 query=query,
-                fts_query=expression,
+                fts_query=None if expression is None else sqlite.unsegment(expression),
                 results=hits,
                 total=total,
                 limit=limit,

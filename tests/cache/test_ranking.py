@@ -1,0 +1,55 @@
+"""Ranking on the corpora: the note named for a query comes in the first five (recall@5 of the
+set in `tests.benchmarks.ranking`), and CJK text is found wherever it stands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.benchmarks.ranking import RECALL_TARGET, measure_recall
+from tests.conftest import write_files
+from tests.corpora import require_corpora
+from weaver.cache import fts
+from weaver.cache.read import read_snapshot
+from weaver.config import Settings
+from weaver.host.app import open_app
+
+
+def test_notes_named_for_the_query_rank_in_the_top_five(tmp_path: Path) -> None:
+    result = measure_recall(tmp_path, require_corpora())
+    assert result.recall >= RECALL_TARGET, result.misses
+
+
+CJK_NOTES = {
+    "plugins.md": "# 插件\n社区插件可以扩展功能。\n",
+    "running.md": "这个插件很好用，安装插件以后重启。\n",  # no space around the word
+    "mixed.md": "Obsidian的插件system和标签功能。\n",
+    "tags.md": "---\ntitle: 标签\n---\n使用标签整理笔记。\n",
+    "kana.md": "プラグインをインストールする。\n",
+    "none.md": "插 and 件 apart are not the word.\n",
+}
+
+
+def cjk_search(tmp_path: Path, query: str) -> list[tuple[str, str]]:
+    root = write_files(tmp_path / "vault", CJK_NOTES)
+    app = open_app(Settings(vault=root))
+    try:
+        app.indexer.reconcile()
+        expression = fts.fts_query(query)
+        assert expression is not None
+        with read_snapshot(app.db) as conn:
+            return [(h.path, h.snippet) for h in fts.search(conn, expression, 20, 0).hits]
+    finally:
+        app.close()
+
+
+def test_chinese_words_are_found_wherever_they_stand(tmp_path: Path) -> None:
+    hits = dict(cjk_search(tmp_path, "插件"))
+    assert set(hits) == {"plugins.md", "running.md", "mixed.md"}
+    assert hits["running.md"] == "这个<mark>插件</mark>很好用，安装<mark>插件</mark>以后重启。\n"
+    assert "<mark>插件</mark>system" in hits["mixed.md"]
+
+
+def test_a_cjk_title_ranks_first_and_kana_is_found(tmp_path: Path) -> None:
+    assert [path for path, _ in cjk_search(tmp_path, "标签")] == ["tags.md", "mixed.md"]
+    assert [path for path, _ in cjk_search(tmp_path / "k", "インストール")] == ["kana.md"]
+    assert [path for path, _ in cjk_search(tmp_path / "p", "插件 system")] == ["mixed.md"]

@@ -1,0 +1,117 @@
+"""`query_files where=`: frontmatter properties tested through their index, every operator, with
+clear errors for filters that cannot be applied; and titles as Obsidian shows them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.conftest import write_files
+from tests.mcp_server.test_cache_tools import Served, Tools, serve
+from weaver.config import Settings
+
+pytestmark = pytest.mark.anyio
+
+FILES: dict[str, str | bytes] = {
+    "a.md": "---\npriority: 1\ndue: 2026-11-20\ntopics: [x, y]\ndone: false\n---\n",
+    "b.md": "---\nPriority: 2\ndue: 2026-12-24\ntopics: [y]\ndone: true\ncover: c.png\n---\n",
+    "c.md": "---\npriority: '1'\ntopics: z\nnothing:\n---\n# A heading\n",
+    "d.md": "---\ntitle: '[[Home|The **Real** Title]]'\n---\n# Footer\n",
+    "e.md": "no frontmatter\n\n# This note in GitHub\n",
+}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def props(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = write_files(tmp_path_factory.mktemp("where") / "vault", FILES)
+    served = serve(Settings(vault=root))
+    yield served
+    served.app.close()
+
+
+@pytest.fixture
+async def tools(props: Served) -> AsyncIterator[Tools]:
+    async with Client(props.server, mode="legacy") as client:
+        yield Tools(client)
+
+
+async def matching(tools: Tools, where: dict[str, Any]) -> list[str]:
+    data = await tools.ok("query_files", where=where)
+    assert data["total"] == len(data["files"])
+    return [f["path"] for f in data["files"]]
+
+
+@pytest.mark.parametrize(
+    ("where", "paths"),
+    [
+        ({"priority": 1}, ["a.md"]),  # a number, not the text '1'
+        ({"PRIORITY": "1"}, ["c.md"]),  # names ignore case
+        ({"priority": [1, 2]}, ["a.md", "b.md"]),
+        ({"priority": {"in": ["1", 2]}}, ["b.md", "c.md"]),
+        ({"priority": {"gt": 1}}, ["b.md"]),
+        ({"priority": {"gte": 1, "lt": 2}}, ["a.md"]),
+        ({"due": {"lt": "2026-12-01"}}, ["a.md"]),
+        ({"due": {"gte": "2026-12-01"}}, ["b.md"]),
+        ({"topics": {"contains": "y"}}, ["a.md", "b.md"]),
+        ({"topics": "z"}, ["c.md"]),  # a scalar is a list of one
+        ({"done": False}, ["a.md"]),
+        ({"done": True, "topics": {"contains": "y"}}, ["b.md"]),
+        ({"cover": {"exists": True}}, ["b.md"]),
+        ({"cover": {"exists": False}}, ["a.md", "c.md", "d.md", "e.md"]),
+        ({"nothing": None}, ["c.md"]),
+        ({"nothing": {"exists": True}}, ["c.md"]),
+        ({"priority": 3}, []),
+    ],
+)
+async def test_where_tests_frontmatter_properties(
+    tools: Tools, where: dict[str, Any], paths: list[str]
+) -> None:
+    assert await matching(tools, where) == paths
+
+
+async def test_where_combines_with_the_other_filters_and_pages(tools: Tools) -> None:
+    data = await tools.ok("query_files", where={"topics": {"exists": True}}, limit=1, offset=1)
+    assert ([f["path"] for f in data["files"]], data["total"], data["hasMore"]) == (
+        ["b.md"],
+        3,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        (
+            {"due": {"before": "x"}},
+            "where.due.before: unknown operator (use eq, in, lt, lte, gt, gte, exists, contains)",
+        ),
+        ({"due": {}}, "where.due: no operator (use eq, in, lt, lte, gt, gte, exists, contains)"),
+        ({"due": {"lt": None}}, "where.due.lt: expected a number or text (an ISO date, say)"),
+        ({"x": {"exists": "yes"}}, "where.x.exists: expected true or false"),
+        (
+            {"x": {"a": 1}},
+            "where.x.a: unknown operator (use eq, in, lt, lte, gt, gte, exists, contains)",
+        ),
+        ({"x": [{"a": 1}]}, "where.x: expected text, a number, true/false or null"),
+        ({" ": 1}, "where: a property name is empty"),
+    ],
+)
+async def test_a_filter_that_cannot_apply_is_named(
+    tools: Tools, where: dict[str, Any], message: str
+) -> None:
+    assert await tools.error("query_files", where=where) == f"Invalid arguments: {message}"
+
+
+async def test_titles_are_what_obsidian_shows(tools: Tools) -> None:
+    titles = {f["path"]: f["title"] for f in (await tools.ok("query_files"))["files"]}
+    assert titles == {"a.md": "a", "b.md": "b", "c.md": "c", "d.md": "The Real Title", "e.md": "e"}
+    e = await tools.ok("get_file", path="e.md")
+    assert (e["title"], e["heading"]) == ("e", "This note in GitHub")

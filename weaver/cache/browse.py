@@ -1,0 +1,248 @@
+"""Reads that survey the vault rather than find notes: every tag with its counts, the folder
+tree, and the notes with problems (parse errors, broken links, orphans). Set-based, paged, each
+page with the total it is a page of.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from sqlalchemy import ColumnElement, Connection, and_, exists, func, select
+from sqlalchemy.orm import aliased
+
+from weaver.cache.models import Link, Note, Tag, TagCounter
+from weaver.cache.read import under_prefix
+
+TagOrder = Literal["name", "count"]
+T = TypeVar("T")
+SAMPLE_SOURCES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class TagEntry:
+    key: str  # normalised: lower case, no '#'
+    tag: str  # as a note writes it
+    notes: int  # notes carrying it or a tag nested below it
+    own: int  # notes carrying exactly this tag
+    children: int  # distinct tags directly below it
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+
+
+def _depth(column: Any) -> ColumnElement[int]:
+    """How many '/' a tag key holds: 0 for a top-level tag."""
+    return func.length(column) - func.length(func.replace(column, "/", ""))
+
+
+def list_tags(
+    conn: Connection,
+    prefix: str | None,
+    depth: int | None,
+    limit: int,
+    offset: int,
+    order: TagOrder = "name",
+) -> Page[TagEntry]:
+    """Tags (with the implicit parents of nested ones), under `prefix` if given, at most
+    `depth` levels below it (or below the top), by name or by notes (most first)."""
+    tc = TagCounter
+    conditions = [tc.notes > 0]
+    base = 0
+    if prefix:
+        conditions.append(under_prefix(tc.key, prefix))
+        base = prefix.count("/") + 1
+    if depth is not None:
+        conditions.append(_depth(tc.key) < base + depth)
+    total = conn.execute(select(func.count()).select_from(tc).where(*conditions)).scalar_one()
+    child = aliased(TagCounter)
+    children = (
+        select(func.count())
+        .where(
+            child.key > tc.key + "/",
+            child.key < tc.key + "0",
+            func.instr(func.substr(child.key, func.length(tc.key) + 2), "/") == 0,
+            child.notes > 0,
+        )
+        .scalar_subquery()
+    )
+    shown = select(Tag.tag).where(Tag.key == tc.key).limit(1).scalar_subquery()
+    ordering = [tc.key] if order == "name" else [tc.notes.desc(), tc.key]
+    rows = conn.execute(
+        select(tc.key, shown, tc.notes, tc.own, children)
+        .where(*conditions)
+        .order_by(*ordering)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    entries = [TagEntry(k, s or k, n, o, c) for k, s, n, o, c in rows]
+    return Page(entries, total)
+
+
+@dataclass(frozen=True, slots=True)
+class FolderEntry:
+    path: str
+    notes: int  # notes in it and in its subfolders
+    own: int  # notes directly in it
+    subfolders: int  # folders directly below it
+
+
+def list_folders(
+    conn: Connection, folder: str | None, depth: int | None, limit: int, offset: int
+) -> Page[FolderEntry]:
+    """Folders holding notes (with the folders above them), below `folder` if given, at most
+    `depth` levels below it, by path. One grouped read of the folder index."""
+    rows = conn.execute(select(Note.folder, func.count()).group_by(Note.folder)).all()
+    notes: Counter[str] = Counter()
+    own: dict[str, int] = {}
+    for name, count in rows:
+        own[name] = count
+        parts = name.split("/") if name else []
+        for end in range(1, len(parts) + 1):
+            notes["/".join(parts[:end])] += count
+    base = folder.count("/") + 1 if folder else 0
+    wanted = sorted(
+        path
+        for path in notes
+        if (not folder or path.startswith(folder + "/"))
+        and (depth is None or path.count("/") < base + depth)
+    )
+    subfolders = Counter(path.rsplit("/", 1)[0] for path in notes if "/" in path)
+    entries = [
+        FolderEntry(path, notes[path], own.get(path, 0), subfolders[path])
+        for path in wanted[offset : offset + limit]
+    ]
+    return Page(entries, len(wanted))
+
+
+def tag_keys(conn: Connection) -> list[str]:
+    """Every tag key notes carry (with the parents of nested ones)."""
+    return list(conn.execute(select(TagCounter.key).where(TagCounter.notes > 0)).scalars())
+
+
+def root_notes(conn: Connection) -> int:
+    return conn.execute(select(func.count()).where(Note.folder == "")).scalar_one()
+
+
+# ---------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True, slots=True)
+class NoteError:
+    path: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenTarget:
+    target: str  # as first written
+    occurrences: int
+    source_count: int
+    sources: list[str]  # the first few, by path
+
+
+def notes_with_errors(conn: Connection, limit: int, offset: int) -> Page[NoteError]:
+    """Notes indexed with an error (frontmatter that does not parse, not UTF-8, too large)."""
+    has_error = Note.error.is_not(None)
+    total = conn.execute(select(func.count()).where(has_error)).scalar_one()
+    rows = conn.execute(
+        select(Note.path, Note.error)
+        .where(has_error)
+        .order_by(Note.path)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return Page([NoteError(path, error or "") for path, error in rows], total)
+
+
+def broken_links(conn: Connection, limit: int, offset: int) -> Page[BrokenTarget]:
+    """Link targets that resolve to no file, most linked first, with the notes holding them."""
+    broken = Link.target_path.is_(None)
+    total = conn.execute(select(func.count(Link.target_key.distinct())).where(broken)).scalar_one()
+    occurrences = func.count()
+    rows = conn.execute(
+        select(
+            Link.target_key,
+            func.min(Link.target),
+            occurrences,
+            func.count(Link.source_path.distinct()),
+        )
+        .where(broken)
+        .group_by(Link.target_key)
+        .order_by(occurrences.desc(), Link.target_key)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    keys = [row[0] for row in rows]
+    sources: dict[str, list[str]] = {}
+    if keys:
+        listed = conn.execute(
+            select(Link.target_key, Link.source_path)
+            .where(broken, Link.target_key.in_(keys))
+            .distinct()
+            .order_by(Link.target_key, Link.source_path)
+        )
+        for key, source in listed:
+            sources.setdefault(key, []).append(source)
+    page = [
+        BrokenTarget(target, count, source_count, sources.get(key, [])[:SAMPLE_SOURCES])
+        for key, target, count, source_count in rows
+    ]
+    return Page(page, total)
+
+
+def orphan_notes(conn: Connection, limit: int, offset: int) -> Page[str]:
+    """Notes with no resolved link to or from another note (as Obsidian's graph shows
+    orphans), by path. Two index probes per note."""
+    linked_in = exists(
+        select(Link.id).where(Link.target_path == Note.path, Link.source_path != Note.path)
+    )
+    linked_out = exists(
+        select(Link.id).where(
+            and_(
+                Link.source_path == Note.path,
+                Link.target_path.is_not(None),
+                Link.target_path != Note.path,
+            )
+        )
+    )
+    condition = ~linked_in & ~linked_out
+    total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
+    rows = conn.execute(
+        select(Note.path).where(condition).order_by(Note.path).limit(limit).offset(offset)
+    ).scalars()
+    return Page(list(rows), total)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteListing:
+    path: str
+    title: str
+    size: int
+
+
+def notes_after(conn: Connection, after: str | None, limit: int) -> list[NoteListing]:
+    """Notes by path after `after` (a keyset page: stable while notes come and go, one range
+    of the primary key however deep the page)."""
+    query = select(Note.path, Note.title, Note.size).order_by(Note.path).limit(limit)
+    if after is not None:
+        query = query.where(Note.path > after)
+    return [NoteListing(path, title, size) for path, title, size in conn.execute(query)]
+
+
+def paths_starting(conn: Connection, prefix: str, limit: int) -> tuple[list[str], bool]:
+    """Note paths starting with `prefix`, by path: one range of the primary key; when none
+    does, the same ignoring case (a scan, cut at `limit`). And whether more follow."""
+    ranged = select(Note.path).where(Note.path >= prefix).order_by(Note.path).limit(limit + 1)
+    if prefix:
+        ranged = ranged.where(Note.path < prefix + "\U0010ffff")
+    found = list(conn.execute(ranged).scalars())
+    if not found and prefix:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        folded = select(Note.path).where(Note.path.like(escaped + "%", escape="\\"))
+        found = list(conn.execute(folded.order_by(Note.path).limit(limit + 1)).scalars())
+    return found[:limit], len(found) > limit

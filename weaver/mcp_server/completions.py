@@ -1,0 +1,111 @@
+"""`completion/complete` and `logging/setLevel`.
+
+Completions: the note template's `path` (note paths by prefix, one index range at any vault
+size) and prompt arguments by name: `path` (notes), `folder`, `tag`, `workflowId`. At most
+`MAX_VALUES` values, with `total` when known and `hasMore`.
+
+Logging: a session that sets a level hears, as `notifications/message` (logger "weaver"),
+what the indexer applies to the vault (info: notes added, changed, moved, deleted), as long as
+its level lets info through.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import (
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    EmptyResult,
+    PromptReference,
+    SetLevelRequestParams,
+)
+
+from weaver.cache import browse, read
+from weaver.engine import WorkflowEngine
+from weaver.errors import suggest
+from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions
+from weaver.mcp_server.state import ServerState
+from weaver.vault.events import VaultEvent
+
+MAX_VALUES = 100  # the spec's limit per answer
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def complete(state: ServerState, argument: str, value: str) -> Completion:
+    """Values for one argument (by name) that start with `value`, or close to it."""
+    with read.read_snapshot(state.app.db) as conn:
+        if argument == "path":
+            paths, more = browse.paths_starting(conn, value, MAX_VALUES)
+            return Completion(values=paths, has_more=more)
+        if argument == "folder":
+            known = sorted(read.note_folders(conn))
+        elif argument == "tag":
+            known = sorted(browse.tag_keys(conn))
+        elif argument == "workflowId" and isinstance(state.engine, WorkflowEngine):
+            known = sorted(w.id for w in state.engine.list_workflows().workflows)
+        else:
+            return Completion(values=[], total=0, has_more=False)
+    typed = value.casefold().lstrip("#")
+    values = [k for k in known if k.casefold().startswith(typed)] or suggest(typed, known)
+    return Completion(
+        values=values[:MAX_VALUES], total=len(values), has_more=len(values) > MAX_VALUES
+    )
+
+
+@dataclass
+class LogLevels:
+    """The level each session asked for; what the vault's changes are told to them at."""
+
+    by_session: dict[Any, str] = field(default_factory=dict)
+
+    def hears(self, session: Any, level: str) -> bool:
+        wanted = self.by_session.get(session)
+        return wanted is not None and LEVELS.index(level) >= LEVELS.index(wanted)
+
+    async def tell(self, events: Sequence[VaultEvent]) -> None:
+        kinds: dict[str, list[str]] = {}
+        for event in events:
+            kinds.setdefault(event.kind, []).append(event.path)
+        data = {"event": "vault changed", **{k: v[:20] for k, v in kinds.items()}}
+        for session in [s for s in list(self.by_session) if self.hears(s, "info")]:
+            try:
+                with warnings.catch_warnings():
+                    # The SDK warns that 2026-07-28 drops logging; clients of the 2025
+                    # versions, which asked for it with logging/setLevel, still take it.
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await session.send_log_message("info", data, logger="weaver")
+            except Exception:  # a session gone away
+                self.by_session.pop(session, None)
+
+
+def install_completions(
+    server: MCPServer[ServerState], state: ServerState, subscriptions: Subscriptions
+) -> LogLevels:
+    lowlevel = server._lowlevel_server  # the SDK's hook lives on the low-level server
+    levels = LogLevels()
+    subscriptions.also_tell(levels.tell)
+
+    async def on_complete(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
+        await state.wait_ready()
+        ref, argument = params.ref, params.argument
+        if not isinstance(ref, PromptReference) and ref.uri != NOTE_TEMPLATE:
+            return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
+        completion = await anyio.to_thread.run_sync(complete, state, argument.name, argument.value)
+        return CompleteResult(completion=completion)
+
+    async def on_set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        levels.by_session[ctx.session] = params.level
+        subscriptions.watch(state)
+        return EmptyResult()
+
+    lowlevel.add_request_handler("completion/complete", CompleteRequestParams, on_complete)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, on_set_level)
+    return levels

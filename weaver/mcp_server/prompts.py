@@ -1,0 +1,180 @@
+"""Prompts that do work with the vault: each one's text is built from the cache (and the note
+itself, for `connect_note`) when it is asked for, never canned.
+
+review_changes(period)   the notes added or changed in the last day or week
+connect_note(path)       a note, its neighbours, its unresolved links, and the notes that name
+                         it without linking to it
+summarize_folder(folder) a folder's notes with tags and the start of each
+triage_broken_links()    the broken link targets, the notes holding them, likely targets
+
+Every prompt stays within the answer-size bound (`sizing`): lists are cut, and say so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+from sqlalchemy import select
+
+from weaver.cache import browse, read
+from weaver.cache import fts as sqlite
+from weaver.cache.models import Link
+from weaver.cache.read import FileFilters, FileOrder
+from weaver.errors import NoteNotFoundError
+from weaver.mcp_server.content import decode
+from weaver.mcp_server.hints import check_folder
+from weaver.mcp_server.sizing import fit_text
+from weaver.mcp_server.state import ServerState
+
+LISTED = 60
+NOTE_CHARS = 12_000
+EXCERPT = 240
+DAY_MS = 86_400_000
+
+
+def _lines(items: list[str], total: int, what: str) -> str:
+    more = f"\n(and {total - len(items)} more {what})" if total > len(items) else ""
+    return ("\n".join(items) or "(none)") + more
+
+
+def review_changes_text(state: ServerState, period: str) -> str:
+    since = int(time.time() * 1000) - (DAY_MS if period == "day" else 7 * DAY_MS)
+    with read.read_snapshot(state.app.db) as conn:
+        page = read.query_files(
+            conn, FileFilters(modified_since=since), LISTED, 0, FileOrder("modified", True)
+        )
+    rows = [
+        f"- {f.path} — {f.title}" + (f" [{', '.join(f.tags)}]" if f.tags else "")
+        for f in page.files
+    ]
+    return (
+        f"Review what changed in my vault over the last {period}. "
+        f"{page.total} notes were added or edited, newest first:\n\n"
+        f"{_lines(rows, page.total, 'notes')}\n\n"
+        "Summarise the themes, point out unfinished work and notes that should link to each "
+        "other, and suggest what to follow up. Read a note with get_file_content when needed."
+    )
+
+
+def connect_note_text(state: ServerState, path: str) -> str:
+    app = state.app
+    clean = app.vault.check_note_path(path)
+    with read.read_snapshot(app.db) as conn:
+        detail = read.get_file(conn, clean, LISTED)
+        if detail is None:
+            raise NoteNotFoundError(clean)
+        linked = {clean, *detail.incoming, *(t.target for t in detail.outgoing)}
+        expression = sqlite.fts_query(f'"{detail.summary.title}"')
+        mentions: list[str] = []
+        if expression is not None:
+            hits = sqlite.search(conn, expression, LISTED, 0).hits
+            mentions = [h.path for h in hits if h.path not in linked]
+            linking = set(
+                conn.execute(
+                    select(Link.source_path).where(
+                        Link.target_path == clean, Link.source_path.in_(mentions)
+                    )
+                ).scalars()
+            )
+            mentions = [m for m in mentions if m not in linking]
+    text = decode(clean, app.vault.read_note(clean))[:NOTE_CHARS]
+    text = text[: fit_text(text, NOTE_CHARS // 2)]
+    outgoing = [f"- {t.target}" + (" (unresolved)" if t.broken else "") for t in detail.outgoing]
+    incoming = [f"- {source}" for source in detail.incoming]
+    return (
+        f'Help me connect the note {clean} ("{detail.summary.title}") to the rest of my vault.'
+        f"\n\n## Its text\n\n{text}\n\n## It links to\n\n"
+        f"{_lines(outgoing, detail.outgoing_total, 'targets')}\n\n## Linked from\n\n"
+        f"{_lines(incoming, detail.incoming_total, 'notes')}\n\n"
+        "## Notes that mention its title without linking to it\n\n"
+        f"{_lines([f'- {m}' for m in mentions], len(mentions), 'notes')}\n\n"
+        "Suggest links to add (in this note and in the notes that mention it), what to do "
+        "about its unresolved links, and related notes it should point to."
+    )
+
+
+def summarize_folder_text(state: ServerState, folder: str) -> str:
+    app = state.app
+    clean = "/".join(p for p in folder.replace("\\", "/").split("/") if p not in ("", "."))
+    with read.read_snapshot(app.db) as conn:
+        check_folder(state, conn, clean or None)
+        page = read.query_files(conn, FileFilters(directory=clean or None), LISTED, 0)
+        bodies = sqlite.note_bodies(conn, [f.path for f in page.files])
+    rows = []
+    for f in page.files:
+        excerpt = " ".join(bodies.get(f.path, "").split())[:EXCERPT]
+        tags = f" [{', '.join(f.tags)}]" if f.tags else ""
+        rows.append(f"- {f.path} — {f.title}{tags}: {excerpt}")
+    return (
+        f"Summarise the folder {clean or '(vault root)'} of my vault: {page.total} notes.\n\n"
+        f"{_lines(rows, page.total, 'notes')}\n\n"
+        "Describe what the folder is for, its main topics, notes that overlap or are stale, "
+        "and a structure (index note, sub-folders, tags) that would make it easier to use."
+    )
+
+
+def triage_broken_links_text(state: ServerState) -> str:
+    with read.read_snapshot(state.app.db) as conn:
+        page = browse.broken_links(conn, LISTED, 0)
+        names = state.name_index.get(conn)
+    matches = names.resolve([b.target for b in page.items], "fuzzy", 0.6)
+    rows = []
+    for broken, match in zip(page.items, matches, strict=True):
+        guess = f"; maybe {match.path}" if match.path else ""
+        rows.append(
+            f"- [[{broken.target}]] ×{broken.occurrences} in {broken.source_count} notes "
+            f"({', '.join(broken.sources)}){guess}"
+        )
+    return (
+        f"Triage the broken links of my vault: {page.total} link targets resolve to no note, "
+        "most linked first.\n\n"
+        f"{_lines(rows, page.total, 'targets')}\n\n"
+        "For each, say whether to create the note, fix the link (to the likely target) or "
+        "remove it, most valuable first."
+    )
+
+
+def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
+    async def run(build: Callable[[], str]) -> str:
+        await state.wait_ready()
+        return await anyio.to_thread.run_sync(build)
+
+    @server.prompt(
+        title="Review recent changes",
+        description="The notes added or changed in the last day or week, for a review",
+    )
+    async def review_changes(
+        period: Annotated[Literal["day", "week"], Field(description="day or week")] = "day",
+    ) -> str:
+        return await run(lambda: review_changes_text(state, period))
+
+    @server.prompt(
+        title="Connect a note",
+        description="A note with its neighbours, unresolved "
+        "links and the notes that mention it without linking",
+    )
+    async def connect_note(
+        path: Annotated[str, Field(description="Note path relative to the vault root")],
+    ) -> str:
+        return await run(lambda: connect_note_text(state, path))
+
+    @server.prompt(
+        title="Summarise a folder",
+        description="A folder's notes with their tags and openings, for a summary",
+    )
+    async def summarize_folder(
+        folder: Annotated[str, Field(description="Folder relative to the vault root")],
+    ) -> str:
+        return await run(lambda: summarize_folder_text(state, folder))
+
+    @server.prompt(
+        title="Triage broken links",
+        description="Broken link targets, the notes holding them and likely targets",
+    )
+    async def triage_broken_links() -> str:
+        return await run(lambda: triage_broken_links_text(state))

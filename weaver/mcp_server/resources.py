@@ -1,0 +1,276 @@
+"""MCP resources: each note (`weaver://note/{+path}`, text/markdown), listed in pages with
+cursors, two vault-level resources (stats, tags), and subscriptions.
+
+A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
+applies a change to it (the watcher's batch, through the event bus); a client that subscribed
+to anything or listed resources gets `notifications/resources/list_changed` when notes are
+added, deleted or moved, at most once per `LIST_CHANGED_DEBOUNCE` seconds. Handlers are
+registered on the low-level server with its `add_request_handler` (the SDK's hook for methods
+MCPServer does not serve as needed: cursors, subscriptions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+import anyio.to_thread
+import structlog
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    EmptyResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    SubscribeRequestParams,
+    TextResourceContents,
+    UnsubscribeRequestParams,
+)
+
+from weaver.cache import browse, read
+from weaver.errors import WeaverError
+from weaver.mcp_server.content import decode
+from weaver.mcp_server.state import ServerState
+from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
+
+log = structlog.get_logger(__name__)
+
+NOTE_PREFIX = "weaver://note/"
+NOTE_TEMPLATE = NOTE_PREFIX + "{+path}"
+STATS_URI = "weaver://vault/stats"
+TAGS_URI = "weaver://vault/tags"
+MARKDOWN = "text/markdown"
+PAGE_SIZE = 100  # a page of 500 took ~17 ms to build and check; 100 stays within the read tools
+TAGS_LISTED = 1_000
+LIST_CHANGED_DEBOUNCE = 0.5
+
+
+def note_uri(path: str) -> str:
+    return NOTE_PREFIX + quote(path, safe="/")
+
+
+def note_path(uri: str) -> str | None:
+    return unquote(uri.removeprefix(NOTE_PREFIX)) if uri.startswith(NOTE_PREFIX) else None
+
+
+def _cursor(path: str) -> str:
+    return base64.urlsafe_b64encode(path.encode()).decode()
+
+
+def _after(cursor: str | None) -> str | None:
+    if not cursor:
+        return None
+    try:
+        return base64.b64decode(cursor.encode(), altchars=b"-_", validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise MCPError(code=INVALID_PARAMS, message=f"Invalid cursor: {cursor!r}") from None
+
+
+VAULT_RESOURCES = [
+    Resource(
+        uri=STATS_URI,
+        name="vault-stats",
+        title="Vault statistics",
+        description="What get_stats answers: notes, tags, links, errors",
+        mime_type="application/json",
+    ),
+    Resource(
+        uri=TAGS_URI,
+        name="vault-tags",
+        title="Tags",
+        description=f"The {TAGS_LISTED:,} most used tags with their note counts",
+        mime_type="application/json",
+    ),
+]
+
+
+@dataclass
+class Subscriptions:
+    """Which sessions want to hear of which URIs, and of list changes; owned by the loop."""
+
+    by_uri: dict[str, set[Any]] = field(default_factory=dict)
+    listening: set[Any] = field(default_factory=set)
+    loop: asyncio.AbstractEventLoop | None = None
+    list_changed_due: bool = False
+    others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
+
+    def also_tell(self, listener: Callable[[Sequence[VaultEvent]], Awaitable[None]]) -> None:
+        """Run `listener` on the loop with each batch of events too (log notifications)."""
+        self.others.append(listener)
+
+    def watch(self, state: ServerState) -> None:
+        """Hear the indexer's events from now on, on the loop serving the clients (a server
+        has one; a new one, as in tests, takes over)."""
+        if self.loop is None:
+            state.app.bus.subscribe(self.on_events)
+        self.loop = asyncio.get_running_loop()
+
+    def on_events(self, events: Sequence[VaultEvent]) -> None:
+        """On the indexer's thread: hand the batch to the loop, never blocking the indexer."""
+        if self.loop is not None and not self.loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self.notify(events), self.loop)
+
+    async def notify(self, events: Sequence[VaultEvent]) -> None:
+        for listener in self.others:
+            await listener(events)
+        changed: set[str] = set()
+        listed = False
+        for event in events:
+            match event:
+                case NoteModified(path=path) | NoteAdded(path=path):
+                    changed.add(path)
+                    listed = listed or isinstance(event, NoteAdded)
+                case NoteDeleted(path=path):
+                    changed.add(path)
+                    listed = True
+                case NoteMoved(old_path=old, path=path):
+                    changed.update((old, path))
+                    listed = True
+        for path in sorted(changed):
+            uri = note_uri(path)
+            for session in list(self.by_uri.get(uri, ())):
+                await self._send(session, uri)
+        if listed and not self.list_changed_due:
+            self.list_changed_due = True
+            asyncio.get_running_loop().call_later(
+                LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._list_changed())
+            )
+
+    async def _send(self, session: Any, uri: str) -> None:
+        try:
+            await session.send_resource_updated(uri)
+        except Exception:  # a session gone away: forget it
+            self.forget(session)
+
+    async def _list_changed(self) -> None:
+        self.list_changed_due = False
+        for session in list(self.listening):
+            try:
+                await session.send_resource_list_changed()
+            except Exception:
+                self.forget(session)
+
+    def forget(self, session: Any) -> None:
+        self.listening.discard(session)
+        for sessions in self.by_uri.values():
+            sessions.discard(session)
+
+
+def install_resources(server: MCPServer[ServerState], state: ServerState) -> Subscriptions:
+    """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`."""
+    subscriptions = Subscriptions()
+    app = state.app
+    lowlevel = server._lowlevel_server  # the SDK's hook lives on the low-level server
+
+    async def list_resources(ctx: Any, params: PaginatedRequestParams) -> ListResourcesResult:
+        await state.wait_ready()
+        subscriptions.listening.add(ctx.session)
+        subscriptions.watch(state)
+        after = _after(params.cursor)
+
+        def page() -> list[browse.NoteListing]:
+            with read.read_snapshot(app.db) as conn:
+                return browse.notes_after(conn, after, PAGE_SIZE)
+
+        notes = await anyio.to_thread.run_sync(page)
+        resources = [*VAULT_RESOURCES] if after is None else []
+        resources += [
+            Resource(
+                uri=note_uri(n.path), name=n.path, title=n.title, mime_type=MARKDOWN, size=n.size
+            )
+            for n in notes
+        ]
+        more = len(notes) == PAGE_SIZE
+        return ListResourcesResult(
+            resources=resources, next_cursor=_cursor(notes[-1].path) if more else None
+        )
+
+    async def list_templates(
+        ctx: Any, params: PaginatedRequestParams
+    ) -> ListResourceTemplatesResult:
+        template = ResourceTemplate(
+            uri_template=NOTE_TEMPLATE,
+            name="note",
+            title="A note of the vault",
+            description="A note's markdown text, by its vault-relative path",
+            mime_type=MARKDOWN,
+        )
+        return ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        await state.wait_ready()
+        uri = str(params.uri)
+        text, mime = await anyio.to_thread.run_sync(lambda: _read(state, uri))
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=uri, mime_type=mime, text=text)]
+        )
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        subscriptions.watch(state)
+        subscriptions.listening.add(ctx.session)
+        subscriptions.by_uri.setdefault(str(params.uri), set()).add(ctx.session)
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        subscriptions.by_uri.get(str(params.uri), set()).discard(ctx.session)
+        return EmptyResult()
+
+    lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
+    lowlevel.add_request_handler("resources/templates/list", PaginatedRequestParams, list_templates)
+    lowlevel.add_request_handler("resources/read", ReadResourceRequestParams, read_resource)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    return subscriptions
+
+
+def _read(state: ServerState, uri: str) -> tuple[str, str]:
+    """A resource's text and MIME type; an invalid-params error naming what is wrong."""
+    try:
+        return _read_text(state, uri)
+    except (WeaverError, OSError) as exc:
+        message = str(exc) if isinstance(exc, WeaverError) else "Cannot read file"
+        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
+
+
+def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
+    app = state.app
+    if uri == STATS_URI:
+        with read.read_snapshot(app.db) as conn:
+            stats = read.get_stats(conn)
+        body = {
+            "totalFiles": stats.total_files,
+            "totalAttachments": stats.total_attachments,
+            "filesWithErrors": stats.files_with_errors,
+            "totalTags": stats.total_tags,
+            "totalLinks": stats.total_links,
+            "brokenLinks": stats.broken_links,
+            "lastUpdated": stats.last_updated,
+        }
+        return json.dumps(body), "application/json"
+    if uri == TAGS_URI:
+        with read.read_snapshot(app.db) as conn:
+            page = browse.list_tags(conn, None, None, TAGS_LISTED, 0, "count")
+        tags = [{"tag": t.tag, "notes": t.notes, "own": t.own} for t in page.items]
+        return json.dumps({"tags": tags, "total": page.total}, ensure_ascii=False), (
+            "application/json"
+        )
+    path = note_path(uri)
+    if path is None:
+        raise UnknownResourceError(f"Unknown resource: {uri!r} (notes are {NOTE_TEMPLATE})")
+    clean = app.vault.check_note_path(path)
+    return decode(clean, app.vault.read_note(clean)), MARKDOWN
+
+
+class UnknownResourceError(WeaverError):
+    """A URI that names no resource of this server."""
