@@ -20,11 +20,11 @@ from weaver.markdown import patch
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
 from weaver.mcp_server.state import ServerState
 
 MAX_FILES = 50
 # About 20,000 tokens: the whole answer of get_files_content stays under the 25,000 bound.
-MAX_FILES_CHARS = 80_000
 MAX_CHANGES = 500
 # A changed line is shown up to this many characters: 200 changes of long lines stay small.
 MAX_LINE_CHARS = 300
@@ -91,7 +91,7 @@ class DailyNoteData(WireModel):
     path: str
     date: str
     exists: bool
-    content: str | None = Field(description="The first 80,000 characters (see truncated)")
+    content: str | None = Field(description="The text, within the answer's bound (see truncated)")
     content_hash: str | None
     truncated: bool = Field(description="Longer: read the rest with get_file_content (offset)")
 
@@ -168,7 +168,7 @@ it does not exist yet. Example: {"text": "- 14:00 call with Ana"}."""
 GET_FILES_CONTENT = """Read several notes (or sections of them) in one call, each with its
 contentHash. Items are paths, or {"path", "section"} with a heading path ("Project::Tasks").
 A path that fails answers its own error; the others still come. The answer is bounded (about
-80,000 characters): beyond it contents are cut and `truncated` is set; read the rest with
+20,000 tokens of text): beyond it contents are cut and `truncated` is set; read the rest with
 get_file_content. Example: {"paths": ["Home.md", {"path": "Projects/Weaver.md", "section":
 "Tasks"}]}."""
 
@@ -221,11 +221,11 @@ def build_read_edit_tools(state: ServerState) -> list[Tool]:
         ],
     ) -> Annotated[CallToolResult, Envelope[FilesContentData]]:
         def work() -> FilesContentData:
-            budget = MAX_FILES_CHARS
+            budget = TEXT_TOKEN_BUDGET  # tokens, for all the notes' text together
             items = []
             for request in paths:
                 item = _read_one(app, request, budget)
-                budget -= len(item.content or "")
+                budget -= estimate_json_string_tokens(item.content or "")
                 items.append(item)
             return FilesContentData(files=items, truncated=any(i.truncated for i in items))
 
@@ -237,13 +237,14 @@ def build_read_edit_tools(state: ServerState) -> list[Tool]:
         def work() -> DailyNoteData:
             note = daily.get_daily_note(app, date)
             content = note.content
+            keep = fit_text(content) if content is not None else 0
             return DailyNoteData(
                 path=note.path,
                 date=note.date,
                 exists=note.exists,
-                content=None if content is None else content[:MAX_FILES_CHARS],
+                content=None if content is None else content[:keep],
                 content_hash=note.content_hash,
-                truncated=content is not None and len(content) > MAX_FILES_CHARS,
+                truncated=content is not None and len(content) > keep,
             )
 
         return await answer(state, work, cache_hit=False)
@@ -278,13 +279,13 @@ def _read_one(app: App, request: str | FileRequest, budget: int) -> FileContentI
         return FileContentItem(
             path=path, section=section, error=f"Cannot read file: {exc.strerror}"
         )
-    cut = len(text) > max(budget, 0)
+    keep = fit_text(text, max(budget, 0))
     return FileContentItem(
         path=clean,
         section=section,
-        content=text[: max(budget, 0)],
+        content=text[:keep],
         content_hash=notes.sha256(data),
-        truncated=cut,
+        truncated=keep < len(text),
     )
 
 
