@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,7 +35,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
-from weaver.cache import executions
+from weaver.cache import executions, feed
 from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
 from weaver.cache.records import WorkflowRecords, prune_superseded
 from weaver.config import Settings
@@ -90,6 +90,11 @@ WRITE_MEMORY_MS = 7 * DAY_MS
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
 COMPLETED_MESSAGE = "Workflow completed"
+# The engine's name as a consumer of the change feed (`weaver.cache.feed`): every engine over
+# one cache shares it, so a change starts its workflows once, whichever process queues them.
+FEED_CONSUMER = "workflows"
+# Events taken from the feed per transaction (and at most per file-triggered run).
+FEED_BATCH = 2000
 
 
 class WorkflowEngine:
@@ -124,6 +129,8 @@ class WorkflowEngine:
         self._poller: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._started = False
+        self._consuming = False
+        self._feed_lock = threading.Lock()
 
     @classmethod
     def for_app(
@@ -162,6 +169,7 @@ class WorkflowEngine:
             self.prune()
         except SQLAlchemyError as exc:  # housekeeping: the poll loop prunes again within the hour
             self._log.warning("pruning history at start failed", error=str(exc).partition("\n")[0])
+        self._consuming = subscribe
         if subscribe and self.bus is not None:
             self._unsubscribe = self.bus.subscribe(self._on_events)
         if self.background == "threads":
@@ -174,6 +182,8 @@ class WorkflowEngine:
                 )
                 self._poller.start()
         self._started = True
+        if subscribe:  # changes applied while no engine ran (`weaver index`, a crash)
+            self._consume_safely()
         # Info for a long-lived host; a CLI command's engine need not announce itself.
         announce = self._log.debug if self.background == "queue" else self._log.info
         announce(
@@ -284,7 +294,61 @@ class WorkflowEngine:
     # -- other ways in: file events, schedules, rows queued elsewhere -------------------------
 
     def handle_events(self, events: Sequence[VaultEvent]) -> list[str]:
-        """The EventBus handler: queue one execution per matching workflow for this batch.
+        """Queue one execution per matching workflow for this batch (outside the feed: the
+        feed's consumer goes through `consume_feed`)."""
+        with self.db.begin() as conn:
+            queued = self._queue_events(conn, events)
+        for execution_id in queued:
+            self._submit(execution_id)
+        return queued
+
+    def consume_feed(self) -> list[str]:
+        """Queue the runs for every event of the change feed after this engine's cursor.
+
+        The runs are queued and the cursor moved in one transaction, so an event starts its
+        workflows exactly once whichever process (and however many) consume, across crashes.
+        Returns the ids of the executions queued."""
+        queued: list[str] = []
+        while not self._stopping.is_set():
+            with self._feed_lock:
+                taken = self._take_feed_batch()
+            if taken is None:
+                break
+            queued += taken
+            for execution_id in taken:
+                self._submit(execution_id)
+        return queued
+
+    def _take_feed_batch(self) -> list[str] | None:
+        """One batch of the feed, queued; None when there is nothing after the cursor (or
+        another process moved the cursor first: it queued those runs)."""
+        try:
+            return self._queue_feed_batch()
+        except _CursorMovedError:
+            return None
+
+    def _queue_feed_batch(self) -> list[str] | None:
+        with self.db.begin() as conn:
+            position = feed.get_cursor(conn, FEED_CONSUMER)
+            entries = feed.read_after(conn, position or 0, FEED_BATCH)
+            if not entries:
+                return None
+            oldest = entries[0].id
+            if position is not None and oldest > position + 1 and oldest == feed.oldest_id(conn):
+                self._log.warning("change feed pruned past this cursor", cursor=position)
+            queued = self._queue_events(conn, [entry.event for entry in entries])
+            if not feed.advance_cursor(conn, FEED_CONSUMER, position, entries[-1].id):
+                raise _CursorMovedError  # rolls back the runs queued here
+        return queued
+
+    def _consume_safely(self) -> None:
+        try:
+            self.consume_feed()
+        except SQLAlchemyError as exc:  # busy or failing cache: the poll loop tries again
+            self._log.warning("reading the change feed failed", error=str(exc).partition("\n")[0])
+
+    def _queue_events(self, conn: Connection, events: Sequence[VaultEvent]) -> list[str]:
+        """In the caller's transaction: one pending execution per matching workflow.
 
         Events for notes whose current content the engine wrote itself are left out, so a
         workflow writing into a folder it watches does not start itself again.
@@ -297,21 +361,20 @@ class WorkflowEngine:
         matching = [(workflow, found) for workflow, found in matching if found]
         if not matching:
             return []
-        own = self._own_changes(events)
+        own = self._own_changes(conn, events)
         queued = []
         for workflow, found in matching:
             theirs = tuple(event for event in found if event.path not in own)
             if theirs:
                 trigger = FileTrigger(theirs)
-                queued.append(self._enqueue(workflow, trigger, _defaults(workflow)).id)
+                queued.append(self._enqueue(workflow, trigger, _defaults(workflow), conn).id)
             else:
                 self._log.debug("own vault writes ignored", workflow_id=workflow.id)
-        for execution_id in queued:
-            self._submit(execution_id)
         return queued
 
-    def _on_events(self, events: Sequence[VaultEvent]) -> None:
-        self.handle_events(events)
+    def _on_events(self, _events: Sequence[VaultEvent]) -> None:
+        """The EventBus handler: the events are in the feed by now; take them from there."""
+        self._consume_safely()
 
     def enqueue_scheduled(self, workflow_id: str, scheduled_time: datetime) -> str | None:
         """Queue the run the scheduler planned for `scheduled_time` (the scheduler only
@@ -370,6 +433,7 @@ class WorkflowEngine:
                 keep=keep if keep > 0 else None,
             )
             executions.prune_writes(conn, now - WRITE_MEMORY_MS)
+            feed.prune(conn, now)
         if removed:
             self._log.info("execution history pruned", removed=removed)
         for workflow in self.registry:
@@ -395,7 +459,11 @@ class WorkflowEngine:
     # -- queueing and running ------------------------------------------------------------------
 
     def _enqueue(
-        self, workflow: Workflow, trigger: Trigger, data: dict[str, Any]
+        self,
+        workflow: Workflow,
+        trigger: Trigger,
+        data: dict[str, Any],
+        conn: Connection | None = None,
     ) -> ExecutionRecord:
         """Insert a pending row; returns it as inserted (so a sync run need not read it back)."""
         record = ExecutionRecord(
@@ -418,7 +486,7 @@ class WorkflowEngine:
             process=None,
             created=_now_ms(),
         )
-        with self.db.begin() as conn:
+        with nullcontext(conn) if conn is not None else self.db.begin() as conn:
             executions.insert_execution(
                 conn,
                 execution_id=record.id,
@@ -642,12 +710,11 @@ class WorkflowEngine:
             raise ExecutionNotFoundError(execution_id)
         return record
 
-    def _own_changes(self, events: Sequence[VaultEvent]) -> set[str]:
+    def _own_changes(self, conn: Connection, events: Sequence[VaultEvent]) -> set[str]:
         present = {event.path for event in events if event.kind != "delete"}
         deleted = {event.path for event in events if event.kind == "delete"}
-        with self.db.begin() as conn:
-            own = executions.self_written(conn, present, deleted)
-            executions.forget_deletions(conn, present - own)
+        own = executions.self_written(conn, present, deleted)
+        executions.forget_deletions(conn, present - own)
         return own
 
     def _poll_loop(self) -> None:
@@ -655,6 +722,8 @@ class WorkflowEngine:
         interval = self.settings.workflow_poll_ms / 1000
         while True:
             try:
+                if self._consuming:
+                    self.consume_feed()
                 self.run_pending()
                 if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
                     last_prune = time.monotonic()
@@ -663,6 +732,10 @@ class WorkflowEngine:
                 self._log.exception("polling for queued executions failed")
             if self._stopping.wait(interval):
                 return
+
+
+class _CursorMovedError(Exception):
+    """Another process consumed this batch of the feed first."""
 
 
 def new_execution_id() -> str:
