@@ -3,8 +3,9 @@
 Every path that crosses this module's boundary is vault-relative and `/`-separated, as the
 cache stores it. Files and folders whose name starts with `.` are never part of the vault
 (`.obsidian`, `.git`, `.trash`, Weaver's own `.weaver`), nor is anything matching an ignore
-pattern from config, nor a file or folder whose name is not valid UTF-8 (bytes from another system's encoding: such a name cannot be stored,
-sent to a client as JSON, or typed by anyone; it is logged and left out until renamed).
+pattern from config, nor a file or folder whose name is not valid UTF-8 (bytes from another
+system's encoding: such a name cannot be stored, sent to a client as JSON, or typed by anyone;
+it is logged and left out until renamed).
 
 Symlinks, one rule for the scan, the watcher, every tool and the writer (`Vault.within`):
 a symlinked *folder* is never entered, wherever it points (outside, that would leak other
