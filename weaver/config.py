@@ -46,6 +46,7 @@ class Settings(BaseModel):
     workflow_workers: int = Field(default=4, ge=1, le=64)
     workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
     schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
+    tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
     @field_validator("vault")
     @classmethod

@@ -10,7 +10,8 @@ WeaverError
 │   ├── FolderNotFoundError  no such folder ("Folder not found")
 │   ├── NoteDecodeError    the file is not UTF-8
 │   └── NoteTooLargeError  the file is bigger than any note Weaver reads
-└── DaemonError            a second daemon on the same vault, and the like
+├── DaemonError            a second daemon on the same vault, and the like
+└── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
 """
 
 from __future__ import annotations
@@ -91,3 +92,13 @@ def too_large(size: int, limit: int) -> str:
 
 class DaemonError(WeaverError):
     """The daemon cannot start or run as asked."""
+
+
+class CallTimeoutError(WeaverError):
+    """A tool call that ran past its deadline: answered as an error, its queries stopped."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"Timed out: the call took longer than {seconds:g} s and was stopped "
+            "(narrow it, e.g. a smaller limit or a more specific query, or raise tool_timeout_s)"
+        )

@@ -11,6 +11,8 @@ start ~0.35 s, for a cache that is nearly always up to date already.
 from __future__ import annotations
 
 import importlib.resources
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -52,7 +54,35 @@ def open_engine(url: str) -> Engine:
     return engine
 
 
+class _Deadline(threading.local):
+    at: float | None = None
+
+
+_deadline = _Deadline()
+# SQLite virtual-machine steps between looks at the calling thread's deadline (~1 ms of work).
+DEADLINE_CHECK_STEPS = 20_000
+
+
+@contextmanager
+def query_deadline(seconds: float | None) -> Iterator[None]:
+    """Cache queries made by this thread within the block are stopped by SQLite (raising
+    `OperationalError: interrupted`) once `seconds` have passed: a tool call that overruns
+    its time gives its thread back rather than running on unseen."""
+    previous = _deadline.at
+    _deadline.at = None if seconds is None else time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline.at = previous
+
+
+def deadline_passed() -> bool:
+    at = _deadline.at
+    return at is not None and time.monotonic() > at
+
+
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

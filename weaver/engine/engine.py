@@ -419,6 +419,16 @@ class WorkflowEngine:
             self._log.warning("interrupted executions recovered", count=len(gone))
         return [execution_id for execution_id, _ in gone]
 
+    def record_interrupted(self) -> int:
+        """Mark `failed` ("interrupted") every run this process has under way: for a process
+        about to end without waiting for them (`host.signals`). Returns how many."""
+        error = f"interrupted: the process running it ({self.process}) stopped"
+        with self.db.begin() as conn:
+            mine = [i for i, label, _ in executions.list_running(conn) if label == self.process]
+            done = executions.mark_interrupted(conn, mine, _now_ms(), error)
+        self._log.warning("runs recorded as interrupted", count=done)
+        return done
+
     def prune(self, now: int | None = None) -> int:
         """Apply the retention settings (0 means no limit): ended executions by the history
         settings, superseded workflow records by each workflow's `records_retention_days`.

@@ -41,12 +41,14 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
                 state = ServerState(app, engine=engine)
                 gc_freeze.keep_pauses_short()
                 log.info("daemon started", vault=str(settings.vault), http=http)
+                overdue = engine.record_interrupted
                 if sock is None:
-                    anyio.run(run_until_signalled, partial(_keep_fresh, state))
+                    anyio.run(run_until_signalled, partial(_keep_fresh, state), overdue)
                 else:
                     server = build_server(state)
                     starlette_app = http_app(server, state, settings.http_host)
-                    anyio.run(run_until_signalled, partial(serve_http, starlette_app, sock))
+                    main = partial(serve_http, starlette_app, sock)
+                    anyio.run(run_until_signalled, main, overdue)
         finally:
             if sock is not None:
                 sock.close()

@@ -134,6 +134,9 @@ async def serve_http(app: Starlette, sock: socket.socket, stop: anyio.Event) -> 
         log_config=None,
         access_log=False,
         lifespan="on",
+        # Requests under way get this long after a stop signal (the watchdog of `host.signals`
+        # ends the process a little later whatever is still running).
+        timeout_graceful_shutdown=3,
     )
     server = _HostedServer(config)
     log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
@@ -171,6 +174,7 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
             anyio.run(
                 run_until_signalled,
                 partial(serve_http, http_app(server, state, settings.http_host), sock),
+                engine.record_interrupted,
             )
         else:
             log.info("serving MCP over stdio", vault=str(settings.vault))
