@@ -18,15 +18,19 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from weaver.cache import recovery
 from weaver.cache.bulk import restore_indexes_of
 from weaver.errors import CacheError
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+log = structlog.get_logger(__name__)
 
 # The newest migration's revision: a cache at it needs no Alembic (a test checks it is head).
 SCHEMA_HEAD = "0013"
@@ -170,6 +174,33 @@ def pending_migrations(engine: Engine) -> list[str]:
     return [rev.revision for rev in script.iterate_revisions("head", current)]
 
 
+def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
+    try:
+        problem = recovery.check_cache(engine)
+    except SQLAlchemyError as exc:
+        raise CacheError(f"cannot read the cache at {path}: {exc}") from exc
+    if problem is None:
+        return engine
+    engine.dispose()
+    try:
+        moved = recovery.move_aside(path)
+    except OSError as exc:
+        raise CacheError(f"the cache at {path} is corrupt ({problem}) and cannot be moved") from exc
+    log.error(
+        f"the cache was corrupt ({problem}): moved to {moved.name}, rebuilt from the notes",
+        cache=str(path),
+    )
+    engine = open_engine(url)
+    upgrade_to_head(engine)
+    copied, lost = recovery.salvage(engine, moved)
+    log.warning(
+        "workflow history salvaged from the corrupt cache",
+        copied=copied,
+        lost=list(lost) or None,
+    )
+    return engine
+
+
 def schema_revision(engine: Engine) -> str | None:
     """The cache's Alembic revision, read without Alembic (None for a new cache)."""
     with engine.connect() as connection:
@@ -178,9 +209,14 @@ def schema_revision(engine: Engine) -> str | None:
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def open_cache_engine(url: str) -> Engine:
-    """Open and migrate: the one call every entry point makes."""
+def open_cache_engine(url: str, check: bool = False) -> Engine:
+    """Open and migrate: the one call every entry point makes. With `check` (the daemon,
+    `serve`, `weaver index`), a corrupt SQLite cache is first moved aside and rebuilt
+    (`cache.recovery`)."""
     engine = open_engine(url)
+    path = recovery.sqlite_file(url)
+    if check and path is not None and path.exists():
+        engine = _recover_if_corrupt(engine, url, path)
     # Before migrating: migrations expect the indexes a first index may have left dropped.
     try:
         restore_indexes_of(engine)

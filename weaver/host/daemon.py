@@ -35,7 +35,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
         if http:
             check_http_settings(settings)
             sock = bind_socket(settings.http_host, settings.http_port)
-        app = open_app(settings)
+        app = open_app(settings, check=True)
         try:
             with hosted_engine(app, schedules=True) as engine:
                 state = ServerState(app, engine=engine)
