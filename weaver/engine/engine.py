@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -90,6 +91,10 @@ WRITE_MEMORY_MS = 7 * DAY_MS
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
 COMPLETED_MESSAGE = "Workflow completed"
+# A run's end that could not be recorded (a full disk) is tried again after this long, doubled
+# after each failure up to the maximum, until it is recorded: the run must not stay `running`.
+END_RETRY_SECONDS = 0.5
+END_RETRY_MAX_SECONDS = 30.0
 # The engine's name as a consumer of the change feed (`weaver.cache.feed`): every engine over
 # one cache shares it, so a change starts its workflows once, whichever process queues them.
 FEED_CONSUMER = "workflows"
@@ -131,6 +136,10 @@ class WorkflowEngine:
         self._started = False
         self._consuming = False
         self._feed_lock = threading.Lock()
+        # Ends of runs not recorded yet: execution id -> (fields, finished at, next try, delay).
+        self._unrecorded: dict[str, _UnrecordedEnd] = {}
+        self._end_error: str | None = None
+        self._end_retrier: threading.Thread | None = None
 
     @classmethod
     def for_app(
@@ -155,6 +164,15 @@ class WorkflowEngine:
     @property
     def plugin_errors(self) -> list[str]:
         return [str(error) for error in self.registry.errors]
+
+    @property
+    def faults(self) -> list[str]:
+        """What is wrong now, for `health_check` (empty when nothing)."""
+        with self._lock:
+            waiting = len(self._unrecorded)
+        if not waiting:
+            return []
+        return [f"{waiting} run end(s) not recorded yet, retrying: {self._end_error}"]
 
     @property
     def degraded(self) -> bool:
@@ -699,11 +717,13 @@ class WorkflowEngine:
                 }
             case Failed(error=error, traceback=trace):
                 fields = {"status": FAILED, "message": error, "error": error, "traceback": trace}
-        try:
-            with self.db.begin() as conn:
-                executions.finish(conn, execution_id, now=now, **fields)
-        except Exception:
-            log.exception("cannot record the end of an execution")
+        if not self._record_end(execution_id, fields, now):
+            log.error("cannot record the end of an execution; retrying", error=self._end_error)
+            with self._lock:
+                self._unrecorded[execution_id] = _UnrecordedEnd(
+                    fields, now, time.monotonic() + END_RETRY_SECONDS, END_RETRY_SECONDS
+                )
+            self._start_end_retries()
         # The one canonical log event per execution.
         log.info(
             "workflow finished",
@@ -712,6 +732,57 @@ class WorkflowEngine:
             duration_ms=now - claimed_at,
             error=fields.get("error"),
         )
+
+    def _record_end(self, execution_id: str, fields: dict[str, Any], now: int) -> bool:
+        try:
+            with self.db.begin() as conn:
+                executions.finish(conn, execution_id, now=now, **fields)
+        except Exception as exc:
+            self._end_error = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+            return False
+        return True
+
+    def retry_unrecorded_ends(self, force: bool = False) -> int:
+        """Try again to record the ends whose time has come (all with `force`); returns how
+        many are still unrecorded."""
+        with self._lock:
+            due = [
+                (execution_id, end)
+                for execution_id, end in self._unrecorded.items()
+                if force or end.next_try <= time.monotonic()
+            ]
+        for execution_id, end in due:
+            if self._record_end(execution_id, end.fields, end.finished):
+                self._log.info("end of an execution recorded late", execution_id=execution_id)
+                with self._lock:
+                    self._unrecorded.pop(execution_id, None)
+                with self._changed:
+                    self._changed.notify_all()
+            else:
+                delay = min(end.delay * 2, END_RETRY_MAX_SECONDS)
+                with self._lock:
+                    self._unrecorded[execution_id] = _UnrecordedEnd(
+                        end.fields, end.finished, time.monotonic() + delay, delay
+                    )
+        with self._lock:
+            return len(self._unrecorded)
+
+    def _start_end_retries(self) -> None:
+        """A thread retrying unrecorded ends until none is left (or the engine stops): a run
+        whose end is not recorded counts against `max_concurrent`, holding up the next."""
+        with self._lock:
+            if self._end_retrier is not None and self._end_retrier.is_alive():
+                return
+            self._end_retrier = threading.Thread(
+                target=self._retry_ends_loop, name="weaver-engine-ends", daemon=True
+            )
+            self._end_retrier.start()
+
+    def _retry_ends_loop(self) -> None:
+        while self.retry_unrecorded_ends():
+            if self._stopping.wait(END_RETRY_SECONDS):
+                self.retry_unrecorded_ends(force=True)  # a last try on the way out
+                return
 
     def _record(self, execution_id: str) -> ExecutionRecord:
         with self.db.connect() as conn:
@@ -742,6 +813,14 @@ class WorkflowEngine:
                 self._log.exception("polling for queued executions failed")
             if self._stopping.wait(interval):
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class _UnrecordedEnd:
+    fields: dict[str, Any]
+    finished: int
+    next_try: float
+    delay: float
 
 
 class _CursorMovedError(Exception):
