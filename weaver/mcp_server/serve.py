@@ -34,6 +34,7 @@ from weaver.errors import ConfigError, DaemonError
 from weaver.host import gc_freeze
 from weaver.host.app import open_app
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
+from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
@@ -63,13 +64,22 @@ def check_http_settings(settings: Settings) -> None:
         )
 
 
-def transport_security(host: str) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection for loopback binds: only loopback Host/Origin headers pass."""
+def loopback_names(host: str) -> set[str] | None:
+    """The Host names a loopback server answers to (None for any other bind)."""
     if not is_loopback(host):
         return None
     names = {"127.0.0.1", "localhost", "[::1]"}
     bare = host.strip("[]")
     names.add(f"[{bare}]" if ":" in bare else bare)
+    return names
+
+
+def transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for loopback binds: only loopback Host/Origin headers pass
+    (checked exactly by `guard.RequestGuard` first: the SDK's patterns match by prefix)."""
+    names = loopback_names(host)
+    if names is None:
+        return None
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=sorted(f"{name}:*" for name in names),
@@ -91,9 +101,11 @@ def http_app(server: MCPServer[ServerState], state: ServerState, host: str) -> S
         return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
 
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(health)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=host, transport_security=transport_security(host)
     )
+    app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
+    return app
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
