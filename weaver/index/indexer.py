@@ -4,8 +4,9 @@ One pipeline serves both callers: `reconcile` compares the whole vault with the 
 `weaver index`), `apply_paths` looks only at paths the watcher reported. Each plans what changed
 from cheap `stat` data (size + mtime, then the content hash), parses only changed notes
 (`weaver.index.workers`, in worker processes on a big pass), writes in a few bulk statements per
-transaction, re-resolves just the links a new or vanished file can affect, and publishes typed
-events.
+transaction, re-resolves just the links a new or vanished file can affect, and records typed
+events in the change feed (`cache.feed`, in the transactions that apply them) before publishing
+them on the bus.
 
 Two things keep the cost of a pass in proportion to what changed rather than to the vault: a
 watcher batch loads only the stored rows of its own paths, and reuses the indexer's
