@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.benchmarks import clients, freshness, indexing, queries
+from tests.benchmarks import clients, concurrency, freshness, indexing, queries
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, machine, machine_line, render_table, write_json
 from tests.benchmarks.vaultgen import generate_vault
@@ -38,6 +38,7 @@ GROUPS: dict[str, Group] = {
     "queries": queries.run,
     "clients": clients.run,
     "freshness": freshness.run,
+    "concurrency": concurrency.run,
 }
 
 

@@ -22,6 +22,7 @@ SECTIONS = (
     "freshness",
     "query latency",
     "clients over stdio",
+    "HTTP under concurrency",
     "memory and size",
     "scaling",
 )
