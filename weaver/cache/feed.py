@@ -69,9 +69,24 @@ def record_provisional(conn: Connection, events: Sequence[VaultEvent]) -> None:
 
 def record_final(conn: Connection, events: Sequence[VaultEvent]) -> None:
     """In the transaction ending the pass: its provisional rows give way to its final events,
-    and the feed is cut back to `MAX_EVENTS` rows."""
-    conn.execute(delete(VaultEventRow).where(VaultEventRow.sealed.is_(False)))
-    _insert(conn, events, sealed=True)
+    and the feed is cut back to `MAX_EVENTS` rows.
+
+    A pass that removed nothing paired nothing into moves: its final events are its
+    provisional ones, which are sealed where they are (a first index of 100,000 notes would
+    otherwise delete and insert them all again)."""
+    unsealed = VaultEventRow.sealed.is_(False)
+    provisional = conn.execute(select(func.count()).where(unsealed)).scalar_one()
+    if provisional == len(events) and all(
+        isinstance(event, NoteAdded | NoteModified) for event in events
+    ):
+        conn.execute(update(VaultEventRow).where(unsealed).values(sealed=True))
+    else:
+        conn.execute(delete(VaultEventRow).where(unsealed))
+        _insert(conn, events, sealed=True)
+    _trim(conn, events)
+
+
+def _trim(conn: Connection, events: Sequence[VaultEvent]) -> None:
     if events:
         newest = conn.execute(select(func.max(VaultEventRow.id))).scalar() or 0
         conn.execute(delete(VaultEventRow).where(VaultEventRow.id <= newest - MAX_EVENTS))
