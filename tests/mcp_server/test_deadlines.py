@@ -64,3 +64,23 @@ async def test_a_runaway_query_is_interrupted(app: App) -> None:
     # The thread ends by itself: SQLite stopped the query at the deadline.
     await anyio.to_thread.run_sync(lambda: wait_for(lambda: outcome, timeout=10))
     assert outcome in (["OperationalError"], ["CallTimeoutError"])
+
+
+@pytest.mark.parametrize(
+    ("cause", "shown"),
+    [
+        ("database disk image is malformed", "the cache is corrupt"),
+        ("database or disk is full", "Database error: database or disk is full"),
+        ("no such column: x", "Database error: OperationalError"),
+    ],
+)
+async def test_a_database_error_says_what_a_person_can_act_on(
+    app: App, cause: str, shown: str
+) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    def failing() -> dict[str, Any]:
+        raise OperationalError("SELECT", {}, Exception(cause))
+
+    result = await answer(ServerState(app, watch=False), failing, wait_ready=False)
+    assert shown in envelope(result)["error"]

@@ -33,6 +33,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJso
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from weaver.cache.db import deadline_passed, query_deadline
+from weaver.cache.recovery import is_corruption
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
@@ -82,6 +83,20 @@ def describe_invalid_arguments(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
     return "Invalid arguments: " + "; ".join(parts)
+
+
+def database_error(exc: SQLAlchemyError) -> str:
+    """What a client is told of a failed cache query: the kind, and for the faults a person
+    can act on (a full disk, a corrupt cache) what they are."""
+    message = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+    if is_corruption(exc):
+        return (
+            "Database error: the cache is corrupt; restart the daemon (or run `weaver index`) "
+            "to move it aside and rebuild it from the notes"
+        )
+    if "disk is full" in message or "readonly" in message or "unable to open" in message:
+        return f"Database error: {message}"
+    return f"Database error: {type(exc).__name__}"
 
 
 class ArgumentError(Exception):
@@ -136,7 +151,7 @@ async def answer(
         return fail(str(exc), started, cache_hit)
     except SQLAlchemyError as exc:
         log.exception("cache query failed")
-        return fail(f"Database error: {type(exc).__name__}", started, cache_hit)
+        return fail(database_error(exc), started, cache_hit)
     except OSError as exc:  # the message would carry an absolute path: keep only the reason
         return fail(f"Cannot read file: {exc.strerror or type(exc).__name__}", started, cache_hit)
     except Exception as exc:  # still an envelope, with the details left in the server's log
