@@ -20,7 +20,7 @@ from weaver.config import Settings
 from weaver.engine import WorkflowContext, workflow
 from weaver.errors import DaemonError
 from weaver.host.app import App, open_app
-from weaver.host.locks import daemon_lock, daemon_running
+from weaver.host.locks import WriterLock, daemon_lock, daemon_running
 from weaver.mcp_server.schemas import HealthData
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
@@ -93,7 +93,7 @@ def test_a_full_disk_degrades_then_heals_without_a_restart(
         async def heal() -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watcher._recover)
-                await anyio.to_thread.run_sync(lambda: wait_for(lambda: watcher.healing, 10))
+                await anyio.to_thread.run_sync(lambda: wait_for(lambda: watcher.healing, 30))
                 report = compute_health(ready(_writer_state(app, watcher)))
                 assert report.status == "degraded"
                 assert any("retrying" in p for p in report.problems), report.problems
@@ -161,9 +161,9 @@ def test_a_run_end_not_recorded_is_retried_until_it_is(
     monkeypatch.setattr(executions, "finish", full_disk)
     monkeypatch.setattr("weaver.engine.engine.END_RETRY_SECONDS", 0.05)
     started = engine.trigger("quick", async_=True)
-    wait_for(lambda: engine.faults, 10, "the fault reported")
+    wait_for(lambda: engine.faults, 30, "the fault reported")
     assert "disk is full" in engine.faults[0]
-    wait_for(lambda: engine.get_status(started.execution_id).status == "completed", 10)
+    wait_for(lambda: engine.get_status(started.execution_id).status == "completed", 30)
     assert engine.faults == []
     # The slot is free again: the next run is not stuck behind it.
     assert engine.trigger("quick").status == "completed"
@@ -171,3 +171,23 @@ def test_a_run_end_not_recorded_is_retried_until_it_is(
 
 def _quick(ctx: WorkflowContext[Any]) -> str:
     return "done"
+
+
+def test_the_writer_lock_is_made_again_when_its_folder_goes(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "cache.db.writer.lock"
+    mine = WriterLock(path)
+    assert mine.try_acquire()
+    shutil.rmtree(path.parent)
+    assert mine.reassert() and path.exists()
+    assert not WriterLock(path).try_acquire()  # a newcomer finds it taken
+    mine.release()
+
+
+def test_a_writer_whose_lock_was_taken_meanwhile_is_told(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "cache.db.writer.lock"
+    mine, newcomer = WriterLock(path), WriterLock(path)
+    assert mine.try_acquire()
+    shutil.rmtree(path.parent)
+    assert newcomer.try_acquire()  # it came first, on a new file
+    assert not mine.reassert()
+    newcomer.release()

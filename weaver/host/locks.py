@@ -164,6 +164,27 @@ class WriterLock:
                 on_wait = None  # say it once
             await anyio.sleep(retry_seconds)
 
+    def reassert(self) -> bool:
+        """Keep the lock where other processes look for it. Deleting the cache's folder takes
+        the lock file with it: this process still holds its `flock`, on a file nobody can
+        open any more, and a newcomer would take a new one. Called now and then by the
+        holder: the file is created again and locked, before a newcomer does. False when
+        one did first (this process must stop writing)."""
+        handle = self._handle
+        if handle is None:
+            return self._unlocked
+        try:
+            if self.path.stat().st_ino == os.fstat(handle.fileno()).st_ino:
+                return True
+        except FileNotFoundError:
+            pass
+        self._handle = None
+        handle.close()
+        if self.try_acquire():
+            log.warning("the writer lock file was deleted; made again", path=str(self.path))
+            return True
+        return False
+
     def holder(self) -> str:
         """The pid written by the current holder, for messages."""
         try:

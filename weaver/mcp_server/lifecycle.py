@@ -45,6 +45,10 @@ def make_lifespan(state: ServerState) -> Lifespan:
     return lifespan
 
 
+# How often the writer checks that its lock file is still the one others would find.
+LOCK_CHECK_SECONDS = 2.0
+
+
 async def keep_cache_fresh(state: ServerState) -> None:
     """Become the cache's writer when possible, and keep it in step with the vault."""
     lock = WriterLock.for_settings(state.app.settings)
@@ -58,12 +62,25 @@ async def keep_cache_fresh(state: ServerState) -> None:
             log.info("the other writer is gone; this process now keeps the cache fresh")
         state.writer = True
         if state.watch:
-            await _watch(state)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_keep_lock, lock, tg.cancel_scope)
+                await _watch(state)
         else:
             await _catch_up(state)
     finally:
         state.writer = False
         lock.release()
+
+
+async def _keep_lock(lock: WriterLock, scope: anyio.CancelScope) -> None:
+    """Re-make the writer lock should its file be deleted (with the cache folder); should
+    another process have taken it meanwhile, stop writing: one writer per cache."""
+    while True:
+        await anyio.sleep(LOCK_CHECK_SECONDS)
+        if not await anyio.to_thread.run_sync(lock.reassert):
+            log.error("another process took the writer lock; this one stops writing")
+            scope.cancel()
+            return
 
 
 async def _watch(state: ServerState) -> None:
