@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -89,10 +90,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Imported here: the engine's package is not needed to start most commands.
         from weaver.engine.errors import WorkflowRequestError
 
-        print(f"weaver: {exc}", file=sys.stderr)
+        message = str(exc).partition("\n")[0]
+        if exc.__cause__ is not None and _is_corruption(exc.__cause__):
+            message += "; `weaver index` moves the corrupt cache aside and rebuilds it"
+        print(f"weaver: {message}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, WorkflowRequestError) else EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # no traceback on any path: one line, the details in the log
+        print(f"weaver: {describe_failure(exc)}", file=sys.stderr)
+        logging.getLogger("weaver").debug("command failed", exc_info=exc)
+        return EXIT_FAILURE
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    from weaver.cache.recovery import is_corruption
+
+    return is_corruption(exc)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an error no command expected."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from weaver.cache.recovery import is_corruption
+
+    first = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+    if is_corruption(exc):
+        return f"the cache is corrupt ({first}); `weaver index` moves it aside and rebuilds it"
+    if isinstance(exc, SQLAlchemyError):
+        return f"cache error: {first}"
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or type(exc).__name__}: {exc.filename or first}"
+    return f"unexpected error: {type(exc).__name__}: {first}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,7 +259,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     with WriterLock.for_settings(settings) as lock:
         if not lock.try_acquire():
             return _show_kept_cache(args, settings, lock.holder())
-        app = open_app(settings)
+        app = open_app(settings, check=True)
         try:
             console = Console(stderr=True)
             if console.is_terminal and not console.is_dumb_terminal:

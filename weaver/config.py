@@ -52,6 +52,7 @@ class Settings(BaseModel):
     embedding_model: str = "all-MiniLM-L6-v2-int8"
     embedding_model_path: Path | None = None
     embedding_threads: int = Field(default=1, ge=1, le=64)
+    tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
     @field_validator("vault")
     @classmethod

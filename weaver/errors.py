@@ -11,7 +11,8 @@ WeaverError
 │   ├── NoteDecodeError    the file is not UTF-8
 │   └── NoteTooLargeError  the file is bigger than any note Weaver reads
 ├── DaemonError            a second daemon on the same vault, and the like
-└── SemanticUnavailableError  semantic search not installed, or its model cannot load
+├── SemanticUnavailableError  semantic search not installed, or its model cannot load
+└── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
 """
 
 from __future__ import annotations
@@ -126,3 +127,13 @@ class DaemonError(WeaverError):
 
 class SemanticUnavailableError(WeaverError):
     """Semantic search cannot run: the extra is not installed or the model cannot load."""
+
+
+class CallTimeoutError(WeaverError):
+    """A tool call that ran past its deadline: answered as an error, its queries stopped."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"Timed out: the call took longer than {seconds:g} s and was stopped "
+            "(narrow it, e.g. a smaller limit or a more specific query, or raise tool_timeout_s)"
+        )

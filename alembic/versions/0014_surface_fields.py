@@ -14,7 +14,7 @@ Backfill: headings, properties and the search rows come from the notes' text, so
 reconcile re-reads every note (`reparse_pending`, as `0003` explains); no events are published.
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-26 05:10:00
 """
 
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

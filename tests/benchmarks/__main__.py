@@ -28,6 +28,7 @@ from pathlib import Path
 from tests.benchmarks import (
     answers,
     clients,
+    concurrency,
     dashboard,
     editing,
     freshness,
@@ -55,6 +56,7 @@ GROUPS: dict[str, Group] = {
     "ranking": ranking.run,
     "answers": answers.run,
     "surface": surface.run,
+    "concurrency": concurrency.run,
 }
 
 

@@ -25,6 +25,7 @@ SECTIONS = (
     "search ranking",
     "answer size",
     "clients over stdio",
+    "HTTP under concurrency",
     "memory and size",
     "scaling",
     "dashboard",

@@ -299,6 +299,9 @@ async def test_http_without_token_on_loopback(vault: Path, tmp_path: Path) -> No
         )
         # DNS-rebinding protection: a foreign Host header is refused.
         assert post_initialize(base + "/mcp", {"Host": "evil.example:80"}) == 421
+        # Exactly: a name that merely starts like ours is foreign too.
+        port = base.rsplit(":", 1)[1]
+        assert post_initialize(base + "/mcp", {"Host": f"127.0.0.1:{port}.evil.example"}) == 421
     assert "Traceback" not in (tmp_path / "http.log").read_text()
 
 

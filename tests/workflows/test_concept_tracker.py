@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
+from weaver.cache import feed
 from weaver.engine import load_registry
+from weaver.engine.engine import FEED_CONSUMER
 from weaver.host.app import App
 
 ID = "concept-tracker"
@@ -106,6 +108,8 @@ def test_by_hand_every_concept_gets_its_baseline(app: App) -> None:
     (folder / "Old.md").write_text("existing words")
     (folder / "Older.md").write_text("more words")
     app.indexer.reconcile()  # before the tracker was there to see it
+    with app.db.begin() as conn:  # an engine without the tracker took these events
+        feed.advance_cursor(conn, FEED_CONSUMER, None, 10**9)
     with workflow_vault(app, ID) as vault:
         result = vault.trigger(ID, {}).result
         assert [(v["path"], v["event"], v["first"]) for v in result["versions"]] == [

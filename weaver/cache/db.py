@@ -11,20 +11,26 @@ start, for a cache that is nearly always up to date already.
 from __future__ import annotations
 
 import importlib.resources
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from weaver.cache import recovery
 from weaver.cache.bulk import restore_indexes_of
 from weaver.errors import CacheError
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+log = structlog.get_logger(__name__)
 
 # The newest migration's revision: a cache at it needs no Alembic (a test checks it is head).
 SCHEMA_HEAD = "0016"
@@ -52,7 +58,35 @@ def open_engine(url: str) -> Engine:
     return engine
 
 
+class _Deadline(threading.local):
+    at: float | None = None
+
+
+_deadline = _Deadline()
+# SQLite virtual-machine steps between looks at the calling thread's deadline (~1 ms of work).
+DEADLINE_CHECK_STEPS = 20_000
+
+
+@contextmanager
+def query_deadline(seconds: float | None) -> Iterator[None]:
+    """Cache queries made by this thread within the block are stopped by SQLite (raising
+    `OperationalError: interrupted`) once `seconds` have passed: a tool call that overruns
+    its time gives its thread back rather than running on unseen."""
+    previous = _deadline.at
+    _deadline.at = None if seconds is None else time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline.at = previous
+
+
+def deadline_passed() -> bool:
+    at = _deadline.at
+    return at is not None and time.monotonic() > at
+
+
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -140,6 +174,33 @@ def pending_migrations(engine: Engine) -> list[str]:
     return [rev.revision for rev in script.iterate_revisions("head", current)]
 
 
+def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
+    try:
+        problem = recovery.check_cache(engine)
+    except SQLAlchemyError as exc:
+        raise CacheError(f"cannot read the cache at {path}: {exc}") from exc
+    if problem is None:
+        return engine
+    engine.dispose()
+    try:
+        moved = recovery.move_aside(path)
+    except OSError as exc:
+        raise CacheError(f"the cache at {path} is corrupt ({problem}) and cannot be moved") from exc
+    log.error(
+        f"the cache was corrupt ({problem}): moved to {moved.name}, rebuilt from the notes",
+        cache=str(path),
+    )
+    engine = open_engine(url)
+    upgrade_to_head(engine)
+    copied, lost = recovery.salvage(engine, moved)
+    log.warning(
+        "workflow history salvaged from the corrupt cache",
+        copied=copied,
+        lost=list(lost) or None,
+    )
+    return engine
+
+
 def schema_revision(engine: Engine) -> str | None:
     """The cache's Alembic revision, read without Alembic (None for a new cache)."""
     with engine.connect() as connection:
@@ -148,9 +209,14 @@ def schema_revision(engine: Engine) -> str | None:
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def open_cache_engine(url: str) -> Engine:
-    """Open and migrate: the one call every entry point makes."""
+def open_cache_engine(url: str, check: bool = False) -> Engine:
+    """Open and migrate: the one call every entry point makes. With `check` (the daemon,
+    `serve`, `weaver index`), a corrupt SQLite cache is first moved aside and rebuilt
+    (`cache.recovery`)."""
     engine = open_engine(url)
+    path = recovery.sqlite_file(url)
+    if check and path is not None and path.exists():
+        engine = _recover_if_corrupt(engine, url, path)
     # Before migrating: migrations expect the indexes a first index may have left dropped.
     try:
         restore_indexes_of(engine)

@@ -82,6 +82,13 @@ SNIPPET_OPEN = "<mark>"
 SNIPPET_CLOSE = "</mark>"
 SNIPPET_ELLIPSIS = "…"
 SNIPPET_TOKENS = 16
+# FTS5's snippet() weighs every window around every hit of the query in a note: its time grows
+# with the square of the hits (a 4 MiB note with the word on each of 58,000 lines: over two
+# minutes, holding its connection and the thread). Notes with a body longer than this (in
+# characters) get their snippet from `bounded_snippet` instead: linear, around the first hit.
+SNIPPET_SCAN_MAX = 32_768
+# How much of a big note's body `bounded_snippet` reads, at most.
+SNIPPET_READ_MAX = 8 * 1024 * 1024
 # FTS5 copes with thousands of terms, but nobody types them: the rest are ignored.
 MAX_TERMS = 32
 _CHUNK = 900
@@ -241,18 +248,63 @@ def search(
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
     if tag is not None:
         values["tag"] = tag
-    page = conn.execute(statements.page, values).all()
+    page = conn.execute(statements.page, values | {"scan_max": SNIPPET_SCAN_MAX}).all()
     if len(page) < limit and (page or offset == 0):  # the page holds the last match
         total = offset + len(page)
     else:
         total = conn.execute(statements.count, values).scalar_one()
-    listed = conn.execute(_LISTED, {"paths": [path for path, _, _ in page]}).all()
+    listed = conn.execute(_LISTED, {"paths": [row[0] for row in page]}).all()
     notes = {path: (title, modified) for path, title, modified in listed}
     hits = []
-    for path, snippet_text, score in page:
+    for path, snippet_text, score, rowid in page:
         title, modified = notes[path]
-        hits.append(SearchHit(path, title, unsegment(snippet_text or ""), _score(score), modified))
+        if snippet_text is None:  # a big note: one at a time, so memory holds one body
+            snippet_text = bounded_snippet(_body_head(conn, rowid), expression)
+        hits.append(SearchHit(path, title, unsegment(snippet_text), _score(score), modified))
     return SearchPage(hits, total)
+
+
+def _body_head(conn: Connection, rowid: int) -> str:
+    head = func.substr(_fts.c.body, 1, SNIPPET_READ_MAX)
+    return conn.execute(select(head).where(_fts.c.rowid == rowid)).scalar() or ""
+
+
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+_WORD = re.compile(r"\w+")
+# Endings the porter stemmer takes off, so that "running" in the query marks "run" in text.
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def bounded_snippet(body: str, expression: str) -> str:
+    """A snippet like FTS5's (`SNIPPET_TOKENS` words, hits in `<mark>`), in time linear in
+    `body`: the window starts a little before the first word matching a query term (by its
+    stem, case-insensitively; FTS5 still decides what matches, this only shows where)."""
+    stems = sorted({_stem(w) for p in _PHRASE.findall(expression) for w in _WORD.findall(p)})
+    if not stems:
+        return ""
+    hit = re.compile(r"\b(?:" + "|".join(map(re.escape, stems)) + r")\w*", re.IGNORECASE)
+    first = hit.search(body)
+    start = 0 if first is None else first.start()
+    words = list(_WORD.finditer(body, max(0, start - 200), start + 4000))
+    at = next((i for i, w in enumerate(words) if w.start() >= start), 0)
+    window = words[max(0, at - 3) : max(0, at - 3) + SNIPPET_TOKENS]
+    if not window:
+        return ""
+    low, high = window[0].start(), window[-1].end()
+    text = hit.sub(lambda m: SNIPPET_OPEN + m.group(0) + SNIPPET_CLOSE, body[low:high])
+    before = SNIPPET_ELLIPSIS if low > 0 else ""
+    after = SNIPPET_ELLIPSIS if high < len(body) else ""
+    return before + text + after
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            # "running" -> "runn" -> "run", as porter undoubles the consonant
+            return word[:-1] if word[-1] == word[-2] and word[-1] not in "lsz" else word
+    return word
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,11 +348,14 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
     snippet = func.snippet(
         fts, BODY_COLUMN, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS
     )
+    # CASE evaluates only the branch taken: big bodies never reach snippet() (`bounded_snippet`).
+    small = func.length(_fts.c.body) <= bindparam("scan_max")
     page = (
-        select(_fts.c.path, snippet, ranked.c.score)
+        select(_fts.c.path, case((small, func.coalesce(snippet, "")), else_=None), ranked.c.score)
         .join_from(ranked, _fts, _fts.c.rowid == ranked.c.id)
         .where(match)  # snippet() needs the match on this scan too
         .order_by(ranked.c.score, ranked.c.id)
+        .add_columns(ranked.c.id)
     )
     return _SearchStatements(page, select(func.count()).select_from(_fts).where(*matches))
 
@@ -400,6 +455,9 @@ def _tokens(user_text: str) -> list[tuple[str, bool]]:
 
 def _term(raw: str, is_phrase: bool, negate: bool) -> _Term | None:
     prefix = False
+    # A NUL (or another control character) ends a string in SQLite's C code: FTS5 refused the
+    # whole query ("OperationalError"). It is no word character: it separates words.
+    raw = "".join(" " if ord(char) < 32 else char for char in raw)
     if not is_phrase:
         if raw.startswith("-") and len(raw) > 1:
             negate, raw = True, raw[1:]

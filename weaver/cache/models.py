@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -179,6 +181,36 @@ class NoteChange(Base):
     path: Mapped[str] = mapped_column(String)
 
     __table_args__ = (Index("ix_note_changes_version", "version"),)
+
+
+class VaultEventRow(Base):
+    """One file event of the durable change feed (`weaver.cache.feed`), written by the pass
+    that applied it, in the same transaction; `sealed` once that pass has ended."""
+
+    __tablename__ = "vault_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String)
+    path: Mapped[str] = mapped_column(String)
+    old_path: Mapped[str | None] = mapped_column(String)
+    initial: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    sealed: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    created: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("ix_vault_events_sealed", "sealed"),
+        {"sqlite_autoincrement": True},
+    )
+
+
+class EventCursor(Base):
+    """How far one consumer of the change feed has read (the id of its last event)."""
+
+    __tablename__ = "event_cursors"
+
+    consumer: Mapped[str] = mapped_column(String, primary_key=True)
+    position: Mapped[int] = mapped_column(BigInteger)
+    updated: Mapped[int] = mapped_column(BigInteger)
 
 
 class Execution(Base):

@@ -25,7 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,7 +36,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
-from weaver.cache import executions
+from weaver.cache import executions, feed
 from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
 from weaver.cache.records import WorkflowRecords, prune_superseded
 from weaver.config import Settings
@@ -93,6 +94,15 @@ STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
 COMPLETED_MESSAGE = "Workflow completed"
 CANCELLED_MESSAGE = "Workflow execution cancelled by request"
+# A run's end that could not be recorded (a full disk) is tried again after this long, doubled
+# after each failure up to the maximum, until it is recorded: the run must not stay `running`.
+END_RETRY_SECONDS = 0.5
+END_RETRY_MAX_SECONDS = 30.0
+# The engine's name as a consumer of the change feed (`weaver.cache.feed`): every engine over
+# one cache shares it, so a change starts its workflows once, whichever process queues them.
+FEED_CONSUMER = "workflows"
+# Events taken from the feed per transaction (and at most per file-triggered run).
+FEED_BATCH = 2000
 
 
 class WorkflowEngine:
@@ -130,6 +140,12 @@ class WorkflowEngine:
         self._poller: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._started = False
+        self._consuming = False
+        self._feed_lock = threading.Lock()
+        # Ends of runs not recorded yet: execution id -> (fields, finished at, next try, delay).
+        self._unrecorded: dict[str, _UnrecordedEnd] = {}
+        self._end_error: str | None = None
+        self._end_retrier: threading.Thread | None = None
 
     @classmethod
     def for_app(
@@ -156,6 +172,15 @@ class WorkflowEngine:
         return [str(error) for error in self.registry.errors]
 
     @property
+    def faults(self) -> list[str]:
+        """What is wrong now, for `health_check` (empty when nothing)."""
+        with self._lock:
+            waiting = len(self._unrecorded)
+        if not waiting:
+            return []
+        return [f"{waiting} run end(s) not recorded yet, retrying: {self._end_error}"]
+
+    @property
     def degraded(self) -> bool:
         return bool(self.registry.errors) or not self.running
 
@@ -168,6 +193,7 @@ class WorkflowEngine:
             self.prune()
         except SQLAlchemyError as exc:  # housekeeping: the poll loop prunes again within the hour
             self._log.warning("pruning history at start failed", error=str(exc).partition("\n")[0])
+        self._consuming = subscribe
         if subscribe and self.bus is not None:
             self._unsubscribe = self.bus.subscribe(self._on_events)
         if self.background == "threads":
@@ -180,6 +206,8 @@ class WorkflowEngine:
                 )
                 self._poller.start()
         self._started = True
+        if subscribe:  # changes applied while no engine ran (`weaver index`, a crash)
+            self._consume_safely()
         # Info for a long-lived host; a CLI command's engine need not announce itself.
         announce = self._log.debug if self.background == "queue" else self._log.info
         announce(
@@ -335,7 +363,61 @@ class WorkflowEngine:
     # -- other ways in: file events, schedules, rows queued elsewhere -------------------------
 
     def handle_events(self, events: Sequence[VaultEvent]) -> list[str]:
-        """The EventBus handler: queue one execution per matching workflow for this batch.
+        """Queue one execution per matching workflow for this batch (outside the feed: the
+        feed's consumer goes through `consume_feed`)."""
+        with self.db.begin() as conn:
+            queued = self._queue_events(conn, events)
+        for execution_id in queued:
+            self._submit(execution_id)
+        return queued
+
+    def consume_feed(self) -> list[str]:
+        """Queue the runs for every event of the change feed after this engine's cursor.
+
+        The runs are queued and the cursor moved in one transaction, so an event starts its
+        workflows exactly once whichever process (and however many) consume, across crashes.
+        Returns the ids of the executions queued."""
+        queued: list[str] = []
+        while not self._stopping.is_set():
+            with self._feed_lock:
+                taken = self._take_feed_batch()
+            if taken is None:
+                break
+            queued += taken
+            for execution_id in taken:
+                self._submit(execution_id)
+        return queued
+
+    def _take_feed_batch(self) -> list[str] | None:
+        """One batch of the feed, queued; None when there is nothing after the cursor (or
+        another process moved the cursor first: it queued those runs)."""
+        try:
+            return self._queue_feed_batch()
+        except _CursorMovedError:
+            return None
+
+    def _queue_feed_batch(self) -> list[str] | None:
+        with self.db.begin() as conn:
+            position = feed.get_cursor(conn, FEED_CONSUMER)
+            entries = feed.read_after(conn, position or 0, FEED_BATCH)
+            if not entries:
+                return None
+            oldest = entries[0].id
+            if position is not None and oldest > position + 1 and oldest == feed.oldest_id(conn):
+                self._log.warning("change feed pruned past this cursor", cursor=position)
+            queued = self._queue_events(conn, [entry.event for entry in entries])
+            if not feed.advance_cursor(conn, FEED_CONSUMER, position, entries[-1].id):
+                raise _CursorMovedError  # rolls back the runs queued here
+        return queued
+
+    def _consume_safely(self) -> None:
+        try:
+            self.consume_feed()
+        except SQLAlchemyError as exc:  # busy or failing cache: the poll loop tries again
+            self._log.warning("reading the change feed failed", error=str(exc).partition("\n")[0])
+
+    def _queue_events(self, conn: Connection, events: Sequence[VaultEvent]) -> list[str]:
+        """In the caller's transaction: one pending execution per matching workflow.
 
         Events for notes whose current content the engine wrote itself are left out, so a
         workflow writing into a folder it watches does not start itself again.
@@ -348,21 +430,20 @@ class WorkflowEngine:
         matching = [(workflow, found) for workflow, found in matching if found]
         if not matching:
             return []
-        own = self._own_changes(events)
+        own = self._own_changes(conn, events)
         queued = []
         for workflow, found in matching:
             theirs = tuple(event for event in found if event.path not in own)
             if theirs:
                 trigger = FileTrigger(theirs)
-                queued.append(self._enqueue(workflow, trigger, _defaults(workflow)).id)
+                queued.append(self._enqueue(workflow, trigger, _defaults(workflow), conn).id)
             else:
                 self._log.debug("own vault writes ignored", workflow_id=workflow.id)
-        for execution_id in queued:
-            self._submit(execution_id)
         return queued
 
-    def _on_events(self, events: Sequence[VaultEvent]) -> None:
-        self.handle_events(events)
+    def _on_events(self, _events: Sequence[VaultEvent]) -> None:
+        """The EventBus handler: the events are in the feed by now; take them from there."""
+        self._consume_safely()
 
     def enqueue_scheduled(self, workflow_id: str, scheduled_time: datetime) -> str | None:
         """Queue the run the scheduler planned for `scheduled_time` (the scheduler only
@@ -407,6 +488,16 @@ class WorkflowEngine:
             self._log.warning("interrupted executions recovered", count=len(gone))
         return [execution_id for execution_id, _ in gone]
 
+    def record_interrupted(self) -> int:
+        """Mark `failed` ("interrupted") every run this process has under way: for a process
+        about to end without waiting for them (`host.signals`). Returns how many."""
+        error = f"interrupted: the process running it ({self.process}) stopped"
+        with self.db.begin() as conn:
+            mine = [i for i, label, _ in executions.list_running(conn) if label == self.process]
+            done = executions.mark_interrupted(conn, mine, _now_ms(), error)
+        self._log.warning("runs recorded as interrupted", count=done)
+        return done
+
     def prune(self, now: int | None = None) -> int:
         """Apply the retention settings (0 means no limit): ended executions by the history
         settings, superseded workflow records by each workflow's `records_retention_days`.
@@ -421,6 +512,7 @@ class WorkflowEngine:
                 keep=keep if keep > 0 else None,
             )
             executions.prune_writes(conn, now - WRITE_MEMORY_MS)
+            feed.prune(conn, now)
         if removed:
             self._log.info("execution history pruned", removed=removed)
         for workflow in self.registry:
@@ -446,7 +538,11 @@ class WorkflowEngine:
     # -- queueing and running ------------------------------------------------------------------
 
     def _enqueue(
-        self, workflow: Workflow, trigger: Trigger, data: dict[str, Any]
+        self,
+        workflow: Workflow,
+        trigger: Trigger,
+        data: dict[str, Any],
+        conn: Connection | None = None,
     ) -> ExecutionRecord:
         """Insert a pending row; returns it as inserted (so a sync run need not read it back)."""
         record = ExecutionRecord(
@@ -469,7 +565,7 @@ class WorkflowEngine:
             process=None,
             created=_now_ms(),
         )
-        with self.db.begin() as conn:
+        with nullcontext(conn) if conn is not None else self.db.begin() as conn:
             executions.insert_execution(
                 conn,
                 execution_id=record.id,
@@ -679,11 +775,13 @@ class WorkflowEngine:
             case Failed(error=error, traceback=trace):
                 fields = {"status": FAILED, "message": error, "error": error, "traceback": trace}
         now = _now_ms()
-        try:
-            with self.db.begin() as conn:
-                executions.finish(conn, execution_id, now=now, **fields)
-        except Exception:
-            log.exception("cannot record the end of an execution")
+        if not self._record_end(execution_id, fields, now):
+            log.error("cannot record the end of an execution; retrying", error=self._end_error)
+            with self._lock:
+                self._unrecorded[execution_id] = _UnrecordedEnd(
+                    fields, now, time.monotonic() + END_RETRY_SECONDS, END_RETRY_SECONDS
+                )
+            self._start_end_retries()
         # The one canonical log event per execution; a failure at error level, so that a log
         # filtered to errors shows every run that did not do its work.
         finished = log.error if fields["status"] == FAILED else log.info
@@ -695,6 +793,57 @@ class WorkflowEngine:
             error=fields.get("error"),
         )
 
+    def _record_end(self, execution_id: str, fields: dict[str, Any], now: int) -> bool:
+        try:
+            with self.db.begin() as conn:
+                executions.finish(conn, execution_id, now=now, **fields)
+        except Exception as exc:
+            self._end_error = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+            return False
+        return True
+
+    def retry_unrecorded_ends(self, force: bool = False) -> int:
+        """Try again to record the ends whose time has come (all with `force`); returns how
+        many are still unrecorded."""
+        with self._lock:
+            due = [
+                (execution_id, end)
+                for execution_id, end in self._unrecorded.items()
+                if force or end.next_try <= time.monotonic()
+            ]
+        for execution_id, end in due:
+            if self._record_end(execution_id, end.fields, end.finished):
+                self._log.info("end of an execution recorded late", execution_id=execution_id)
+                with self._lock:
+                    self._unrecorded.pop(execution_id, None)
+                with self._changed:
+                    self._changed.notify_all()
+            else:
+                delay = min(end.delay * 2, END_RETRY_MAX_SECONDS)
+                with self._lock:
+                    self._unrecorded[execution_id] = _UnrecordedEnd(
+                        end.fields, end.finished, time.monotonic() + delay, delay
+                    )
+        with self._lock:
+            return len(self._unrecorded)
+
+    def _start_end_retries(self) -> None:
+        """A thread retrying unrecorded ends until none is left (or the engine stops): a run
+        whose end is not recorded counts against `max_concurrent`, holding up the next."""
+        with self._lock:
+            if self._end_retrier is not None and self._end_retrier.is_alive():
+                return
+            self._end_retrier = threading.Thread(
+                target=self._retry_ends_loop, name="weaver-engine-ends", daemon=True
+            )
+            self._end_retrier.start()
+
+    def _retry_ends_loop(self) -> None:
+        while self.retry_unrecorded_ends():
+            if self._stopping.wait(END_RETRY_SECONDS):
+                self.retry_unrecorded_ends(force=True)  # a last try on the way out
+                return
+
     def _record(self, execution_id: str) -> ExecutionRecord:
         with self.db.connect() as conn:
             record = executions.get_execution(conn, execution_id)
@@ -702,12 +851,11 @@ class WorkflowEngine:
             raise ExecutionNotFoundError(execution_id)
         return record
 
-    def _own_changes(self, events: Sequence[VaultEvent]) -> set[str]:
+    def _own_changes(self, conn: Connection, events: Sequence[VaultEvent]) -> set[str]:
         present = {event.path for event in events if event.kind != "delete"}
         deleted = {event.path for event in events if event.kind == "delete"}
-        with self.db.begin() as conn:
-            own = executions.self_written(conn, present, deleted)
-            executions.forget_deletions(conn, present - own)
+        own = executions.self_written(conn, present, deleted)
+        executions.forget_deletions(conn, present - own)
         return own
 
     def _poll_loop(self) -> None:
@@ -715,6 +863,8 @@ class WorkflowEngine:
         interval = self.settings.workflow_poll_ms / 1000
         while True:
             try:
+                if self._consuming:
+                    self.consume_feed()
                 self.run_pending()
                 if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
                     last_prune = time.monotonic()
@@ -732,6 +882,18 @@ def _not_cancellable(record: ExecutionRecord, process: str) -> str:
         f"Execution {record.id!r} runs in process {record.process or 'unknown'}, not in this "
         f"one ({process}): only that process can cancel it"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _UnrecordedEnd:
+    fields: dict[str, Any]
+    finished: int
+    next_try: float
+    delay: float
+
+
+class _CursorMovedError(Exception):
+    """Another process consumed this batch of the feed first."""
 
 
 def new_execution_id() -> str:

@@ -27,9 +27,10 @@ class App:
         self.db.dispose()
 
 
-def open_app(settings: Settings) -> App:
-    """Open (and migrate) the cache for the configured vault."""
-    db = open_cache_engine(settings.db_url)
+def open_app(settings: Settings, check: bool = False) -> App:
+    """Open (and migrate) the cache for the configured vault; with `check`, a corrupt cache is
+    moved aside and rebuilt first (`cache.recovery`)."""
+    db = open_cache_engine(settings.db_url, check=check)
     vault = Vault(settings.vault, settings.ignore)
     bus = EventBus()
     indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)

@@ -38,14 +38,15 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
         if http:
             check_http_settings(settings)
             sock = bind_socket(settings.http_host, settings.http_port)
-        app = open_app(settings)
+        app = open_app(settings, check=True)
         try:
             with hosted_engine(app, schedules=True) as engine:
                 state = ServerState(app, engine=engine)
                 gc_freeze.keep_pauses_short()
                 log.info("daemon started", vault=str(settings.vault), http=http)
+                overdue = engine.record_interrupted
                 if sock is None:
-                    anyio.run(run_until_signalled, partial(_keep_fresh, state))
+                    anyio.run(run_until_signalled, partial(_keep_fresh, state), overdue)
                 else:
                     server = build_server(state)
                     dashboard = Dashboard(state, settings.http_host)
@@ -53,7 +54,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
                     starlette_app = http_app(server, state, settings.http_host, site)
                     log.info("dashboard", url=dashboard_url(settings.http_host, sock))
                     serve = partial(serve_http, starlette_app, sock, on_stop=dashboard.close)
-                    anyio.run(run_until_signalled, serve)
+                    anyio.run(run_until_signalled, serve, overdue)
         finally:
             if sock is not None:
                 sock.close()

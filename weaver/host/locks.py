@@ -1,7 +1,9 @@
 """Inter-process locks on a vault and its cache, with `flock` (released by the OS on any exit).
 
-- The **daemon lock** (`<vault>/.weaver/daemon.lock`): one `weaver daemon` per vault; a second
-  one refuses to start.
+- The **daemon lock** (`<vault>/.weaver/daemon.lock`, and a `flock` on the vault folder itself):
+  one `weaver daemon` per vault; a second one refuses to start. The lock on the folder is the
+  one that counts: deleting `.weaver/` (cache and lock files with it) used to let a second
+  daemon start beside the first, as the new lock file was a different file.
 - The **writer lock** (beside the cache database, `<cache>.writer.lock`): one process writes a
   cache at a time. `weaver serve` and the daemon take it before reconciling and watching; a
   process that cannot get it serves the cache read-only and keeps retrying, so it takes over
@@ -58,19 +60,40 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
     """Hold `<vault>/.weaver/daemon.lock` for the life of the daemon (released on any exit)."""
     lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a+") as handle:
-        if not _try_flock(handle):
-            owner = _read_holder(handle)
-            raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
-        _write_pid(handle)
-        try:
-            yield lock_path
-        finally:
-            handle.truncate(0)
+    folder = os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with lock_path.open("a+") as handle:
+            if not _try_flock_fd(folder) or not _try_flock(handle):
+                owner = _read_holder(handle)
+                raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
+            _write_pid(handle)
+            try:
+                yield lock_path
+            finally:
+                handle.truncate(0)
+    finally:
+        os.close(folder)  # drops the folder's flock
+
+
+def _try_flock_fd(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def daemon_running(vault: Path) -> bool:
     """True while some process holds the daemon lock of this vault."""
+    try:
+        folder = os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        if not _try_flock_fd(folder):
+            return True
+    finally:
+        os.close(folder)
     lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
     if not lock_path.exists():
         return False
@@ -140,6 +163,27 @@ class WriterLock:
                 on_wait(self.holder())
                 on_wait = None  # say it once
             await anyio.sleep(retry_seconds)
+
+    def reassert(self) -> bool:
+        """Keep the lock where other processes look for it. Deleting the cache's folder takes
+        the lock file with it: this process still holds its `flock`, on a file nobody can
+        open any more, and a newcomer would take a new one. Called now and then by the
+        holder: the file is created again and locked, before a newcomer does. False when
+        one did first (this process must stop writing)."""
+        handle = self._handle
+        if handle is None:
+            return self._unlocked
+        try:
+            if self.path.stat().st_ino == os.fstat(handle.fileno()).st_ino:
+                return True
+        except FileNotFoundError:
+            pass
+        self._handle = None
+        handle.close()
+        if self.try_acquire():
+            log.warning("the writer lock file was deleted; made again", path=str(self.path))
+            return True
+        return False
 
     def holder(self) -> str:
         """The pid written by the current holder, for messages."""

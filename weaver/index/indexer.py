@@ -4,8 +4,9 @@ One pipeline serves both callers: `reconcile` compares the whole vault with the 
 `weaver index`), `apply_paths` looks only at paths the watcher reported. Each plans what changed
 from cheap `stat` data (size + mtime, then the content hash), parses only changed notes
 (`weaver.index.workers`, in worker processes on a big pass), writes in a few bulk statements per
-transaction, re-resolves just the links a new or vanished file can affect, and publishes typed
-events.
+transaction, re-resolves just the links a new or vanished file can affect, and records typed
+events in the change feed (`cache.feed`, in the transactions that apply them) before publishing
+them on the bus.
 
 Two things keep the cost of a pass in proportion to what changed rather than to the vault: a
 watcher batch loads only the stored rows of its own paths, and reuses the indexer's
@@ -25,10 +26,10 @@ from typing import Protocol
 import structlog
 from sqlalchemy import Connection, Engine, RootTransaction
 
-from weaver.cache import changes, write
+from weaver.cache import changes, feed, write
 from weaver.cache.bulk import indexes_deferred
 from weaver.cache.db import bulk_writes
-from weaver.index.workers import ReadChunk, StoredFile, default_workers, read_notes
+from weaver.index.workers import NoteRecord, ReadChunk, StoredFile, default_workers, read_notes
 from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.events import (
     EventBus,
@@ -236,14 +237,25 @@ class Indexer:
         plan.first = plan.complete and (not stored or self._state(FIRST_INDEX_KEY) is True)
         plan.recorded = not plan.first and len(plan.candidates) + len(plan.removed) < BIG_PASS
         report = IndexReport(unchanged=plan.unchanged)
+        recovered = self._seal_leftovers()
         written = self._write_batches(plan, stored, resolver, report, observer, reparse)
         version = self._finish(plan, stored, written, resolver, report)
         self._resolver, self._version = (resolver, version) if version is not None else (None, None)
         report.seconds = time.perf_counter() - started
         if report.changed or report.errors:
             (log.info if observer is None else log.debug)("index applied", **report.summary())
-        self.bus.publish(report.events)
+        self.bus.publish([*recovered, *report.events])
         return report
+
+    def _seal_leftovers(self) -> list[VaultEvent]:
+        """Events of a pass that died after writing notes but before ending are sealed as
+        they are, before this pass writes its own (`cache.feed`)."""
+        with self.engine.connect() as conn:
+            sealed = feed.seal_leftovers(conn)
+            if sealed:
+                conn.commit()
+                log.warning("events of an interrupted pass recovered", count=len(sealed))
+        return sealed
 
     def _write_batches(
         self,
@@ -324,7 +336,10 @@ class Indexer:
         # Only links from notes this pass did not write can need resolving again: after a
         # first index or a `--full` one there are none, and looking would read every link.
         others = not plan.complete or any(p not in sources for p in stored if is_note_path(p))
+        # A first index finds notes: nobody added them.
+        report.events = _events(written, stored, removed_notes, initial=plan.first)
         with self.engine.begin() as conn:
+            feed.record_final(conn, report.events)
             if not plan.recorded and (gone or plan.attachments):
                 changes.forget(conn, plan.version)
             write.delete_files(conn, gone)
@@ -343,8 +358,6 @@ class Indexer:
                     changes.stamp(conn, version, previous)
             if plan.first:
                 write.set_state(conn, FIRST_INDEX_KEY, False)
-        # A first index finds notes: nobody added them.
-        report.events = _events(written, stored, removed_notes, initial=plan.first)
         report.added = sum(isinstance(e, NoteAdded) for e in report.events)
         report.updated = sum(isinstance(e, NoteModified) for e in report.events)
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
@@ -382,6 +395,8 @@ def _write_chunk(
                 log.warning("note indexed with error", path=record.path, error=record.error)
     if plan.recorded:
         changes.record(conn, [r.path for r in chunk.records])
+    # Provisional: replaced by the pass's final events (with moves paired) when it ends.
+    feed.record_provisional(conn, _events(chunk.records, stored, (), initial=plan.first))
     write.replace_notes(conn, chunk.records, resolver, stored)
     write.touch_notes(conn, chunk.touched)
     return [Written(r.path, r.content_hash) for r in chunk.records]
@@ -415,7 +430,7 @@ def _plan(
 
 
 def _events(
-    written: Sequence[Written],
+    written: Sequence[Written | NoteRecord],
     stored: dict[str, StoredFile],
     removed: Sequence[str],
     initial: bool = False,

@@ -202,6 +202,7 @@ class ParseWorker:
         self._feeder = threading.Thread(target=self._feed, daemon=True)
         env = dict(os.environ)  # find this very `weaver`, installed or not
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+        env[PARENT_ENV] = str(os.getpid())
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CODE],
@@ -313,10 +314,34 @@ class ParseWorker:
             return self.process.wait()
 
 
+def _end_with_parent() -> None:
+    """On Linux, have the kernel end this worker when its parent dies: a `weaver index`
+    killed with -9 left its workers parsing for seconds, until their pipe broke."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if parent and os.getppid() != parent:  # it died before the request was made
+        os._exit(0)
+
+
+# From <linux/prctl.h>.
+PR_SET_PDEATHSIG = 1
+# The parent's pid, as the parent saw it (the worker's own getppid() may be too late).
+PARENT_ENV = "WEAVER_INDEX_PARENT"
+
+
 def serve_worker() -> None:
     """The worker process: one request on stdin, then a frame per chunk (with its index) and
     a last one of None; it stops early where the chunks this process's parent claimed begin."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
+    _end_with_parent()
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the parent went away: end quietly
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")

@@ -82,8 +82,8 @@ def clamp_to(low: int, high: int) -> BeforeValidator:
     """
 
     def clamp(value: object) -> object:
-        if isinstance(value, bool):
-            return value
+        if isinstance(value, bool):  # an int to Python, and to pydantic's lax mode: `true` -> 1
+            raise ValueError("a boolean is not a number")
         number: int | None = None
         if isinstance(value, int):
             number = value

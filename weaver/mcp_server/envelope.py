@@ -28,9 +28,11 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
+from weaver.cache.db import deadline_passed, query_deadline
+from weaver.cache.recovery import is_corruption
+from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
 from weaver.mcp_server.state import ServerState
@@ -80,6 +82,20 @@ def describe_invalid_arguments(exc: ValidationError) -> str:
     return "Invalid arguments: " + "; ".join(parts)
 
 
+def database_error(exc: SQLAlchemyError) -> str:
+    """What a client is told of a failed cache query: the kind, and for the faults a person
+    can act on (a full disk, a corrupt cache) what they are."""
+    message = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+    if is_corruption(exc):
+        return (
+            "Database error: the cache is corrupt; restart the daemon (or run `weaver index`) "
+            "to move it aside and rebuild it from the notes"
+        )
+    if "disk is full" in message or "readonly" in message or "unable to open" in message:
+        return f"Database error: {message}"
+    return f"Database error: {type(exc).__name__}"
+
+
 class ArgumentError(Exception):
     """An argument the schema accepts but the tool cannot use (an empty tag): an edge-only error,
     answered as `Invalid arguments: <argument>: <reason>`."""
@@ -88,19 +104,43 @@ class ArgumentError(Exception):
         super().__init__(f"Invalid arguments: {argument}: {reason}")
 
 
+# `answer`'s default deadline: the server's `tool_timeout_s`.
+SETTINGS_DEADLINE = -1.0
+
+
 async def answer(
     state: ServerState,
     work: Callable[[], Data],
     *,
     cache_hit: bool = True,
     wait_ready: bool = True,
+    deadline: float | None = SETTINGS_DEADLINE,
 ) -> CallToolResult:
-    """Run `work` in a worker thread (after the initial reconcile) and wrap what it returns."""
+    """Run `work` in a worker thread (after the initial reconcile) and wrap what it returns.
+
+    After `deadline` seconds (`tool_timeout_s` by default; None for none) the call answers a
+    timeout error and stops waiting: the event loop is never held by a call, and the thread's
+    cache queries are interrupted by SQLite (`cache.db.query_deadline`) so it ends soon too."""
     started = time.perf_counter()
+    seconds = state.app.settings.tool_timeout_s if deadline == SETTINGS_DEADLINE else deadline
     if wait_ready:
         await state.wait_ready()
+
+    def bounded() -> Data:
+        with query_deadline(seconds):
+            try:
+                return work()
+            except OperationalError:
+                if deadline_passed():
+                    raise CallTimeoutError(seconds or 0.0) from None
+                raise
+
     try:
-        data = await anyio.to_thread.run_sync(work)
+        with anyio.fail_after(seconds):
+            data = await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+    except TimeoutError:
+        log.warning("tool call timed out", seconds=seconds)
+        return fail(str(CallTimeoutError(seconds or 0.0)), started, cache_hit)
     except (NoteNotFoundError, InvalidPathError) as exc:
         message = await anyio.to_thread.run_sync(with_hint, state, exc)
         return fail(message, started, cache_hit)
@@ -108,7 +148,7 @@ async def answer(
         return fail(str(exc), started, cache_hit)
     except SQLAlchemyError as exc:
         log.exception("cache query failed")
-        return fail(f"Database error: {type(exc).__name__}", started, cache_hit)
+        return fail(database_error(exc), started, cache_hit)
     except OSError as exc:  # the message would carry an absolute path: keep only the reason
         return fail(f"Cannot read file: {exc.strerror or type(exc).__name__}", started, cache_hit)
     except Exception as exc:  # still an envelope, with the details left in the server's log

@@ -51,6 +51,10 @@ def make_lifespan(state: ServerState) -> Lifespan:
     return lifespan
 
 
+# How often the writer checks that its lock file is still the one others would find.
+LOCK_CHECK_SECONDS = 2.0
+
+
 async def keep_cache_fresh(state: ServerState) -> None:
     """Become the cache's writer when possible, and keep it in step with the vault."""
     lock = WriterLock.for_settings(state.app.settings)
@@ -65,7 +69,9 @@ async def keep_cache_fresh(state: ServerState) -> None:
         state.writer = True
         await anyio.to_thread.run_sync(_recover_edits, state)
         if state.watch:
-            await _watch(state)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_keep_lock, lock, tg.cancel_scope)
+                await _watch(state)
         else:
             await _catch_up(state)
     finally:
@@ -81,6 +87,17 @@ def _recover_edits(state: ServerState) -> None:
         recover_edits(app, lambda expected: sync_cache(app, expected, holds_writer=True))
     except Exception:  # a broken journal must not stop the server from answering
         log.exception("finishing interrupted edits failed")
+
+
+async def _keep_lock(lock: WriterLock, scope: anyio.CancelScope) -> None:
+    """Re-make the writer lock should its file be deleted (with the cache folder); should
+    another process have taken it meanwhile, stop writing: one writer per cache."""
+    while True:
+        await anyio.sleep(LOCK_CHECK_SECONDS)
+        if not await anyio.to_thread.run_sync(lock.reassert):
+            log.error("another process took the writer lock; this one stops writing")
+            scope.cancel()
+            return
 
 
 async def _watch(state: ServerState) -> None:

@@ -31,6 +31,9 @@ class WorkflowEngineStatus(Protocol):
     @property
     def plugin_errors(self) -> Sequence[str]: ...
 
+    @property
+    def faults(self) -> Sequence[str]: ...
+
 
 @dataclass
 class ServerState:

@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from pathlib import Path
 from typing import Annotated, Literal
 
 import anyio.to_thread
@@ -23,6 +25,7 @@ from sqlalchemy import select
 import weaver
 from weaver.cache.db import pending_migrations
 from weaver.cache.models import Note
+from weaver.cache.recovery import is_corruption, sqlite_file
 from weaver.mcp_server.envelope import fail, make_tool, ok
 from weaver.mcp_server.schemas import Components, Envelope, HealthData
 from weaver.mcp_server.state import ServerState
@@ -42,19 +45,52 @@ anything short of healthy. Use it when other
 tools fail or answers look stale. Example: {}."""
 
 
+# Free space under which the disk holding the cache counts as full: SQLite needs room for the
+# WAL and a transaction's pages; a write fails "database or disk is full" well before zero.
+DISK_FULL_BYTES = 1024 * 1024
+
+
 def _cache_ok(state: ServerState, problems: list[str]) -> bool:
+    path = sqlite_file(state.app.settings.db_url)
+    if path is not None and not path.exists():
+        problems.append(
+            f"the cache file is missing ({path} was deleted): restart the daemon to rebuild it"
+        )
+        return False
     try:
         with state.app.db.connect() as conn:
             conn.execute(select(Note.path).limit(1)).all()
     except Exception as exc:
-        problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
+        if is_corruption(exc):
+            problems.append(
+                "the cache is corrupt: restart the daemon to move it aside and rebuild it "
+                f"({str(getattr(exc, 'orig', exc)).partition(chr(10))[0]})"
+            )
+        else:
+            problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
         return False
+    if path is not None:
+        problems.extend(_cache_disk_problems(path))
     try:
         if pending_migrations(state.app.db):
             problems.append("the cache schema has a pending migration")
     except Exception as exc:
         problems.append(f"cannot check cache migrations: {type(exc).__name__}")
     return True
+
+
+def _cache_disk_problems(path: Path) -> list[str]:
+    folder = path.parent
+    found = []
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    if free is not None and free < DISK_FULL_BYTES:
+        found.append(f"disk full: {free // 1024} KiB free where the cache is ({folder})")
+    if not os.access(folder, os.W_OK) or not os.access(path, os.W_OK):
+        found.append(f"the cache is not writable ({path})")
+    return found
 
 
 def _vault_ok(state: ServerState, problems: list[str]) -> bool:
@@ -77,6 +113,8 @@ def _indexing_problems(state: ServerState) -> list[str]:
     watcher = state.watcher
     if state.writer and state.watch and watcher is not None:
         detail = f": {watcher.last_error}" if watcher.last_error else ""
+        if watcher.healing:
+            problems.append(f"changes not yet in the cache, retrying{detail}")
         if not watcher.running:
             problems.append(f"the file watcher stopped{detail}")
         elif watcher.restarting:
@@ -104,6 +142,7 @@ def _engine_ok(state: ServerState, problems: list[str]) -> bool:
     if not engine.running:
         problems.append("the workflow engine is not running")
     problems.extend(f"workflow plugin failed to load: {name}" for name in engine.plugin_errors)
+    problems.extend(engine.faults)
     return engine.running
 
 

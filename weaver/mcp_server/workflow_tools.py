@@ -134,7 +134,8 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
             outcome.append(data)
             return data
 
-        result = await answer(state, work, cache_hit=False)
+        # No deadline: a sync run is bounded by its workflow's own timeout.
+        result = await answer(state, work, cache_hit=False, deadline=None)
         if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
             return failed_run(outcome[0], started)
         return result

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from weaver.edits import daily, notes
 from weaver.mcp_server.arguments import NotePath
@@ -56,9 +56,27 @@ class DeleteData(WireModel):
     cache_synced: bool
 
 
+# Obsidian's list properties: a number or an object under them is no tag, alias or class, and
+# a note written with one would be indexed without them (or read differently by Obsidian).
+LIST_PROPERTIES = ("tags", "aliases", "cssclasses")
+
+
+def check_list_properties(frontmatter: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Refuse `{"tags": 5}`: the list properties take a list of strings, one string, or null."""
+    for key, value in (frontmatter or {}).items():
+        if key.casefold() not in LIST_PROPERTIES or value is None or isinstance(value, str):
+            continue
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError(
+                f"{key} must be a list of strings, one string or null, not {value!r}"[:200]
+            )
+    return frontmatter
+
+
 Frontmatter = Annotated[
     dict[str, Any] | None,
     Field(description="Frontmatter keys to set (merged into the existing; null deletes a key)"),
+    AfterValidator(check_list_properties),
 ]
 Tags = Annotated[
     list[str] | None,

@@ -1,6 +1,10 @@
 """Typed vault events, published by the indexer after each applied batch.
 
-The workflow engine subscribes here; so can anything else. Handlers run in the publishing
+The durable record of every event is the change feed in the cache (`weaver.cache.feed`),
+written in the transaction that applied it; the bus only tells this process's subscribers at
+once. The workflow engine takes its events from the feed (so it also sees changes applied by
+other processes, or before it started) and uses the bus as a prompt to look; anything else may
+subscribe. Handlers run in the publishing
 thread and must be quick: a handler that raises is logged and never stops the indexer.
 """
 

@@ -3,9 +3,17 @@
 Every path that crosses this module's boundary is vault-relative and `/`-separated, as the
 cache stores it. Files and folders whose name starts with `.` are never part of the vault
 (`.obsidian`, `.git`, `.trash`, Weaver's own `.weaver`), nor is anything matching an ignore
-pattern from config, nor a symlink that leads outside the vault, nor a file or folder whose
-name is not valid UTF-8 (bytes from another system's encoding: such a name cannot be stored,
-sent to a client as JSON, or typed by anyone; it is logged and left out until renamed).
+pattern from config, nor a file or folder whose name is not valid UTF-8 (bytes from another
+system's encoding: such a name cannot be stored, sent to a client as JSON, or typed by anyone;
+it is logged and left out until renamed).
+
+Symlinks, one rule for the scan, the watcher, every tool and the writer (`Vault.within`):
+a symlinked *folder* is never entered, wherever it points (outside, that would leak other
+files into the vault; inside, it would index the same notes twice under two names, or loop),
+so no path below one is part of the vault; a symlinked *file* is part of the vault under its
+own name when its target is a file inside the vault, and never when it leads out. The watcher
+may be told of changes below a symlinked folder (watchfiles follows them); they are dropped
+here, as the scan never saw those paths.
 """
 
 from __future__ import annotations
@@ -127,7 +135,7 @@ class Vault:
             return None
         full = self.root / path
         try:
-            if full.is_symlink() and not self._inside(full.resolve()):
+            if not self.within(full):
                 return None
             st = full.stat()
         except OSError:
@@ -135,8 +143,22 @@ class Vault:
         return _file_stat(path, st) if stat.S_ISREG(st.st_mode) else None
 
     def is_dir(self, path: str) -> bool:
+        """A real folder of the vault (not a symlink, nor below one)."""
         full = self.root / path
-        return full.is_dir() and not full.is_symlink()
+        try:
+            return full.is_dir() and full.resolve() == full
+        except OSError:
+            return False
+
+    def within(self, full: Path) -> bool:
+        """The module's symlink rule for `full` (under `root`, not yet checked to exist): no
+        folder on its way is a symlink, and the file, if a symlink, resolves inside."""
+        try:
+            if full.parent.resolve() != full.parent:
+                return False
+            return not full.is_symlink() or self._inside(full.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
 
     def read_bytes(self, path: str) -> bytes:
         with open(self._root_prefix + path, "rb") as handle:  # noqa: PTH123 - the hot path
@@ -171,8 +193,8 @@ class Vault:
         """
         clean = self.check_note_path(path)
         full = self.root / clean
-        if not self._inside(full.resolve()):
-            raise InvalidPathError(path, "leads outside the vault")
+        if not self.within(full):
+            raise InvalidPathError(path, "leads outside the vault or through a symlinked folder")
         if not full.is_file():
             raise NoteNotFoundError(clean)
         return full

@@ -53,6 +53,8 @@ class VaultWatcher:
         self.restarting = False  # waiting to watch again after a failure (health says so)
         self.batches = 0
         self.last_error: str | None = None
+        # Changes failed to reach the cache and a reconcile is being retried (health says so).
+        self.healing = False
 
     def handle_changes(self, changes: Iterable[tuple[Change, str]]) -> IndexReport | None:
         """Apply one batch of raw watchfiles changes (absolute paths) to the cache."""
@@ -131,16 +133,30 @@ class VaultWatcher:
         try:
             await anyio.to_thread.run_sync(self.handle_changes, changes)
         except Exception as exc:
-            self.last_error = str(exc)
-            log.exception("applying changes failed; will retry with a full reconcile")
+            self.last_error = describe(exc).partition("\n")[0]
+            self.healing = True
+            log.warning("applying changes failed; reconciling", error=self.last_error)
             await self._recover()
 
     async def _recover(self) -> None:
-        """Reconcile after a batch was lost or failed to apply."""
-        try:
-            await self._reconcile()
-        except Exception:
-            log.exception("reconcile after a lost or failed batch failed too")
+        """Reconcile after a batch was lost or failed to apply, again and again with backoff
+        until one succeeds (a full disk, a locked cache): the cache must end up matching the
+        disk, without a restart. New batches wait meanwhile; the reconcile covers them."""
+        delay = RESTART_DELAY_S
+        while True:
+            try:
+                await self._reconcile()
+            except Exception as exc:
+                self.healing = True
+                self.last_error = describe(exc).partition("\n")[0]
+                log.warning("reconcile failed; retrying", error=self.last_error, delay=delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, MAX_RESTART_DELAY_S)
+                continue
+            if self.healing:  # the error was the cache's, and it is over
+                log.info("the cache matches the disk again")
+                self.healing, self.last_error = False, None
+            return
 
 
 def describe(exc: BaseException) -> str:

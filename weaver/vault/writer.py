@@ -82,7 +82,7 @@ class VaultWriter:
         folder = clean.rpartition("/")[0]
         trash_clean = f"{TRASH_FOLDER}/{folder}" if folder else TRASH_FOLDER
         trash_dir = self.vault.root / trash_clean
-        if not self._inside(_deepest_existing(trash_dir)):
+        if not self._real(_deepest_existing(trash_dir)):
             raise InvalidPathError(trash_clean, "leads outside the vault")
         self._make_folder(trash_clean, trash_dir)
         self._announce(clean, DELETED)
@@ -113,14 +113,14 @@ class VaultWriter:
         full = self.vault.root / clean
         if full.is_symlink():
             raise InvalidPathError(path, "is a symlink")
-        if not self._inside(_deepest_existing(full.parent)):
-            raise InvalidPathError(path, "leads outside the vault")
+        if not self._real(_deepest_existing(full.parent)):
+            raise InvalidPathError(path, "leads outside the vault or through a symlinked folder")
         return clean, full
 
     def _make_folder(self, clean: str, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        if not self._inside(folder.resolve()):
-            raise InvalidPathError(clean, "leads outside the vault")
+        if not self._real(folder):
+            raise InvalidPathError(clean, "leads outside the vault or through a symlinked folder")
 
     def sync_folders(self, paths: Iterable[str]) -> None:
         """Make the renames of notes written with `sync_folder=False` durable."""
@@ -154,6 +154,11 @@ class VaultWriter:
         if self._on_write is not None:
             self._on_write(clean, content_hash)
 
+    def _real(self, folder: Path) -> bool:
+        """An existing folder of the vault reached without a symlink (`Vault.within`'s rule:
+        a symlinked folder is never part of the vault, wherever it points)."""
+        return folder.resolve() == folder and self._inside(folder)
+
     def _inside(self, resolved: Path) -> bool:
         root = self.vault.root
         return resolved == root or root in resolved.parents
@@ -183,7 +188,7 @@ def _rename_no_replace(source: Path, destination: Path) -> bool:
 def _deepest_existing(folder: Path) -> Path:
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
-    return folder.resolve()
+    return folder
 
 
 def _fsync_folder(folder: Path) -> None:

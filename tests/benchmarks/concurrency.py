@@ -1,0 +1,232 @@
+"""HTTP under concurrency, against the transport's own ceiling measured in the same run.
+
+The ceiling is a bare SDK server (`mcp` 2.x `MCPServer`, uvicorn, one trivial `ping` tool),
+driven by the same Python SDK client as Weaver:
+
+- one call alone over HTTP: bare `ping` against Weaver's `health_check` and `get_stats`
+  (target: within 2x the bare per-call time);
+- 50 sessions at once, each making `LOAD_CALLS` calls: bare calls/s against Weaver's read mix
+  (target: at least 0.5x);
+- the same load with one call in ten a write (`create_file`): the writes' p95 against the
+  reads' p95 (target: at most 2x), and every write found in the vault afterwards.
+
+Everything runs on 127.0.0.1 with bounded loops; each server is a subprocess on a free port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks.context import BenchContext
+from tests.benchmarks.report import Figure, Target, percentile
+from tests.benchmarks.worker import clean_env
+
+SECTION = "HTTP under concurrency"
+SESSIONS = 50
+LOAD_CALLS, QUICK_LOAD_CALLS = 20, 10
+ALONE_CALLS = 40
+START_TIMEOUT = 120.0
+BARE_SERVER = """
+import sys, uvicorn
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("bare")
+@server.tool()
+def ping() -> str:
+    return "pong"
+uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]),
+            log_level="error")
+"""
+READS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("get_stats", {}),
+    ("query_files", {"limit": 20}),
+    ("search_notes", {"query": "project", "limit": 10}),
+    ("health_check", {}),
+)
+
+
+def run(ctx: BenchContext) -> list[Figure]:
+    vault = ctx.vault(ctx.reference)
+    calls = QUICK_LOAD_CALLS if ctx.quick else LOAD_CALLS
+    with _bare_server() as bare, _weaver_server(vault, ctx.workdir) as weaver:
+        measured = asyncio.run(_measure(bare, weaver, calls, ctx.reference))
+    return _figures(measured, ctx.reference)
+
+
+@contextlib.contextmanager
+def _bare_server() -> Iterator[str]:
+    port = _free_port()
+    with _process([sys.executable, "-c", BARE_SERVER, str(port)], port) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _weaver_server(vault: Path, workdir: Path) -> Iterator[str]:
+    port = _free_port()
+    weaver = str(Path(sys.executable).with_name("weaver"))
+    command = [weaver, "--vault", str(vault), "--log-level", "warning", "serve"]
+    with _process([*command, "--transport", "http", "--port", str(port)], port, workdir) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _process(command: list[str], port: int, cwd: Path | None = None) -> Iterator[str]:
+    process = subprocess.Popen(
+        command, env=clean_env(), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if process.poll() is not None:
+                raise RuntimeError(f"{command[0]} exited with {process.returncode}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _alone(url: str, tool: str, args: dict[str, Any]) -> list[float]:
+    from mcp import Client
+
+    async with Client(url) as client:
+        await client.call_tool(tool, args)  # warm: session, first query
+        seconds = []
+        for _ in range(ALONE_CALLS):
+            started = time.perf_counter()
+            await client.call_tool(tool, args)
+            seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+async def _session(
+    url: str, calls: int, number: int, writes: bool, bare: bool
+) -> list[tuple[str, float]]:
+    from mcp import Client
+
+    done: list[tuple[str, float]] = []
+    async with Client(url) as client:
+        for i in range(calls):
+            if bare:
+                tool, args = "ping", {}
+            elif writes and i % 10 == 9:
+                tool = "create_file"
+                args = {"path": f"bench-writes/s{number}-{i}.md", "content": f"# {number} {i}"}
+            else:
+                tool, args = READS[(number + i) % len(READS)]
+            started = time.perf_counter()
+            result = await client.call_tool(tool, args)
+            if result.is_error:
+                raise RuntimeError(f"{tool} failed under load: {result.content}")
+            done.append(
+                ("write" if tool == "create_file" else "read", time.perf_counter() - started)
+            )
+    return done
+
+
+async def _load(url: str, calls: int, writes: bool, bare: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    sessions = [_session(url, calls, n, writes, bare) for n in range(SESSIONS)]
+    results = await asyncio.gather(*sessions)
+    elapsed = time.perf_counter() - started
+    flat = [item for result in results for item in result]
+    return {
+        "calls_per_s": len(flat) / elapsed,
+        "reads": [s for kind, s in flat if kind == "read"],
+        "writes": [s for kind, s in flat if kind == "write"],
+    }
+
+
+async def _measure(bare: str, weaver: str, calls: int, notes: int) -> dict[str, Any]:
+    return {
+        "bare_alone": await _alone(bare, "ping", {}),
+        "health_alone": await _alone(weaver, "health_check", {}),
+        "stats_alone": await _alone(weaver, "get_stats", {}),
+        "bare_load": await _load(bare, calls, writes=False, bare=True),
+        "reads_load": await _load(weaver, calls, writes=False, bare=False),
+        "mixed_load": await _load(weaver, calls, writes=True, bare=False),
+    }
+
+
+def _figures(m: dict[str, Any], notes: int) -> list[Figure]:
+    bare_ms = percentile(m["bare_alone"], 50) * 1000
+    figures = [
+        Figure(
+            SECTION,
+            "one call alone, bare SDK server (ping)",
+            bare_ms,
+            "ms",
+            f"p50 {bare_ms:.1f} ms",
+        ),
+    ]
+    for key, label in (("health_alone", "health_check"), ("stats_alone", "get_stats")):
+        ms = percentile(m[key], 50) * 1000
+        ratio = ms / bare_ms
+        figures.append(
+            Figure(
+                SECTION,
+                f"one call alone, Weaver {label} / bare",
+                ratio,
+                "x",
+                f"p50 {ms:.1f} ms = {ratio:.2f}x bare",
+                Target("<=", 2.0, "≤ 2x"),
+            )
+        )
+    bare_rate = m["bare_load"]["calls_per_s"]
+    figures.append(
+        Figure(
+            SECTION,
+            f"{SESSIONS} sessions, bare SDK server",
+            bare_rate,
+            "calls/s",
+            f"{bare_rate:.0f} calls/s",
+        )
+    )
+    reads = m["reads_load"]
+    ratio = reads["calls_per_s"] / bare_rate
+    figures.append(
+        Figure(
+            SECTION,
+            f"{SESSIONS} sessions, Weaver reads, {notes:,} notes / bare",
+            ratio,
+            "x",
+            f"{reads['calls_per_s']:.0f} calls/s = {ratio:.2f}x bare; p95 "
+            f"{percentile(reads['reads'], 95) * 1000:.0f} ms",
+            Target(">=", 0.5, "≥ 0.5x"),
+        )
+    )
+    mixed = m["mixed_load"]
+    read_p95 = percentile(mixed["reads"], 95)
+    write_p95 = percentile(mixed["writes"], 95)
+    figures.append(
+        Figure(
+            SECTION,
+            f"{SESSIONS} sessions, 10% writes: write p95 / read p95",
+            write_p95 / read_p95,
+            "x",
+            f"writes p95 {write_p95 * 1000:.0f} ms, reads p95 {read_p95 * 1000:.0f} ms, "
+            f"{mixed['calls_per_s']:.0f} calls/s",
+            Target("<=", 2.0, "≤ 2x"),
+        )
+    )
+    return figures

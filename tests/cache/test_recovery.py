@@ -1,0 +1,98 @@
+"""A corrupt cache is moved aside with one line, rebuilt from the notes, its workflow history
+salvaged where readable; no CLI path prints a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_files
+from weaver.cache import executions
+from weaver.cli import main
+from weaver.config import Settings
+from weaver.host.app import open_app
+
+
+@pytest.fixture
+def config(tmp_path: Path, vault_dir: Path) -> Path:
+    write_files(vault_dir, {f"notes/n{i}.md": f"# Note {i}\n" + "words " * 400 for i in range(150)})
+    path = tmp_path / "weaver.toml"
+    path.write_text(f'vault = "{vault_dir}"\nlog_level = "warning"\n', encoding="utf-8")
+    return path
+
+
+def build_cache(vault_dir: Path) -> Path:
+    """A cache with the notes indexed and one execution on record."""
+    app = open_app(Settings(vault=vault_dir))
+    try:
+        app.indexer.reconcile()
+        with app.db.begin() as conn:
+            executions.insert_execution(
+                conn,
+                execution_id="wf_exec_kept",
+                workflow_id="wf",
+                workflow_name="Wf",
+                trigger_kind="manual",
+                trigger_detail={"via": "test"},
+                input={},
+                created=1,
+            )
+    finally:
+        app.close()
+    cache = vault_dir / ".weaver" / "cache.db"
+    assert cache.exists()
+    return cache
+
+
+def damage(cache: Path, offset: int, size: int = 8192) -> None:
+    with cache.open("r+b") as handle:
+        handle.seek(offset)
+        handle.write(b"\xa5" * size)
+
+
+def note_count_and_runs(vault_dir: Path) -> tuple[int, list[str]]:
+    app = open_app(Settings(vault=vault_dir))
+    try:
+        with app.db.connect() as conn:
+            notes = conn.exec_driver_sql("SELECT count(*) FROM notes").scalar_one()
+            runs = list(conn.exec_driver_sql("SELECT id FROM executions").scalars())
+    finally:
+        app.close()
+    return notes, runs
+
+
+def test_garbage_mid_file_is_moved_aside_rebuilt_and_history_kept(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = build_cache(vault_dir)
+    damage(cache, cache.stat().st_size // 2)
+    assert main(["--config", str(config), "index"]) == 0
+    err = capsys.readouterr().err
+    assert "the cache was corrupt" in err and "Traceback" not in err
+    assert len(list(cache.parent.glob("cache.db.corrupt-*"))) == 1
+    assert note_count_and_runs(vault_dir) == (150, ["wf_exec_kept"])
+
+
+def test_a_file_that_is_no_database_is_rebuilt_and_says_what_was_lost(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = build_cache(vault_dir)
+    damage(cache, 0, 100)
+    assert main(["--config", str(config), "index", "--full"]) == 0
+    err = capsys.readouterr().err
+    assert "not a database" in err and "Traceback" not in err
+    assert "lost" in err and "executions" in err
+    assert note_count_and_runs(vault_dir) == (150, [])
+
+
+def test_other_commands_on_a_corrupt_cache_say_so_in_one_line(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = build_cache(vault_dir)
+    damage(cache, 0, 100)
+    assert main(["--config", str(config), "history"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("weaver: ")
+    assert "weaver index" in err
