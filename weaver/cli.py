@@ -662,7 +662,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """`weaver search`: the same search as the `search_notes` tool, from a shell."""
     from weaver.cache import fts
     from weaver.cache.read import read_snapshot
-    from weaver.mcp_server.semantic_tools import MeaningHit, choose_mode, search_by_meaning
+    from weaver.semantic.pages import MeaningHit, choose_mode, search_by_meaning
 
     limit = max(1, min(args.limit, 100))
     folder = args.directory.strip("/") if args.directory else None

@@ -13,8 +13,7 @@ from sqlalchemy import Engine, text
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.cache import fts as sqlite
-from weaver.cache import read
+from weaver.cache import fts, read
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings
 from weaver.host.app import App, open_app
@@ -37,15 +36,15 @@ def search(
     *,
     directory: str | None = None,
     tag: str | None = None,
-) -> sqlite.SearchPage:
-    expression = sqlite.fts_query(query)
+) -> fts.SearchPage:
+    expression = fts.fts_query(query)
     if expression is None:
-        return sqlite.SearchPage([], 0)
+        return fts.SearchPage([], 0)
     with read.read_snapshot(engine) as conn:
-        return sqlite.search(conn, expression, limit, offset, directory=directory, tag=tag)
+        return fts.search(conn, expression, limit, offset, directory=directory, tag=tag)
 
 
-def paths(page: sqlite.SearchPage) -> list[str]:
+def paths(page: fts.SearchPage) -> list[str]:
     return [hit.path for hit in page.hits]
 
 
@@ -96,12 +95,12 @@ def indexed(app: App, write_notes: WriteNotes) -> App:
     ],
 )
 def test_fts_query_quotes_every_term(query: str, expression: str | None) -> None:
-    assert sqlite.fts_query(query) == expression
+    assert fts.fts_query(query) == expression
 
 
 def test_fts_query_caps_the_number_of_terms() -> None:
-    expression = sqlite.fts_query(" ".join(f"w{i}" for i in range(1000)))
-    assert expression is not None and expression.count('"') == 2 * sqlite.MAX_TERMS
+    expression = fts.fts_query(" ".join(f"w{i}" for i in range(1000)))
+    assert expression is not None and expression.count('"') == 2 * fts.MAX_TERMS
 
 
 HOSTILE = [
@@ -287,7 +286,7 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
         config.attributes["connection"] = conn
         command.downgrade(config, "0002")
         tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
-        assert not any(sqlite.is_search_table(name) for name in tables)
+        assert not any(fts.is_search_table(name) for name in tables)
     upgrade_to_head(app.db)
     assert search(app.db, "leeks").total == 0  # the table is back, still empty
     events: list[VaultEvent] = []

@@ -11,8 +11,7 @@ from mcp import Client
 
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
-from weaver.cache import fts as sqlite
-from weaver.cache import read
+from weaver.cache import fts, read
 from weaver.config import Settings
 from weaver.errors import NoteTooLargeError
 from weaver.mcp_server.arguments import MAX_CONTENT_CHARS
@@ -66,7 +65,7 @@ async def test_a_huge_note_is_listed_with_an_error_but_not_read(
     assert (await tools.ok("search_notes", query="needle"))["total"] == 0
     with read.read_snapshot(served.app.db) as conn:
         assert read.get_stats(conn).files_with_errors == 1
-        assert sqlite.note_bodies(conn, ["big.md"]) == {"big.md": ""}
+        assert fts.note_bodies(conn, ["big.md"]) == {"big.md": ""}
 
 
 async def test_a_huge_note_is_refused_by_name_and_size(tools: Tools) -> None:

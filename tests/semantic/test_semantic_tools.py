@@ -13,7 +13,7 @@ from mcp import Client
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
-from weaver.mcp_server import semantic_tools
+from weaver.semantic import pages
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import embed_pending
 
@@ -156,7 +156,7 @@ async def test_without_the_extra_semantic_modes_say_how_to_enable_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("weaver.semantic.model.semantic_installed", lambda: False)
-    monkeypatch.setattr(semantic_tools, "semantic_installed", lambda: False)
+    monkeypatch.setattr(pages, "semantic_installed", lambda: False)
     root = write_files(tmp_path / "vault", NOTES)
     served = serve(Settings(vault=root))
     try:
@@ -168,3 +168,11 @@ async def test_without_the_extra_semantic_modes_say_how_to_enable_them(
             assert data["mode"] == "keyword"
     finally:
         served.app.close()
+
+
+async def test_connect_note_lists_related_notes_it_does_not_link(embedded: Embedded) -> None:
+    result = await embedded.tools.client.get_prompt("connect_note", {"path": "kitchen/bread.md"})
+    text = result.messages[0].content.text  # type: ignore[union-attr]
+    related = text.split("## Related by meaning, not linked yet", 1)[1].split("\n\n")[1]
+    assert "- kitchen/focaccia.md" in related
+    assert "kitchen/pizza.md" not in related  # already linked from the note

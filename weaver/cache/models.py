@@ -55,7 +55,7 @@ class Note(Base):
     tasks_done: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     # The rowid of the note's full-text row, given in the order notes are written (see
-    # `cache.sqlite`): the search filters find a match's path by it, where the FTS row would
+    # `cache.fts`): the search filters find a match's path by it, where the FTS row would
     # load the whole body with the path; the indexer finds the row to delete by it.
     # Always written; nullable only because SQLite adds a column to a table that way.
     search_rowid: Mapped[int | None] = mapped_column(BigInteger)

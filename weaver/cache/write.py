@@ -20,7 +20,7 @@ from sqlalchemy import (
     update,
 )
 
-from weaver.cache import fts as sqlite
+from weaver.cache import fts
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.index.workers import NoteRecord, StoredFile
@@ -86,7 +86,7 @@ def replace_notes(
     delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
     first_rowid = next_search_rowid(conn)
     conn.execute(insert(Note), [_note_row(r, first_rowid + i) for i, r in enumerate(records)])
-    sqlite.insert_search(conn, records, first_rowid)
+    fts.insert_search(conn, records, first_rowid)
     tag_rows = [list(_tag_rows(r)) for r in records]
     insert_rows(conn, Tag, TAG_COLUMNS, [row for rows in tag_rows for row in rows])
     counts = TagDelta()
@@ -117,7 +117,7 @@ def insert_rows(
 
 
 def next_search_rowid(conn: Connection) -> int:
-    """One past the highest full-text rowid in use (`cache.sqlite`): notes written next get
+    """One past the highest full-text rowid in use (`cache.fts`): notes written next get
     rowids from here up, in the order they are written. One index lookup."""
     highest = conn.execute(select(func.max(Note.search_rowid))).scalar()
     return (highest or 0) + 1
@@ -222,7 +222,7 @@ def delete_files(conn: Connection, paths: Collection[str]) -> None:
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
         conn.execute(delete(NoteProperty).where(NoteProperty.note_path.in_(batch)))
-        sqlite.delete_search(conn, batch)
+        fts.delete_search(conn, batch)
         conn.execute(delete(Note).where(Note.path.in_(batch)))
         conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))
     counts.apply(conn)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import parse_qs, urlencode
 
 import anyio.to_thread
@@ -51,9 +51,14 @@ from weaver.engine.errors import (
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.workflow_tools import EngineUnavailableError
+from weaver.semantic.pages import SearchMode
 
 MAX_FORM_BYTES = 1_000_000
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+# What the search page's mode selector may send; anything else means the tool's default.
+SEARCH_MODES: dict[str, SearchMode] = {m: m for m in get_args(SearchMode)}
 
 
 class FormError(Exception):
@@ -241,7 +246,8 @@ class Dashboard:
     async def search(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
         offset = _int(request.query_params.get("offset"), 0)
-        found = await anyio.to_thread.run_sync(data.search_notes, self.state, query, offset)
+        mode = SEARCH_MODES.get(request.query_params.get("mode", ""))
+        found = await anyio.to_thread.run_sync(data.search_notes, self.state, query, offset, mode)
         return self.render(request, "search.html", s=found, per_page=data.SEARCH_PER_PAGE)
 
     async def note(self, request: Request) -> Response:

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from sqlalchemy import Connection
+
 from weaver.cache import executions, fts, read, vault_health
 from weaver.cache import graph as cache_graph
 from weaver.cache.read import FileDetail, VaultStats
@@ -26,12 +28,13 @@ from weaver.engine.payloads import (
     WorkflowInfo,
     WorkflowStatusData,
 )
-from weaver.errors import NoteNotFoundError
+from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.log import EXECUTION_LOGS
 from weaver.mcp_server.schemas import HealthData
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
 from weaver.mcp_server.workflow_tools import EngineUnavailableError
+from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
 from weaver.views import graph as g
 from weaver.views import health
 
@@ -373,21 +376,51 @@ def load_vault_health(
 
 
 @dataclass(frozen=True, slots=True)
+class SearchHit:
+    path: str
+    title: str
+    snippet: str
+    modified: int
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResults:
     query: str
-    hits: list[fts.SearchHit]
+    hits: list[SearchHit]
     total: int
     offset: int
+    mode: SearchMode
+    coverage: str | None = None  # how much of the vault the vectors cover, for those modes
     error: str | None = None
 
 
-def search_notes(state: ServerState, query: str, offset: int) -> SearchResults:
-    expression = fts.fts_query(query) if query.strip() else None
+def search_notes(
+    state: ServerState, query: str, offset: int, asked: SearchMode | None = None
+) -> SearchResults:
+    """The `search_notes` tool's search: by words, or by meaning where the semantic extra
+    runs (hybrid by default once every note is embedded, as the tool chooses)."""
+    app = state.app
+    with read.read_snapshot(app.db) as conn:
+        mode = choose_mode(app, conn, asked)
+        if not query.strip():
+            return SearchResults(query, [], 0, 0, mode)
+        if mode == "keyword":
+            return _by_words(conn, query, offset)
+        try:
+            page = search_by_meaning(app, conn, query, mode, SEARCH_PER_PAGE, offset, None, None)
+        except SemanticUnavailableError as exc:
+            return SearchResults(query, [], 0, offset, mode, error=str(exc))
+    hits = [SearchHit(h.path, h.title, h.snippet, h.modified) for h in page.hits]
+    return SearchResults(query, hits, page.total, offset, mode, coverage=page.coverage)
+
+
+def _by_words(conn: Connection, query: str, offset: int) -> SearchResults:
+    expression = fts.fts_query(query)
     if expression is None:
-        return SearchResults(query, [], 0, 0)
-    with read.read_snapshot(state.app.db) as conn:
-        page = fts.search(conn, expression, SEARCH_PER_PAGE, offset)
-    return SearchResults(query, page.hits, page.total, offset)
+        return SearchResults(query, [], 0, 0, "keyword")
+    page = fts.search(conn, expression, SEARCH_PER_PAGE, offset)
+    hits = [SearchHit(h.path, h.title, h.snippet, h.modified) for h in page.hits]
+    return SearchResults(query, hits, page.total, offset, "keyword")
 
 
 @dataclass(frozen=True, slots=True)

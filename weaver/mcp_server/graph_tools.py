@@ -12,9 +12,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from weaver.cache import fts as sqlite
+from weaver.cache import fts, read
 from weaver.cache import graph as cache_graph
-from weaver.cache import read
 from weaver.errors import NoteNotFoundError
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
@@ -168,7 +167,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 found = found[offset:]
                 paths = [n.path for n in found]
                 tags = read.tags_of(conn, paths)
-                bodies = sqlite.note_bodies(conn, paths) if includeContent else {}
+                bodies = fts.note_bodies(conn, paths) if includeContent else {}
             key = g.relation_key(relation)
             items = []
             for n in found:
@@ -306,7 +305,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
             keys = _tag_keys(tags) if tags else []
             with read.read_snapshot(app.db) as conn:
                 note = cache_graph.random_note(conn, tag_index.get(conn), keys)
-                body = sqlite.note_bodies(conn, [note.path]) if note else {}
+                body = fts.note_bodies(conn, [note.path]) if note else {}
             if note is None:
                 return NoData()
             data = RandomFileData(

@@ -19,13 +19,12 @@ from typing import Annotated, Literal
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
-from weaver.cache import browse, read
-from weaver.cache import fts as sqlite
+from weaver.cache import browse, fts, read
 from weaver.cache.models import Link
 from weaver.cache.read import FileFilters, FileOrder
-from weaver.errors import NoteNotFoundError
+from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.hints import check_folder
 from weaver.mcp_server.sizing import fit_text
@@ -69,10 +68,10 @@ def connect_note_text(state: ServerState, path: str) -> str:
         if detail is None:
             raise NoteNotFoundError(clean)
         linked = {clean, *detail.incoming, *(t.target for t in detail.outgoing)}
-        expression = sqlite.fts_query(f'"{detail.summary.title}"')
+        expression = fts.fts_query(f'"{detail.summary.title}"')
         mentions: list[str] = []
         if expression is not None:
-            hits = sqlite.search(conn, expression, LISTED, 0).hits
+            hits = fts.search(conn, expression, LISTED, 0).hits
             mentions = [h.path for h in hits if h.path not in linked]
             linking = set(
                 conn.execute(
@@ -82,6 +81,7 @@ def connect_note_text(state: ServerState, path: str) -> str:
                 ).scalars()
             )
             mentions = [m for m in mentions if m not in linking]
+        related = _related_by_meaning(state, conn, clean, linked)
     text = decode(clean, app.vault.read_note(clean))[:NOTE_CHARS]
     text = text[: fit_text(text, NOTE_CHARS // 2)]
     outgoing = [f"- {t.target}" + (" (unresolved)" if t.broken else "") for t in detail.outgoing]
@@ -93,9 +93,24 @@ def connect_note_text(state: ServerState, path: str) -> str:
         f"{_lines(incoming, detail.incoming_total, 'notes')}\n\n"
         "## Notes that mention its title without linking to it\n\n"
         f"{_lines([f'- {m}' for m in mentions], len(mentions), 'notes')}\n\n"
+        f"## Related by meaning, not linked yet\n\n{related}\n\n"
         "Suggest links to add (in this note and in the notes that mention it), what to do "
         "about its unresolved links, and related notes it should point to."
     )
+
+
+def _related_by_meaning(state: ServerState, conn: Connection, path: str, linked: set[str]) -> str:
+    """The notes nearest in meaning that the note neither links to nor is linked from, or why
+    there are none to show (semantic search off, not installed, or the note not embedded)."""
+    app = state.app
+    if not app.settings.semantic:
+        return "(semantic search is turned off: `semantic = true` in the config)"
+    try:
+        page = app.semantic.similar(conn, path, LISTED, linked)
+    except SemanticUnavailableError as exc:
+        return f"({exc})"
+    found = [f"- {hit.path}" for hit in page.hits]
+    return _lines(found, len(found), "notes")
 
 
 def summarize_folder_text(state: ServerState, folder: str) -> str:
@@ -104,7 +119,7 @@ def summarize_folder_text(state: ServerState, folder: str) -> str:
     with read.read_snapshot(app.db) as conn:
         check_folder(state, conn, clean or None)
         page = read.query_files(conn, FileFilters(directory=clean or None), LISTED, 0)
-        bodies = sqlite.note_bodies(conn, [f.path for f in page.files])
+        bodies = fts.note_bodies(conn, [f.path for f in page.files])
     rows = []
     for f in page.files:
         excerpt = " ".join(bodies.get(f.path, "").split())[:EXCERPT]

@@ -14,8 +14,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 from sqlalchemy import Connection
 
-from weaver.cache import fts as sqlite
-from weaver.cache import read
+from weaver.cache import fts, read
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
     Directory,
@@ -27,8 +26,8 @@ from weaver.mcp_server.arguments import (
 )
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.semantic_tools import SearchMode, choose_mode, search_by_meaning
 from weaver.mcp_server.state import ServerState
+from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
 
 MAX_NAME = 200  # longer text is no note's name
 
@@ -113,13 +112,13 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 chosen = choose_mode(app, conn, mode)
             if chosen != "keyword":
                 return by_meaning(chosen)
-            expression = sqlite.fts_query(query)
+            expression = fts.fts_query(query)
             hits: list[SearchHitInfo] = []
             total = 0
             if expression is not None:
                 folder = normalize_directory(directory)
                 with read.read_snapshot(app.db) as conn:
-                    page = sqlite.search(
+                    page = fts.search(
                         conn,
                         expression,
                         limit,
@@ -145,7 +144,7 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 ]
             return SearchNotesData(
                 query=query,
-                fts_query=None if expression is None else sqlite.unsegment(expression),
+                fts_query=None if expression is None else fts.unsegment(expression),
                 results=hits,
                 total=total,
                 limit=limit,

@@ -7,8 +7,7 @@ the vault they cover, so a partial answer during a first embedding is never take
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
@@ -16,87 +15,17 @@ from pydantic import Field
 from sqlalchemy import Connection
 
 from weaver.cache import read, vectors
-from weaver.errors import NoteNotFoundError, SemanticUnavailableError
+from weaver.errors import NoteNotFoundError
 from weaver.host.app import App
 from weaver.mcp_server.arguments import NotePath, SimilarLimit
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
-from weaver.semantic.model import semantic_installed
-from weaver.semantic.search import SemanticPage, describe_coverage
+from weaver.semantic.pages import list_page
 from weaver.views.names import NameMatch
 
-SearchMode = Literal["keyword", "semantic", "hybrid"]
 # Candidates per name for the semantic strategy of resolve_names (the rest are alternatives).
 _NAME_CANDIDATES = 4
-
-
-def choose_mode(app: App, conn: Connection, asked: SearchMode | None) -> SearchMode:
-    """The mode asked for; by default hybrid once the vectors cover the vault, else keyword
-    (also when semantic search is off, not installed, or its model cannot load)."""
-    if asked is not None:
-        return asked
-    if not (app.settings.semantic and semantic_installed()):
-        return "keyword"
-    if not app.semantic.coverage(conn).complete:
-        return "keyword"
-    try:
-        app.semantic.model()
-    except SemanticUnavailableError:
-        return "keyword"
-    return "hybrid"
-
-
-@dataclass(frozen=True, slots=True)
-class MeaningHit:
-    path: str
-    title: str
-    snippet: str
-    score: float
-    tags: tuple[str, ...]
-    modified: int
-
-
-@dataclass(frozen=True, slots=True)
-class MeaningPage:
-    hits: list[MeaningHit]
-    total: int
-    coverage: str
-
-
-def search_by_meaning(
-    app: App,
-    conn: Connection,
-    query: str,
-    mode: Literal["semantic", "hybrid"],
-    limit: int,
-    offset: int,
-    directory: str | None,
-    tag: str | None,
-) -> MeaningPage:
-    """A page of `search_notes` in semantic or hybrid mode."""
-    run = app.semantic.search if mode == "semantic" else app.semantic.hybrid
-    page = run(conn, query, limit, offset, directory=directory, tag=tag)
-    return _listed(conn, page)
-
-
-def _listed(conn: Connection, page: SemanticPage) -> MeaningPage:
-    paths = [hit.path for hit in page.hits]
-    listing = vectors.note_listing(conn, paths)
-    tags = read.tags_of(conn, paths)
-    hits = [
-        MeaningHit(
-            path=hit.path,
-            title=listing[hit.path][0],
-            snippet=hit.snippet,
-            score=hit.score,
-            tags=tags.get(hit.path, ()),
-            modified=listing[hit.path][1],
-        )
-        for hit in page.hits
-        if hit.path in listing  # a note deleted since its vectors were loaded
-    ]
-    return MeaningPage(hits, page.total, describe_coverage(page.coverage))
 
 
 def resolve_by_meaning(
@@ -171,7 +100,7 @@ def build_semantic_tools(state: ServerState) -> list[Tool]:
                     raise NoteNotFoundError(clean)
                 linked = vectors.linked_paths(conn, clean)
                 page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
-                listed = _listed(conn, page)
+                listed = list_page(conn, page)
             results = [
                 SimilarNoteInfo(
                     path=h.path,
