@@ -121,7 +121,7 @@ def rename_tag(
     with app.db.begin() as conn:
         entries = [(p.path, p.old_hash, sha256(p.new_data)) for p in plan]
         run_id = journal.begin_run(conn, RENAME_TAG, arguments, entries)
-    # Each write waits on its own fsync (~10 ms on a VM disk); run side by side, the file
+    # Each write waits on its own fsync; run side by side, the file
     # system commits them together, which is what keeps 1,000 notes within seconds.
     with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
         outcomes = list(pool.map(lambda p: _write_planned(app, p, on_written), plan))

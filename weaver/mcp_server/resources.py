@@ -51,7 +51,7 @@ NOTE_TEMPLATE = NOTE_PREFIX + "{+path}"
 STATS_URI = "weaver://vault/stats"
 TAGS_URI = "weaver://vault/tags"
 MARKDOWN = "text/markdown"
-PAGE_SIZE = 100  # a page of 500 took ~17 ms to build and check; 100 stays within the read tools
+PAGE_SIZE = 100  # small enough to answer as fast as the read tools (docs/benchmarks-notes.md)
 TAGS_LISTED = 1_000
 LIST_CHANGED_DEBOUNCE = 0.5
 

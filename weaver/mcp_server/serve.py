@@ -120,8 +120,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY on accepted connections only
     # when the socket says it is TCP. Without it every answer (headers, then the body as
-    # another small write) waited on Nagle's algorithm for the client's delayed ACK: ~48 ms
-    # per call whatever the tool, against 3-4 ms. NODELAY on the listener too: Linux hands it
+    # another small write) waited on Nagle's algorithm for the client's delayed ACK, a fixed
+    # delay on every call whatever the tool. NODELAY on the listener too: Linux hands it
     # down to the connections it accepts.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
