@@ -4,8 +4,14 @@ process."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
+
+from tests.conftest import write_files
+from weaver.config import Settings
+from weaver.host.app import App, open_app
 
 T = TypeVar("T")
 
@@ -22,3 +28,16 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(every)
+
+
+@contextmanager
+def indexed_app(root: Path, files: Mapping[str, str | bytes]) -> Iterator[App]:
+    """A Weaver app over a new vault of `files` at `root`, indexed once, closed at the end
+    (for module-scoped fixtures, where the function-scoped `app` of conftest does not fit)."""
+    root.mkdir(parents=True)
+    app = open_app(Settings(vault=write_files(root, files)))
+    try:
+        app.indexer.reconcile()
+        yield app
+    finally:
+        app.close()

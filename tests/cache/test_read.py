@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import Connection, event, insert, select, text
 
 from tests.conftest import write_files
+from tests.helpers import indexed_app
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.models import Link, Note, Tag
@@ -33,13 +34,8 @@ FILES: dict[str, str | bytes] = {
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    root = tmp_path_factory.mktemp("read") / "vault"
-    root.mkdir()
-    write_files(root, FILES)
-    weaver_app = open_app(Settings(vault=root))
-    weaver_app.indexer.reconcile()
-    yield weaver_app
-    weaver_app.close()
+    with indexed_app(tmp_path_factory.mktemp("read") / "vault", FILES) as indexed:
+        yield indexed
 
 
 @pytest.fixture

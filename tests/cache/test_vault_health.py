@@ -8,11 +8,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Connection
 
-from tests.conftest import write_files
+from tests.helpers import indexed_app
 from weaver.cache import executions, read, vault_health
 from weaver.cache.executions import ExecutionRecord
-from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.host.app import App
 
 DAY = 86_400_000
 FILES: dict[str, str | bytes] = {
@@ -27,13 +26,8 @@ FILES: dict[str, str | bytes] = {
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    root = tmp_path_factory.mktemp("health") / "vault"
-    root.mkdir()
-    write_files(root, FILES)
-    weaver_app = open_app(Settings(vault=root))
-    weaver_app.indexer.reconcile()
-    yield weaver_app
-    weaver_app.close()
+    with indexed_app(tmp_path_factory.mktemp("health") / "vault", FILES) as indexed:
+        yield indexed
 
 
 @pytest.fixture

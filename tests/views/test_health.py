@@ -8,25 +8,20 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cache.test_vault_health import FILES
-from tests.conftest import write_files
+from tests.helpers import indexed_app
 from weaver.cache import read
 from weaver.cache.graph import load_graph
-from weaver.config import Settings
-from weaver.host.app import open_app
 from weaver.views import health
 from weaver.views.graph import Graph
 
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
-    root = tmp_path_factory.mktemp("health") / "vault"
-    root.mkdir()
-    write_files(root, FILES)
-    app = open_app(Settings(vault=root))
-    app.indexer.reconcile()
-    with read.read_snapshot(app.db) as conn:
+    with (
+        indexed_app(tmp_path_factory.mktemp("health") / "vault", FILES) as app,
+        read.read_snapshot(app.db) as conn,
+    ):
         yield load_graph(conn)
-    app.close()
 
 
 def test_broken_targets_linked_from_most_notes_first_with_those_notes(graph: Graph) -> None:
