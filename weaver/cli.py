@@ -344,7 +344,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.mcp_server.client_config import (
+    from weaver.host.client_config import (
         CLIENT_FILES,
         find_weaver_command,
         render_entry,

@@ -19,7 +19,6 @@ workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_wo
 record_tools.py  get_workflow_records
 system_tools.py  health_check (and the report behind GET /health)
 serve.py         `weaver serve`: stdio, or HTTP at /mcp with /health and bearer auth
-client_config.py the entry an MCP client needs to start this server (`weaver mcp-config`)
 """
 
 from __future__ import annotations
