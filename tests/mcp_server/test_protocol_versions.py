@@ -56,7 +56,11 @@ def check_session(version: str, init: dict[str, Any], tools: Any, call: Any) -> 
     assert result["protocolVersion"] == version
     assert result["serverInfo"]["name"] == "weaver"
     caps = result["capabilities"]
-    assert caps["resources"]["subscribe"] is True
+    # Only what works: resources are subscribable and their list changes are sent; the tool
+    # and prompt lists never change while the server runs.
+    assert caps["resources"] == {"subscribe": True, "listChanged": True}
+    assert caps["tools"].get("listChanged") is False
+    assert caps["prompts"].get("listChanged") is False
     assert {"tools", "prompts", "completions", "logging"} <= caps.keys()
     names = {tool["name"] for tool in tools["result"]["tools"]}
     assert {"get_file", "query_files", "list_tags"} <= names
