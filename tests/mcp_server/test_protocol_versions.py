@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
+from mcp import Client
 
 from tests.conftest import write_files
 from tests.mcp_server.test_transports import NOTES, WEAVER, http_server
@@ -126,6 +128,29 @@ def test_http_session_pinned_to(version: str, http_base: str) -> None:
     tools, _ = post(url, LIST_TOOLS, session)
     call, _ = post(url, CALL_TOOL, session)
     check_session(version, init, tools, call)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_http_progress_of_a_sync_trigger(http_base: str) -> None:
+    """Progress over a real transport: the built-in analyzer reports it per batch."""
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    async with Client(http_base + "/mcp", mode="legacy") as client:
+        args = {"workflowId": "markdown-analyzer", "input": {"path": "Home.md"}}
+        result = await client.call_tool("trigger_workflow", args, progress_callback=on_progress)
+        assert result.is_error is False
+        with anyio.fail_after(5):
+            while not heard:
+                await anyio.sleep(0.01)
+    assert heard == [(100.0, 100.0, None)]
 
 
 # -- stdio ----------------------------------------------------------------------------------
