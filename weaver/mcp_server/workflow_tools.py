@@ -194,33 +194,32 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
     ) -> TriggerResult:
         started = time.perf_counter()
         outcome: list[TriggerWorkflowData] = []
-        bridges: list[RunBridge] = []
+        engine = state.engine
+        # A sync run is tied to the call: its progress goes to the client, and it is cancelled
+        # with the call. An async run outlives the call by design.
+        bridge = (
+            None if run_async or not isinstance(engine, WorkflowEngine) else RunBridge(engine, ctx)
+        )
 
         def work() -> TriggerWorkflowData:
-            engine = _engine(state)
-            if run_async:
-                data = engine.trigger(workflow_id, input, async_=True, via="mcp")
-            else:
-                bridge = bridges[0] if bridges else None
-                data = engine.trigger(
-                    workflow_id,
-                    input,
-                    via="mcp",
-                    on_queued=bridge.queued if bridge else None,
-                    on_progress=bridge.progress if bridge else None,
-                )
+            data = _engine(state).trigger(
+                workflow_id,
+                input,
+                async_=run_async,
+                via="mcp",
+                on_queued=bridge.queued if bridge else None,
+                on_progress=bridge.progress if bridge else None,
+            )
             outcome.append(data)
             return data
 
-        if not run_async and isinstance(state.engine, WorkflowEngine):
-            bridges.append(RunBridge(state.engine, ctx))
         try:
             # No deadline: a sync run is bounded by its workflow's own timeout.
             result = await answer(state, work, cache_hit=False, deadline=None)
         except anyio.get_cancelled_exc_class():
-            if bridges:
+            if bridge is not None:
                 with anyio.CancelScope(shield=True):
-                    await bridges[0].abandon()
+                    await bridge.abandon()
             raise
         if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
             return failed_run(outcome[0], started)
