@@ -85,6 +85,38 @@ def test_sync_trigger_answers_with_the_final_status(app: App, make_engine: Engin
     assert status.start_time is not None and status.end_time is not None
 
 
+def test_a_sync_trigger_tells_its_caller_the_id_and_the_progress(
+    app: App, make_engine: EngineFactory
+) -> None:
+    @workflow(id="steps")
+    def steps(ctx: WorkflowContext[Any]) -> str:
+        for percent in (20, 140):  # clamped to 100, as recorded
+            ctx.report_progress(percent, f"at {percent}")
+        return "done"
+
+    @workflow(id="noisy")
+    def noisy(ctx: WorkflowContext[Any]) -> str:
+        ctx.report_progress(50)
+        return "done anyway"
+
+    engine = make_engine(steps, noisy, background="threads")
+    queued: list[str] = []
+    heard: list[tuple[int, str | None]] = []
+    data = engine.trigger(
+        "steps",
+        on_queued=queued.append,
+        on_progress=lambda percent, message: heard.append((percent, message)),
+    )
+    assert queued == [data.execution_id]
+    assert heard == [(20, "at 20"), (100, "at 140")]
+
+    def deaf(_percent: int, _message: str | None) -> None:
+        raise RuntimeError("listener gone")
+
+    # A listener that fails is the caller's problem, not the run's.
+    assert engine.trigger("noisy", on_progress=deaf).status == "completed"
+
+
 def test_async_trigger_returns_at_once_and_runs_in_the_background(
     app: App, make_engine: EngineFactory
 ) -> None:

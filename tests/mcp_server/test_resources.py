@@ -54,6 +54,7 @@ async def test_the_note_template_and_capabilities(client: Client) -> None:
     ]
     caps = client.server_capabilities
     assert caps.resources is not None and caps.resources.subscribe is True
+    assert caps.resources.list_changed is True  # sent when notes come and go: advertised
 
 
 async def test_resources_list_pages_through_every_note(client: Client) -> None:

@@ -1,5 +1,6 @@
 """The workflow tools through the SDK's in-memory client: the contract's arguments and fields,
-sync and async runs, a failed run that is not a success, errors, and the sync overhead."""
+sync and async runs, a failed run that is not a success, errors, the sync overhead, and a
+sync run's progress and cancellation as the client sees and asks them."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
+from tests.helpers import wait_for
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
 from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.lifecycle import make_lifespan
-from weaver.mcp_server.workflow_tools import build_workflow_tools
+from weaver.mcp_server.workflow_tools import RunBridge, build_workflow_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -51,6 +53,20 @@ def gated(_ctx: WorkflowContext[Any]) -> str:
 def off(_ctx: WorkflowContext[Any]) -> None: ...
 
 
+@workflow(id="steps", name="Steps")
+def steps(ctx: WorkflowContext[Any]) -> str:
+    for percent in (25, 50, 75):
+        ctx.report_progress(percent, f"step {percent}")
+    return "done"
+
+
+@workflow(id="patient", name="Patient")
+def patient(ctx: WorkflowContext[Any]) -> str:
+    ctx.report_progress(10, "waiting")
+    ctx.cancelled.wait(10)
+    return "gave up waiting" if ctx.cancelled.is_set() else "nobody cancelled"
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -63,7 +79,7 @@ def served(tmp_path: Path) -> Iterator[tuple[MCPServer[ServerState], WorkflowEng
     (vault / "a.md").write_text("# A")
     app = open_app(Settings(vault=vault))
     registry = Registry()
-    for item in (greet, broken, gated, off):
+    for item in (greet, broken, gated, off, steps, patient):
         registry.register(item)
     engine = WorkflowEngine.for_app(app, registry, background="threads")
     engine.start()
@@ -176,7 +192,7 @@ async def test_list_history_and_missing_execution(client: Client) -> None:
     for _ in range(3):
         await call(client, "trigger_workflow", workflowId="greet")
     listing = (await call(client, "list_workflows"))["data"]
-    assert listing["count"] == 4 and listing["errors"] == []
+    assert listing["count"] == 6 and listing["errors"] == []
     greet_info = next(w for w in listing["workflows"] if w["id"] == "greet")
     assert greet_info["executionCount"] == 3 and greet_info["lastExecuted"] is not None
     assert greet_info["inputSchema"]["properties"]["name"]["default"] == "world"
@@ -224,3 +240,70 @@ async def test_read_only_servers_offer_no_trigger(tmp_path: Path) -> None:
     names = {tool.name for tool in build_workflow_tools(state)}
     app.close()
     assert "trigger_workflow" not in names and len(names) == 3
+
+
+async def test_a_sync_run_reports_its_progress(client: Client) -> None:
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    result = await client.call_tool(
+        "trigger_workflow", {"workflowId": "steps"}, progress_callback=on_progress
+    )
+    assert result.is_error is False
+    # The SDK may hand a notification to the callback after the result: wait for all three.
+    with anyio.fail_after(5):
+        while len(heard) < 3:
+            await anyio.sleep(0.01)
+    assert heard == [(25.0, 100.0, "step 25"), (50.0, 100.0, "step 50"), (75.0, 100.0, "step 75")]
+
+
+async def test_progress_without_a_token_is_not_an_error(client: Client) -> None:
+    envelope = await call(client, "trigger_workflow", workflowId="steps")
+    assert (envelope["success"], envelope["data"]["result"]) == (True, "done")
+
+
+async def test_a_cancelled_call_cancels_its_run(
+    client: Client, served: tuple[MCPServer[ServerState], WorkflowEngine, App]
+) -> None:
+    engine = served[1]
+    running = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        del progress, total, message
+        running.set()
+
+    async def trigger() -> None:
+        await client.call_tool(
+            "trigger_workflow", {"workflowId": "patient"}, progress_callback=on_progress
+        )
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(trigger)
+            await running.wait()
+            group.cancel_scope.cancel()
+
+    def ended() -> str | None:
+        runs = engine.get_history("patient").executions
+        return runs[0].status if runs and runs[0].status not in ("pending", "running") else None
+
+    assert await anyio.to_thread.run_sync(lambda: wait_for(ended, what="the run to end")) == (
+        "cancelled"
+    )
+    # The session is still usable after the cancellation.
+    assert (await call(client, "trigger_workflow", workflowId="greet"))["success"] is True
+
+
+async def test_a_call_cancelled_before_its_run_is_queued_never_runs(
+    served: tuple[MCPServer[ServerState], WorkflowEngine, App],
+) -> None:
+    engine = served[1]
+    bridge = RunBridge(engine, None)  # type: ignore[arg-type]  # no request: the handshake only
+    await bridge.abandon()
+    data = await anyio.to_thread.run_sync(
+        lambda: engine.trigger("patient", via="mcp", on_queued=bridge.queued)
+    )
+    assert data.status == "cancelled"
+    assert engine.get_status(data.execution_id).status == "cancelled"

@@ -79,6 +79,8 @@ if TYPE_CHECKING:
     from weaver.host.app import App
 
 Background = Literal["threads", "inline", "queue"]
+# Hears a sync run's progress reports: (percent 0..100, message).
+ProgressListener = Callable[[int, str | None], None]
 
 HISTORY_MAX_LIMIT = 100
 # A sync caller whose run another process took looks at its row this often, in seconds.
@@ -134,6 +136,8 @@ class WorkflowEngine:
         self._active: dict[str, threading.Event] = {}  # execution id -> its attempt's `cancelled`
         self._submitted: set[str] = set()
         self._cancel_requested: set[str] = set()  # running here; `cancel` was asked
+        # Who waits on a sync run and wants its progress as it is reported (an MCP client).
+        self._progress_listeners: dict[str, ProgressListener] = {}
         # The scheduler firing this engine's schedules, when this process runs one (the daemon).
         self.scheduler: WorkflowScheduler | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -246,16 +250,35 @@ class WorkflowEngine:
     # -- the core behind MCP and CLI ----------------------------------------------------------
 
     def trigger(
-        self, workflow_id: str, input: object = None, *, async_: bool = False, via: str = "api"
+        self,
+        workflow_id: str,
+        input: object = None,
+        *,
+        async_: bool = False,
+        via: str = "api",
+        on_queued: Callable[[str], None] | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> TriggerWorkflowData:
         """Start a workflow by hand. Sync: run it and answer with the final status. Async:
         answer at once with the execution id. Raises `WorkflowRequestError` (recording
-        nothing) for an unknown or disabled workflow or invalid input."""
+        nothing) for an unknown or disabled workflow or invalid input.
+
+        `on_queued` is called with the execution id once it is recorded (before a sync run
+        starts: the caller may `cancel` it from then on); `on_progress` with each progress
+        report of a sync run made in this process (from the workflow's thread)."""
         workflow = self.get_runnable(workflow_id)
         data = workflow.validate_input(input).model_dump(mode="json")
         queued = self._enqueue(workflow, ManualTrigger(via), data)
+        if on_queued is not None:
+            on_queued(queued.id)
         if not async_:
-            return TriggerWorkflowData.finished(self._run_to_end(queued))
+            if on_progress is None:
+                return TriggerWorkflowData.finished(self._run_to_end(queued))
+            self._progress_listeners[queued.id] = on_progress
+            try:
+                return TriggerWorkflowData.finished(self._run_to_end(queued))
+            finally:
+                self._progress_listeners.pop(queued.id, None)
         self._submit(queued.id)
         message = QUEUED_MESSAGE if self.background == "queue" else STARTED_MESSAGE
         return TriggerWorkflowData.started(self._record(queued.id), message)
@@ -721,9 +744,16 @@ class WorkflowEngine:
         log: FilteringBoundLogger,
     ) -> WorkflowContext[Any]:
         def progress(percent: int, message: str | None) -> None:
-            if not cancelled.is_set():
-                with self.db.begin() as conn:
-                    executions.set_progress(conn, execution_id, percent, message)
+            if cancelled.is_set():
+                return
+            with self.db.begin() as conn:
+                executions.set_progress(conn, execution_id, percent, message)
+            listener = self._progress_listeners.get(execution_id)
+            if listener is not None:
+                try:
+                    listener(percent, message)
+                except Exception:  # the listener's failure is no failure of the workflow
+                    log.exception("progress listener failed")
 
         def refuse_if_cancelled() -> None:
             # A timed-out attempt's thread cannot be stopped, but it can be kept from writing.

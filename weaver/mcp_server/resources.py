@@ -21,7 +21,9 @@ from urllib.parse import quote, unquote
 
 import anyio.to_thread
 import structlog
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -231,7 +233,32 @@ def install_resources(server: MCPServer[ServerState], state: ServerState) -> Sub
     lowlevel.add_request_handler("resources/read", ReadResourceRequestParams, read_resource)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    advertise_list_changed(lowlevel)
     return subscriptions
+
+
+def advertise_list_changed(lowlevel: Server[Any]) -> None:
+    """Advertise `resources.listChanged`, which this module sends.
+
+    Every transport builds the initialize answer with `create_initialization_options()` and no
+    arguments, i.e. default notification options: every `listChanged` false. The server's own
+    method is wrapped so that the default says what Weaver sends (resource list changes; the
+    tool and prompt lists never change while it runs). A protocol version of 2026-07-28 or
+    later derives these flags from `subscriptions/listen` instead, as the SDK decides."""
+    create = lowlevel.create_initialization_options
+
+    def with_weaver_notifications(
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return create(
+            notification_options or NotificationOptions(resources_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+    lowlevel.create_initialization_options = with_weaver_notifications  # type: ignore[method-assign]
 
 
 def _read(state: ServerState, uri: str) -> tuple[str, str]:

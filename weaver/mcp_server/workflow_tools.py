@@ -13,9 +13,16 @@ object a successful run returns, so the execution id and status are not lost.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Annotated, Any
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+import structlog
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -23,6 +30,7 @@ from pydantic import ConfigDict, Field
 
 from weaver.cache.executions import ExecutionStatus
 from weaver.engine import WorkflowEngine, WorkflowError
+from weaver.engine.errors import NotCancellableError
 from weaver.engine.payloads import (
     ListWorkflowsData,
     TriggerWorkflowData,
@@ -33,6 +41,8 @@ from weaver.mcp_server.arguments import HistoryLimit, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, Metadata
 from weaver.mcp_server.state import ServerState
+
+log = structlog.get_logger(__name__)
 
 TriggerResult = Annotated[CallToolResult, Envelope[TriggerWorkflowData]]
 ListResult = Annotated[CallToolResult, Envelope[ListWorkflowsData]]
@@ -104,6 +114,59 @@ def _engine(state: ServerState) -> WorkflowEngine:
     return engine
 
 
+class RunBridge:
+    """Between one sync trigger_workflow call, waiting on the event loop, and its run, in the
+    engine's threads: progress reports go to the client, the client's cancellation to the run.
+
+    The execution id is known only once the run is queued (in the worker thread); a call
+    cancelled before that cancels the run as soon as it is queued, so it never starts."""
+
+    def __init__(self, engine: WorkflowEngine, ctx: Context[ServerState, Any]) -> None:
+        self._engine = engine
+        self._ctx = ctx
+        self._token = anyio.lowlevel.current_token()
+        self._lock = threading.Lock()
+        self._execution_id: str | None = None
+        self._abandoned = False
+
+    def queued(self, execution_id: str) -> None:
+        """The engine recorded the run (called in the worker thread)."""
+        with self._lock:
+            self._execution_id = execution_id
+            abandoned = self._abandoned
+        if abandoned:
+            cancel_run(self._engine, execution_id)
+
+    def progress(self, percent: int, message: str | None) -> None:
+        """The workflow reported progress (called in its thread): a notification to the
+        client, which the SDK sends only when the call carried a progress token."""
+        if self._abandoned:
+            return
+        try:
+            anyio.from_thread.run(
+                self._ctx.report_progress, float(percent), 100.0, message, token=self._token
+            )
+        except Exception as exc:  # the call ended meanwhile, or the session closed
+            log.debug("progress not sent", error=f"{type(exc).__name__}: {exc}")
+
+    async def abandon(self) -> None:
+        """The client cancelled the call: cancel the run (now, or once it is queued)."""
+        with self._lock:
+            self._abandoned = True
+            execution_id = self._execution_id
+        if execution_id is not None:
+            await anyio.to_thread.run_sync(cancel_run, self._engine, execution_id)
+
+
+def cancel_run(engine: WorkflowEngine, execution_id: str) -> None:
+    """Cancel a run nobody waits for any more, unless it has ended already."""
+    try:
+        engine.cancel(execution_id)
+    except NotCancellableError:
+        return  # ended (or ran elsewhere) before the cancellation arrived
+    log.info("workflow run cancelled by the client", execution_id=execution_id)
+
+
 def failed_run(data: TriggerWorkflowData, started: float) -> CallToolResult:
     """The envelope of a sync run that did not complete: an error, with its data."""
     elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -124,18 +187,40 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
     """The four workflow tools; with `read_only`, trigger_workflow (which may write) is left out."""
 
     async def trigger_workflow(
-        workflow_id: str, input: dict[str, Any] | None = None, run_async: bool = False
+        ctx: Context[ServerState, Any],
+        workflow_id: str,
+        input: dict[str, Any] | None = None,
+        run_async: bool = False,
     ) -> TriggerResult:
         started = time.perf_counter()
         outcome: list[TriggerWorkflowData] = []
+        engine = state.engine
+        # A sync run is tied to the call: its progress goes to the client, and it is cancelled
+        # with the call. An async run outlives the call by design.
+        bridge = (
+            None if run_async or not isinstance(engine, WorkflowEngine) else RunBridge(engine, ctx)
+        )
 
         def work() -> TriggerWorkflowData:
-            data = _engine(state).trigger(workflow_id, input, async_=run_async, via="mcp")
+            data = _engine(state).trigger(
+                workflow_id,
+                input,
+                async_=run_async,
+                via="mcp",
+                on_queued=bridge.queued if bridge else None,
+                on_progress=bridge.progress if bridge else None,
+            )
             outcome.append(data)
             return data
 
-        # No deadline: a sync run is bounded by its workflow's own timeout.
-        result = await answer(state, work, cache_hit=False, deadline=None)
+        try:
+            # No deadline: a sync run is bounded by its workflow's own timeout.
+            result = await answer(state, work, cache_hit=False, deadline=None)
+        except anyio.get_cancelled_exc_class():
+            if bridge is not None:
+                with anyio.CancelScope(shield=True):
+                    await bridge.abandon()
+            raise
         if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
             return failed_run(outcome[0], started)
         return result
