@@ -1,4 +1,5 @@
-"""Real third-party clients against `weaver serve` over stdio: the TypeScript SDK's client
+"""Real third-party clients against `weaver serve` over stdio and Streamable HTTP: the
+TypeScript SDK's client
 (resources in pages, a read, the template, prompts, completions, a subscription hearing of
 an edit saved on disk, a big answer) and the MCP Inspector CLI (resources/list,
 resources/read, prompts/list, prompts/get).
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_files
+from tests.mcp_server.test_transports import http_server
 
 pytestmark = pytest.mark.slow
 
@@ -60,10 +62,13 @@ def vault(tmp_path: Path) -> Path:
     return write_files(tmp_path / "vault", files)
 
 
-def test_the_typescript_client_uses_resources_prompts_and_subscriptions(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_typescript_client_uses_resources_prompts_and_subscriptions(
+    tmp_path: Path, transport: str
+) -> None:
     node = require_node()
     root = vault(tmp_path)
-    spec = {
+    spec: dict[str, Any] = {
         "command": [WEAVER, "--vault", str(root), "serve"],
         "cwd": str(tmp_path),
         "read": "weaver://note/Hub.md",
@@ -72,6 +77,24 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(tmp_path
         "big": "big.md",
         "edit": str(root / "Hub.md"),
     }
+    if transport == "http":
+        with http_server(root, tmp_path / "server.log") as base:
+            seen = run_ts_client(node, tmp_path, spec | {"url": f"{base}/mcp"})
+    else:
+        seen = run_ts_client(node, tmp_path, spec)
+    assert seen["capabilities"]["resources"]["subscribe"] is True
+    assert len(seen["resources"]) == 2 + 602  # vault resources + notes, over 7 pages
+    assert seen["templates"] == ["weaver://note/{+path}"]
+    assert seen["read"] == "# Hub\nThe centre.\n"
+    assert set(seen["prompts"]) >= {"connect_note", "triage_broken_links"}
+    assert "## Linked from\n\n- n/000.md" in seen["prompt"]
+    assert seen["completion"][:2] == ["n/000.md", "n/001.md"]
+    assert seen["bigLength"] < 100_000  # a page, not the 300 KB note
+    assert seen["updated"] == "weaver://note/Hub.md"
+
+
+def run_ts_client(node: Path, tmp_path: Path, spec: dict[str, Any]) -> Any:
+    """What the TypeScript SDK's client saw, run by Node from beside the installed SDK."""
     (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     env = {**os.environ, "NODE_PATH": str(node / "node_modules")}
     script = node / SCRIPT.name  # beside node_modules, where Node resolves the SDK from
@@ -85,28 +108,12 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(tmp_path
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["capabilities"]["resources"]["subscribe"] is True
-    assert len(seen["resources"]) == 2 + 602  # vault resources + notes, over 7 pages
-    assert seen["templates"] == ["weaver://note/{+path}"]
-    assert seen["read"] == "# Hub\nThe centre.\n"
-    assert set(seen["prompts"]) >= {"connect_note", "triage_broken_links"}
-    assert "## Linked from\n\n- n/000.md" in seen["prompt"]
-    assert seen["completion"][:2] == ["n/000.md", "n/001.md"]
-    assert seen["bigLength"] < 100_000  # a page, not the 300 KB note
-    assert seen["updated"] == "weaver://note/Hub.md"
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def inspector(node: Path, root: Path, cwd: Path, *args: str) -> Any:
-    command = [
-        str(node / "node_modules" / ".bin" / "mcp-inspector"),
-        "--cli",
-        WEAVER,
-        "--vault",
-        str(root),
-        "serve",
-        *args,
-    ]
+def inspector(node: Path, target: list[str], cwd: Path, *args: str) -> Any:
+    """The Inspector CLI's answer to one method, against a command (stdio) or a URL (HTTP)."""
+    command = [str(node / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *target, *args]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=120, cwd=cwd, check=False
     )
@@ -114,10 +121,21 @@ def inspector(node: Path, root: Path, cwd: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def test_the_inspector_cli_lists_and_reads_resources_and_prompts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_inspector_cli_lists_and_reads_resources_and_prompts(
+    tmp_path: Path, transport: str
+) -> None:
     node = require_node()
     root = vault(tmp_path)
-    listed = inspector(node, root, tmp_path, "--method", "resources/list")
+    if transport == "http":
+        with http_server(root, tmp_path / "server.log") as base:
+            check_inspector(node, [f"{base}/mcp"], tmp_path)
+    else:
+        check_inspector(node, [WEAVER, "--vault", str(root), "serve"], tmp_path)
+
+
+def check_inspector(node: Path, target: list[str], cwd: Path) -> None:
+    listed = inspector(node, target, cwd, "--method", "resources/list")
     assert [r["uri"] for r in listed["resources"][:3]] == [
         "weaver://vault/stats",
         "weaver://vault/tags",
@@ -125,15 +143,15 @@ def test_the_inspector_cli_lists_and_reads_resources_and_prompts(tmp_path: Path)
     ]
     assert listed["nextCursor"]
     read = inspector(
-        node, root, tmp_path, "--method", "resources/read", "--uri", "weaver://note/Hub.md"
+        node, target, cwd, "--method", "resources/read", "--uri", "weaver://note/Hub.md"
     )
     assert read["contents"][0]["text"] == "# Hub\nThe centre.\n"
-    prompts = inspector(node, root, tmp_path, "--method", "prompts/list")
+    prompts = inspector(node, target, cwd, "--method", "prompts/list")
     assert "summarize_folder" in [p["name"] for p in prompts["prompts"]]
     got = inspector(
         node,
-        root,
-        tmp_path,
+        target,
+        cwd,
         "--method",
         "prompts/get",
         "--prompt-name",

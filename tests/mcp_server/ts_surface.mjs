@@ -1,19 +1,24 @@
 // The TypeScript MCP SDK's client (what Claude Desktop, Claude Code and the Inspector build on)
-// against `weaver serve` over stdio: resources in pages, a read, the template, prompts,
+// against `weaver serve` over stdio or Streamable HTTP: resources in pages, a read, the template, prompts,
 // completions, and a subscription that hears of an edit made on disk. Run by
 // tests/mcp_server/test_real_clients.py from a folder where npm installed the SDK:
 //
-//   node ts_surface.mjs SPEC_JSON      SPEC: {"command": [...], "cwd": dir, "edit": path}
+//   node ts_surface.mjs SPEC_JSON      SPEC: {"command": [...] or "url": ..., "cwd": dir, ...}
 //
 // Prints one JSON line with what it saw.
 import { readFileSync, appendFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const [command, ...args] = spec.command;
-const transport = new StdioClientTransport({ command, args, cwd: spec.cwd, stderr: "ignore" });
+function open(spec) {
+  if (spec.url) return new StreamableHTTPClientTransport(new URL(spec.url));
+  const [command, ...args] = spec.command;
+  return new StdioClientTransport({ command, args, cwd: spec.cwd, stderr: "ignore" });
+}
+const transport = open(spec);
 const client = new Client({ name: "weaver-surface-test", version: "1" });
 await client.connect(transport);
 
