@@ -36,6 +36,7 @@ from tests.benchmarks import (
     queries,
     ranking,
     semantic,
+    subscriptions,
     surface,
 )
 from tests.benchmarks.context import BenchContext
@@ -56,6 +57,7 @@ GROUPS: dict[str, Group] = {
     "ranking": ranking.run,
     "answers": answers.run,
     "surface": surface.run,
+    "subscriptions": subscriptions.run,
     "concurrency": concurrency.run,
 }
 

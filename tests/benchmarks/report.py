@@ -20,6 +20,7 @@ SECTIONS = (
     "full index",
     "no-op re-index",
     "freshness",
+    "subscriptions",
     "editing",
     "query latency",
     "search ranking",
