@@ -696,6 +696,28 @@ async def test_get_stats(tools: Tools) -> None:
     assert data["vaultSize"] > 0
 
 
+async def test_get_stats_follows_the_cache_right_after_a_pass(tmp_path: Path) -> None:
+    """The counts are kept per cache version: a pass that adds or removes a note shows at once."""
+    root = write_files(tmp_path / "v", {"a.md": "# A\n[[b]] #x\n"})
+    served = serve(Settings(vault=root))
+    try:
+        async with tools_of(served, "auto") as tools:
+            first = await tools.ok("get_stats")
+            assert (first["totalFiles"], first["brokenLinks"], first["totalTags"]) == (1, 1, 1)
+            assert await tools.ok("get_stats") == first  # kept: the same answer
+            write_files(root, {"b.md": "# B\n#y\n"})
+            served.app.indexer.apply_paths(["b.md"])
+            second = await tools.ok("get_stats")
+            assert (second["totalFiles"], second["brokenLinks"], second["totalTags"]) == (2, 0, 2)
+            assert second["lastUpdated"] > first["lastUpdated"]
+            (root / "a.md").unlink()
+            served.app.indexer.apply_paths(["a.md"])
+            third = await tools.ok("get_stats")
+            assert (third["totalFiles"], third["totalLinks"], third["totalTags"]) == (1, 0, 1)
+    finally:
+        served.app.close()
+
+
 async def test_health_check(tools: Tools) -> None:
     await tools.ok("get_stats")  # health_check does not wait for the initial reconcile; this does
     first = await tools.ok("health_check")

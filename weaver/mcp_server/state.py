@@ -9,7 +9,8 @@ from typing import Literal, Protocol
 
 import anyio
 
-from weaver.cache.graph import ByVersion, names_cache, tag_index_cache
+from weaver.cache.graph import ByVersion, names_cache, stats_cache, tag_index_cache
+from weaver.cache.read import VaultStats
 from weaver.host.app import App
 from weaver.host.locks import DEFAULT_RETRY_SECONDS
 from weaver.semantic.worker import EmbeddingWorker
@@ -33,6 +34,10 @@ class WorkflowEngineStatus(Protocol):
 
     @property
     def faults(self) -> Sequence[str]: ...
+
+
+# Cache reads running at once in worker threads (see `ServerState.read_threads`).
+READ_THREADS = 4
 
 
 @dataclass
@@ -59,14 +64,29 @@ class ServerState:
     tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
     # The notes' names, for `resolve_names` and the "did you mean" of a path not found.
     name_index: ByVersion[NameIndex] = field(default_factory=names_cache, repr=False)
+    # `get_stats`'s counts, kept per cache version.
+    stats: ByVersion[VaultStats] = field(default_factory=stats_cache, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
+    _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 
     def begin(self) -> None:
         """Start a serving session (the lifespan calls this): nothing is ready yet."""
         self._ready = anyio.Event()
+        self._read_threads = None
         self.watcher = None
         self.writer = False
         self.reconcile_error = None
+
+    def read_threads(self) -> anyio.CapacityLimiter:
+        """The worker threads cache reads share (made on first use, in the event loop).
+
+        Few, on purpose: the reads hold the GIL for most of their work, so forty of them at
+        once (anyio's default) finish no sooner than a handful, while every one of them makes
+        a write's indexing pass, and the event loop serving HTTP, wait their turns for the GIL.
+        Writes, file reads and workflow calls keep anyio's default threads."""
+        if self._read_threads is None:
+            self._read_threads = anyio.CapacityLimiter(READ_THREADS)
+        return self._read_threads
 
     @property
     def ready(self) -> bool:
