@@ -36,6 +36,8 @@ class WorkflowEngineStatus(Protocol):
     def faults(self) -> Sequence[str]: ...
 
 
+# How recent a tool call keeps the server "answering" (`ServerState.answering`).
+ANSWERING_S = 0.5
 # Cache reads running at once in worker threads (see `ServerState.read_threads`).
 READ_THREADS = 4
 
@@ -60,6 +62,7 @@ class ServerState:
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
+    last_call_at: float = -ANSWERING_S
     # Which notes carry each tag, kept per cache version: tag tools of every module share it.
     tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
     # The notes' names, for `resolve_names` and the "did you mean" of a path not found.
@@ -104,6 +107,12 @@ class ServerState:
     def count_request(self) -> None:
         # Called from the event loop only (tool dispatch), so a plain increment is safe.
         self.request_count += 1
+        self.last_call_at = time.monotonic()
+
+    def answering(self) -> bool:
+        """True while tool calls come in (one began in the last `ANSWERING_S`): the embedding
+        worker holds its next batch back meanwhile."""
+        return time.monotonic() - self.last_call_at < ANSWERING_S
 
     @property
     def role(self) -> Literal["writer", "reader", "unwatched"]:
