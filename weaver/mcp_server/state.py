@@ -63,6 +63,8 @@ class ServerState:
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
     last_call_at: float = -ANSWERING_S
+    # `health_check`'s slower probes of the cache's folder, and when they ran (system_tools).
+    health_probes: tuple[float, tuple[str, ...]] | None = field(default=None, repr=False)
     # Which notes carry each tag, kept per cache version: tag tools of every module share it.
     tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
     # The notes' names, for `resolve_names` and the "did you mean" of a path not found.
