@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from tests.conftest import write_files
 from tests.corpora import require_corpora
 from weaver.config import Settings
 from weaver.host.app import App, open_app
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import ServerState, build_server, system_tools
 from weaver.mcp_server.system_tools import compute_health
 from weaver.vault.watcher import VaultWatcher
 
@@ -696,6 +697,28 @@ async def test_get_stats(tools: Tools) -> None:
     assert data["vaultSize"] > 0
 
 
+async def test_get_stats_follows_the_cache_right_after_a_pass(tmp_path: Path) -> None:
+    """The counts are kept per cache version: a pass that adds or removes a note shows at once."""
+    root = write_files(tmp_path / "v", {"a.md": "# A\n[[b]] #x\n"})
+    served = serve(Settings(vault=root))
+    try:
+        async with tools_of(served, "auto") as tools:
+            first = await tools.ok("get_stats")
+            assert (first["totalFiles"], first["brokenLinks"], first["totalTags"]) == (1, 1, 1)
+            assert await tools.ok("get_stats") == first  # kept: the same answer
+            write_files(root, {"b.md": "# B\n#y\n"})
+            served.app.indexer.apply_paths(["b.md"])
+            second = await tools.ok("get_stats")
+            assert (second["totalFiles"], second["brokenLinks"], second["totalTags"]) == (2, 0, 2)
+            assert second["lastUpdated"] > first["lastUpdated"]
+            (root / "a.md").unlink()
+            served.app.indexer.apply_paths(["a.md"])
+            third = await tools.ok("get_stats")
+            assert (third["totalFiles"], third["totalLinks"], third["totalTags"]) == (1, 0, 1)
+    finally:
+        served.app.close()
+
+
 async def test_health_check(tools: Tools) -> None:
     await tools.ok("get_stats")  # health_check does not wait for the initial reconcile; this does
     first = await tools.ok("health_check")
@@ -729,6 +752,27 @@ async def test_health_reports_a_watcher_that_stopped_or_is_restarting(tmp_path: 
         "the file watcher is restarting after an error: Unable to decode path"
     ]
     assert stopped.problems == ["the file watcher stopped: Unable to decode path"]
+
+
+async def test_health_reuses_its_disk_probes_for_a_moment_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "v").mkdir()
+    served = serve(Settings(vault=tmp_path / "v"))
+    served.state.begin()
+    served.state.mark_ready()
+    try:
+        assert compute_health(served.state).status == "healthy"
+        full = shutil.disk_usage(tmp_path)._replace(free=1024)
+        monkeypatch.setattr(shutil, "disk_usage", lambda _path: full)
+        assert compute_health(served.state).status == "healthy"  # probed a moment ago
+        monkeypatch.setattr(system_tools, "PROBE_REUSE_S", 0.0)
+        report = compute_health(served.state)
+        assert report.status == "degraded"
+        assert any(p.startswith("disk full") for p in report.problems), report.problems
+        assert report.components.shadow_cache  # a full disk degrades; the cache still answers
+    finally:
+        served.app.close()
 
 
 async def test_health_reports_an_unreadable_cache_as_unhealthy(tmp_path: Path) -> None:

@@ -131,6 +131,42 @@ def test_the_worker_embeds_in_the_background_and_follows_edits(app: App) -> None
     assert not worker.running and worker.error is None
 
 
+def test_the_worker_holds_its_batches_while_the_server_answers_calls(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "BATCH_NOTES", 1)
+    monkeypatch.setattr(worker_module, "DEFER_MAX_S", 30.0)
+    answering = True
+    polls: list[int] = []
+
+    def busy() -> bool:
+        polls.append(len(embedded_at(app)))
+        return answering
+
+    worker = EmbeddingWorker(app.db, app.semantic, app.bus, busy)
+    worker.start()
+    try:
+        wait_for(lambda: len(polls) >= 3, what="the worker asking whether calls come in")
+        assert embedded_at(app) == {}  # nothing embedded while the server answers
+        answering = False
+        wait_for(lambda: set(embedded_at(app)) == set(NOTES), timeout=60)
+    finally:
+        worker.stop()
+    assert len(set(polls)) > 1  # asked again before each batch, not once per pass
+
+
+def test_a_worker_held_back_too_long_embeds_anyway(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "DEFER_MAX_S", 0.2)
+    worker = EmbeddingWorker(app.db, app.semantic, app.bus, lambda: True)
+    worker.start()
+    try:
+        wait_for(lambda: set(embedded_at(app)) == set(NOTES), timeout=60)
+    finally:
+        worker.stop()
+
+
 def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
     index = SemanticIndex(app.semantic.model_id, app.semantic.model().source.onnx_path)
     embed_pending(app.db, app.semantic)

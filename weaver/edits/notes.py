@@ -352,7 +352,7 @@ def sync_cache(
     """Bring these paths into the cache now if this process may write it (it holds the writer
     lock, or takes it for the moment), else wait for the writer to show `expected`."""
     if holds_writer:
-        app.indexer.apply_paths(expected)
+        app.indexer.apply_paths_together(expected)
         return True
     lock = WriterLock.for_settings(app.settings)
     if lock.try_acquire():

@@ -19,7 +19,7 @@ import structlog
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
 from weaver.engine import hosted_engine
-from weaver.host import gc_freeze
+from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
 from weaver.host.locks import daemon_lock
 from weaver.host.signals import run_until_signalled
@@ -43,6 +43,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
             with hosted_engine(app, schedules=True) as engine:
                 state = ServerState(app, engine=engine)
                 gc_freeze.keep_pauses_short()
+                gil.share_quickly()
                 log.info("daemon started", vault=str(settings.vault), http=http)
                 overdue = engine.record_interrupted
                 if sock is None:

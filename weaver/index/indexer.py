@@ -130,6 +130,15 @@ class _Plan:
     recorded: bool = False
 
 
+@dataclass(slots=True)
+class _Request:
+    """Paths a caller of `Indexer.apply_paths_together` waits for, and how their pass ended."""
+
+    paths: frozenset[str]
+    done: bool = False
+    error: BaseException | None = None
+
+
 class Indexer:
     """Keeps one cache in step with one vault: one writer per cache, one pass at a time.
 
@@ -153,6 +162,9 @@ class Indexer:
         # Every file path in the cache, and the cache version it matches (see the docstring).
         self._resolver: LinkResolver | None = None
         self._version: object = None
+        # Paths whose callers wait in `apply_paths_together`, with each caller's outcome.
+        self._waiting: list[_Request] = []
+        self._waiting_lock = threading.Lock()
 
     def reconcile(self, full: bool = False, observer: PassObserver | None = None) -> IndexReport:
         """Compare the whole vault with the cache and apply the difference."""
@@ -189,6 +201,30 @@ class Indexer:
         """Apply what happened to these vault-relative paths (files or whole folders)."""
         with self._lock:
             return self._apply_paths(paths)
+
+    def apply_paths_together(self, paths: Iterable[str]) -> None:
+        """`apply_paths`, in one pass with the other callers waiting meanwhile (group commit).
+
+        Under many concurrent writes each would otherwise wait for every pass queued before it,
+        one note each; here the caller that gets the lock applies everyone's paths at once, so
+        a write waits for at most the pass under way and its own. Raises what that pass raised.
+        """
+        request = _Request(frozenset(paths))
+        with self._waiting_lock:
+            self._waiting.append(request)
+        with self._lock:
+            if not request.done:
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                error: BaseException | None = None
+                try:
+                    self._apply_paths(set().union(*(r.paths for r in batch)))
+                except BaseException as exc:
+                    error = exc
+                for waiting in batch:
+                    waiting.error, waiting.done = error, True
+        if request.error is not None:
+            raise request.error
 
     def _apply_paths(self, paths: Iterable[str]) -> IndexReport:
         started = time.perf_counter()

@@ -327,7 +327,7 @@ def build_cache_tools(state: ServerState) -> list[Tool]:
     async def get_stats() -> StatsResult:
         def work() -> StatsData:
             with read.read_snapshot(app.db) as conn:
-                stats = read.get_stats(conn)
+                stats = state.stats.get(conn)
                 embedding = embedding_status(app.semantic, conn, app.settings.semantic)
             return StatsData(
                 total_files=stats.total_files,

@@ -137,7 +137,9 @@ async def answer(
 
     try:
         with anyio.fail_after(seconds):
-            data = await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
+            data = await anyio.to_thread.run_sync(
+                bounded, abandon_on_cancel=True, limiter=state.read_threads() if cache_hit else None
+            )
     except TimeoutError:
         log.warning("tool call timed out", seconds=seconds)
         return fail(str(CallTimeoutError(seconds or 0.0)), started, cache_hit)

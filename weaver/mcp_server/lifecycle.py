@@ -121,7 +121,7 @@ def _start_embedding(state: ServerState) -> None:
     app = state.app
     if state.embedding is not None or not app.settings.semantic or not semantic_installed():
         return
-    state.embedding = EmbeddingWorker(app.db, app.semantic, app.bus)
+    state.embedding = EmbeddingWorker(app.db, app.semantic, app.bus, state.answering)
     state.embedding.start()
 
 

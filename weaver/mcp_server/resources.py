@@ -274,7 +274,7 @@ def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
     app = state.app
     if uri == STATS_URI:
         with read.read_snapshot(app.db) as conn:
-            stats = read.get_stats(conn)
+            stats = state.stats.get(conn)
         body = {
             "totalFiles": stats.total_files,
             "totalAttachments": stats.total_attachments,

@@ -33,7 +33,7 @@ from starlette.types import ASGIApp
 from weaver.config import Settings
 from weaver.engine import hosted_engine
 from weaver.errors import ConfigError, DaemonError
-from weaver.host import gc_freeze
+from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
@@ -205,6 +205,7 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
         state = ServerState(app, watch=watch, engine=engine)
         server = build_server(state)
         gc_freeze.keep_pauses_short()
+        gil.share_quickly()
         if sock is not None:
             anyio.run(
                 run_until_signalled,

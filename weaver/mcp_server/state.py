@@ -9,7 +9,8 @@ from typing import Literal, Protocol
 
 import anyio
 
-from weaver.cache.graph import ByVersion, names_cache, tag_index_cache
+from weaver.cache.graph import ByVersion, names_cache, stats_cache, tag_index_cache
+from weaver.cache.read import VaultStats
 from weaver.host.app import App
 from weaver.host.locks import DEFAULT_RETRY_SECONDS
 from weaver.semantic.worker import EmbeddingWorker
@@ -35,6 +36,12 @@ class WorkflowEngineStatus(Protocol):
     def faults(self) -> Sequence[str]: ...
 
 
+# How recent a tool call keeps the server "answering" (`ServerState.answering`).
+ANSWERING_S = 0.5
+# Cache reads running at once in worker threads (see `ServerState.read_threads`).
+READ_THREADS = 4
+
+
 @dataclass
 class ServerState:
     """One server's view of its cache.
@@ -55,18 +62,36 @@ class ServerState:
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
+    last_call_at: float = -ANSWERING_S
+    # `health_check`'s slower probes of the cache's folder, and when they ran (system_tools).
+    health_probes: tuple[float, tuple[str, ...]] | None = field(default=None, repr=False)
     # Which notes carry each tag, kept per cache version: tag tools of every module share it.
     tag_index: ByVersion[TagIndex] = field(default_factory=tag_index_cache, repr=False)
     # The notes' names, for `resolve_names` and the "did you mean" of a path not found.
     name_index: ByVersion[NameIndex] = field(default_factory=names_cache, repr=False)
+    # `get_stats`'s counts, kept per cache version.
+    stats: ByVersion[VaultStats] = field(default_factory=stats_cache, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
+    _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 
     def begin(self) -> None:
         """Start a serving session (the lifespan calls this): nothing is ready yet."""
         self._ready = anyio.Event()
+        self._read_threads = None
         self.watcher = None
         self.writer = False
         self.reconcile_error = None
+
+    def read_threads(self) -> anyio.CapacityLimiter:
+        """The worker threads cache reads share (made on first use, in the event loop).
+
+        Few, on purpose: the reads hold the GIL for most of their work, so forty of them at
+        once (anyio's default) finish no sooner than a handful, while every one of them makes
+        a write's indexing pass, and the event loop serving HTTP, wait their turns for the GIL.
+        Writes, file reads and workflow calls keep anyio's default threads."""
+        if self._read_threads is None:
+            self._read_threads = anyio.CapacityLimiter(READ_THREADS)
+        return self._read_threads
 
     @property
     def ready(self) -> bool:
@@ -84,6 +109,12 @@ class ServerState:
     def count_request(self) -> None:
         # Called from the event loop only (tool dispatch), so a plain increment is safe.
         self.request_count += 1
+        self.last_call_at = time.monotonic()
+
+    def answering(self) -> bool:
+        """True while tool calls come in (one began in the last `ANSWERING_S`): the embedding
+        worker holds its next batch back meanwhile."""
+        return time.monotonic() - self.last_call_at < ANSWERING_S
 
     @property
     def role(self) -> Literal["writer", "reader", "unwatched"]:

@@ -48,6 +48,10 @@ tools fail or answers look stale. Example: {}."""
 # Free space under which the disk holding the cache counts as full: SQLite needs room for the
 # WAL and a transaction's pages; a write fails "database or disk is full" well before zero.
 DISK_FULL_BYTES = 1024 * 1024
+# How long the slower probes of the cache's folder (free space, writability, pending migrations)
+# are reused: each one gives up the GIL, and while other threads compute (a workflow pass) every
+# such round trip cost a call a millisecond or more. A fault shows, or clears, within this.
+PROBE_REUSE_S = 1.0
 
 
 def _cache_ok(state: ServerState, problems: list[str]) -> bool:
@@ -69,14 +73,29 @@ def _cache_ok(state: ServerState, problems: list[str]) -> bool:
         else:
             problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
         return False
-    if path is not None:
-        problems.extend(_cache_disk_problems(path))
+    problems.extend(_reused_probes(state, path))
+    return True
+
+
+def _reused_probes(state: ServerState, path: Path | None) -> list[str]:
+    """`_slow_probes`, reused for `PROBE_REUSE_S` by the same server."""
+    now = time.monotonic()
+    kept = state.health_probes
+    if kept is not None and now - kept[0] < PROBE_REUSE_S:
+        return list(kept[1])
+    found = _slow_probes(state, path)
+    state.health_probes = (now, tuple(found))
+    return found
+
+
+def _slow_probes(state: ServerState, path: Path | None) -> list[str]:
+    found = _cache_disk_problems(path) if path is not None else []
     try:
         if pending_migrations(state.app.db):
-            problems.append("the cache schema has a pending migration")
+            found.append("the cache schema has a pending migration")
     except Exception as exc:
-        problems.append(f"cannot check cache migrations: {type(exc).__name__}")
-    return True
+        found.append(f"cannot check cache migrations: {type(exc).__name__}")
+    return found
 
 
 def _cache_disk_problems(path: Path) -> list[str]:
