@@ -21,6 +21,7 @@ FILES: dict[str, str | bytes] = {
     "c.md": "---\npriority: '1'\ntopics: z\nnothing:\n---\n# A heading\n",
     "d.md": "---\ntitle: '[[Home|The **Real** Title]]'\n---\n# Footer\n",
     "e.md": "no frontmatter\n\n# This note in GitHub\n",
+    "f.md": "---\nscores: [1, 10]\n---\n",
 }
 
 
@@ -65,10 +66,12 @@ async def matching(tools: Tools, where: dict[str, Any]) -> list[str]:
         ({"done": False}, ["a.md"]),
         ({"done": True, "topics": {"contains": "y"}}, ["b.md"]),
         ({"cover": {"exists": True}}, ["b.md"]),
-        ({"cover": {"exists": False}}, ["a.md", "c.md", "d.md", "e.md"]),
+        ({"cover": {"exists": False}}, ["a.md", "c.md", "d.md", "e.md", "f.md"]),
         ({"nothing": None}, ["c.md"]),
         ({"nothing": {"exists": True}}, ["c.md"]),
         ({"priority": 3}, []),
+        ({"scores": {"gt": 3}}, ["f.md"]),
+        ({"scores": {"gt": 3, "lt": 7}}, []),  # a range holds for one value, not across a list
     ],
 )
 async def test_where_tests_frontmatter_properties(
@@ -112,6 +115,13 @@ async def test_a_filter_that_cannot_apply_is_named(
 
 async def test_titles_are_what_obsidian_shows(tools: Tools) -> None:
     titles = {f["path"]: f["title"] for f in (await tools.ok("query_files"))["files"]}
-    assert titles == {"a.md": "a", "b.md": "b", "c.md": "c", "d.md": "The Real Title", "e.md": "e"}
+    assert titles == {
+        "a.md": "a",
+        "b.md": "b",
+        "c.md": "c",
+        "d.md": "The Real Title",
+        "e.md": "e",
+        "f.md": "f",
+    }
     e = await tools.ok("get_file", path="e.md")
     assert (e["title"], e["heading"]) == ("e", "This note in GitHub")

@@ -11,7 +11,7 @@ snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -295,7 +295,28 @@ def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnEle
         conditions.append(Note.modified < filters.modified_until)
     if filters.tag is not None:
         conditions.append(_tagged(tag_condition(filters.tag), scan))
-    conditions.extend(property_condition(c) for c in filters.where)
+    conditions.extend(property_conditions(filters.where))
+    return conditions
+
+
+RANGE_OPS = ("lt", "lte", "gt", "gte")
+
+
+def property_conditions(where: Iterable[PropertyCondition]) -> list[ColumnElement[bool]]:
+    """The `where` tests as conditions on notes. The bounds of one property's range (`{"due":
+    {"gte": a, "lt": b}}`) go into one lookup, so the index reads the range between them
+    rather than two half-open ranges of half the vault each; a bound holds for one value."""
+    ranges: dict[str, list[PropertyCondition]] = {}
+    conditions = []
+    for condition in where:
+        if condition.op in RANGE_OPS:
+            ranges.setdefault(condition.key, []).append(condition)
+        else:
+            conditions.append(property_condition(condition))
+    for key, bounds in ranges.items():
+        tests = and_(*(_value_test(bound) for bound in bounds))
+        in_range = select(NoteProperty.note_path).where(NoteProperty.key == key, tests)
+        conditions.append(Note.path.in_(in_range))
     return conditions
 
 
