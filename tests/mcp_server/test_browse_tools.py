@@ -4,6 +4,7 @@ paging to the end, and the notes with problems get_stats counts."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -102,3 +103,22 @@ async def test_list_problems_finds_what_get_stats_counts(tools: Tools) -> None:
         "lonely.md",
     ]
     assert len(await walk(tools, "list_problems", "problems", kind="orphans", limit=2)) == 5
+
+
+async def test_broken_links_follow_the_next_pass(tmp_path: Path) -> None:
+    """The counts a server keeps per cache version are counted again once the cache moves."""
+    served = serve(Settings(vault=write_files(tmp_path / "vault", {"a.md": "[[Gone]]\n"})))
+    try:
+        async with Client(served.server, mode="legacy") as client:
+            tools = Tools(client)
+            first = await tools.ok("list_problems", kind="broken_links")
+            assert [p["target"] for p in first["problems"]] == ["Gone"]
+            write_files(served.app.settings.vault, {"b.md": "[[Gone]] [[Lost]]\n"})
+            served.app.indexer.reconcile()
+            again = await tools.ok("list_problems", kind="broken_links")
+    finally:
+        served.app.close()
+    assert [(p["target"], p["occurrences"]) for p in again["problems"]] == [
+        ("Gone", 2),
+        ("Lost", 1),
+    ]

@@ -6,6 +6,7 @@ page with the total it is a page of.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -159,10 +160,17 @@ def notes_with_errors(conn: Connection, limit: int, offset: int) -> Page[NoteErr
     return Page([NoteError(path, error or "") for path, error in rows], total)
 
 
-def broken_links(conn: Connection, limit: int, offset: int) -> Page[BrokenTarget]:
-    """Link targets that resolve to no file, most linked first, with the notes holding them."""
-    broken = Link.target_path.is_(None)
-    total = conn.execute(select(func.count(Link.target_key.distinct())).where(broken)).scalar_one()
+@dataclass(frozen=True, slots=True)
+class BrokenCount:
+    key: str
+    target: str  # as first written
+    occurrences: int
+    source_count: int
+
+
+def count_broken_targets(conn: Connection) -> list[BrokenCount]:
+    """Every link target that resolves to no file, most linked first: an aggregate over all
+    broken links, which a server keeps per cache version (`cache.graph.broken_cache`)."""
     occurrences = func.count()
     rows = conn.execute(
         select(
@@ -171,28 +179,38 @@ def broken_links(conn: Connection, limit: int, offset: int) -> Page[BrokenTarget
             occurrences,
             func.count(Link.source_path.distinct()),
         )
-        .where(broken)
+        .where(Link.target_path.is_(None))
         .group_by(Link.target_key)
         .order_by(occurrences.desc(), Link.target_key)
-        .limit(limit)
-        .offset(offset)
     ).all()
-    keys = [row[0] for row in rows]
+    return [BrokenCount(key, target, count, sources) for key, target, count, sources in rows]
+
+
+def broken_links(
+    conn: Connection, limit: int, offset: int, counted: Sequence[BrokenCount] | None = None
+) -> Page[BrokenTarget]:
+    """Link targets that resolve to no file, most linked first, with the notes holding them;
+    `counted` is `count_broken_targets` of this cache version, when the caller keeps it."""
+    counted = count_broken_targets(conn) if counted is None else counted
+    page = counted[offset : offset + limit]
+    keys = [row.key for row in page]
     sources: dict[str, list[str]] = {}
     if keys:
         listed = conn.execute(
             select(Link.target_key, Link.source_path)
-            .where(broken, Link.target_key.in_(keys))
+            .where(Link.target_path.is_(None), Link.target_key.in_(keys))
             .distinct()
             .order_by(Link.target_key, Link.source_path)
         )
         for key, source in listed:
             sources.setdefault(key, []).append(source)
-    page = [
-        BrokenTarget(target, count, source_count, sources.get(key, [])[:SAMPLE_SOURCES])
-        for key, target, count, source_count in rows
+    found = [
+        BrokenTarget(
+            row.target, row.occurrences, row.source_count, sources.get(row.key, [])[:SAMPLE_SOURCES]
+        )
+        for row in page
     ]
-    return Page(page, total)
+    return Page(found, len(counted))
 
 
 def orphan_notes(conn: Connection, limit: int, offset: int) -> Page[str]:

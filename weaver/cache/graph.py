@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
-from weaver.cache import changes, read
+from weaver.cache import browse, changes, read
 from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
@@ -118,6 +118,11 @@ class ByVersion(Generic[T]):
 
 def graph_cache() -> ByVersion[Graph]:
     return ByVersion(load_graph, update_graph)
+
+
+def broken_cache() -> ByVersion[list[browse.BrokenCount]]:
+    """`list_problems broken_links`' counts, aggregated once per version like the stats."""
+    return ByVersion(browse.count_broken_targets, settle=False)
 
 
 def stats_cache() -> ByVersion[read.VaultStats]:

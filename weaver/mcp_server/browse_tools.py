@@ -197,7 +197,7 @@ def build_browse_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[ListProblemsData]]:
         def work() -> ListProblemsData:
             with read.read_snapshot(app.db) as conn:
-                problems, total = _problems(conn, kind, limit, offset)
+                problems, total = _problems(state, conn, kind, limit, offset)
             return ListProblemsData(
                 kind=kind,
                 problems=problems,
@@ -217,13 +217,13 @@ def build_browse_tools(state: ServerState) -> list[Tool]:
 
 
 def _problems(
-    conn: Connection, kind: str, limit: int, offset: int
+    state: ServerState, conn: Connection, kind: str, limit: int, offset: int
 ) -> tuple[list[ProblemInfo], int]:
     if kind == "errors":
         errors = browse.notes_with_errors(conn, limit, offset)
         return [ProblemInfo(path=e.path, error=e.error) for e in errors.items], errors.total
     if kind == "broken_links":
-        broken = browse.broken_links(conn, limit, offset)
+        broken = browse.broken_links(conn, limit, offset, state.broken.get(conn))
         items = [
             ProblemInfo(
                 target=b.target,

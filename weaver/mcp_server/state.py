@@ -9,7 +9,8 @@ from typing import Literal, Protocol
 
 import anyio
 
-from weaver.cache.graph import ByVersion, names_cache, stats_cache, tag_index_cache
+from weaver.cache.browse import BrokenCount
+from weaver.cache.graph import ByVersion, broken_cache, names_cache, stats_cache, tag_index_cache
 from weaver.cache.read import VaultStats
 from weaver.host.app import App
 from weaver.host.locks import DEFAULT_RETRY_SECONDS
@@ -71,6 +72,7 @@ class ServerState:
     name_index: ByVersion[NameIndex] = field(default_factory=names_cache, repr=False)
     # `get_stats`'s counts, kept per cache version.
     stats: ByVersion[VaultStats] = field(default_factory=stats_cache, repr=False)
+    broken: ByVersion[list[BrokenCount]] = field(default_factory=broken_cache, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
     _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 
