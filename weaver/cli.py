@@ -652,7 +652,7 @@ def add_search_command(commands: Any) -> None:
     search.add_argument(
         "--update",
         action="store_true",
-        help="first bring the cache and the vectors up to date (unless a daemon does)",
+        help="first embed the notes not embedded yet (slow on a big vault; a daemon does it too)",
     )
     search.add_argument("--json", action="store_true", help="print the results as JSON")
     search.set_defaults(command=cmd_search)
@@ -662,15 +662,15 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """`weaver search`: the same search as the `search_notes` tool, from a shell."""
     from weaver.cache import fts
     from weaver.cache.read import read_snapshot
+    from weaver.markdown.patterns import normalize_tag
     from weaver.semantic.pages import MeaningHit, choose_mode, search_by_meaning
 
     limit = max(1, min(args.limit, 100))
     folder = args.directory.strip("/") if args.directory else None
-    tag = args.tag.lstrip("#").casefold() if args.tag else None
+    tag = normalize_tag(args.tag.strip().lstrip("#")) if args.tag else None  # as the tools
     app = open_app(settings)
     try:
-        if args.update:
-            _update_for_search(settings, app)
+        _refresh_for_search(settings, app, embed=args.update)
         with read_snapshot(app.db) as conn:
             mode = choose_mode(app, conn, args.mode)
             if mode == "keyword":
@@ -684,10 +684,10 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                     MeaningHit(h.path, h.title, h.snippet, h.score, (), h.modified)
                     for h in found.hits
                 ]
-                coverage = None
+                coverage, partial = None, False
             else:
                 page = search_by_meaning(app, conn, args.query, mode, limit, 0, folder, tag)
-                hits, coverage = page.hits, page.coverage
+                hits, coverage, partial = page.hits, page.coverage, not page.complete
     finally:
         app.close()
     if args.json:
@@ -701,11 +701,13 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         (
             f"{h.score:.3f}",
             h.path,
-            clip(h.snippet.replace("<mark>", "").replace("</mark>", ""), 60),
+            clip(_unmarked(h.snippet), 60),
         )
         for h in hits
     ]
     print(format_table(("score", "path", "passage"), table) if table else "no notes found")
+    if partial and not args.update:
+        print("(`--update` embeds the rest first, unless a running daemon is doing it)")
     return 0
 
 
@@ -713,16 +715,18 @@ def _unmarked(snippet: str) -> str:
     return snippet.replace("<mark>", "").replace("</mark>", "")
 
 
-def _update_for_search(settings: Settings, app: App) -> None:
+def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:
+    """The cache brought up to date first, as `weaver tags list` does, and with `embed` the
+    notes not yet embedded too; unless a daemon or server keeps both fresh already."""
     from weaver.host.locks import WriterLock
     from weaver.semantic.model import semantic_installed
     from weaver.semantic.worker import embed_pending
 
     with WriterLock.for_settings(settings) as lock:
         if not lock.try_acquire():
-            return  # a daemon keeps the cache (and the vectors) fresh already
+            return
         app.indexer.reconcile()
-        if settings.semantic and semantic_installed():
+        if embed and settings.semantic and semantic_installed():
             embed_pending(app.db, app.semantic)
 
 

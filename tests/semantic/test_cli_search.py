@@ -34,3 +34,24 @@ def test_update_then_search_by_meaning(tmp_path: Path, capsys: pytest.CaptureFix
     keyword = search(vault, capsys, "sourdough", "--mode", "keyword")
     assert keyword["mode"] == "keyword"
     assert [r["path"] for r in keyword["results"]] == ["bread.md"]  # type: ignore[attr-defined]
+
+
+def test_a_partial_answer_says_how_to_embed_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_semantic()
+    vault = write_files(tmp_path / "vault", NOTES)
+    assert main(["--vault", str(vault), "index"]) == 0  # indexed, not embedded
+    capsys.readouterr()
+    assert main(["--vault", str(vault), "search", "phone and laptop", "--mode", "semantic"]) == 0
+    out = capsys.readouterr().out
+    assert "embedded 0 of 2 notes; results cover the embedded notes only" in out
+    assert "`--update` embeds the rest first" in out
+
+
+def test_the_tag_filter_is_read_as_the_tools_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = write_files(tmp_path / "vault", {**NOTES, "tagged.md": "#Bread/Rye sourdough\n"})
+    answer = search(vault, capsys, "sourdough", "--mode", "keyword", "--tag", " #bread ")
+    assert [r["path"] for r in answer["results"]] == ["tagged.md"]  # type: ignore[attr-defined]

@@ -51,6 +51,7 @@ class MeaningPage:
     hits: list[MeaningHit]
     total: int
     coverage: str
+    complete: bool  # every note embedded: the page covers the whole vault
 
 
 def search_by_meaning(
@@ -86,4 +87,4 @@ def list_page(conn: Connection, page: SemanticPage) -> MeaningPage:
         for hit in page.hits
         if hit.path in listing  # a note deleted since its vectors were loaded
     ]
-    return MeaningPage(hits, page.total, describe_coverage(page.coverage))
+    return MeaningPage(hits, page.total, describe_coverage(page.coverage), page.coverage.complete)
