@@ -41,19 +41,21 @@ class FeedEntry:
     event: VaultEvent
 
 
+# The columns every read of the feed takes (`_event` makes the event of a row).
+_EVENT_COLUMNS = (
+    VaultEventRow.id,
+    VaultEventRow.kind,
+    VaultEventRow.path,
+    VaultEventRow.old_path,
+    VaultEventRow.initial,
+)
+
+
 def seal_leftovers(conn: Connection) -> list[VaultEvent]:
     """Seal the provisional rows of a pass that never ended (their notes are in the cache);
     returns their events. One indexed look, as nearly every pass finds none."""
     rows = conn.execute(
-        select(
-            VaultEventRow.id,
-            VaultEventRow.kind,
-            VaultEventRow.path,
-            VaultEventRow.old_path,
-            VaultEventRow.initial,
-        )
-        .where(VaultEventRow.sealed.is_(False))
-        .order_by(VaultEventRow.id)
+        select(*_EVENT_COLUMNS).where(VaultEventRow.sealed.is_(False)).order_by(VaultEventRow.id)
     ).all()
     if rows:
         conn.execute(
@@ -113,13 +115,7 @@ def _insert(conn: Connection, events: Sequence[VaultEvent], sealed: bool) -> Non
 def read_after(conn: Connection, position: int, limit: int) -> list[FeedEntry]:
     """Up to `limit` sealed events after `position`, oldest first."""
     rows = conn.execute(
-        select(
-            VaultEventRow.id,
-            VaultEventRow.kind,
-            VaultEventRow.path,
-            VaultEventRow.old_path,
-            VaultEventRow.initial,
-        )
+        select(*_EVENT_COLUMNS)
         .where(VaultEventRow.id > position, VaultEventRow.sealed.is_(True))
         .order_by(VaultEventRow.id)
         .limit(limit)
