@@ -50,7 +50,8 @@ def complete(state: ServerState, argument: str, value: str) -> Completion:
         elif argument == "tag":
             known = sorted(browse.tag_keys(conn))
         elif argument == "workflowId" and isinstance(state.engine, WorkflowEngine):
-            known = sorted(w.id for w in state.engine.list_workflows().workflows)
+            # The registry's ids alone: `list_workflows` also aggregates the run history.
+            known = sorted(w.id for w in state.engine.registry)
         else:
             return Completion(values=[], total=0, has_more=False)
     typed = value.casefold().lstrip("#")
