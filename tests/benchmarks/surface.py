@@ -94,7 +94,7 @@ def _completions(client: Client, facts: VaultFacts) -> dict[str, Call]:
     return {
         "completion/complete, note path prefix": path,
         "completion/complete, note path in another case (case-folded)": other_case,
-        "completion/complete, no path matches (suggestions)": missing,
+        "completion/complete, no path matches, as typed or ignoring case": missing,
         "completion/complete, folder prefix": folder,
         "completion/complete, tag prefix": tag,
         "completion/complete, workflow id prefix": workflow,
@@ -110,16 +110,9 @@ def _resource_pages(client: Client, facts: VaultFacts) -> dict[str, Call]:
     async def deep_page(i: int) -> None:
         await client.list_resources(cursor=_cursor(samples[i % len(samples)]))
 
-    async def next_pages(i: int) -> None:
-        # Where a client walking the whole list is: the page after the one it was given.
-        page = await client.list_resources(cursor=_cursor(samples[i % len(samples)]))
-        assert page.next_cursor is not None
-        await client.list_resources(cursor=page.next_cursor)
-
     return {
         "resources/list, first page (100)": first_page,
         "resources/list, a page deep in the vault": deep_page,
-        "resources/list, two pages walked with the cursor given": next_pages,
     }
 
 
