@@ -41,7 +41,7 @@ LABELS = (*BIG_ANSWERS, "get_file, most linked note", "query_files, no filter")
 # The floor under the biggest answer: the same answer, recorded, from a bare SDK server.
 FLOOR_CASE = "get_graph, 1,000 notes"
 FLOOR_LABEL = "recorded, from a bare SDK server (the floor)"
-CALLS, QUICK_CALLS, WARMUP = 30, 10, 3
+CALLS, QUICK_CALLS, WARMUP = 50, 10, 3
 INSTALL_TIMEOUT, RUN_TIMEOUT = 300, 600
 
 

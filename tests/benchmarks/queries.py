@@ -47,6 +47,7 @@ BIG_ANSWERS = (
     "search_tags wildcard",
     "get_graph, default limit (100 notes)",
     "get_graph, 1,000 notes",
+    "get_graph, 1,000 notes, first call after an edit",
 )
 STATS = Target("<=", 50, "p95 ≤ 50 ms")
 Arguments = Callable[[VaultFacts, int], dict[str, Any]]  # (facts, call number) -> arguments
@@ -260,6 +261,11 @@ EDIT_CASES = (
         "resolve_names, first call after an edit",
         "resolve_names",
         lambda f, i: {"names": _names(f, i)},
+    ),
+    ToolCase(
+        "get_graph, 1,000 notes, first call after an edit",
+        "get_graph",
+        lambda f, i: {"limit": 1000},
     ),
     ToolCase(
         "search_by_tags, first call after an edit",
