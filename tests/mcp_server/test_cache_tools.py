@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -24,6 +25,7 @@ from tests.corpora import require_corpora
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState, build_server, system_tools
+from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 from weaver.mcp_server.system_tools import compute_health
 from weaver.vault.watcher import VaultWatcher
 
@@ -65,14 +67,20 @@ class Served:
 
 
 class Tools:
-    """Calls tools and checks the envelope is the same as structured content and as text."""
+    """Calls tools and checks the envelope is the same as structured content and as text (an
+    answer over the token bound has a short text instead: `envelope.text_for_window`)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
 
     async def raw(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         result = await self.client.call_tool(name, args or {})
-        envelope: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        text: str = result.content[0].text  # type: ignore[union-attr]
+        if text.startswith(f"{name} answered ") and result.structured_content is not None:
+            size = estimate_tokens(pydantic_core.to_json(result.structured_content).decode())
+            assert size > ANSWER_TOKEN_BOUND and "structured content only" in text
+            text = pydantic_core.to_json(result.structured_content).decode()
+        envelope: dict[str, Any] = json.loads(text)
         assert result.structured_content == envelope
         assert result.is_error is (not envelope["success"])
         assert set(envelope["metadata"]) == {"executionTime", "cacheHit"}
