@@ -25,7 +25,6 @@ from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic.model import (
     DEFAULT_MODEL,
-    DIMENSIONS,
     ENABLE_HINT,
     EmbeddingModel,
     load_model,
@@ -61,11 +60,16 @@ class SemanticIndex:
     """The model and the vectors of one cache, loaded on demand; thread-safe."""
 
     def __init__(
-        self, model_id: str = DEFAULT_MODEL, model_path: Path | None = None, threads: int = 1
+        self,
+        model_id: str = DEFAULT_MODEL,
+        model_path: Path | None = None,
+        threads: int = 1,
+        cache_dir: Path | None = None,
     ) -> None:
         self.model_id = model_id
         self._model_path = model_path
         self._threads = threads
+        self._cache_dir = cache_dir  # where a static model's distilled matrix is kept
         self._lock = threading.Lock()
         self._model: EmbeddingModel | None = None
         self._error: SemanticUnavailableError | None = None
@@ -80,7 +84,9 @@ class SemanticIndex:
         with self._lock:
             if self._model is None and self._error is None:
                 try:
-                    self._model = load_model(self.model_id, self._model_path, self._threads)
+                    self._model = load_model(
+                        self.model_id, self._model_path, self._threads, self._cache_dir
+                    )
                 except SemanticUnavailableError as exc:
                     self._error = exc
             if self._error is not None:
@@ -102,13 +108,14 @@ class SemanticIndex:
     def matrix(self, conn: Connection) -> ChunkMatrix:
         """Every chunk vector, as of `conn`'s snapshot (open it with `read.read_snapshot`)."""
         version = vectors.vectors_version(conn)
+        dimensions = self.model().dimensions
         with self._lock:
             if self._matrix is None or version != self._version:
-                self._matrix = self._refresh(conn, self._matrix)
+                self._matrix = self._refresh(conn, self._matrix, dimensions)
                 self._version = version
             return self._matrix
 
-    def _refresh(self, conn: Connection, old: ChunkMatrix | None) -> ChunkMatrix:
+    def _refresh(self, conn: Connection, old: ChunkMatrix | None, dimensions: int) -> ChunkMatrix:
         """The matrix brought up to date: the rows of notes embedded since it was loaded are
         read again, those of notes gone are dropped, the rest are kept; loading it all
         again takes a second at 10,000 notes, which every first query after an edit paid."""
@@ -116,12 +123,12 @@ class SemanticIndex:
         loaded_at = self._loaded_at
         self._loaded_at = max(stamps.values(), default=0)
         if old is None:
-            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+            return vectors.load_vectors(conn, self.model_id, dimensions)
         held = set(old.paths)
         changed = sorted(p for p, at in stamps.items() if at >= loaded_at or p not in held)
         if len(changed) > PATCH_LIMIT:
-            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
-        fresh = vectors.load_vectors(conn, self.model_id, DIMENSIONS, changed)
+            return vectors.load_vectors(conn, self.model_id, dimensions)
+        fresh = vectors.load_vectors(conn, self.model_id, dimensions, changed)
         return _patched(old, set(stamps).difference(changed), fresh)
 
     # ------------------------------------------------------------ queries
