@@ -225,7 +225,8 @@ def read_vectors(path: Path, rows: int) -> Vectors:
     """The cached matrix; `FileNotFoundError` when absent, `CorruptCacheError` saying what is
     wrong when it cannot be used."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # The file opened here, not by np.load: it leaks its handle on a truncated archive.
+        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
             vectors = data["vectors"]
             checksum = data["checksum"]
     except FileNotFoundError:
