@@ -139,7 +139,7 @@ def test_an_unwritable_cache_folder_is_named(tmp_path: Path, source: ModelSource
 
 def test_reduction_keeps_the_top_axes_and_weighs_rare_tokens_more() -> None:
     rng = np.random.default_rng(3)
-    raw = rng.standard_normal((1000, 384)).astype(np.float32) * np.linspace(3, 0.1, 384)
+    raw = (rng.standard_normal((1000, 384)) * np.linspace(3, 0.1, 384)).astype(np.float32)
     keep = np.ones(1000, dtype=bool)
     keep[[0, 5]] = False
     reduced = reduce_vectors(raw, keep)
