@@ -136,10 +136,12 @@ def _tokenizer_beside(model_path: Path) -> Path:
 class TransformerModel:
     """The transformer: `embed_texts` turns texts into unit vectors (float32, `dimensions`)."""
 
-    def __init__(self, source: ModelSource, threads: int | None = None) -> None:
+    def __init__(
+        self, source: ModelSource, threads: int | None = None, max_tokens: int = MAX_TOKENS
+    ) -> None:
         self.model_id = source.model_id
         self.source = source
-        self.tokenizer = load_tokenizer(source.tokenizer_path, MAX_TOKENS)
+        self.tokenizer = load_tokenizer(source.tokenizer_path, max_tokens)
         self._session = _load_session(source.onnx_path, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dimensions = int(self._session.get_outputs()[0].shape[-1])
