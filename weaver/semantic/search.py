@@ -32,6 +32,8 @@ from weaver.semantic.model import (
 )
 
 RRF_K = 60
+# How long a query waits for the model another thread is loading before answering an error.
+LOAD_WAIT_S = 5.0
 # Notes changed since the matrix was loaded beyond which it is loaded whole again.
 PATCH_LIMIT = 2000
 # How deep each ranking is read before fusing: hybrid pages go this far.
@@ -71,7 +73,8 @@ class SemanticIndex:
         self._model_path = model_path
         self._threads = threads
         self._cache_dir = cache_dir  # where a static model's distilled matrix is kept
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the matrix
+        self._loading = threading.Lock()  # the model
         self._model = model  # loaded on first use, unless given (the bench's variants)
         self._error: SemanticUnavailableError | None = None
         self._matrix: ChunkMatrix | None = None
@@ -79,21 +82,30 @@ class SemanticIndex:
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
 
-    def model(self) -> EmbeddingModel:
+    def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
         """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
-        a missing model is not retried on every query)."""
-        with self._lock:
-            if self._model is None and self._error is None:
-                try:
+        a missing model is not retried on every query). While another thread loads it (a first
+        start distils the static model, a minute or more), a query waits `wait` seconds at
+        most, then answers an error saying so; the worker waits as long as it takes (None)."""
+        if self._model is None and self._error is None:
+            if not self._loading.acquire(timeout=-1 if wait is None else wait):
+                raise SemanticUnavailableError(
+                    "the embedding model is still loading (on a first start the static model "
+                    "is distilled, a minute or two): try again shortly"
+                )
+            try:
+                if self._model is None and self._error is None:
                     self._model = load_model(
                         self.model_id, self._model_path, self._threads, self._cache_dir
                     )
-                except SemanticUnavailableError as exc:
-                    self._error = exc
-            if self._error is not None:
-                raise self._error
-            assert self._model is not None
-            return self._model
+            except SemanticUnavailableError as exc:
+                self._error = exc
+            finally:
+                self._loading.release()
+        if self._error is not None:
+            raise self._error
+        assert self._model is not None
+        return self._model
 
     def coverage(self, conn: Connection) -> Coverage:
         """How many notes have current vectors; counted again only when the vectors or the
