@@ -9,6 +9,8 @@ checks a failing distiller process is reported."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +151,22 @@ def test_reduction_keeps_the_top_axes_and_weighs_rare_tokens_more() -> None:
     assert norms[-100:].mean() > 2 * norms[:100].mean()  # later rank: rarer, weighs more
     variance = reduced[keep].var(axis=0)
     assert variance[0] > variance[-1]  # the first axis carries the most
+
+
+_NO_RUNTIME = """
+import sys
+from weaver.semantic.model import load_model
+model = load_model()
+assert model.embed_query("tides and the moon").shape == (model.dimensions,)
+print(",".join(m for m in ("onnxruntime", "torch") if m in sys.modules) or "none")
+"""
+
+
+def test_the_static_model_runs_without_onnx_runtime(semantic_index: SemanticIndex) -> None:
+    """Once distilled, embedding loads no ONNX Runtime: the daemon's memory stays that of a
+    31 MB matrix, not a ~230 MB session (the distiller runs in a child process)."""
+    semantic_index.model()  # distilled into this session's cache, which the child reads
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_RUNTIME], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "none"
