@@ -45,6 +45,19 @@ def default_logging() -> Iterator[None]:
         root.removeHandler(handler)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def embedding_cache(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """The folder distilled static embedding models are kept in, for the whole session and its
+    subprocesses: pytest's cache folder, not the user's `~/.cache/weaver`. Distilling takes
+    tens of seconds, once per model file: a later run (or the other xdist worker, which waits
+    on the distiller's lock) reuses the matrix; CI starts with none and distils it once."""
+    cache = getattr(request.config, "cache", None)  # None with -p no:cacheprovider
+    xdg = cache.mkdir("weaver-xdg-cache") if cache else request.config.rootpath / ".weaver-xdg"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(xdg))
+        yield xdg / "weaver"
+
+
 @pytest.fixture(autouse=True)
 def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Served vaults start no embedding worker unless the test is marked `embedding`: the

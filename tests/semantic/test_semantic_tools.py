@@ -72,7 +72,7 @@ async def test_semantic_mode_finds_a_paraphrase_keyword_search_misses(embedded: 
 
 
 async def test_hybrid_is_the_default_once_every_note_is_embedded(embedded: Embedded) -> None:
-    data = await embedded.tools.ok("search_notes", query="dough for flatbread")
+    data = await embedded.tools.ok("search_notes", query="olive-oil flatbread dough")
     assert data["mode"] == "hybrid"
     assert data["results"][0]["path"] == "kitchen/focaccia.md"
 

@@ -17,7 +17,7 @@ from weaver.cache.vectors import ChunkMatrix
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.semantic import worker as worker_module
-from weaver.semantic.model import DIMENSIONS
+from weaver.semantic.model import TRANSFORMER_MODEL
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
@@ -95,11 +95,13 @@ def test_a_move_keeps_the_vectors_and_a_delete_drops_them(app: App) -> None:
 
 def test_a_changed_model_re_embeds_everything(app: App, semantic_index: SemanticIndex) -> None:
     embed_pending(app.db, app.semantic)
-    other = SemanticIndex("minilm-copy", semantic_index.model().source.onnx_path, threads=2)
+    other = SemanticIndex(TRANSFORMER_MODEL, threads=2)  # from static to the transformer
     assert embed_pending(app.db, other) == len(NOTES)
     with app.db.connect() as conn:
         models = set(conn.execute(select(NoteEmbedding.model)).scalars())
-    assert models == {"minilm-copy"}
+    assert models == {TRANSFORMER_MODEL}
+    with read_snapshot(app.db) as conn:
+        assert other.matrix(conn).matrix.shape[1] == other.model().dimensions == 384
 
 
 def test_a_pass_stopped_midway_resumes_without_duplicates(
@@ -181,7 +183,7 @@ def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
     embed_pending(app.db, app.semantic)
     with read_snapshot(app.db) as conn:
         patched = index.matrix(conn)
-        whole = vectors.load_vectors(conn, index.model_id, DIMENSIONS)
+        whole = vectors.load_vectors(conn, index.model_id, index.model().dimensions)
     assert rows_of(patched) == rows_of(whole)
 
 

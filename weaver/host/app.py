@@ -35,6 +35,9 @@ def open_app(settings: Settings, check: bool = False) -> App:
     bus = EventBus()
     indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
     semantic = SemanticIndex(
-        settings.embedding_model, settings.embedding_model_path, settings.embedding_threads
+        settings.embedding_model,
+        settings.embedding_model_path,
+        settings.embedding_threads,
+        settings.embedding_cache_dir,
     )
     return App(settings, db, vault, bus, indexer, semantic)
