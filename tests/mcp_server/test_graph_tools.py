@@ -162,6 +162,13 @@ async def test_search_notes_never_fails_on_hostile_syntax(tools: Tools, query: s
     assert data["total"] >= len(data["results"])
 
 
+async def test_search_notes_repeats_a_long_query_only_in_part(tools: Tools) -> None:
+    query = "smoke " * 5_000
+    data = await tools.ok("search_notes", query=query, mode="keyword")
+    assert data["total"] >= 1 and len(data["query"]) < 1_000 and len(data["ftsQuery"]) < 1_000
+    assert data["query"].endswith("(30,000 characters in all)")
+
+
 # -- graph tools -----------------------------------------------------------------------------
 
 

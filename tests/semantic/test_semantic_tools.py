@@ -100,6 +100,9 @@ async def test_empty_and_huge_queries_answer(embedded: Embedded) -> None:
     assert empty["results"] == [] and empty["total"] == 0
     huge = await embedded.tools.ok("search_notes", query="bread " * 20_000, mode="hybrid")
     assert huge["results"][0]["path"].startswith("kitchen/")
+    # The answer names the query without repeating 120,000 characters of it.
+    assert huge["query"].startswith("bread bread") and len(huge["query"]) < 1_000
+    assert "120,000 characters" in huge["query"]
 
 
 async def test_similar_notes_can_leave_out_linked_ones(embedded: Embedded) -> None:
