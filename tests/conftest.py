@@ -133,13 +133,13 @@ BACKENDS = ("sqlite", "postgres")
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked `both_backends` that build an app run once per cache backend (the same
     test, not a copy): `backend` feeds `db_url`, which `settings` uses."""
-    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_backends"
-    ):
-        metafunc.parametrize(
-            "backend",
-            [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)],
-        )
+    definition = metafunc.definition
+    if "backend" not in metafunc.fixturenames or not definition.get_closest_marker("both_backends"):
+        return
+    backends = [pytest.param("sqlite")]
+    if not definition.get_closest_marker("sqlite_only"):  # SQLite by nature: WAL, FTS5, ...
+        backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
+    metafunc.parametrize("backend", backends)
 
 
 @pytest.fixture
@@ -156,6 +156,16 @@ def db_url(backend: str, request: pytest.FixtureRequest) -> str | None:
         url: str = request.getfixturevalue("postgres_url")
         return url
     return None
+
+
+@pytest.fixture
+def empty_db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A database with no schema yet, for `backend`: a new SQLite file, or a new PostgreSQL
+    database (the migration tests)."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_empty_url")
+        return url
+    return f"sqlite:///{tmp_path / 'cache.db'}"
 
 
 @pytest.fixture
