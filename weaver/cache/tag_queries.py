@@ -26,7 +26,7 @@ def list_tag_counts(conn: Connection) -> list[tuple[str, int, int]]:
 def _string_tags(conn: Connection) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
     """The frontmatter's `tags` value as text, and whether it is one JSON string."""
     if conn.dialect.name == "postgresql":
-        key = literal_column("'tags'")
+        key: ColumnElement[str] = literal_column("'tags'")
         tags = Note.frontmatter.op("->", return_type=JSON)(key)
         as_text = Note.frontmatter.op("->>", return_type=String)(key)
         return as_text, func.json_typeof(tags) == "string"
