@@ -139,7 +139,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     backends = [pytest.param("sqlite")]
     if not definition.get_closest_marker("sqlite_only"):  # SQLite by nature: WAL, FTS5, ...
         backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
-    metafunc.parametrize("backend", backends)
+    # Module scope: a module's shared fixtures (`module_db_url`) are built once per backend.
+    metafunc.parametrize("backend", backends, scope="module")
 
 
 @pytest.fixture
@@ -156,6 +157,19 @@ def db_url(backend: str, request: pytest.FixtureRequest) -> str | None:
         url: str = request.getfixturevalue("postgres_url")
         return url
     return None
+
+
+@pytest.fixture(scope="module")
+def module_db_url(backend: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """`db_url` for a module's shared fixtures: None (SQLite in the vault), or a database on
+    the session's PostgreSQL server kept for the module."""
+    if backend != "postgres":
+        yield None
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = server.create_database(template=request.getfixturevalue("postgres_migrated_template"))
+    yield server.url(name)
+    server.drop_database(name)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from weaver.mcp_server import ServerState, build_server, system_tools
 from weaver.mcp_server.system_tools import compute_health
 from weaver.vault.watcher import VaultWatcher
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 TOOLS = {
     "query_files",
@@ -108,7 +108,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def temp(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     base = tmp_path_factory.mktemp("mcp")
     root = base / "vault"
     write_files(root, FILES)
@@ -116,7 +116,7 @@ def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     (root / "escape.md").symlink_to(base / "outside.md")
     (root / "escape-dir").symlink_to(base / "outside-dir")
     (root / "alias.md").symlink_to(root / "bom.md")
-    served = serve(Settings(vault=root, ignore=["ignored"]))
+    served = serve(Settings(vault=root, ignore=["ignored"], database_url=module_db_url))
     yield served
     served.app.close()
 
@@ -338,7 +338,7 @@ DAY_MS = 86_400_000
 
 
 @pytest.fixture(scope="module")
-def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def dated(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     """Notes last modified on 1, 2 or 3 March 2026 at noon, local time (b and e the same)."""
     root = tmp_path_factory.mktemp("dated") / "vault"
     days = {"a.md": 1, "b.md": 3, "c/d.md": 2, "e.md": 3, "f.md": 2}
@@ -348,7 +348,7 @@ def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     for path, day in days.items():
         noon = datetime(2026, 3, day, 12).timestamp()
         os.utime(root / path, (noon, noon))
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 
