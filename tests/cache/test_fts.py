@@ -379,3 +379,41 @@ def test_tasks_demo_phrases_prefixes_and_filters(tasks_demo: App) -> None:
     assert all(p.startswith("How To/") for p in found)
     for query in HOSTILE:
         search(tasks_demo.db, query)
+
+
+# -- the note text a reader without the files reads ----------------------------------------------
+
+
+def test_postgresql_keeps_each_note_as_read(app: App, vault_dir: Path, backend: str) -> None:
+    """PostgreSQL caches keep the whole text (frontmatter block and body) for readers on other
+    hosts; SQLite caches, always beside their files, keep none."""
+    note = "---\ntags: [a]\ntitle: Tea\n---\n# Tea\nGreen tea, café.\n"
+    (vault_dir / "tea.md").write_text(note, encoding="utf-8")
+    app.indexer.reconcile()
+
+    def stored() -> str | None:
+        with app.db.connect() as conn:
+            return fts.get_note_text(conn, "tea.md")
+
+    if backend == "sqlite":
+        assert stored() is None
+        return
+    assert stored() == note
+    (vault_dir / "tea.md").write_text("no frontmatter now\n", encoding="utf-8")
+    app.indexer.apply_paths(["tea.md"])
+    assert stored() == "no frontmatter now\n"
+    (vault_dir / "tea.md").unlink()
+    app.indexer.apply_paths(["tea.md"])
+    assert stored() is None
+
+
+def test_snippets_of_a_big_note_stay_bounded(app: App, vault_dir: Path) -> None:
+    """A note far past the snippet's read limit still answers, with the hit marked when it
+    comes early, on either backend."""
+    body = "# Big\nthe needle is here\n" + "filler words go on and on\n" * 40_000
+    (vault_dir / "big.md").write_text(body, encoding="utf-8")
+    app.indexer.reconcile()
+    page = search(app.db, "needle")
+    assert paths(page) == ["big.md"]
+    assert "<mark>needle</mark>" in page.hits[0].snippet
+    assert len(page.hits[0].snippet) < 400
