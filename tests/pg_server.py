@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -30,6 +31,22 @@ TEMPLATE = "weaver_template"
 # Tables `reset_database` leaves as they are: the schema's revision.
 KEPT_TABLES = frozenset({"alembic_version"})
 START_TIMEOUT_S = 60
+
+
+# A database's tables, schema revision and cache_state rows.
+_Shape = tuple[list[str], str | None, list[tuple[Any, ...]]]
+
+
+def _shape_of(conn: psycopg.Connection[Any]) -> _Shape:
+    tables = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+    ).fetchall()
+    names = [str(row[0]) for row in tables]
+    if "alembic_version" not in names or "cache_state" not in names:
+        return names, None, []
+    revision = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    state = conn.execute("SELECT key, value FROM cache_state").fetchall()
+    return names, None if revision is None else str(revision[0]), list(state)
 
 
 class PostgresUnavailableError(Exception):
@@ -69,6 +86,7 @@ class PostgresServer:
     root: Path
     port: int = field(default_factory=free_port)
     _names: itertools.count[int] = field(default_factory=itertools.count)
+    _shapes: dict[str, _Shape] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
@@ -143,18 +161,17 @@ class PostgresServer:
         )
 
     def reset_database(self, name: str, like: str) -> bool:
-        """Empty every table of `name` and copy `like`'s rows of the small state tables back,
-        when `name` still has `like`'s tables and revision; False (and `name` untouched)
-        otherwise. Emptying a database takes a fraction of the time of copying a new one."""
-        tables = self._tables(like)
-        if self._tables(name) != tables or self._revision(name) != self._revision(like):
-            return False
-        emptied = [t for t in tables if t not in KEPT_TABLES]
-        state = self._rows(like, "cache_state")
-        conninfo = self._conninfo(name)
+        """Empty every table of `name` and copy `like`'s `cache_state` rows back, when `name`
+        still has `like`'s tables and revision; False (and `name` untouched) otherwise.
+        Emptying a database takes a fraction of the time of copying a new one."""
+        shape = self._shapes.get(like) or self._shapes.setdefault(like, self._shape(like))
+        tables, revision, state = shape
         try:
-            with psycopg.connect(conninfo, autocommit=True) as conn:
+            with psycopg.connect(self._conninfo(name), autocommit=True) as conn:
+                if _shape_of(conn)[:2] != (tables, revision):
+                    return False
                 conn.execute("SET lock_timeout = '2s'")  # a connection the test left open
+                emptied = [t for t in tables if t not in KEPT_TABLES]
                 with conn.transaction():
                     conn.execute(
                         sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
@@ -170,22 +187,9 @@ class PostgresServer:
             return False
         return True
 
-    def _tables(self, database: str) -> list[str]:
-        rows = self._query(
-            database, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-        )
-        return [str(row[0]) for row in rows]
-
-    def _revision(self, database: str) -> str | None:
-        rows = self._query(database, "SELECT version_num FROM alembic_version")
-        return str(rows[0][0]) if rows else None
-
-    def _rows(self, database: str, table: str) -> list[tuple[object, ...]]:
-        return self._query(database, f"SELECT * FROM {table}")
-
-    def _query(self, database: str, statement: str) -> list[tuple[object, ...]]:
+    def _shape(self, database: str) -> _Shape:
         with psycopg.connect(self._conninfo(database), autocommit=True) as conn:
-            return list(conn.execute(sql.SQL(statement)).fetchall())
+            return _shape_of(conn)
 
     def _conninfo(self, database: str) -> str:
         return f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database}"

@@ -110,7 +110,9 @@ def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alemb
         command.upgrade(config, "0010")
     engine.dispose()
     open_cache_engine(url).dispose()
-    assert pending_migrations(open_engine(url)) == []
+    reopened = open_engine(url)
+    assert pending_migrations(reopened) == []
+    reopened.dispose()
     # In a process of its own: is Alembic (and the mako and pygments it imports) left out?
     probe = (
         "import sys, weaver.cache.db as db; db.open_cache_engine(sys.argv[1]).dispose(); "
