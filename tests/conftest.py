@@ -159,9 +159,10 @@ def _postgres_legacy(item: pytest.Item) -> bool:
     return "legacy" in callspec.params.values()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend() -> str:
-    """The cache's database: SQLite unless the test is marked `both_backends`."""
+    """The cache's database: SQLite unless the test is marked `both_backends`. Module scope,
+    so that a module's shared fixtures (`module_db_url`) may ask for it too."""
     return "sqlite"
 
 
