@@ -55,9 +55,12 @@ class PostgresUnavailableError(Exception):
 
 def find_bin_dir() -> Path:
     """The newest installed server's bin folder (`WEAVER_PG_BIN` overrides)."""
-    configured = os.environ.get("WEAVER_PG_BIN")
-    candidates = [Path(configured)] if configured else []
-    candidates += sorted(
+    if configured := os.environ.get("WEAVER_PG_BIN"):
+        folder = Path(configured)
+        if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
+            return folder
+        raise PostgresUnavailableError(f"WEAVER_PG_BIN={configured} holds no initdb and pg_ctl")
+    candidates = sorted(
         Path("/usr/lib/postgresql").glob("*/bin"),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
         reverse=True,
