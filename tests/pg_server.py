@@ -157,6 +157,18 @@ class PostgresServer:
         )
         return name
 
+    def create_icu_database(self, icu_locale: str) -> str:
+        """A new empty database whose default collation is the ICU locale `icu_locale` (most
+        servers' databases sort linguistically, not by bytes as these tests' template)."""
+        name = f"test_{os.getpid()}_{next(self._names)}"
+        self.execute(
+            sql.SQL(
+                "CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE {} "
+                "LOCALE 'C.UTF-8'"
+            ).format(sql.Identifier(name), sql.Literal(icu_locale))
+        )
+        return name
+
     def drop_database(self, name: str) -> None:
         # FORCE: a test that failed midway may have left connections open.
         self.execute(
