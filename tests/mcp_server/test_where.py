@@ -15,7 +15,7 @@ from weaver.cache import read
 from weaver.config import Settings
 from weaver.mcp_server.where import parse_where
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 FILES: dict[str, str | bytes] = {
     "a.md": "---\npriority: 1\ndue: 2026-11-20\ntopics: [x, y]\ndone: false\n---\n",
@@ -33,9 +33,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def props(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def props(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("where") / "vault", FILES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 

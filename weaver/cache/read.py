@@ -196,11 +196,14 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
 
     The pysqlite driver runs each SELECT in its own implicit transaction, so a count and the
     page after it could straddle a write; an explicit BEGIN pins one WAL snapshot until the
-    connection is rolled back (it never writes).
+    connection is rolled back (it never writes). PostgreSQL's default READ COMMITTED takes a
+    new snapshot per statement: REPEATABLE READ keeps the first one for the transaction.
     """
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN")
+        elif conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ")
         try:
             yield conn
         finally:
@@ -254,6 +257,14 @@ def tag_pattern_condition(pattern: str, column: Any = Tag.key) -> ColumnElement[
         column.like(like, escape=LIKE_ESCAPE),
         column.like(like + "/%", escape=LIKE_ESCAPE),
     )
+
+
+def like_folded(conn: Connection, column: Any, pattern: str) -> ColumnElement[bool]:
+    """`column LIKE pattern` (escaped with `LIKE_ESCAPE`) ignoring case, as SQLite's LIKE does
+    for ASCII letters; PostgreSQL's LIKE respects case, its ILIKE ignores it."""
+    if conn.dialect.name == "postgresql":
+        return column.ilike(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
+    return column.like(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
 
 
 def wildcard_to_like(pattern: str) -> str:
