@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
+from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
 from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.engine import Background
@@ -52,6 +54,29 @@ def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     for nothing it checks. The worker's own tests (tests/semantic/) run it for real."""
     if request.node.get_closest_marker("embedding") is None:
         monkeypatch.setattr("weaver.mcp_server.lifecycle._start_embedding", lambda _state: None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (tests/pg_server.py). Without the server
+    binaries the tests that need it skip, naming why; under CI=true that is a failure, since
+    .ci/install-postgres installs them."""
+    try:
+        server = start_server()
+    except PostgresUnavailableError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required under CI=true: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database on the session's server, dropped after the test."""
+    name = postgres_server.create_database()
+    yield postgres_server.url(name)
+    postgres_server.drop_database(name)
 
 
 @pytest.fixture
