@@ -43,7 +43,7 @@ def holds_writer(conn: Connection) -> bool:
         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
         " AND pid = pg_backend_pid() AND database = (SELECT oid FROM pg_database"
         " WHERE datname = current_database())"
-        f" AND classid = :cls::oid AND objid = ({_KEY})::oid AND objsubid = 2"
+        f" AND classid = CAST(:cls AS oid) AND objid = ({_KEY})::oid AND objsubid = 2"
     )
     return bool(conn.execute(statement, {"cls": LOCK_CLASS}).scalar())
 
@@ -55,7 +55,7 @@ def describe_writer(conn: Connection) -> str | None:
         " JOIN pg_stat_activity a ON a.pid = l.pid"
         " WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid"
         " FROM pg_database WHERE datname = current_database())"
-        f" AND l.classid = :cls::oid AND l.objid = ({_KEY})::oid AND l.objsubid = 2"
+        f" AND l.classid = CAST(:cls AS oid) AND l.objid = ({_KEY})::oid AND l.objsubid = 2"
     )
     row = conn.execute(statement, {"cls": LOCK_CLASS}).first()
     if row is None:
