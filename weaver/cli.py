@@ -239,6 +239,22 @@ def add_index_commands(commands: Any) -> None:
     )
     serve.set_defaults(command=cmd_serve)
 
+    worker = add_command(
+        commands,
+        "worker",
+        "run workflows from the job system (database_url on PostgreSQL)",
+        "Runs until stopped: takes the workflow runs queued by the writer, the readers and\n"
+        "`weaver trigger` on any host, runs them, records their results. Start one or more\n"
+        "per host; see docs/deployment.md.",
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="runs at once in this worker (default: workflow_workers, 4)",
+    )
+    worker.set_defaults(command=cmd_worker)
+
     mcp_config = add_command(
         commands,
         "mcp-config",
@@ -335,6 +351,13 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
 
     run_daemon(settings, http=not args.no_http, standby=args.standby)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.host.worker import run_worker
+
+    run_worker(settings, concurrency=args.concurrency)
     return 0
 
 
@@ -510,7 +533,7 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     with _workflow_engine(settings, fresh_cache=not args.async_) as engine:
         try:
             engine.get_runnable(args.workflow).validate_input(data)
-            if args.async_ and not daemon_running(settings.vault):
+            if args.async_ and engine.jobs is None and not daemon_running(settings.vault):
                 print(
                     f"weaver: no daemon is running on {settings.vault}, so nothing would run "
                     "the queued workflow: start `weaver daemon`, or trigger without --async",
