@@ -183,3 +183,10 @@ def test_a_sync_trigger_waits_for_the_workers(pg_app: App, monkeypatch: pytest.M
         assert "no worker finished it within" in answer.message
     finally:
         engine.stop()
+
+
+def test_cron_seconds_move_to_where_the_job_system_reads_them() -> None:
+    from weaver.engine.jobs import procrastinate_cron
+
+    assert procrastinate_cron("*/5 * * * * *") == "* * * * * */5"
+    assert procrastinate_cron("0 3 * * 1-5") == "0 3 * * 1-5"

@@ -152,12 +152,21 @@ def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
                     timezone=schedule.timezone,
                 )
             app.periodic(
-                cron=schedule.cron,
+                cron=procrastinate_cron(schedule.cron),
                 periodic_id=f"{workflow.id}#{index}",
                 queue=queue_of(workflow.id),
                 task_kwargs={"workflow_id": workflow.id},
             )(fire_schedule)
     return app
+
+
+def procrastinate_cron(expression: str) -> str:
+    """Weaver's cron (seconds first when 6 fields, as APScheduler's) in croniter's order
+    (seconds last)."""
+    fields = expression.split()
+    if len(fields) == 6:
+        fields = [*fields[1:], fields[0]]
+    return " ".join(fields)
 
 
 def worker_queues(engine: WorkflowEngine) -> list[str]:
