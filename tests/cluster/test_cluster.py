@@ -149,7 +149,7 @@ def cluster(postgres_url: str, tmp_path: Path) -> Iterator[Cluster]:
         "database_url": postgres_url,
         "workflow_dirs": [str(plugins)],
         "worker_heartbeat_s": 0.5,
-        "worker_stalled_s": 2.0,
+        "worker_stalled_s": 4.0,  # generous: a loaded machine delays heartbeats
         "workflow_poll_ms": 200,
         "semantic": False,
         "log_format": "json",

@@ -190,3 +190,16 @@ def test_cron_seconds_move_to_where_the_job_system_reads_them() -> None:
 
     assert procrastinate_cron("*/5 * * * * *") == "* * * * * */5"
     assert procrastinate_cron("0 3 * * 1-5") == "0 3 * * 1-5"
+
+
+def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True)
+        with pg_app.db.begin() as conn:
+            assert executions.claim(conn, queued.execution_id, 1, engine.process, 1)
+            assert executions.take_over(conn, queued.execution_id, engine.process, "b:2", 2) == 2
+        engine._record_end(queued.execution_id, {"status": "completed", "message": "late"}, 3)
+        assert engine._record(queued.execution_id).status == "running"  # b:2's to end
+    finally:
+        engine.stop()

@@ -191,8 +191,11 @@ def finish(
     error: str | None = None,
     traceback: str | None = None,
     from_status: Sequence[str] = (RUNNING,),
+    process: str | None = None,
 ) -> bool:
-    """End a run (or cancel a pending one); False when the row had already ended."""
+    """End a run (or cancel a pending one); False when the row had already ended. With
+    `process`, only while that process runs it (a worker whose run was taken over by another,
+    its heartbeat having been late, must not record an end over the new attempt's)."""
     values: dict[str, Any] = {
         "status": status,
         "finished": now,
@@ -209,6 +212,8 @@ def finish(
         .where(col.id == execution_id, col.status.in_(list(from_status)))
         .values(**values)
     )
+    if process is not None:
+        statement = statement.where(col.process == process)
     return conn.execute(statement).rowcount == 1
 
 

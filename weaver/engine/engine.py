@@ -964,8 +964,11 @@ class WorkflowEngine:
 
     def _record_end(self, execution_id: str, fields: dict[str, Any], now: int) -> bool:
         try:
+            # With jobs, a run taken over elsewhere (this worker's heartbeat was late) is the
+            # other worker's to end.
+            owner = self.process if self.jobs is not None else None
             with self.db.begin() as conn:
-                executions.finish(conn, execution_id, now=now, **fields)
+                executions.finish(conn, execution_id, now=now, process=owner, **fields)
         except Exception as exc:
             self._end_error = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
             return False
