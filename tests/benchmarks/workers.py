@@ -68,7 +68,8 @@ def run(ctx: BenchContext) -> list[Figure]:
     rates: dict[tuple[str, int], float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="weaver-bench-workers-") as folder:
-            root = Path(folder)
+            root = ctx.workdir / "workers" if ctx.workdir else Path(folder)
+            root.mkdir(exist_ok=True)
             (root / "plugins").mkdir()
             (root / "plugins" / "bench_workflows.py").write_text(textwrap.dedent(PLUGIN))
             (root / "vault").mkdir()
@@ -108,14 +109,15 @@ def _measure(settings: Settings, root: Path, workers: int, workflow_id: str, cou
         engine.trigger(workflow_id, async_=True, via="bench")
     engine.stop()
     app.close()
+    logs = [(root / f"{workflow_id}-{workers}-{i}.log").open("wb") for i in range(workers)]
     processes = [
         subprocess.Popen(
             [sys.executable, "-m", "weaver", "--config", str(config), *WORKER_ARGS],
             env=clean_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
-        for _ in range(workers)
+        for log in logs
     ]
     try:
         _wait(lambda: _completed(settings, workflow_id) >= count, every=0.2)
@@ -124,6 +126,8 @@ def _measure(settings: Settings, root: Path, workers: int, workflow_id: str, cou
             process.terminate()
         for process in processes:
             process.wait(30)
+        for log in logs:
+            log.close()
     first, last = _span(settings, workflow_id)
     return count / ((last - first) / 1000)
 
