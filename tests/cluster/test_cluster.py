@@ -167,9 +167,10 @@ def cluster(postgres_url: str, tmp_path: Path) -> Iterator[Cluster]:
 
 def test_a_cluster_runs_each_execution_once_and_survives_kills(cluster: Cluster) -> None:
     writer = cluster.start("daemon", "--no-http", name="writer")
-    wait_for(lambda: (cluster.root / "writer.log").read_text().count("daemon started"), 30)
+    wait_for(lambda: "writer lock taken" in (cluster.root / "writer.log").read_text(), 30)
     standby = cluster.start("daemon", "--no-http", "--standby", name="standby")
     workers = [cluster.start("worker", name=f"worker{i}") for i in range(WORKERS)]
+    wait_for(lambda: "daemon started" in (cluster.root / "writer.log").read_text(), 30)
     wait_for(lambda: len(cluster.query("SELECT id FROM procrastinate_workers")) == WORKERS, 30)
 
     try:
