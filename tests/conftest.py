@@ -12,6 +12,7 @@ import pytest
 import structlog
 
 from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
+from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.engine import Background
@@ -71,9 +72,44 @@ def postgres_server() -> Iterator[PostgresServer]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres_migrated_template(postgres_server: PostgresServer) -> str:
+    """A database migrated to head once per session, copied for each test that opens an app:
+    copying it is much faster than running every migration again."""
+    name = postgres_server.create_database()
+    open_cache_engine(postgres_server.url(name)).dispose()
+    return name
+
+
+@pytest.fixture(scope="session")
+def postgres_spare_databases() -> list[str]:
+    """Databases at head emptied after their test, for the next one to take."""
+    return []
+
+
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """A fresh database on the session's server, dropped after the test."""
+def postgres_url(
+    postgres_server: PostgresServer,
+    postgres_migrated_template: str,
+    postgres_spare_databases: list[str],
+) -> Iterator[str]:
+    """A fresh database at the newest schema on the session's server: a spare one emptied
+    by an earlier test, else a copy of the migrated template. After the test it is emptied
+    for the next, or dropped when the test changed its schema."""
+    if postgres_spare_databases:
+        name = postgres_spare_databases.pop()
+    else:
+        name = postgres_server.create_database(template=postgres_migrated_template)
+    yield postgres_server.url(name)
+    if postgres_server.reset_database(name, like=postgres_migrated_template):
+        postgres_spare_databases.append(name)
+    else:
+        postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def postgres_empty_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database with no schema at all (for the migration tests)."""
     name = postgres_server.create_database()
     yield postgres_server.url(name)
     postgres_server.drop_database(name)
@@ -91,9 +127,64 @@ def write_notes(vault_dir: Path) -> WriteNotes:
     return lambda files: write_files(vault_dir, files)
 
 
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `both_backends` that build an app run once per cache backend (the same
+    test, not a copy): `backend` feeds `db_url`, which `settings` uses."""
+    definition = metafunc.definition
+    if "backend" not in metafunc.fixturenames or not definition.get_closest_marker("both_backends"):
+        return
+    backends = [pytest.param("sqlite")]
+    if not definition.get_closest_marker("sqlite_only"):  # SQLite by nature: WAL, FTS5, ...
+        backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
+    # Module scope: a module's shared fixtures (`module_db_url`) are built once per backend.
+    metafunc.parametrize("backend", backends, scope="module")
+
+
 @pytest.fixture
-def settings(vault_dir: Path) -> Settings:
-    return Settings(vault=vault_dir)
+def backend() -> str:
+    """The cache's database: SQLite unless the test is marked `both_backends`."""
+    return "sqlite"
+
+
+@pytest.fixture
+def db_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """The cache URL for `backend`: None for the default SQLite file in the vault, else a
+    fresh database on the session's PostgreSQL server."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return None
+
+
+@pytest.fixture(scope="module")
+def module_db_url(backend: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """`db_url` for a module's shared fixtures: None (SQLite in the vault), or a database on
+    the session's PostgreSQL server kept for the module."""
+    if backend != "postgres":
+        yield None
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = server.create_database(template=request.getfixturevalue("postgres_migrated_template"))
+    yield server.url(name)
+    server.drop_database(name)
+
+
+@pytest.fixture
+def empty_db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A database with no schema yet, for `backend`: a new SQLite file, or a new PostgreSQL
+    database (the migration tests)."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_empty_url")
+        return url
+    return f"sqlite:///{tmp_path / 'cache.db'}"
+
+
+@pytest.fixture
+def settings(vault_dir: Path, db_url: str | None) -> Settings:
+    return Settings(vault=vault_dir, database_url=db_url)
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from psycopg import sql
 SERVER_USER = "postgres"  # the OS account the server runs as when the tests run as root
 SUPERUSER = "weaver"  # the database role the tests connect as (trust auth on loopback)
 TEMPLATE = "weaver_template"
+# Tables `reset_database` leaves as they are: the schema's revision.
+KEPT_TABLES = frozenset({"alembic_version"})
 START_TIMEOUT_S = 60
 
 
@@ -140,9 +142,56 @@ class PostgresServer:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
 
+    def reset_database(self, name: str, like: str) -> bool:
+        """Empty every table of `name` and copy `like`'s rows of the small state tables back,
+        when `name` still has `like`'s tables and revision; False (and `name` untouched)
+        otherwise. Emptying a database takes a fraction of the time of copying a new one."""
+        tables = self._tables(like)
+        if self._tables(name) != tables or self._revision(name) != self._revision(like):
+            return False
+        emptied = [t for t in tables if t not in KEPT_TABLES]
+        state = self._rows(like, "cache_state")
+        conninfo = self._conninfo(name)
+        try:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '2s'")  # a connection the test left open
+                with conn.transaction():
+                    conn.execute(
+                        sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                            sql.SQL(", ").join(map(sql.Identifier, emptied))
+                        )
+                    )
+                    if state:
+                        with conn.cursor() as cursor:
+                            cursor.executemany(
+                                "INSERT INTO cache_state (key, value) VALUES (%s, %s)", state
+                            )
+        except psycopg.errors.LockNotAvailable:
+            return False
+        return True
+
+    def _tables(self, database: str) -> list[str]:
+        rows = self._query(
+            database, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        )
+        return [str(row[0]) for row in rows]
+
+    def _revision(self, database: str) -> str | None:
+        rows = self._query(database, "SELECT version_num FROM alembic_version")
+        return str(rows[0][0]) if rows else None
+
+    def _rows(self, database: str, table: str) -> list[tuple[object, ...]]:
+        return self._query(database, f"SELECT * FROM {table}")
+
+    def _query(self, database: str, statement: str) -> list[tuple[object, ...]]:
+        with psycopg.connect(self._conninfo(database), autocommit=True) as conn:
+            return list(conn.execute(sql.SQL(statement)).fetchall())
+
+    def _conninfo(self, database: str) -> str:
+        return f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database}"
+
     def execute(self, statement: sql.Composed | str, database: str = "postgres") -> None:
-        conninfo = f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database}"
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        with psycopg.connect(self._conninfo(database), autocommit=True) as conn:
             conn.execute(statement if isinstance(statement, sql.Composed) else sql.SQL(statement))
 
     def log_tail(self, lines: int = 30) -> str:

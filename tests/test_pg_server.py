@@ -7,8 +7,8 @@ from sqlalchemy import create_engine, text
 from tests.pg_server import PostgresServer
 
 
-def test_a_fresh_database_is_empty_and_writable(postgres_url: str) -> None:
-    engine = create_engine(postgres_url)
+def test_a_fresh_database_is_empty_and_writable(postgres_empty_url: str) -> None:
+    engine = create_engine(postgres_empty_url)
     try:
         with engine.begin() as conn:
             assert (

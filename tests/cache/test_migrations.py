@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -23,13 +24,15 @@ from weaver.cache.db import (
 from weaver.cache.fts import is_search_table
 from weaver.cache.models import Base
 
+pytestmark = pytest.mark.both_backends
+
 
 def include_name(name: str | None, type_: str, _parents: object) -> bool:
     return not (type_ == "table" and name is not None and is_search_table(name))
 
 
-def test_upgrade_from_first_migration_to_head_equals_the_models(tmp_path: Path) -> None:
-    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+def test_upgrade_from_first_migration_to_head_equals_the_models(empty_db_url: str) -> None:
+    engine = open_engine(empty_db_url)
     config = alembic_config(engine)
     with engine.begin() as conn:
         config.attributes["connection"] = conn
@@ -45,8 +48,8 @@ def test_upgrade_from_first_migration_to_head_equals_the_models(tmp_path: Path) 
     engine.dispose()
 
 
-def test_every_migration_downgrades_and_upgrades_again(tmp_path: Path) -> None:
-    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+def test_every_migration_downgrades_and_upgrades_again(empty_db_url: str) -> None:
+    engine = open_engine(empty_db_url)
     upgrade_to_head(engine)
     config = alembic_config(engine)
     with engine.begin() as conn:
@@ -57,15 +60,18 @@ def test_every_migration_downgrades_and_upgrades_again(tmp_path: Path) -> None:
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_name": include_name})
         assert compare_metadata(context, Base.metadata) == []
-        config_rows: dict[str, object] = dict(
-            conn.execute(text("SELECT k, v FROM notes_fts_config")).all()
-        )
-    assert config_rows["hashsize"] == 8 * 1024 * 1024
+        if conn.dialect.name == "sqlite":
+            config_rows: dict[str, object] = dict(
+                conn.execute(text("SELECT k, v FROM notes_fts_config")).all()
+            )
+            assert config_rows["hashsize"] == 8 * 1024 * 1024
+        else:
+            assert "note_texts" in inspect(conn).get_table_names()
     engine.dispose()
 
 
-def test_old_cache_keeps_its_rows_when_upgraded(tmp_path: Path) -> None:
-    engine = open_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+def test_old_cache_keeps_its_rows_when_upgraded(empty_db_url: str) -> None:
+    engine = open_engine(empty_db_url)
     config = alembic_config(engine)
     with engine.begin() as conn:
         config.attributes["connection"] = conn
@@ -78,6 +84,7 @@ def test_old_cache_keeps_its_rows_when_upgraded(tmp_path: Path) -> None:
     engine.dispose()
 
 
+@pytest.mark.sqlite_only
 def test_cache_runs_in_wal_mode(tmp_path: Path) -> None:
     engine = open_engine(f"sqlite:///{tmp_path / 'sub' / 'cache.db'}")
     with engine.connect() as conn:
@@ -93,9 +100,9 @@ def test_schema_head_names_the_newest_migration() -> None:
 
 
 def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alembic(
-    tmp_path: Path,
+    empty_db_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'cache.db'}"
+    url = empty_db_url
     engine = open_engine(url)
     config = alembic_config(engine)
     with engine.begin() as conn:

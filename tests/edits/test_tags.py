@@ -22,6 +22,8 @@ from weaver.edits.journal import recover_edits
 from weaver.edits.notes import NoteEditError
 from weaver.host.app import App, open_app
 
+pytestmark = pytest.mark.both_backends
+
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
@@ -164,7 +166,7 @@ CHILD = textwrap.dedent(
     from weaver.edits import tags
     from weaver.host.app import open_app
 
-    app = open_app(Settings(vault=sys.argv[1]))
+    app = open_app(Settings(vault=sys.argv[1], database_url=sys.argv[2]))
     written = []
 
     def on_written(path):
@@ -186,7 +188,7 @@ def test_a_rename_killed_midway_is_finished_at_the_next_start(
     app.indexer.reconcile()
     app.close()
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root)], capture_output=True, timeout=60
+        [sys.executable, "-c", CHILD, str(root), settings.db_url], capture_output=True, timeout=60
     )
     assert child.returncode == -9, child.stderr.decode()
     before = {p for p in files if "#work" in (root / p).read_text()}

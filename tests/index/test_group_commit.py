@@ -13,6 +13,8 @@ from weaver.cache import read
 from weaver.host.app import App
 from weaver.index.indexer import IndexReport
 
+pytestmark = pytest.mark.both_backends
+
 WRITERS = 5
 
 

@@ -18,7 +18,7 @@ from tests.corpora import require_corpora
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 READ_TOOLS = {
     "search_notes",
@@ -63,11 +63,11 @@ class Writable:
 
 
 @pytest.fixture
-async def writable(tmp_path: Path) -> AsyncIterator[Writable]:
+async def writable(tmp_path: Path, db_url: str | None) -> AsyncIterator[Writable]:
     """A writable copy of tasks-demo (notes only, a few hundred KB)."""
     root = tmp_path / "vault"
     shutil.copytree(require_corpora() / "tasks-demo", root)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=db_url))
     try:
         async with Client(served.server, mode="legacy") as client:
             yield Writable(served, Tools(client))

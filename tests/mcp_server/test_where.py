@@ -13,7 +13,7 @@ from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 FILES: dict[str, str | bytes] = {
     "a.md": "---\npriority: 1\ndue: 2026-11-20\ntopics: [x, y]\ndone: false\n---\n",
@@ -31,9 +31,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def props(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def props(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("where") / "vault", FILES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 

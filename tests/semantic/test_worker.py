@@ -21,6 +21,8 @@ from weaver.semantic.model import DIMENSIONS
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
+pytestmark = pytest.mark.both_backends
+
 NOTES = {
     "sync.md": "# Obsidian Sync\nKeeps the vault the same on the mobile app and the desktop.\n",
     "bread.md": "# Sourdough\nA lively starter, flour, water and salt, then a long proof.\n",
@@ -30,9 +32,9 @@ NOTES = {
 
 
 @pytest.fixture
-def app(tmp_path: Path, semantic_index: SemanticIndex) -> Iterator[App]:
+def app(tmp_path: Path, semantic_index: SemanticIndex, db_url: str | None) -> Iterator[App]:
     root = write_files(tmp_path / "vault", NOTES)
-    app = open_app(Settings(vault=root))
+    app = open_app(Settings(vault=root, database_url=db_url))
     app.semantic = semantic_index
     app.indexer.reconcile()
     yield app

@@ -66,7 +66,8 @@ def list_tags(
         .where(
             child.key > tc.key + "/",
             child.key < tc.key + "0",
-            func.instr(func.substr(child.key, func.length(tc.key) + 2), "/") == 0,
+            # no "/" past the parent's: a direct child (LIKE, as SQLite's instr is not PostgreSQL's)
+            func.substr(child.key, func.length(tc.key) + 2).not_like("%/%"),
             child.notes > 0,
         )
         .scalar_subquery()

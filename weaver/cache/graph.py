@@ -150,7 +150,11 @@ def load_tag_index(conn: Connection) -> TagIndex:
     """Every tag key with the notes carrying it, indexed for `notes_with_tags`.
 
     A row per key with its paths joined by NUL (which no path holds): SQLite hands over a few
-    hundred strings instead of a tuple per tag of every note, a third of the time."""
+    hundred strings instead of a tuple per tag of every note, a third of the time. PostgreSQL
+    text cannot hold a NUL; it hands over an array per key instead."""
+    if conn.dialect.name == "postgresql":
+        lists = conn.execute(select(Tag.key, func.array_agg(Tag.note_path)).group_by(Tag.key))
+        return TagIndex({key: list(paths) for key, paths in lists})
     joined = func.group_concat(Tag.note_path, func.char(0))
     rows = conn.execute(select(Tag.key, joined).group_by(Tag.key))
     return TagIndex({key: paths.split("\0") for key, paths in rows})

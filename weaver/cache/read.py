@@ -193,11 +193,14 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
 
     The pysqlite driver runs each SELECT in its own implicit transaction, so a count and the
     page after it could straddle a write; an explicit BEGIN pins one WAL snapshot until the
-    connection is rolled back (it never writes).
+    connection is rolled back (it never writes). PostgreSQL's default READ COMMITTED takes a
+    new snapshot per statement: REPEATABLE READ keeps the first one for the transaction.
     """
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN")
+        elif conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ")
         try:
             yield conn
         finally:
