@@ -497,6 +497,7 @@ def _workflow_engine(
     history needs only the executions table).
     """
     from weaver.engine import Registry, WorkflowEngine, load_registry
+    from weaver.engine.engine import background_for
     from weaver.host.locks import writer_lock_for
 
     app = open_app(settings)
@@ -509,7 +510,7 @@ def _workflow_engine(
             finally:
                 lock.close()
         registry = load_registry(settings) if plugins else Registry()
-        engine = WorkflowEngine.for_app(app, registry, background="queue")
+        engine = WorkflowEngine.for_app(app, registry, background=background_for(settings, "queue"))
         engine.start(subscribe=False)
         try:
             yield engine

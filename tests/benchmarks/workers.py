@@ -103,7 +103,7 @@ def _measure(settings: Settings, root: Path, workers: int, workflow_id: str, cou
         "semantic = false\nlog_level = 'warning'\n"
     )
     app = open_app(settings)
-    engine = WorkflowEngine.for_app(app, load_registry(settings), background="queue")
+    engine = WorkflowEngine.for_app(app, load_registry(settings), background="jobs")
     engine.start(subscribe=False)
     for _ in range(count):  # queued before any worker runs: the figure is the workers' own
         engine.trigger(workflow_id, async_=True, via="bench")

@@ -79,7 +79,7 @@ from weaver.host.app import open_app
 
 settings = load_settings(config_path=Path(sys.argv[1]))
 app = open_app(settings)
-engine = WorkflowEngine.for_app(app, load_registry(settings), background="queue")
+engine = WorkflowEngine.for_app(app, load_registry(settings), background="jobs")
 engine.start(subscribe=False)
 for _ in range(int(sys.argv[2])):
     engine.trigger("count", async_=True, via="cluster-test")

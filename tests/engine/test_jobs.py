@@ -49,7 +49,7 @@ def pg_app(postgres_url: str, tmp_path: Path) -> Iterator[App]:
     app.close()
 
 
-def engine_of(app: App, *workflows: Any, background: Any = "queue") -> WorkflowEngine:
+def engine_of(app: App, *workflows: Any, background: Any = "jobs") -> WorkflowEngine:
     registry = Registry()
     for item in workflows:
         registry.register(item)
@@ -203,3 +203,16 @@ def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App
         assert engine._record(queued.execution_id).status == "running"  # b:2's to end
     finally:
         engine.stop()
+
+
+def test_hosts_on_postgresql_hand_runs_and_schedules_to_the_workers(pg_app: App) -> None:
+    from weaver.engine import hosted_engine
+    from weaver.engine.engine import background_for
+
+    assert background_for(pg_app.settings, "threads") == "jobs"
+    assert background_for(Settings(vault=pg_app.settings.vault), "threads") == "threads"
+    registry = Registry()
+    registry.register(nightly)
+    with hosted_engine(pg_app, registry, schedules=True) as engine:
+        assert engine.background == "jobs"
+        assert engine.scheduler is None  # the workers' periodic tasks fire schedules

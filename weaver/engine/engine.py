@@ -174,9 +174,8 @@ class WorkflowEngine:
         poll: bool = False,
         jobs: JobQueue | None = None,
     ) -> WorkflowEngine:
-        """On PostgreSQL (`app.settings.db_url`) every background becomes `jobs`: runs go to
-        the workers through the job system (a `JobQueue` made here when none is given)."""
-        if jobs is None and background != "inline" and _on_postgres(app.settings.db_url):
+        """`background="jobs"` (see `background_for`) makes the job queue when none is given."""
+        if background == "jobs" and jobs is None:
             from weaver.engine.jobs import JobQueue
 
             jobs = JobQueue(app.settings.db_url)
@@ -186,7 +185,7 @@ class WorkflowEngine:
             vault=app.vault,
             settings=app.settings,
             bus=app.bus,
-            background="jobs" if jobs is not None else background,
+            background=background,
             poll=poll,
             jobs=jobs,
         )
@@ -1082,8 +1081,12 @@ def sync_wait_seconds(workflow: Workflow) -> float:
     return per_attempt * (policy.retries + 1) + delays + SYNC_JOB_SLACK_SECONDS
 
 
-def _on_postgres(url: str) -> bool:
-    return url.startswith("postgresql")
+def background_for(settings: Settings, local: Background) -> Background:
+    """How a host's engine runs work: on PostgreSQL through the job system (`jobs`: `weaver
+    worker` processes run everything, so that runs, schedules and retries hold across the
+    cluster), else `local`. Hosts (daemon, server, CLI) ask this; an engine built directly,
+    as the tests build them, runs as it is told on either backend."""
+    return "jobs" if settings.db_url.startswith("postgresql") else local
 
 
 def _defaults(workflow: Workflow) -> dict[str, Any]:
@@ -1104,7 +1107,10 @@ def hosted_engine(
     from weaver.engine.loader import load_registry
     from weaver.engine.scheduler import WorkflowScheduler
 
-    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), poll=True)
+    background = background_for(app.settings, "threads")
+    engine = WorkflowEngine.for_app(
+        app, registry or load_registry(app.settings), background=background, poll=True
+    )
     engine.start()
     # On PostgreSQL the workers fire schedules (Procrastinate periodic tasks, once per tick).
     scheduler = WorkflowScheduler(engine) if schedules and engine.jobs is None else None

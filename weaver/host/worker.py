@@ -45,7 +45,7 @@ def run_worker(settings: Settings, concurrency: int | None = None) -> None:
         )
     app = open_app(settings)
     try:
-        engine = WorkflowEngine.for_app(app, load_registry(settings), poll=True)
+        engine = WorkflowEngine.for_app(app, load_registry(settings), background="jobs", poll=True)
         engine.start()
         try:
             queues = worker_queues(engine)
