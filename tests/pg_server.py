@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -32,15 +33,34 @@ KEPT_TABLES = frozenset({"alembic_version"})
 START_TIMEOUT_S = 60
 
 
+# A database's tables, schema revision and cache_state rows.
+_Shape = tuple[list[str], str | None, list[tuple[Any, ...]]]
+
+
+def _shape_of(conn: psycopg.Connection[Any]) -> _Shape:
+    tables = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+    ).fetchall()
+    names = [str(row[0]) for row in tables]
+    if "alembic_version" not in names or "cache_state" not in names:
+        return names, None, []
+    revision = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    state = conn.execute("SELECT key, value FROM cache_state").fetchall()
+    return names, None if revision is None else str(revision[0]), list(state)
+
+
 class PostgresUnavailableError(Exception):
     """No PostgreSQL server binaries here, or no way to run them: the reason says which."""
 
 
 def find_bin_dir() -> Path:
     """The newest installed server's bin folder (`WEAVER_PG_BIN` overrides)."""
-    configured = os.environ.get("WEAVER_PG_BIN")
-    candidates = [Path(configured)] if configured else []
-    candidates += sorted(
+    if configured := os.environ.get("WEAVER_PG_BIN"):
+        folder = Path(configured)
+        if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
+            return folder
+        raise PostgresUnavailableError(f"WEAVER_PG_BIN={configured} holds no initdb and pg_ctl")
+    candidates = sorted(
         Path("/usr/lib/postgresql").glob("*/bin"),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
         reverse=True,
@@ -69,6 +89,7 @@ class PostgresServer:
     root: Path
     port: int = field(default_factory=free_port)
     _names: itertools.count[int] = field(default_factory=itertools.count)
+    _shapes: dict[str, _Shape] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
@@ -136,6 +157,18 @@ class PostgresServer:
         )
         return name
 
+    def create_icu_database(self, icu_locale: str) -> str:
+        """A new empty database whose default collation is the ICU locale `icu_locale` (most
+        servers' databases sort linguistically, not by bytes as these tests' template)."""
+        name = f"test_{os.getpid()}_{next(self._names)}"
+        self.execute(
+            sql.SQL(
+                "CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE {} "
+                "LOCALE 'C.UTF-8'"
+            ).format(sql.Identifier(name), sql.Literal(icu_locale))
+        )
+        return name
+
     def drop_database(self, name: str) -> None:
         # FORCE: a test that failed midway may have left connections open.
         self.execute(
@@ -143,18 +176,17 @@ class PostgresServer:
         )
 
     def reset_database(self, name: str, like: str) -> bool:
-        """Empty every table of `name` and copy `like`'s rows of the small state tables back,
-        when `name` still has `like`'s tables and revision; False (and `name` untouched)
-        otherwise. Emptying a database takes a fraction of the time of copying a new one."""
-        tables = self._tables(like)
-        if self._tables(name) != tables or self._revision(name) != self._revision(like):
-            return False
-        emptied = [t for t in tables if t not in KEPT_TABLES]
-        state = self._rows(like, "cache_state")
-        conninfo = self._conninfo(name)
+        """Empty every table of `name` and copy `like`'s `cache_state` rows back, when `name`
+        still has `like`'s tables and revision; False (and `name` untouched) otherwise.
+        Emptying a database takes a fraction of the time of copying a new one."""
+        shape = self._shapes.get(like) or self._shapes.setdefault(like, self._shape(like))
+        tables, revision, state = shape
         try:
-            with psycopg.connect(conninfo, autocommit=True) as conn:
+            with psycopg.connect(self._conninfo(name), autocommit=True) as conn:
+                if _shape_of(conn)[:2] != (tables, revision):
+                    return False
                 conn.execute("SET lock_timeout = '2s'")  # a connection the test left open
+                emptied = [t for t in tables if t not in KEPT_TABLES]
                 with conn.transaction():
                     conn.execute(
                         sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
@@ -170,22 +202,9 @@ class PostgresServer:
             return False
         return True
 
-    def _tables(self, database: str) -> list[str]:
-        rows = self._query(
-            database, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-        )
-        return [str(row[0]) for row in rows]
-
-    def _revision(self, database: str) -> str | None:
-        rows = self._query(database, "SELECT version_num FROM alembic_version")
-        return str(rows[0][0]) if rows else None
-
-    def _rows(self, database: str, table: str) -> list[tuple[object, ...]]:
-        return self._query(database, f"SELECT * FROM {table}")
-
-    def _query(self, database: str, statement: str) -> list[tuple[object, ...]]:
+    def _shape(self, database: str) -> _Shape:
         with psycopg.connect(self._conninfo(database), autocommit=True) as conn:
-            return list(conn.execute(sql.SQL(statement)).fetchall())
+            return _shape_of(conn)
 
     def _conninfo(self, database: str) -> str:
         return f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database}"

@@ -10,6 +10,11 @@ answers `get_file_content` and `search_notes` from the database alone:
 - `weaver_search`: a text search configuration, English stemming with accents removed
   (`unaccent`, when the server has it), as FTS5's `porter unicode61 remove_diacritics 2`.
 
+- Every text column compares in byte order (`COLLATE "C"`), as SQLite's BINARY does: the
+  cache finds a folder's notes as the range `folder/` <= path < `folder0`, and orders pages by
+  path. Under a database's linguistic collation (`en_US.UTF-8`, an ICU locale: most servers'
+  default) `A/x.md` sorts between `a/` and `a0`, so `directory="a"` answered it.
+
 SQLite caches get nothing here: their files are always beside them (a SQLite cache is one
 file that one machine opens), and FTS5 already holds each note's body.
 
@@ -54,6 +59,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("note_path"),
     )
     op.create_index("ix_note_texts_document", "note_texts", ["document"], postgresql_using="gin")
+    _collate_text_columns("C")
     op.execute("DELETE FROM cache_state WHERE key = 'reparse_pending'")
     op.execute("INSERT INTO cache_state (key, value) VALUES ('reparse_pending', 'true')")
 
@@ -61,9 +67,29 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
+    _collate_text_columns("default")
     op.drop_index("ix_note_texts_document", table_name="note_texts")
     op.drop_table("note_texts")
     op.execute(f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {CONFIG}")
+
+
+def _collate_text_columns(collation: str) -> None:
+    """Every varchar and text column of the cache's tables compared under `collation`."""
+    columns = op.get_bind().execute(
+        sa.text(
+            "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+            "JOIN information_schema.tables t "
+            "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+            "WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' "
+            "AND c.data_type IN ('character varying', 'text') "
+            "AND c.table_name != 'alembic_version' ORDER BY 1, 2"
+        )
+    )
+    for table, column, data_type in columns.all():
+        kind = "varchar" if data_type == "character varying" else "text"
+        op.execute(
+            f'ALTER TABLE "{table}" ALTER COLUMN "{column}" TYPE {kind} COLLATE "{collation}"'
+        )
 
 
 def _create_search_config() -> None:

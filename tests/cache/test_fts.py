@@ -13,7 +13,7 @@ from sqlalchemy import Engine, inspect, text
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.cache import fts, read
+from weaver.cache import fts, read, write
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings
 from weaver.host.app import App, open_app
@@ -417,3 +417,19 @@ def test_snippets_of_a_big_note_stay_bounded(app: App, vault_dir: Path) -> None:
     assert paths(page) == ["big.md"]
     assert "<mark>needle</mark>" in page.hits[0].snippet
     assert len(page.hits[0].snippet) < 400
+
+
+def test_planner_statistics_cover_the_search_table(indexed: App) -> None:
+    with indexed.db.begin() as conn:
+        write.refresh_statistics(conn)
+    with indexed.db.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            assert not write.statistics_missing(conn)
+            return
+        analyzed = conn.execute(
+            text(
+                "SELECT DISTINCT tablename FROM pg_stats "  # written by ANALYZE itself
+                "WHERE tablename IN ('notes', 'note_texts') ORDER BY 1"
+            )
+        ).scalars()
+        assert list(analyzed) == ["note_texts", "notes"]

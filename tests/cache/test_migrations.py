@@ -13,6 +13,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
+from tests.conftest import write_files
+from tests.pg_server import PostgresServer
+from weaver.cache import read
 from weaver.cache.db import (
     SCHEMA_HEAD,
     alembic_config,
@@ -23,6 +26,9 @@ from weaver.cache.db import (
 )
 from weaver.cache.fts import is_search_table
 from weaver.cache.models import Base
+from weaver.cache.read import FileFilters, read_snapshot
+from weaver.config import Settings
+from weaver.host.app import open_app
 
 pytestmark = pytest.mark.both_backends
 
@@ -110,7 +116,9 @@ def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alemb
         command.upgrade(config, "0010")
     engine.dispose()
     open_cache_engine(url).dispose()
-    assert pending_migrations(open_engine(url)) == []
+    reopened = open_engine(url)
+    assert pending_migrations(reopened) == []
+    reopened.dispose()
     # In a process of its own: is Alembic (and the mako and pygments it imports) left out?
     probe = (
         "import sys, weaver.cache.db as db; db.open_cache_engine(sys.argv[1]).dispose(); "
@@ -120,3 +128,26 @@ def test_an_old_cache_is_upgraded_on_open_and_a_current_one_opened_without_alemb
         [sys.executable, "-c", probe, url], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.postgres
+def test_folders_are_byte_ranges_under_a_linguistic_collation(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Under en-US, `A/x.md` sorts between `a/` and `a0`: the cache's text columns compare in
+    byte order (0017), so a folder's range holds its own notes only, in SQLite's order."""
+    name = postgres_server.create_icu_database("en-US")
+    files = {"a/b.md": "b", "A/x.md": "x", "a b.md": "s", "a-c.md": "d", "ab.md": "e"}
+    app = open_app(
+        Settings(vault=write_files(tmp_path / "v", files), database_url=postgres_server.url(name))
+    )
+    try:
+        app.indexer.reconcile()
+        with read_snapshot(app.db) as conn:
+            in_a = read.query_files(conn, FileFilters(directory="a"), 50, 0)
+            every = read.query_files(conn, FileFilters(), 50, 0)
+    finally:
+        app.close()
+        postgres_server.drop_database(name)
+    assert [f.path for f in in_a.files] == ["a/b.md"]
+    assert [f.path for f in every.files] == sorted(files)

@@ -11,8 +11,6 @@ from weaver.edits import daily
 from weaver.edits.notes import NoteEditError
 from weaver.host.app import App
 
-pytestmark = pytest.mark.both_backends
-
 NOW = dt.datetime(2026, 11, 26, 9, 30, tzinfo=dt.UTC)
 
 

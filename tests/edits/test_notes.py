@@ -19,8 +19,6 @@ from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
 from weaver.host.app import App
 from weaver.host.locks import writer_lock_for
 
-pytestmark = pytest.mark.both_backends
-
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:

@@ -15,8 +15,6 @@ from weaver.errors import NoteDecodeError, NoteTooLargeError
 from weaver.host.app import App
 from weaver.vault import fs
 
-pytestmark = pytest.mark.both_backends
-
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:

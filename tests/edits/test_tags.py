@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.cache import journal, read
+from weaver.cache import journal, read, tag_queries
 from weaver.config import Settings
 from weaver.edits import notes, tags
 from weaver.edits.journal import recover_edits
@@ -255,3 +255,14 @@ def test_finished_runs_are_kept_for_a_while_then_dropped(
         second = journal.begin_run(conn, "rename_tag", {}, [])
         journal.finish_run(conn, second, [])
         assert journal.get_run(conn, first) is None and journal.get_run(conn, second) is not None
+
+
+def test_a_tags_string_is_a_rename_candidate_whatever_its_case(
+    app: App, write_notes: WriteNotes
+) -> None:
+    """The comma form of frontmatter `tags` (which the index cannot read) is found by LIKE,
+    ignoring case as SQLite's does: ILIKE on PostgreSQL."""
+    write_notes({"a.md": "---\ntags: Proj, other\n---\nbody\n", "b.md": "---\ntags: x\n---\n"})
+    app.indexer.reconcile()
+    with app.db.connect() as conn:
+        assert tag_queries.retag_candidates(conn, "proj") == ["a.md"]

@@ -26,8 +26,6 @@ from weaver.errors import InvalidPathError
 from weaver.markdown.parser import Heading
 from weaver.vault.fs import Vault
 
-pytestmark = pytest.mark.both_backends
-
 
 def test_reading_time_rounds_up_and_empty_is_zero() -> None:
     assert [reading_minutes(n) for n in (0, 1, 200, 201)] == [0, 1, 1, 2]

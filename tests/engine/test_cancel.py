@@ -12,8 +12,6 @@ from tests.helpers import wait_for
 from weaver.engine import WorkflowContext, workflow
 from weaver.engine.errors import NotCancellableError
 
-pytestmark = pytest.mark.both_backends
-
 released = threading.Event()
 
 

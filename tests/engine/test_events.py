@@ -27,8 +27,6 @@ from weaver.host.app import App
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault.watcher import VaultWatcher
 
-pytestmark = pytest.mark.both_backends
-
 
 def recorder(
     workflow_id: str, *paths: str, kinds: tuple[str, ...] = ("add", "modify", "delete", "move")

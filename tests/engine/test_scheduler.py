@@ -38,8 +38,6 @@ from weaver.engine.scheduler import (
 )
 from weaver.host.app import App
 
-pytestmark = pytest.mark.both_backends
-
 
 @workflow(id="daily", triggers=[OnSchedule("0 7 * * *", timezone="UTC")])
 def daily(ctx: WorkflowContext[Any]) -> str:

@@ -13,8 +13,6 @@ from weaver.cache import read
 from weaver.host.app import App
 from weaver.index.indexer import IndexReport
 
-pytestmark = pytest.mark.both_backends
-
 WRITERS = 5
 
 

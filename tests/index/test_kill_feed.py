@@ -20,7 +20,7 @@ from weaver.config import Settings
 from weaver.host.app import open_app
 from weaver.vault.events import NoteAdded
 
-pytestmark = [pytest.mark.slow, pytest.mark.both_backends]
+pytestmark = pytest.mark.slow
 NOTES = 3000
 
 

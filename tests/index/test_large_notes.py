@@ -19,7 +19,7 @@ from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET
 from weaver.vault.events import NoteModified
 from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 
-pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
+pytestmark = pytest.mark.anyio
 
 HEAD = "---\ntype: dump\n---\n#huge [[small]] needle\n"
 

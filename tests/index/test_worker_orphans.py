@@ -14,10 +14,7 @@ import pytest
 from tests.conftest import WriteNotes
 from tests.helpers import wait_for
 
-pytestmark = [
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux prctl"),
-    pytest.mark.both_backends,
-]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux prctl")
 
 # A parent that starts one worker (made slow, with a share to last a minute), says its pid,
 # and is killed with -9 mid-pass.

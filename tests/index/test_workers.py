@@ -19,8 +19,6 @@ from weaver.index import workers as parse_workers
 from weaver.index.workers import ParseWorker, ReadChunk, Work, read_notes
 from weaver.vault.fs import Vault
 
-pytestmark = pytest.mark.both_backends
-
 # Dies after sending its first chunk, as a worker killed by the OOM killer would (whatever
 # chunks its parent has claimed by then).
 DIES_AFTER_ONE_CHUNK = """

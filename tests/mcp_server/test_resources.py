@@ -21,7 +21,7 @@ from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 from weaver.mcp_server import resources
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 NOTES = 1_203  # many pages
 
@@ -32,11 +32,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     files: dict[str, str | bytes] = {f"n/{i:04}.md": f"# {i}\n#t{i % 3}\n" for i in range(NOTES)}
     files["Sp ace é.md"] = "---\ntitle: Spaced\n---\nbody\n"
     root = write_files(tmp_path_factory.mktemp("resources") / "vault", files)
-    state = serve(Settings(vault=root))
+    state = serve(Settings(vault=root, database_url=module_db_url))
     yield state
     state.app.close()
 

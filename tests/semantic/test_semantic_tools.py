@@ -17,7 +17,7 @@ from weaver.semantic import pages
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import embed_pending
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 NOTES = {
     "apps/sync.md": (
@@ -47,9 +47,11 @@ class Embedded:
 
 
 @pytest.fixture
-async def embedded(tmp_path: Path, semantic_index: SemanticIndex) -> AsyncIterator[Embedded]:
+async def embedded(
+    tmp_path: Path, semantic_index: SemanticIndex, db_url: str | None
+) -> AsyncIterator[Embedded]:
     root = write_files(tmp_path / "vault", NOTES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=db_url))
     served.app.semantic = semantic_index
     embed_pending(served.app.db, semantic_index)
     try:

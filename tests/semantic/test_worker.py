@@ -21,8 +21,6 @@ from weaver.semantic.model import DIMENSIONS
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
-pytestmark = pytest.mark.both_backends
-
 NOTES = {
     "sync.md": "# Obsidian Sync\nKeeps the vault the same on the mobile app and the desktop.\n",
     "bread.md": "# Sourdough\nA lively starter, flour, water and salt, then a long proof.\n",
@@ -53,6 +51,7 @@ def embedded_at(app: App) -> dict[str, int]:
         return {row.note_path: row.embedded_at for row in rows}
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
     assert embed_pending(app.db, app.semantic) == len(NOTES)
     rows = chunk_rows(app)
@@ -66,6 +65,7 @@ def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
         assert vectors.vectors_version(conn) == version
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_an_edit_re_embeds_that_note_only(app: App) -> None:
     embed_pending(app.db, app.semantic)
     before = embedded_at(app)
@@ -83,6 +83,7 @@ def test_an_edit_re_embeds_that_note_only(app: App) -> None:
     assert "Rye flour" in page.hits[0].snippet
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_move_keeps_the_vectors_and_a_delete_drops_them(app: App) -> None:
     embed_pending(app.db, app.semantic)
     root = app.vault.root
@@ -104,6 +105,7 @@ def test_a_changed_model_re_embeds_everything(app: App, semantic_index: Semantic
     assert models == {"minilm-copy"}
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_pass_stopped_midway_resumes_without_duplicates(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,6 +171,7 @@ def test_a_worker_held_back_too_long_embeds_anyway(
         worker.stop()
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
     index = SemanticIndex(app.semantic.model_id, app.semantic.model().source.onnx_path)
     embed_pending(app.db, app.semantic)

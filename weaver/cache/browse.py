@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, Connection, and_, exists, func, select
 from sqlalchemy.orm import aliased
 
 from weaver.cache.models import Link, Note, Tag, TagCounter
-from weaver.cache.read import under_prefix
+from weaver.cache.read import like_folded, under_prefix
 
 TagOrder = Literal["name", "count"]
 T = TypeVar("T")
@@ -262,6 +262,6 @@ def paths_starting(conn: Connection, prefix: str, limit: int) -> tuple[list[str]
     found = list(conn.execute(ranged).scalars())
     if not found and prefix:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        folded = select(Note.path).where(Note.path.like(escaped + "%", escape="\\"))
+        folded = select(Note.path).where(like_folded(conn, Note.path, escaped + "%"))
         found = list(conn.execute(folded.order_by(Note.path).limit(limit + 1)).scalars())
     return found[:limit], len(found) > limit

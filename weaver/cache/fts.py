@@ -302,10 +302,16 @@ def _search_postgres(
     listed = conn.execute(_LISTED, {"paths": [path for path, _, _ in page]}).all()
     notes = {path: (title, modified) for path, title, modified in listed}
     hits = [
-        SearchHit(path, notes[path][0], unsegment(snippet or ""), _score(score), notes[path][1])
+        SearchHit(path, notes[path][0], _joined_marks(snippet), _score(score), notes[path][1])
         for path, snippet, score in page
     ]
     return SearchPage(hits, total)
+
+
+def _joined_marks(snippet: str | None) -> str:
+    """ts_headline marks each token: a CJK word, a token per character, would come back as
+    `<mark>插</mark><mark>件</mark>`; FTS5 marks the phrase once, and so does this."""
+    return unsegment(snippet or "").replace(SNIPPET_CLOSE + SNIPPET_OPEN, "")
 
 
 def get_note_text(conn: Connection, path: str) -> str | None:

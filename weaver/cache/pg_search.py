@@ -108,6 +108,16 @@ def _upsert() -> Any:
     )
 
 
+# Anything but letters and digits: FTS5's unicode61 splits words there. PostgreSQL's parser
+# would keep `#project/alpha` or `a.b@c.d` whole (a file path, an email), so `project` would
+# not find them; spaces in their place give it the words FTS5 sees.
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def words_only(text: str) -> str:
+    return _NON_WORD.sub(" ", text)
+
+
 def insert_texts(
     conn: Connection, records: Sequence[NoteRecord], names: Sequence[str], segment: Any
 ) -> None:
@@ -118,10 +128,10 @@ def insert_texts(
             "path": r.path,
             "front": r.front,
             "body": r.body,
-            "title": segment(r.title),
-            "names": segment(name),
-            "headings": segment(r.headings),
-            "search_body": segment(r.body),
+            "title": words_only(segment(r.title)),
+            "names": words_only(segment(name)),
+            "headings": words_only(segment(r.headings)),
+            "search_body": words_only(segment(r.body)),
         }
         for r, name in zip(records, names, strict=True)
     ]
@@ -173,7 +183,7 @@ def to_tsquery_text(expression: str) -> str:
         if term is not None:
             if parts and parts[-1] not in ("(", "|", "&", "& !"):
                 parts.append("&")
-            words = term.replace('""', '"').replace("\\", "\\\\").replace("'", "''")
+            words = words_only(term.replace('""', '"')).strip()
             parts.append(f"'{words}'" + (":*" if star else ""))
         elif opening:
             if parts and parts[-1] not in ("(", "|", "&", "& !"):

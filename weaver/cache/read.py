@@ -256,6 +256,14 @@ def tag_pattern_condition(pattern: str, column: Any = Tag.key) -> ColumnElement[
     )
 
 
+def like_folded(conn: Connection, column: Any, pattern: str) -> ColumnElement[bool]:
+    """`column LIKE pattern` (escaped with `LIKE_ESCAPE`) ignoring case, as SQLite's LIKE does
+    for ASCII letters; PostgreSQL's LIKE respects case, its ILIKE ignores it."""
+    if conn.dialect.name == "postgresql":
+        return column.ilike(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
+    return column.like(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
+
+
 def wildcard_to_like(pattern: str) -> str:
     """`proj*` -> `proj%`, `a?c` -> `a_c`; a literal `%`, `_` or `\\` is escaped."""
     out: list[str] = []

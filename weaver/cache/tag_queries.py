@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, ColumnElement, Connection, String, func, literal_column, select, union
 
 from weaver.cache.models import Note, Tag, TagCounter
-from weaver.cache.read import LIKE_ESCAPE, tag_condition
+from weaver.cache.read import like_folded, tag_condition
 
 
 def list_tag_counts(conn: Connection) -> list[tuple[str, int, int]]:
@@ -43,5 +43,5 @@ def retag_candidates(conn: Connection, key: str) -> list[str]:
     string_form = select(Note.path).where(is_string)
     if key.isascii():
         escaped = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        string_form = string_form.where(tags_value.like(f"%{escaped}%", escape=LIKE_ESCAPE))
+        string_form = string_form.where(like_folded(conn, tags_value, f"%{escaped}%"))
     return sorted(conn.execute(union(tagged, string_form)).scalars())
