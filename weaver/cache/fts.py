@@ -1,4 +1,4 @@
-"""The SQLite-only part of the cache: full-text search over notes with FTS5.
+"""Full-text search over notes: FTS5 on SQLite, and the one entry point on PostgreSQL too.
 
 `notes_fts` holds each note's title, its other names (file name, aliases, first H1), its
 headings and its body (the text after its frontmatter), tokenised by `porter unicode61
