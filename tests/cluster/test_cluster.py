@@ -11,6 +11,7 @@ branch's work: these stand in for them, through the same engine calls the MCP to
 - `kill -9` of the writer: the standby takes the writer lock and catches up with a note
   written meanwhile.
 - A schedule firing every second starts one execution per tick, however many workers run.
+- A sync `weaver trigger` waits for a worker to run it and shows the worker's result.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def slow(ctx):
     time.sleep(3 if ctx.attempt == 1 else 0.2)
     note(f"slow-end {ctx.execution_id} {os.getpid()} {ctx.attempt}")
     return os.getpid()
+
+
+@workflow(id="echo", name="Echo")
+def echo(ctx):
+    return {"worker": os.getpid()}
 
 
 @workflow(id="tick", name="Tick", triggers=[OnSchedule("* * * * * *")], max_concurrent=8)
@@ -178,6 +184,7 @@ def test_a_cluster_runs_each_execution_once_and_survives_kills(cluster: Cluster)
         check_worker_kill(cluster, workers)
         check_writer_kill(cluster, writer, standby)
         check_schedule(cluster)
+        check_sync_trigger(cluster, workers)
     except BaseException:
         print(cluster.logs())
         raise
@@ -274,3 +281,19 @@ def check_schedule(cluster: Cluster) -> None:
 
     wait_for(lambda: len(ticks()) >= 3, 20)
     assert all(count == 1 for _detail, count in ticks())
+
+
+def check_sync_trigger(cluster: Cluster, workers: list[subprocess.Popen[bytes]]) -> None:
+    """`weaver trigger` without --async waits for a worker to run it, and shows its result."""
+    command = ["--config", str(cluster.config), "trigger", "echo", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "weaver", *command],
+        capture_output=True,
+        env={**os.environ, "WEAVER_TEST_RUN_LOG": str(cluster.run_log)},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    answer = json.loads(done.stdout)
+    assert (answer["mode"], answer["status"]) == ("sync", "completed")
+    assert answer["result"]["worker"] in {w.pid for w in workers if w.poll() is None}
