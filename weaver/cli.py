@@ -206,6 +206,12 @@ def add_index_commands(commands: Any) -> None:
     daemon.add_argument(
         "--no-http", action="store_true", help="do not serve MCP over HTTP (the rest still runs)"
     )
+    daemon.add_argument(
+        "--standby",
+        action="store_true",
+        help="on PostgreSQL: wait for the running writer to stop, then take over (default: "
+        "refuse to start beside it)",
+    )
     daemon.set_defaults(command=cmd_daemon)
 
     serve = add_command(
@@ -233,6 +239,22 @@ def add_index_commands(commands: Any) -> None:
     )
     serve.set_defaults(command=cmd_serve)
 
+    worker = add_command(
+        commands,
+        "worker",
+        "run workflows from the job system (database_url on PostgreSQL)",
+        "Runs until stopped: takes the workflow runs queued by the writer, the readers and\n"
+        "`weaver trigger` on any host, runs them, records their results. Start one or more\n"
+        "per host; see docs/deployment.md.",
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="runs at once in this worker (default: workflow_workers, 4)",
+    )
+    worker.set_defaults(command=cmd_worker)
+
     mcp_config = add_command(
         commands,
         "mcp-config",
@@ -254,9 +276,10 @@ def add_index_commands(commands: Any) -> None:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.host.locks import WriterLock
+    from weaver.host.locks import writer_lock_for
 
-    with WriterLock.for_settings(settings) as lock:
+    lock = writer_lock_for(settings)
+    try:
         if not lock.try_acquire():
             return _show_kept_cache(args, settings, lock.holder())
         app = open_app(settings, check=True)
@@ -269,6 +292,8 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
                 report = app.indexer.reconcile(full=args.full)
         finally:
             app.close()
+    finally:
+        lock.close()
     summary = report.summary()
     if args.json:
         print(json.dumps(summary))
@@ -325,7 +350,14 @@ def _now_ms() -> int:
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
 
-    run_daemon(settings, http=not args.no_http)
+    run_daemon(settings, http=not args.no_http, standby=args.standby)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.host.worker import run_worker
+
+    run_worker(settings, concurrency=args.concurrency)
     return 0
 
 
@@ -465,16 +497,20 @@ def _workflow_engine(
     history needs only the executions table).
     """
     from weaver.engine import Registry, WorkflowEngine, load_registry
-    from weaver.host.locks import WriterLock
+    from weaver.engine.engine import background_for
+    from weaver.host.locks import writer_lock_for
 
     app = open_app(settings)
     try:
         if fresh_cache:
-            with WriterLock.for_settings(settings) as lock:
+            lock = writer_lock_for(settings)
+            try:
                 if lock.try_acquire():
                     app.indexer.reconcile()
+            finally:
+                lock.close()
         registry = load_registry(settings) if plugins else Registry()
-        engine = WorkflowEngine.for_app(app, registry, background="queue")
+        engine = WorkflowEngine.for_app(app, registry, background=background_for(settings, "queue"))
         engine.start(subscribe=False)
         try:
             yield engine
@@ -498,7 +534,7 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     with _workflow_engine(settings, fresh_cache=not args.async_) as engine:
         try:
             engine.get_runnable(args.workflow).validate_input(data)
-            if args.async_ and not daemon_running(settings.vault):
+            if args.async_ and engine.jobs is None and not daemon_running(settings.vault):
                 print(
                     f"weaver: no daemon is running on {settings.vault}, so nothing would run "
                     "the queued workflow: start `weaver daemon`, or trigger without --async",
@@ -718,16 +754,19 @@ def _unmarked(snippet: str) -> str:
 def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:
     """The cache brought up to date first, as `weaver tags list` does, and with `embed` the
     notes not yet embedded too; unless a daemon or server keeps both fresh already."""
-    from weaver.host.locks import WriterLock
+    from weaver.host.locks import writer_lock_for
     from weaver.semantic.model import semantic_installed
     from weaver.semantic.worker import embed_pending
 
-    with WriterLock.for_settings(settings) as lock:
+    lock = writer_lock_for(settings)
+    try:
         if not lock.try_acquire():
             return
         app.indexer.reconcile()
         if embed and settings.semantic and semantic_installed():
             embed_pending(app.db, app.semantic)
+    finally:
+        lock.close()
 
 
 def run() -> None:

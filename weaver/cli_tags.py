@@ -15,7 +15,7 @@ from weaver.console import add_command
 from weaver.edits import notes, tags
 from weaver.edits.journal import recover_edits
 from weaver.host.app import App, open_app
-from weaver.host.locks import WriterLock
+from weaver.host.locks import writer_lock_for
 
 
 def add_tag_commands(commands: Any) -> None:
@@ -99,7 +99,7 @@ def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
 def _fresh_app(settings: Settings) -> Iterator[tuple[App, bool]]:
     """The app, its cache reconciled first unless a daemon or server keeps it fresh; the flag
     says whether this process holds the writer lock meanwhile."""
-    lock = WriterLock.for_settings(settings)
+    lock = writer_lock_for(settings)
     holds = lock.try_acquire()
     app = open_app(settings)
     try:
@@ -108,5 +108,4 @@ def _fresh_app(settings: Settings) -> Iterator[tuple[App, bool]]:
         yield app, holds
     finally:
         app.close()
-        if holds:
-            lock.release()
+        lock.close()

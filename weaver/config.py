@@ -48,6 +48,8 @@ class Settings(BaseModel):
     workflow_workers: int = Field(default=4, ge=1, le=64)
     workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
     schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
+    worker_heartbeat_s: float = Field(default=5.0, gt=0, le=600)
+    worker_stalled_s: float = Field(default=30.0, gt=0, le=3600)
     semantic: bool = True
     embedding_model: str = "all-MiniLM-L6-v2-static"
     embedding_model_path: Path | None = None

@@ -38,6 +38,7 @@ from tests.benchmarks import (
     semantic,
     subscriptions,
     surface,
+    workers,
 )
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, machine, machine_line, render_table, write_json
@@ -59,6 +60,7 @@ GROUPS: dict[str, Group] = {
     "surface": surface.run,
     "subscriptions": subscriptions.run,
     "concurrency": concurrency.run,
+    "workers": workers.run,  # PostgreSQL: started here, as the tests start it
 }
 
 

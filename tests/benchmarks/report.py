@@ -31,6 +31,7 @@ SECTIONS = (
     "scaling",
     "dashboard",
     "semantic search",
+    "workers",
 )
 
 

@@ -17,7 +17,7 @@ from weaver.edits import notes
 from weaver.edits.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
 from weaver.host.app import App
-from weaver.host.locks import WriterLock
+from weaver.host.locks import writer_lock_for
 
 
 def sync_for(app: App) -> notes.CacheSync:
@@ -321,7 +321,7 @@ def test_sync_waits_for_the_process_that_writes_the_cache(
     app: App, write_notes: WriteNotes
 ) -> None:
     write_notes({"n.md": "x"})
-    other_writer = WriterLock.for_settings(app.settings)
+    other_writer = writer_lock_for(app.settings)  # the advisory lock on PostgreSQL
     assert other_writer.try_acquire()
     try:
         expected = {"n.md": notes.sha256(b"x")}
@@ -332,4 +332,4 @@ def test_sync_waits_for_the_process_that_writes_the_cache(
         assert notes.sync_cache(app, expected, holds_writer=False, timeout=10)
         timer.join()
     finally:
-        other_writer.release()
+        other_writer.close()

@@ -129,6 +129,29 @@ def claim(conn: Connection, execution_id: str, max_running: int, process: str, n
     return conn.execute(statement).rowcount == 1
 
 
+def take_over(
+    conn: Connection, execution_id: str, previous: str | None, process: str, now: int
+) -> int | None:
+    """Make a `running` row this process's, its process (`previous`) having stopped: the job
+    system handed its job on after that worker's heartbeat stopped. The takeover counts as
+    one more attempt, recorded with who gave it up. Returns the new attempt's number, None
+    when the row was not running under `previous` any more (another worker took it)."""
+    statement = (
+        update(_TABLE)
+        .where(col.id == execution_id, col.status == RUNNING, col.process == previous)
+        .values(
+            attempt=col.attempt + 1,
+            started=now,
+            process=process,
+            progress=0,
+            message=f"attempt retried on {process}: its worker {previous} stopped",
+        )
+        .returning(col.attempt)
+    )
+    attempt = conn.execute(statement).scalar()
+    return None if attempt is None else int(attempt)
+
+
 def list_pending(
     conn: Connection, workflow_ids: Collection[str] | None = None, limit: int = 100
 ) -> list[tuple[str, str]]:
@@ -168,8 +191,11 @@ def finish(
     error: str | None = None,
     traceback: str | None = None,
     from_status: Sequence[str] = (RUNNING,),
+    process: str | None = None,
 ) -> bool:
-    """End a run (or cancel a pending one); False when the row had already ended."""
+    """End a run (or cancel a pending one); False when the row had already ended. With
+    `process`, only while that process runs it (a worker whose run was taken over by another,
+    its heartbeat having been late, must not record an end over the new attempt's)."""
     values: dict[str, Any] = {
         "status": status,
         "finished": now,
@@ -186,6 +212,8 @@ def finish(
         .where(col.id == execution_id, col.status.in_(list(from_status)))
         .values(**values)
     )
+    if process is not None:
+        statement = statement.where(col.process == process)
     return conn.execute(statement).rowcount == 1
 
 

@@ -31,7 +31,7 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import write
 from weaver.errors import NoteDecodeError, VaultError
 from weaver.host.app import App
-from weaver.host.locks import WriterLock
+from weaver.host.locks import writer_lock_for
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import is_valid_tag
 from weaver.markdown.relink import Move, rewrite_links
@@ -354,13 +354,13 @@ def sync_cache(
     if holds_writer:
         app.indexer.apply_paths_together(expected)
         return True
-    lock = WriterLock.for_settings(app.settings)
-    if lock.try_acquire():
-        try:
+    lock = writer_lock_for(app.settings)
+    try:
+        if lock.try_acquire():
             app.indexer.apply_paths(expected)
-        finally:
-            lock.release()
-        return True
+            return True
+    finally:
+        lock.close()
     return wait_for_cache(app, expected, timeout)
 
 

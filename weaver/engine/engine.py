@@ -12,6 +12,9 @@ is the engine's `background` mode:
   immediate mode, so a test sees a file event's workflow finished when `publish` returns.
 - `queue` (the CLI): it stays `pending` for the daemon. Sync triggers run in the caller's
   thread in every mode.
+- `jobs` (on PostgreSQL, every process): each row is deferred as a job of the job system
+  (`engine.jobs`) in the transaction that inserts it, and `weaver worker` processes on any
+  host run it (`run_job`). Nothing runs in this process; a sync trigger waits on the row.
 
 `trigger`, `list_workflows`, `get_status` and `get_history` are the core behind both the MCP
 tools and the CLI. A failing workflow, a timeout, a broken plugin or a database hiccup while
@@ -26,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -75,10 +78,11 @@ from weaver.vault.fs import Vault
 from weaver.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
+    from weaver.engine.jobs import JobQueue
     from weaver.engine.scheduler import WorkflowScheduler
     from weaver.host.app import App
 
-Background = Literal["threads", "inline", "queue"]
+Background = Literal["threads", "inline", "queue", "jobs"]
 # Hears a sync run's progress reports: (percent 0..100, message).
 ProgressListener = Callable[[int, str | None], None]
 
@@ -94,6 +98,12 @@ PRUNE_BATCH = 5_000
 WRITE_MEMORY_MS = 7 * DAY_MS
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
+JOB_QUEUED_MESSAGE = "Workflow execution queued for the workers"
+# A sync trigger on PostgreSQL waits for a worker this long beyond the workflow's own time
+# limits (its attempts' timeouts and retry delays): the time to be picked up.
+SYNC_JOB_SLACK_SECONDS = 60.0
+# What a sync wait assumes of a workflow with no timeout, per attempt.
+SYNC_JOB_NO_TIMEOUT_SECONDS = 3600.0
 COMPLETED_MESSAGE = "Workflow completed"
 CANCELLED_MESSAGE = "Workflow execution cancelled by request"
 # A run's end that could not be recorded (a full disk) is tried again after this long, doubled
@@ -120,7 +130,11 @@ class WorkflowEngine:
         bus: EventBus | None = None,
         background: Background = "threads",
         poll: bool = False,
+        jobs: JobQueue | None = None,
     ) -> None:
+        if (background == "jobs") != (jobs is not None):
+            raise ValueError("the jobs background needs a job queue, and only it does")
+        self.jobs = jobs
         self.registry = registry
         self.db = db
         self.vault = vault
@@ -153,8 +167,18 @@ class WorkflowEngine:
 
     @classmethod
     def for_app(
-        cls, app: App, registry: Registry, background: Background = "threads", poll: bool = False
+        cls,
+        app: App,
+        registry: Registry,
+        background: Background = "threads",
+        poll: bool = False,
+        jobs: JobQueue | None = None,
     ) -> WorkflowEngine:
+        """`background="jobs"` (see `background_for`) makes the job queue when none is given."""
+        if background == "jobs" and jobs is None:
+            from weaver.engine.jobs import JobQueue
+
+            jobs = JobQueue(app.settings.db_url)
         return cls(
             registry,
             db=app.db,
@@ -163,6 +187,7 @@ class WorkflowEngine:
             bus=app.bus,
             background=background,
             poll=poll,
+            jobs=jobs,
         )
 
     # -- health (what the MCP server's `health_check` asks) -----------------------------------
@@ -192,7 +217,12 @@ class WorkflowEngine:
 
     def start(self, subscribe: bool = True) -> None:
         """Recover interrupted runs, prune history, listen to vault events, start the workers."""
-        self.recover_interrupted()
+        if self.jobs is None:
+            self.recover_interrupted()
+        else:  # the job system notices dead workers; its tables must exist before deferring
+            from weaver.engine.jobs import ensure_job_schema
+
+            ensure_job_schema(self.settings.db_url)
         try:
             self.prune()
         except SQLAlchemyError as exc:  # housekeeping: the poll loop prunes again within the hour
@@ -204,11 +234,11 @@ class WorkflowEngine:
             self._pool = ThreadPoolExecutor(
                 max_workers=self.settings.workflow_workers, thread_name_prefix="weaver-engine"
             )
-            if self._poll:
-                self._poller = threading.Thread(
-                    target=self._poll_loop, name="weaver-engine-poll", daemon=True
-                )
-                self._poller.start()
+        if self._poll and self.background in ("threads", "jobs"):
+            self._poller = threading.Thread(
+                target=self._poll_loop, name="weaver-engine-poll", daemon=True
+            )
+            self._poller.start()
         self._started = True
         if subscribe:  # changes applied while no engine ran (`weaver index`, a crash)
             self._consume_safely()
@@ -236,6 +266,8 @@ class WorkflowEngine:
         if self._pool is not None:
             # Runs notice `_stopping` within runner.STOP_CHECK_SECONDS and record themselves.
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self.jobs is not None:
+            self.jobs.close()
         (self._log.debug if self.background == "queue" else self._log.info)(
             "workflow engine stopped"
         )
@@ -271,6 +303,8 @@ class WorkflowEngine:
         queued = self._enqueue(workflow, ManualTrigger(via), data)
         if on_queued is not None:
             on_queued(queued.id)
+        if not async_ and self.jobs is not None:
+            return TriggerWorkflowData.finished(self._wait_for_workers(queued.id, workflow))
         if not async_:
             if on_progress is None:
                 return TriggerWorkflowData.finished(self._run_to_end(queued))
@@ -280,7 +314,9 @@ class WorkflowEngine:
             finally:
                 self._progress_listeners.pop(queued.id, None)
         self._submit(queued.id)
-        message = QUEUED_MESSAGE if self.background == "queue" else STARTED_MESSAGE
+        message = {"queue": QUEUED_MESSAGE, "jobs": JOB_QUEUED_MESSAGE}.get(
+            self.background, STARTED_MESSAGE
+        )
         return TriggerWorkflowData.started(self._record(queued.id), message)
 
     def list_workflows(self, enabled: bool | None = None) -> ListWorkflowsData:
@@ -360,6 +396,29 @@ class WorkflowEngine:
             raise NotCancellableError(_not_cancellable(record, self.process))
         self._wait_until_done(execution_id)
         return self.get_status(execution_id)
+
+    def _wait_for_workers(self, execution_id: str, workflow: Workflow) -> ExecutionRecord:
+        """A sync run on PostgreSQL: wait on the row while the workers run it, for as long as
+        its workflow's limits allow and a little more; then answer with the row as it is,
+        saying it goes on."""
+        deadline = time.monotonic() + sync_wait_seconds(workflow)
+        try:
+            while True:
+                record = self._record(execution_id)
+                if record.done:
+                    return record
+                if time.monotonic() >= deadline:
+                    waited = sync_wait_seconds(workflow)
+                    note = (
+                        f"no worker finished it within {waited:g}s; it is still {record.status}:"
+                        f" follow it with get_workflow_status({execution_id!r})"
+                    )
+                    return replace(record, message=note)
+                with self._changed:
+                    self._changed.wait(SYNC_POLL_SECONDS)
+        except BaseException:  # Ctrl-C in `weaver trigger`: nobody waits for it any more
+            self._cancel_pending(execution_id)
+            raise
 
     def _wait_until_done(self, execution_id: str, seconds: float = 5.0) -> None:
         deadline = time.monotonic() + seconds
@@ -484,6 +543,8 @@ class WorkflowEngine:
     def run_pending(self) -> int:
         """Take up pending rows of enabled workflows, oldest first (those queued by other
         processes included); returns how many were handed to the workers."""
+        if self.jobs is not None:
+            return 0  # the job system hands them out
         enabled = [workflow.id for workflow in self.registry if workflow.enabled]
         if not enabled:
             return 0
@@ -599,9 +660,19 @@ class WorkflowEngine:
                 input=record.input,
                 created=record.created,
             )
+            self._defer(conn, record.id, workflow)
         return record
 
+    def _defer(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
+        if self.jobs is not None:
+            from weaver.engine.jobs import DeferredRun
+
+            exclusive = workflow.policy.max_concurrent == 1
+            self.jobs.defer(conn, [DeferredRun(execution_id, workflow.id, exclusive)])
+
     def _submit(self, execution_id: str) -> None:
+        if self.background == "jobs":
+            return  # deferred as a job with its row (`_defer`): a worker runs it
         if self.background == "inline":
             self._drive(execution_id)
             return
@@ -684,12 +755,72 @@ class WorkflowEngine:
         self._execute(workflow, record, claimed_at)
         return workflow.id
 
-    def _execute(self, workflow: Workflow, record: ExecutionRecord, claimed_at: int) -> None:
+    def run_job(self, execution_id: str) -> str:
+        """Run an execution handed to this worker by the job system; says what happened.
+
+        Pending: claimed and run (`SlotBusyError` when the workflow has no free slot: the job
+        system tries again shortly). Running: the job came back because the worker running it
+        stopped sending heartbeats: taken over as one more attempt. Ended (cancelled while
+        queued, say): nothing to do."""
+        from weaver.engine.jobs import SlotBusyError
+
+        record = self._record(execution_id)
+        workflow = self.registry.get(record.workflow_id)
+        if record.done:
+            return f"already {record.status}"
+        if workflow is None or not workflow.enabled:
+            self._refuse_job(record)
+            return "refused"
+        now = _now_ms()
+        first_attempt = 1
+        with self.db.begin() as conn:
+            if record.status == PENDING:
+                limit = workflow.policy.max_concurrent
+                if not executions.claim(conn, execution_id, limit, self.process, now):
+                    if self._record(execution_id).status == PENDING:
+                        raise SlotBusyError(f"{workflow.id}: all {limit} slot(s) busy")
+                    return "taken by another worker"
+            else:
+                taken = executions.take_over(conn, execution_id, record.process, self.process, now)
+                if taken is None:
+                    return "taken by another worker"
+                first_attempt = taken
+                self._log.warning(
+                    "execution taken over from a stopped worker",
+                    execution_id=execution_id,
+                    previous=record.process,
+                    attempt=taken,
+                )
+        self._execute(workflow, record, now, first_attempt)
+        return "ran"
+
+    def _refuse_job(self, record: ExecutionRecord) -> None:
+        """A worker without the workflow (its config disabled it since the job was queued):
+        recorded as failed, saying where and why, rather than left pending for nobody."""
+        error = (
+            f"worker {self.process} has no enabled workflow {record.workflow_id!r}: its "
+            "plugins or config differ from the process that queued the run"
+        )
+        with self.db.begin() as conn:
+            executions.finish(
+                conn,
+                record.id,
+                status=FAILED,
+                now=_now_ms(),
+                message=error,
+                error=error,
+                from_status=(PENDING,),
+            )
+        self._log.error("execution refused", execution_id=record.id, error=error)
+
+    def _execute(
+        self, workflow: Workflow, record: ExecutionRecord, claimed_at: int, first_attempt: int = 1
+    ) -> None:
         log = self._log.bind(execution_id=record.id, workflow_id=workflow.id)
         outcome: Outcome = Failed("interrupted: the engine stopped")
         attempts = 0
         try:
-            outcome, attempts = self._attempts(workflow, record, log)
+            outcome, attempts = self._attempts(workflow, record, log, first_attempt)
         except Exception as exc:
             log.exception("execution failed inside the engine")
             outcome = Failed(f"engine error: {type(exc).__name__}: {exc}")
@@ -701,14 +832,21 @@ class WorkflowEngine:
                 self._changed.notify_all()
 
     def _attempts(
-        self, workflow: Workflow, record: ExecutionRecord, log: FilteringBoundLogger
+        self,
+        workflow: Workflow,
+        record: ExecutionRecord,
+        log: FilteringBoundLogger,
+        first_attempt: int = 1,
     ) -> tuple[Outcome, int]:
+        """Run attempts until one completes or the policy's retries are spent. A run taken
+        over from a stopped worker starts at that worker's attempt + 1 (`first_attempt`) and
+        still has all its retries: the crash was not the workflow's failure."""
         try:
             model = workflow.input_model.model_validate(record.input)
             trigger = trigger_from_row(record.trigger_kind, record.trigger_detail)
         except Exception as exc:
             return Failed(f"cannot start: {type(exc).__name__}: {exc}"), 0
-        attempt = 1
+        attempt = first_attempt
         while True:
             cancelled = threading.Event()
             with self._lock:
@@ -717,7 +855,7 @@ class WorkflowEngine:
                 return Failed("interrupted: the engine stopped"), attempt - 1
             ctx = self._context(workflow, record.id, attempt, model, trigger, cancelled, log)
             outcome = run_attempt(workflow, ctx, self._stopping)
-            if isinstance(outcome, Completed) or attempt > workflow.policy.retries:
+            if isinstance(outcome, Completed) or attempt - first_attempt >= workflow.policy.retries:
                 return outcome, attempt
             with self._lock:
                 if record.id in self._cancel_requested:
@@ -825,8 +963,11 @@ class WorkflowEngine:
 
     def _record_end(self, execution_id: str, fields: dict[str, Any], now: int) -> bool:
         try:
+            # With jobs, a run taken over elsewhere (this worker's heartbeat was late) is the
+            # other worker's to end.
+            owner = self.process if self.jobs is not None else None
             with self.db.begin() as conn:
-                executions.finish(conn, execution_id, now=now, **fields)
+                executions.finish(conn, execution_id, now=now, process=owner, **fields)
         except Exception as exc:
             self._end_error = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
             return False
@@ -931,6 +1072,23 @@ def new_execution_id() -> str:
     return f"wf_exec_{datetime.now(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 
+def sync_wait_seconds(workflow: Workflow) -> float:
+    """How long a sync trigger on PostgreSQL waits for the workers: every attempt to its
+    timeout, every retry delay, and the time to be picked up."""
+    policy = workflow.policy
+    per_attempt = policy.timeout if policy.timeout is not None else SYNC_JOB_NO_TIMEOUT_SECONDS
+    delays = sum(policy.delay_before(attempt) for attempt in range(2, policy.retries + 2))
+    return per_attempt * (policy.retries + 1) + delays + SYNC_JOB_SLACK_SECONDS
+
+
+def background_for(settings: Settings, local: Background) -> Background:
+    """How a host's engine runs work: on PostgreSQL through the job system (`jobs`: `weaver
+    worker` processes run everything, so that runs, schedules and retries hold across the
+    cluster), else `local`. Hosts (daemon, server, CLI) ask this; an engine built directly,
+    as the tests build them, runs as it is told on either backend."""
+    return "jobs" if settings.db_url.startswith("postgresql") else local
+
+
 def _defaults(workflow: Workflow) -> dict[str, Any]:
     """The input of a run started by a file event or a schedule: the model's defaults."""
     return workflow.input_model.model_validate({}).model_dump(mode="json")
@@ -949,9 +1107,13 @@ def hosted_engine(
     from weaver.engine.loader import load_registry
     from weaver.engine.scheduler import WorkflowScheduler
 
-    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), poll=True)
+    background = background_for(app.settings, "threads")
+    engine = WorkflowEngine.for_app(
+        app, registry or load_registry(app.settings), background=background, poll=True
+    )
     engine.start()
-    scheduler = WorkflowScheduler(engine) if schedules else None
+    # On PostgreSQL the workers fire schedules (Procrastinate periodic tasks, once per tick).
+    scheduler = WorkflowScheduler(engine) if schedules and engine.jobs is None else None
     try:
         if scheduler is not None:
             scheduler.start()

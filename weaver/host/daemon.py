@@ -6,6 +6,12 @@ engine's workers and the scheduler, and serves MCP over Streamable HTTP on loopb
 the vault's daemon lock, so a second daemon on the same vault refuses to start instead of
 fighting the first. SIGINT or SIGTERM stops it cleanly with exit code 0. The web dashboard
 (`weaver.dashboard`) is served at `/` beside MCP, its URL logged on start.
+
+On PostgreSQL the daemon is the vault's one writer, across hosts: it takes the database's
+writer lock (`host.locks.PgWriterLock`) before anything else. A second daemon refuses, naming
+the first; with `standby` it waits for the lock instead, and takes over when the holder's
+session ends (stopped, killed, its host lost), catching up with the files changed meanwhile
+through the usual start-up reconcile.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import structlog
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
 from weaver.engine import hosted_engine
+from weaver.errors import DaemonError
 from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
-from weaver.host.locks import daemon_lock
+from weaver.host.locks import PgWriterLock, daemon_lock, is_postgres
 from weaver.host.signals import run_until_signalled
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.serve import bind_socket, check_http_settings, http_app, serve_http
@@ -31,8 +38,40 @@ from weaver.mcp_server.state import ServerState
 log = structlog.get_logger(__name__)
 
 
-def run_daemon(settings: Settings, http: bool = True) -> None:
-    """Run until SIGINT or SIGTERM. `http=False` leaves out the MCP server, keeping the rest."""
+# How often a standby tries the writer lock.
+STANDBY_RETRY_SECONDS = 1.0
+
+
+def run_daemon(settings: Settings, http: bool = True, standby: bool = False) -> None:
+    """Run until SIGINT or SIGTERM. `http=False` leaves out the MCP server, keeping the rest.
+    `standby` (PostgreSQL): wait for the writer lock rather than refuse to start."""
+    writer = take_writer_lock(settings, standby) if is_postgres(settings.db_url) else None
+    try:
+        _run_daemon(settings, http, writer)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def take_writer_lock(settings: Settings, standby: bool) -> PgWriterLock:
+    """The vault's writer lock on PostgreSQL; refused (naming the holder) unless `standby`."""
+    lock = PgWriterLock(settings.db_url)
+    if lock.try_acquire():
+        return lock
+    holder = lock.holder()
+    if not standby:
+        lock.close()
+        raise DaemonError(
+            f"another writer keeps this vault's cache: {holder}. One writer per vault: stop "
+            "it, or start this daemon with --standby to take over when it stops"
+        )
+    log.info("standing by: another writer keeps this vault's cache", holder=holder)
+    lock.wait(STANDBY_RETRY_SECONDS)
+    log.info("the other writer is gone; this daemon takes over")
+    return lock
+
+
+def _run_daemon(settings: Settings, http: bool, writer: PgWriterLock | None) -> None:
     with daemon_lock(settings.vault):
         sock = None
         if http:
@@ -41,7 +80,7 @@ def run_daemon(settings: Settings, http: bool = True) -> None:
         app = open_app(settings, check=True)
         try:
             with hosted_engine(app, schedules=True) as engine:
-                state = ServerState(app, engine=engine)
+                state = ServerState(app, engine=engine, writer_lock=writer)
                 gc_freeze.keep_pauses_short()
                 gil.share_quickly()
                 log.info("daemon started", vault=str(settings.vault), http=http)

@@ -11,21 +11,34 @@
   is what it protects, and because a vault may be read-only while its cache lives elsewhere.
 
 Each lock file holds the pid of its holder, for messages only: the `flock` is the truth.
+
+On PostgreSQL (`database_url = "postgresql+psycopg://..."`) the writer lock is a session-level
+advisory lock instead (`PgWriterLock`, SQL in `weaver.cache.writer_lock`): writers and their
+standbys may run on different hosts, which a file lock cannot see across. `writer_lock_for`
+picks the kind from the settings; both answer the same calls.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import anyio
+import anyio.to_thread
 import structlog
+from sqlalchemy import Connection, create_engine
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
+from weaver.cache import writer_lock
 from weaver.config import CACHE_DIR_NAME, Settings
 from weaver.errors import DaemonError
 
@@ -200,8 +213,163 @@ class WriterLock:
         handle.truncate(0)
         handle.close()  # closing the file drops the flock
 
+    def close(self) -> None:
+        self.release()
+
     def __enter__(self) -> WriterLock:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.release()
+
+
+class CacheWriterLock(Protocol):
+    """What the writer's code asks of a writer lock, file-based or PostgreSQL's."""
+
+    @property
+    def held(self) -> bool: ...
+
+    def try_acquire(self) -> bool: ...
+
+    async def acquire(
+        self,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None: ...
+
+    def reassert(self) -> bool: ...
+
+    def holder(self) -> str: ...
+
+    def release(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def is_postgres(url: str) -> bool:
+    return make_url(url).get_backend_name() == "postgresql"
+
+
+def writer_lock_for(settings: Settings) -> CacheWriterLock:
+    """The advisory lock on PostgreSQL, the `flock` beside the cache file otherwise."""
+    if is_postgres(settings.db_url):
+        return PgWriterLock(settings.db_url)
+    return WriterLock.for_settings(settings)
+
+
+class PgWriterLock:
+    """The right to write a vault's cache on PostgreSQL: a session-level advisory lock held by
+    one dedicated connection for the life of the writer. When that connection dies (the
+    process killed, its host gone), the server releases the lock and a standby's next try
+    takes it. Not reentrant; `release()` is always safe to call."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.since = datetime.now(UTC)
+        since = f"{self.since:%Y-%m-%dT%H:%M:%SZ}"
+        name = f"{writer_lock.APPLICATION_PREFIX}{process_name()} since {since}"
+        # NullPool: the lock lives in one session; a pooled connection handed back would keep
+        # it in a connection nobody uses.
+        self._db = create_engine(
+            url, poolclass=NullPool, connect_args={"application_name": name[:63]}
+        )
+        self._conn: Connection | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None
+
+    def try_acquire(self) -> bool:
+        if self._conn is not None:
+            return True
+        conn = self._db.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            taken = writer_lock.try_lock_writer(conn)
+        except BaseException:
+            conn.close()
+            raise
+        if not taken:
+            conn.close()
+            return False
+        self._conn = conn
+        log.info("writer lock taken", url=make_url(self.url).render_as_string(hide_password=True))
+        return True
+
+    async def acquire(
+        self,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        while not await anyio.to_thread.run_sync(self._try_quietly):
+            if on_wait is not None:
+                on_wait(self.holder())
+                on_wait = None
+            await anyio.sleep(retry_seconds)
+
+    def wait(self, retry_seconds: float, on_wait: Callable[[str], None] | None = None) -> None:
+        """`acquire` for a caller outside an event loop (the daemon before it starts one)."""
+        while not self._try_quietly():
+            if on_wait is not None:
+                on_wait(self.holder())
+                on_wait = None
+            time.sleep(retry_seconds)
+
+    def _try_quietly(self) -> bool:
+        """A database that is down (restarting) is a lock not taken yet, not a crash."""
+        try:
+            return self.try_acquire()
+        except SQLAlchemyError as exc:
+            log.warning("cannot reach the database for the writer lock", error=_first_line(exc))
+            return False
+
+    def reassert(self) -> bool:
+        """True while the lock's session is alive and holds it: a server restart or a dropped
+        connection loses the lock, and the writer must stop writing."""
+        conn = self._conn
+        if conn is None:
+            return False
+        try:
+            if writer_lock.holds_writer(conn):
+                return True
+        except SQLAlchemyError as exc:
+            log.error("the writer lock's connection failed", error=_first_line(exc))
+        self.release()
+        return False
+
+    def holder(self) -> str:
+        """Who writes this cache now (host, pid, since when), for messages."""
+        try:
+            with self._db.connect() as conn:
+                found = writer_lock.describe_writer(conn)
+        except SQLAlchemyError as exc:
+            return f"unknown (cannot ask the database: {_first_line(exc)})"
+        return found or "nobody (the lock was just released)"
+
+    def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            writer_lock.unlock_writer(conn)
+        except SQLAlchemyError:
+            pass  # the session is gone, and its lock with it
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.release()
+        self._db.dispose()
+
+    def __enter__(self) -> PgWriterLock:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def process_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", None) or exc).partition("\n")[0]

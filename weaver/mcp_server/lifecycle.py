@@ -26,7 +26,7 @@ import structlog
 
 from weaver.edits.journal import recover_edits
 from weaver.edits.notes import sync_cache
-from weaver.host.locks import WriterLock
+from weaver.host.locks import CacheWriterLock, writer_lock_for
 from weaver.mcp_server.state import ServerState
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
@@ -57,7 +57,7 @@ LOCK_CHECK_SECONDS = 2.0
 
 async def keep_cache_fresh(state: ServerState) -> None:
     """Become the cache's writer when possible, and keep it in step with the vault."""
-    lock = WriterLock.for_settings(state.app.settings)
+    lock = state.writer_lock or writer_lock_for(state.app.settings)
     try:
         if not lock.try_acquire():
             log.info("another process writes this cache; serving it read-only", pid=lock.holder())
@@ -77,7 +77,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
     finally:
         state.writer = False
         await _stop_embedding(state)
-        lock.release()
+        lock.close()
 
 
 def _recover_edits(state: ServerState) -> None:
@@ -89,7 +89,7 @@ def _recover_edits(state: ServerState) -> None:
         log.exception("finishing interrupted edits failed")
 
 
-async def _keep_lock(lock: WriterLock, scope: anyio.CancelScope) -> None:
+async def _keep_lock(lock: CacheWriterLock, scope: anyio.CancelScope) -> None:
     """Re-make the writer lock should its file be deleted (with the cache folder); should
     another process have taken it meanwhile, stop writing: one writer per cache."""
     while True:

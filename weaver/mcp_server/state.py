@@ -21,7 +21,7 @@ from weaver.cache.graph import (
 )
 from weaver.cache.read import VaultStats
 from weaver.host.app import App
-from weaver.host.locks import DEFAULT_RETRY_SECONDS
+from weaver.host.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
@@ -68,6 +68,9 @@ class ServerState:
     engine: WorkflowEngineStatus | None = None
     watcher: VaultWatcher | None = None
     writer: bool = False  # this process holds the writer lock right now
+    # A writer lock the host took before serving (the daemon on PostgreSQL, which refuses to
+    # start beside another writer); None: the lifespan makes its own.
+    writer_lock: CacheWriterLock | None = None
     reconcile_error: str | None = None
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)

@@ -1,0 +1,218 @@
+"""Executions as jobs of the job system on PostgreSQL (weaver.engine.jobs): deferred with their
+row, run by `run_job`, taken over from a stopped worker, refused by a worker without the
+workflow, and schedules registered as periodic tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import update
+
+from weaver.cache import executions
+from weaver.cache.models import Execution
+from weaver.config import Settings
+from weaver.engine import OnSchedule, Registry, WorkflowContext, WorkflowEngine, workflow
+from weaver.engine.jobs import (
+    RUN_TASK,
+    SCHEDULE_TASK,
+    SlotBusyError,
+    build_worker_app,
+    conninfo_of,
+    queue_of,
+)
+from weaver.host.app import App, open_app
+
+
+@workflow(id="echo", name="Echo")
+def echo(ctx: WorkflowContext[Any]) -> dict[str, Any]:
+    return {"attempt": ctx.attempt}
+
+
+@workflow(id="pair", name="Pair", max_concurrent=2)
+def pair(_ctx: WorkflowContext[Any]) -> str:
+    return "done"
+
+
+@workflow(id="nightly", name="Nightly", triggers=[OnSchedule("0 3 * * *")])
+def nightly(_ctx: WorkflowContext[Any]) -> None:
+    return None
+
+
+@pytest.fixture
+def pg_app(postgres_url: str, tmp_path: Path) -> Iterator[App]:
+    app = open_app(Settings(vault=tmp_path, database_url=postgres_url))
+    yield app
+    app.close()
+
+
+def engine_of(app: App, *workflows: Any, background: Any = "jobs") -> WorkflowEngine:
+    registry = Registry()
+    for item in workflows:
+        registry.register(item)
+    engine = WorkflowEngine.for_app(app, registry, background=background)
+    engine.start(subscribe=False)
+    return engine
+
+
+def jobs(url: str) -> list[tuple[str, str | None, dict[str, Any], str]]:
+    with psycopg.connect(conninfo_of(url)) as conn:
+        found = conn.execute(
+            "SELECT queue_name, lock, args, status FROM procrastinate_jobs ORDER BY id"
+        ).fetchall()
+    return [(q, lock, args, status) for q, lock, args, status in found]
+
+
+def test_a_trigger_defers_one_job_on_the_workflows_queue(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo, pair)
+    try:
+        assert engine.background == "jobs"
+        first = engine.trigger("echo", async_=True)
+        second = engine.trigger("pair", async_=True)
+        assert first.status == "pending" and "workers" in first.message
+    finally:
+        engine.stop()
+    assert jobs(pg_app.settings.db_url) == [
+        ("weaver.workflow.echo", "echo", {"execution_id": first.execution_id}, "todo"),
+        ("weaver.workflow.pair", None, {"execution_id": second.execution_id}, "todo"),
+    ]
+
+
+def test_a_rolled_back_row_leaves_no_job(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo)
+    try:
+        with pytest.raises(RuntimeError), pg_app.db.begin() as conn:
+            engine._enqueue(engine.registry.require("echo"), engine_trigger(), {}, conn)
+            raise RuntimeError("rolled back")
+    finally:
+        engine.stop()
+    assert jobs(pg_app.settings.db_url) == []
+
+
+def engine_trigger() -> Any:
+    from weaver.engine import ManualTrigger
+
+    return ManualTrigger("test")
+
+
+def test_run_job_runs_a_pending_execution_once(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True)
+        assert engine.run_job(queued.execution_id) == "ran"
+        assert engine.run_job(queued.execution_id) == "already completed"
+        record = engine._record(queued.execution_id)
+        assert (record.status, record.result, record.process) == (
+            "completed",
+            {"attempt": 1},
+            engine.process,
+        )
+    finally:
+        engine.stop()
+
+
+def test_a_run_of_a_stopped_worker_is_taken_over_as_the_next_attempt(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True)
+        with pg_app.db.begin() as conn:  # as a worker killed mid-run leaves it
+            conn.execute(
+                update(Execution)
+                .where(Execution.id == queued.execution_id)
+                .values(status="running", attempt=1, process="elsewhere:42", started=1)
+            )
+        assert engine.run_job(queued.execution_id) == "ran"
+        record = engine._record(queued.execution_id)
+        assert (record.status, record.attempt, record.result) == ("completed", 2, {"attempt": 2})
+        assert record.process == engine.process
+    finally:
+        engine.stop()
+
+
+def test_no_free_slot_asks_the_job_system_to_try_again(pg_app: App) -> None:
+    engine = engine_of(pg_app, pair)
+    try:
+        ids = [engine.trigger("pair", async_=True).execution_id for _ in range(3)]
+        with pg_app.db.begin() as conn:
+            for execution_id in ids[:2]:
+                assert executions.claim(conn, execution_id, 2, "elsewhere:1", 1)
+        with pytest.raises(SlotBusyError, match="all 2 slot"):
+            engine.run_job(ids[2])
+    finally:
+        engine.stop()
+
+
+def test_a_worker_without_the_workflow_records_why_it_refused(pg_app: App) -> None:
+    writer = engine_of(pg_app, echo)
+    worker = engine_of(pg_app)  # no plugins
+    try:
+        queued = writer.trigger("echo", async_=True)
+        assert worker.run_job(queued.execution_id) == "refused"
+        record = worker._record(queued.execution_id)
+        assert record.status == "failed"
+        assert f"worker {worker.process} has no enabled workflow 'echo'" in (record.error or "")
+    finally:
+        worker.stop()
+        writer.stop()
+
+
+def test_the_worker_app_runs_executions_and_fires_each_schedule(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo, nightly)
+    try:
+        app = build_worker_app(engine)
+        assert {RUN_TASK, SCHEDULE_TASK} <= set(app.tasks)
+        periodic = list(app.periodic_registry.periodic_tasks.values())
+        assert [(p.cron, p.periodic_id, p.configure_kwargs["queue"]) for p in periodic] == [
+            ("0 3 * * *", "nightly#0", queue_of("nightly"))
+        ]
+    finally:
+        engine.stop()
+
+
+def test_a_sync_trigger_waits_for_the_workers(pg_app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No worker runs here: the sync call answers at its deadline, saying the run goes on."""
+    monkeypatch.setattr("weaver.engine.engine.SYNC_JOB_SLACK_SECONDS", 0.3)
+    fast = workflow(id="quick", name="Quick", timeout=0.2)(lambda _ctx: None)
+    engine = engine_of(pg_app, fast)
+    try:
+        answer = engine.trigger("quick")
+        assert answer.mode == "sync" and answer.status == "pending"
+        assert "no worker finished it within" in answer.message
+    finally:
+        engine.stop()
+
+
+def test_cron_seconds_move_to_where_the_job_system_reads_them() -> None:
+    from weaver.engine.jobs import procrastinate_cron
+
+    assert procrastinate_cron("*/5 * * * * *") == "* * * * * */5"
+    assert procrastinate_cron("0 3 * * 1-5") == "0 3 * * 1-5"
+
+
+def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App) -> None:
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True)
+        with pg_app.db.begin() as conn:
+            assert executions.claim(conn, queued.execution_id, 1, engine.process, 1)
+            assert executions.take_over(conn, queued.execution_id, engine.process, "b:2", 2) == 2
+        engine._record_end(queued.execution_id, {"status": "completed", "message": "late"}, 3)
+        assert engine._record(queued.execution_id).status == "running"  # b:2's to end
+    finally:
+        engine.stop()
+
+
+def test_hosts_on_postgresql_hand_runs_and_schedules_to_the_workers(pg_app: App) -> None:
+    from weaver.engine import hosted_engine
+    from weaver.engine.engine import background_for
+
+    assert background_for(pg_app.settings, "threads") == "jobs"
+    assert background_for(Settings(vault=pg_app.settings.vault), "threads") == "threads"
+    registry = Registry()
+    registry.register(nightly)
+    with hosted_engine(pg_app, registry, schedules=True) as engine:
+        assert engine.background == "jobs"
+        assert engine.scheduler is None  # the workers' periodic tasks fire schedules

@@ -1,0 +1,200 @@
+"""Workflow executions as jobs of Procrastinate, the PostgreSQL job system (`weaver worker`).
+
+On PostgreSQL the `executions` table stays the record of every run (pending, running, ended)
+and what every tool reads; Procrastinate decides who runs it. Each execution is deferred as one
+job carrying its id, **in the transaction that inserts its row**, so a crash cannot leave a
+pending row no job will ever run, nor a job for a row that was rolled back.
+
+- **Queue per workflow** (`queue_of`): a worker listens only on the queues of the workflows it
+  has loaded and enabled, so a worker missing a plugin never claims its runs; they wait for a
+  worker that has it. A job that reaches a worker without its workflow anyway (its config
+  disabled it since) fails loudly, and its execution is recorded failed saying so.
+- **`max_concurrent`**: a workflow allowed one run at a time defers its jobs under a
+  Procrastinate `lock` (the workflow id), so workers take them one after the other; above one,
+  the engine's claim counts running rows as it does on SQLite, and a job that finds no slot is
+  retried a moment later.
+- **Worker death**: every worker sends a heartbeat; each worker also looks, every few seconds,
+  for jobs held by a worker whose heartbeat stopped (`worker_stalled_s`) and hands them back to
+  the queue. The worker that takes one finds its execution `running` under the dead worker's
+  name, takes it over as one more attempt (`cache.executions.take_over`), and runs it.
+- **Schedules** are Procrastinate periodic tasks, one per scheduled workflow, deferred once
+  per tick across all workers (a unique row per task and tick); the job queues the execution,
+  which is deferred like any other. Procrastinate reads cron in UTC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from sqlalchemy import Connection
+from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from weaver.engine.engine import WorkflowEngine
+
+log = structlog.get_logger(__name__)
+
+RUN_TASK = "weaver.run_execution"
+SCHEDULE_TASK = "weaver.fire_schedule"
+QUEUE_PREFIX = "weaver.workflow."
+# A job that found no free slot of its workflow (max_concurrent > 1) is tried again after this.
+SLOT_RETRY_SECONDS = 1
+SLOT_RETRY_ATTEMPTS = 100_000
+# Serialises creating Procrastinate's tables when several processes start at once.
+SCHEMA_LOCK_KEY = "weaver-job-schema"
+
+
+def queue_of(workflow_id: str) -> str:
+    return QUEUE_PREFIX + workflow_id
+
+
+def conninfo_of(url: str) -> str:
+    """A libpq URI from the cache's SQLAlchemy URL (`postgresql+psycopg://` -> `postgresql://`)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredRun:
+    execution_id: str
+    workflow_id: str
+    exclusive: bool  # max_concurrent == 1: run under the workflow's Procrastinate lock
+
+
+class SlotBusyError(Exception):
+    """Every slot of the workflow is taken: the job system tries this job again shortly."""
+
+
+class JobQueue:
+    """The deferring side, in every process of a cluster that queues runs (writer, readers,
+    the CLI, workers): no worker loop, a connection only when asked to defer outside a
+    transaction of the cache."""
+
+    def __init__(self, url: str) -> None:
+        from procrastinate import App, SyncPsycopgConnector
+
+        self.url = url
+        self.app: procrastinate.App = App(
+            connector=SyncPsycopgConnector(conninfo=conninfo_of(url), min_size=0, max_size=2)
+        )
+
+    def defer(self, conn: Connection, runs: Sequence[DeferredRun]) -> None:
+        """Defer one job per run, in the transaction `conn` is in (rolled back with it)."""
+        if not runs:
+            return
+        # The psycopg connection under SQLAlchemy's: Procrastinate defers through it, so the
+        # job rows commit (or not) with the executions' rows.
+        raw: Any = conn.connection.driver_connection
+        for run in runs:
+            self.app.configure_task(
+                RUN_TASK,
+                queue=queue_of(run.workflow_id),
+                lock=run.workflow_id if run.exclusive else None,
+                connection=raw,
+            ).defer(execution_id=run.execution_id)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.app.close()
+
+
+def ensure_job_schema(url: str) -> bool:
+    """Create Procrastinate's tables if this database has none yet; True if it did. Guarded by
+    a transaction-level advisory lock: the writer and every worker call it as they start."""
+    import psycopg
+    from procrastinate.schema import SchemaManager
+
+    with psycopg.connect(conninfo_of(url)) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SCHEMA_LOCK_KEY,))
+        row = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+        if row is not None and row[0] is not None:
+            return False
+        conn.execute(SchemaManager.get_schema())
+    log.info("job system tables created")
+    return True
+
+
+def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
+    """The worker's Procrastinate app: the run task, and one periodic task per schedule of
+    the workflows this worker has (so only workers that can run a schedule fire it)."""
+    from procrastinate import App, PsycopgConnector, RetryStrategy
+
+    app = App(connector=PsycopgConnector(conninfo=conninfo_of(engine.settings.db_url)))
+    retry = RetryStrategy(
+        max_attempts=SLOT_RETRY_ATTEMPTS,
+        wait=SLOT_RETRY_SECONDS,
+        retry_exceptions={SlotBusyError},
+    )
+
+    @app.task(name=RUN_TASK, retry=retry)
+    def run_execution(execution_id: str) -> str:
+        return engine.run_job(execution_id)
+
+    @app.task(name=SCHEDULE_TASK)
+    def fire_schedule(timestamp: int, workflow_id: str) -> str | None:
+        return engine.enqueue_scheduled(workflow_id, datetime.fromtimestamp(timestamp, UTC))
+
+    for workflow in engine.registry:
+        if not workflow.enabled:
+            continue
+        for index, schedule in enumerate(workflow.schedules):
+            if schedule.timezone not in (None, "UTC", "Etc/UTC"):
+                log.warning(
+                    "workers read cron in UTC; the schedule's timezone is not applied",
+                    workflow_id=workflow.id,
+                    timezone=schedule.timezone,
+                )
+            app.periodic(
+                cron=procrastinate_cron(schedule.cron),
+                periodic_id=f"{workflow.id}#{index}",
+                queue=queue_of(workflow.id),
+                task_kwargs={"workflow_id": workflow.id},
+            )(fire_schedule)
+    return app
+
+
+def procrastinate_cron(expression: str) -> str:
+    """Weaver's cron (seconds first when 6 fields, as APScheduler's) in croniter's order
+    (seconds last)."""
+    fields = expression.split()
+    if len(fields) == 6:
+        fields = [*fields[1:], fields[0]]
+    return " ".join(fields)
+
+
+def worker_queues(engine: WorkflowEngine) -> list[str]:
+    return [queue_of(workflow.id) for workflow in engine.registry if workflow.enabled]
+
+
+async def retry_stalled_jobs(app: procrastinate.App, stalled_seconds: float) -> int:
+    """Hand back to the queue the jobs of workers whose heartbeat stopped. Several workers may
+    do this at once: a job another one handed back first is skipped."""
+    from procrastinate import exceptions
+
+    stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_seconds)
+    retried = 0
+    for job in stalled:
+        try:
+            await app.job_manager.retry_job(job)
+        except exceptions.ConnectorException:
+            continue  # no longer "doing": another worker handed it back
+        retried += 1
+        log.warning("stalled job handed back", job_id=job.id, task=job.task_name)
+    return retried
+
+
+async def watch_stalled_jobs(app: procrastinate.App, stalled_seconds: float) -> None:
+    """Every few seconds (a third of the stall time) until cancelled."""
+    while True:
+        try:
+            await retry_stalled_jobs(app, stalled_seconds)
+        except Exception:
+            log.exception("looking for stalled jobs failed")
+        await asyncio.sleep(max(stalled_seconds / 3, 0.2))
