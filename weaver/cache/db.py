@@ -45,16 +45,20 @@ BULK_CACHE_KIB = 8 * 1024
 BULK_CHECKPOINT_PAGES = 16 * 1024
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on."""
+def open_engine(url: str, writes: bool = True) -> Engine:
+    """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on.
+    Without `writes` (a reader process), every connection refuses to write: SQLite's
+    `query_only`, so that no code path of a reader can change the writer's cache."""
     parsed = make_url(url)
     is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite and parsed.database and parsed.database != ":memory:":
+    if writes and is_sqlite and parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {}
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
-        event.listen(engine, "connect", _configure_sqlite)
+        event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)
+    elif not writes:
+        event.listen(engine, "connect", _read_only_session)
     return engine
 
 
@@ -95,6 +99,21 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     # transactions on power loss, which a cache rebuilt from disk can afford.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _configure_reader(dbapi_connection: Any, record: Any) -> None:
+    dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+
+
+def _read_only_session(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    cursor.close()
+    dbapi_connection.commit()
 
 
 @contextmanager
@@ -207,6 +226,31 @@ def schema_revision(engine: Engine) -> str | None:
         if not inspect(connection).has_table("alembic_version"):
             return None
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def open_reader_engine(url: str) -> Engine:
+    """Open the cache as a reader (`weaver serve --no-vault`): never created, migrated or
+    written here; a cache that is missing or not at this Weaver's schema is the writer's to
+    make or migrate first."""
+    path = recovery.sqlite_file(url)
+    if path is not None and not path.exists():
+        raise CacheError(
+            f"no cache at {path}: a reader serves the cache a writer keeps; start the writer "
+            "(weaver daemon, or weaver index) on the vault first"
+        )
+    engine = open_engine(url, writes=False)
+    try:
+        current = schema_revision(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise CacheError(f"cannot open the cache at {engine.url}: {exc}") from exc
+    if current != SCHEMA_HEAD:
+        engine.dispose()
+        raise CacheError(
+            f"the cache at {engine.url} is at schema {current or 'none'}, this Weaver reads "
+            f"{SCHEMA_HEAD}: the writer (weaver daemon) of the same version migrates it"
+        )
+    return engine
 
 
 def open_cache_engine(url: str, check: bool = False) -> Engine:

@@ -221,6 +221,11 @@ class WorkflowEngine:
             background=self.background,
         )
 
+    def start_reading(self) -> None:
+        """Answer questions about runs (workflows, status, history) without running any nor
+        writing the cache: the engine of a reader process (`weaver serve --no-vault`)."""
+        self._started = True
+
     def stop(self) -> None:
         """Stop taking work and end the runs under way (recorded as interrupted)."""
         if self._stopping.is_set():
@@ -938,6 +943,15 @@ def _defaults(workflow: Workflow) -> dict[str, Any]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def reading_engine(app: App, registry: Registry | None = None) -> WorkflowEngine:
+    """The engine as a reader hosts it: the registry loaded, nothing run, nothing written."""
+    from weaver.engine.loader import load_registry
+
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    engine.start_reading()
+    return engine
 
 
 @contextmanager

@@ -55,6 +55,9 @@ class ServerState:
 
     app: App
     watch: bool = True
+    # False for a reader process, which never takes the writer lock (`weaver serve --no-vault`,
+    # the daemon's extra HTTP processes): it follows the writer's changes (`host.follow`).
+    may_write: bool = True
     lock_retry_seconds: float = DEFAULT_RETRY_SECONDS
     engine: WorkflowEngineStatus | None = None
     watcher: VaultWatcher | None = None
@@ -124,7 +127,7 @@ class ServerState:
         does (`--no-watch`, after the initial reconcile)."""
         if self.writer:
             return "writer"
-        return "reader" if self.watch else "unwatched"
+        return "reader" if self.watch or not self.may_write else "unwatched"
 
     @property
     def uptime_ms(self) -> int:

@@ -89,7 +89,9 @@ def _reused_probes(state: ServerState, path: Path | None) -> list[str]:
 
 
 def _slow_probes(state: ServerState, path: Path | None) -> list[str]:
-    found = _cache_disk_problems(path) if path is not None else []
+    # A reader writes nothing: the cache's disk and permissions are the writer's concern.
+    writes = state.may_write
+    found = _cache_disk_problems(path) if path is not None and writes else []
     try:
         if pending_migrations(state.app.db):
             found.append("the cache schema has a pending migration")
@@ -113,6 +115,8 @@ def _cache_disk_problems(path: Path) -> list[str]:
 
 
 def _vault_ok(state: ServerState, problems: list[str]) -> bool:
+    if not state.app.vault.has_files:
+        return True  # a reader: the files are the writer's, never looked at here
     root = state.app.vault.root
     try:
         with os.scandir(root) as entries:
