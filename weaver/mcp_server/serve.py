@@ -112,6 +112,8 @@ def http_app(
             "components": report.components.to_wire(),
             "uptime": report.uptime,
             "version": report.version,
+            # Which of the processes sharing the port answered (`host.processes`).
+            "process": {"pid": os.getpid(), "role": report.role},
         }
         return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
 
