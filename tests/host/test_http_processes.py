@@ -91,6 +91,16 @@ def _cmdline(entry: Path) -> str:
         return ""
 
 
+def readers_of(pid: int) -> set[int]:
+    """The daemon's reader processes, once all `PROCESSES - 1` run."""
+
+    def all_running() -> set[int]:
+        found = children_of(pid)
+        return found if len(found) == PROCESSES - 1 else set()
+
+    return wait_for(all_running, START_TIMEOUT, "the reader processes")
+
+
 def alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -102,11 +112,7 @@ def alive(pid: int) -> bool:
 def test_readers_share_the_port_restart_and_die_with_the_daemon(daemon: Daemon) -> None:
     process = daemon.start()
     try:
-        children = wait_for(
-            lambda: len(children_of(process.pid)) == PROCESSES - 1 and children_of(process.pid),
-            START_TIMEOUT,
-            "the reader processes",
-        )
+        children = readers_of(process.pid)
         assert serving_pids(daemon.port, PROCESSES) == {process.pid, *children}
         roles = {health(daemon.port)["process"]["role"] for _ in range(30)}  # type: ignore[index]
         assert "writer" in roles or "reader" in roles
@@ -134,11 +140,7 @@ def test_readers_share_the_port_restart_and_die_with_the_daemon(daemon: Daemon) 
 
 def test_sigterm_stops_the_daemon_and_its_readers_within_10_s(daemon: Daemon) -> None:
     process = daemon.start()
-    children = wait_for(
-        lambda: len(children_of(process.pid)) == PROCESSES - 1 and children_of(process.pid),
-        START_TIMEOUT,
-        "the reader processes",
-    )
+    children = readers_of(process.pid)
     started = time.monotonic()
     assert daemon.stop(process) == 0
     wait_for(lambda: not any(alive(pid) for pid in children), 10, "the readers to stop")
@@ -196,11 +198,12 @@ def reader_connection(port: int) -> Connection | None:
 def test_a_write_through_a_reader_is_read_back_at_once(daemon: Daemon) -> None:
     process = daemon.start()
     try:
-        wait_for(lambda: len(children_of(process.pid)) == PROCESSES - 1, START_TIMEOUT, "readers")
+        readers_of(process.pid)
         for attempt in range(5):
             connection = wait_for(
                 lambda: reader_connection(daemon.port), START_TIMEOUT, "a connection to a reader"
             )
+            assert connection is not None
             reader = connection.health()["process"]["pid"]
             assert reader != process.pid
             path, word = f"w/{attempt}.md", f"okapi{attempt}"
