@@ -28,6 +28,7 @@ import contextlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,8 +93,10 @@ def _weaver_server(vault: Path, workdir: Path, processes: int) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _process(command: list[str], port: int, cwd: Path | None = None) -> Iterator[str]:
+    log_file = (cwd or Path(tempfile.gettempdir())) / f"concurrency-server-{port}.log"
+    errors = log_file.open("wb")  # what a server that exits says, for the message below
     process = subprocess.Popen(
-        command, env=clean_env(), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=clean_env(), cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors
     )
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -101,7 +104,8 @@ def _process(command: list[str], port: int, cwd: Path | None = None) -> Iterator
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break
             if process.poll() is not None:
-                raise RuntimeError(f"{command[0]} exited with {process.returncode}")
+                tail = log_file.read_text(errors="replace").strip().splitlines()[-3:]
+                raise RuntimeError(f"{command[0]} exited with {process.returncode}: {tail}")
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -111,6 +115,7 @@ def _process(command: list[str], port: int, cwd: Path | None = None) -> Iterator
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        errors.close()
 
 
 def _free_port() -> int:

@@ -193,14 +193,22 @@ def pending_migrations(engine: Engine) -> list[str]:
     return [rev.revision for rev in script.iterate_revisions("head", current)]
 
 
-def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
+def _recover_if_corrupt(engine: Engine, path: Path) -> Engine:
     try:
         problem = recovery.check_cache(engine)
     except SQLAlchemyError as exc:
         raise CacheError(f"cannot read the cache at {path}: {exc}") from exc
-    if problem is None:
-        return engine
-    engine.dispose()
+    if problem is not None:
+        replace_corrupt_cache(engine, path, problem)
+    return engine
+
+
+def replace_corrupt_cache(engine: Engine, path: Path, problem: str) -> recovery.Recovery:
+    """Move the corrupt cache file aside (one line in the log says why and where), and make a
+    new one at `path` through the same `engine`, its workflow history salvaged where readable;
+    the notes are the indexer's to fill in. At start (`open_cache_engine`) and while running
+    (`host.rebuild`). Raises `CacheError` when the file cannot be moved."""
+    engine.dispose()  # connections open on the old file are not reused
     try:
         moved = recovery.move_aside(path)
     except OSError as exc:
@@ -209,7 +217,6 @@ def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
         f"the cache was corrupt ({problem}): moved to {moved.name}, rebuilt from the notes",
         cache=str(path),
     )
-    engine = open_engine(url)
     upgrade_to_head(engine)
     copied, lost = recovery.salvage(engine, moved)
     log.warning(
@@ -217,7 +224,7 @@ def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
         copied=copied,
         lost=list(lost) or None,
     )
-    return engine
+    return recovery.Recovery(problem, moved, copied, lost)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -260,7 +267,7 @@ def open_cache_engine(url: str, check: bool = False) -> Engine:
     engine = open_engine(url)
     path = recovery.sqlite_file(url)
     if check and path is not None and path.exists():
-        engine = _recover_if_corrupt(engine, url, path)
+        engine = _recover_if_corrupt(engine, path)
     # Before migrating: migrations expect the indexes a first index may have left dropped.
     try:
         restore_indexes_of(engine)

@@ -25,8 +25,9 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import feed
-from weaver.cache.recovery import is_corruption, sqlite_file
+from weaver.cache.recovery import mark_corrupt, sqlite_file
 from weaver.host.app import App
+from weaver.host.rebuild import CorruptionWatch
 
 log = structlog.get_logger(__name__)
 
@@ -83,15 +84,29 @@ class FeedFollower:
 
 
 async def follow_feed(app: App) -> None:
-    """Follow the writer's changes until cancelled."""
-    follower = FeedFollower(app)
+    """Follow the writer's changes until cancelled. A corruption error met by any query of
+    this process is left for the writer to see (`cache.recovery.mark_corrupt`), and the
+    connections are dropped: the next ones open the file the writer makes instead."""
+    watch = CorruptionWatch(app.db)
+    try:
+        await _follow(app, FeedFollower(app), watch)
+    finally:
+        watch.close()
+
+
+async def _follow(app: App, follower: FeedFollower, watch: CorruptionWatch) -> None:
+    path = sqlite_file(app.settings.db_url)
     failing = False
     while True:
+        cause = watch.take()
+        if cause is not None:
+            log.error("the cache looks corrupt: the writer rebuilds it", cause=cause)
+            if path is not None:
+                await anyio.to_thread.run_sync(mark_corrupt, path, cause)
+            app.db.dispose()
         try:
             published = await anyio.to_thread.run_sync(follower.poll)
         except SQLAlchemyError as exc:
-            if is_corruption(exc):
-                app.db.dispose()  # the writer rebuilds it; the next poll opens the new file
             if not failing:
                 log.warning("following the change feed failed", error=str(exc).partition("\n")[0])
             failing, published = True, 0

@@ -12,7 +12,8 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
 4. A reader process (`may_write` false) never takes the lock: it answers at once and follows
    the writer's changes through the change feed (`host.follow`), as a server waiting for the
    lock does meanwhile.
-5. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
+5. The writer rebuilds a cache found corrupt while running (`host.rebuild`).
+6. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
    when its extra is installed and `semantic` is on); it stops with the writer role.
 """
 
@@ -31,6 +32,7 @@ from weaver.edits.journal import recover_edits
 from weaver.edits.notes import sync_cache
 from weaver.host.follow import follow_feed
 from weaver.host.locks import WriterLock
+from weaver.host.rebuild import heal_corruption
 from weaver.mcp_server.state import ServerState
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
@@ -82,13 +84,19 @@ async def keep_cache_fresh(state: ServerState) -> None:
         if state.watch:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_keep_lock, lock, tg.cancel_scope)
+                tg.start_soon(heal_corruption, state.app, partial(_report_fault, state))
                 await _watch(state)
         else:
             await _catch_up(state)
     finally:
         state.writer = False
+        state.cache_fault = None
         await _stop_embedding(state)
         lock.release()
+
+
+def _report_fault(state: ServerState, fault: str | None) -> None:
+    state.cache_fault = fault
 
 
 def _recover_edits(state: ServerState) -> None:

@@ -63,6 +63,7 @@ class ServerState:
     watcher: VaultWatcher | None = None
     writer: bool = False  # this process holds the writer lock right now
     reconcile_error: str | None = None
+    cache_fault: str | None = None  # a corrupt cache being rebuilt (`host.rebuild`)
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0

@@ -67,8 +67,8 @@ def _cache_ok(state: ServerState, problems: list[str]) -> bool:
     except Exception as exc:
         if is_corruption(exc):
             problems.append(
-                "the cache is corrupt: restart the daemon to move it aside and rebuild it "
-                f"({str(getattr(exc, 'orig', exc)).partition(chr(10))[0]})"
+                "the cache is corrupt: the writer (weaver daemon or serve) moves it aside and "
+                f"rebuilds it ({str(getattr(exc, 'orig', exc)).partition(chr(10))[0]})"
             )
         else:
             problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
@@ -129,6 +129,8 @@ def _vault_ok(state: ServerState, problems: list[str]) -> bool:
 
 def _indexing_problems(state: ServerState) -> list[str]:
     problems: list[str] = []
+    if state.cache_fault:
+        problems.append(state.cache_fault)
     if not state.ready:
         problems.append("the initial index of the vault is still running")
     if state.reconcile_error:
