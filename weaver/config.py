@@ -77,8 +77,11 @@ def load_settings(
     config_path: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    vault_here: bool = True,
 ) -> Settings:
-    """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`."""
+    """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`.
+    `vault_here` false (a reader, `serve --no-vault`, given `database_url`): the vault's folder
+    need not exist on this host."""
     env = os.environ if environ is None else environ
     path = find_config_file(config_path, env)
     values: dict[str, Any] = _read_config_file(path) if path else {}
@@ -92,7 +95,7 @@ def load_settings(
     if "vault" not in values:
         raise ConfigError(no_vault_message(env))
     settings = _validate(values, sources)
-    if not settings.vault.is_dir():
+    if (vault_here or not settings.database_url) and not settings.vault.is_dir():
         raise ConfigError(f"vault not found: {settings.vault}")
     return settings
 
