@@ -29,10 +29,26 @@ from weaver.log import configure_logging
 
 log = structlog.get_logger(__name__)
 
+STDIN = 0
+
+
+def read_order() -> dict[str, Any]:
+    """The first line of stdin, read from the file descriptor itself: `sys.stdin`'s buffer
+    would hold its lock in the watching thread below, which the interpreter's shutdown then
+    waits for (a fatal error at exit)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(STDIN, 1)
+        if not chunk:
+            raise SystemExit("weaver.host.http_child: no order on stdin (started by hand?)")
+        line += chunk
+    order: dict[str, Any] = json.loads(line)
+    return order
+
 
 def stop_with_parent() -> None:
     """Block until stdin ends (the parent closed it, or died), then stop as SIGTERM does."""
-    while sys.stdin.buffer.read(4096):
+    while os.read(STDIN, 4096):
         pass
     log.info("the writer process is gone: stopping")
     os.kill(os.getpid(), signal.SIGTERM)
@@ -66,7 +82,7 @@ def serve_child(order: dict[str, Any], fd: int) -> None:
 
 
 def main() -> None:
-    order = json.loads(sys.stdin.buffer.readline())
+    order = read_order()
     settings = order["settings"]
     configure_logging(settings.get("log_level", "info"), settings.get("log_format", "auto"))
     threading.Thread(target=stop_with_parent, name="weaver-parent-watch", daemon=True).start()

@@ -47,8 +47,9 @@ RESTART_FIRST_S = 0.5
 RESTART_MAX_S = 30.0
 # A child that ran this long before exiting was healthy: its next restart pauses briefly again.
 HEALTHY_RUN_S = 60.0
-# How long the children get to stop after SIGTERM before they are killed.
-STOP_WAIT_S = 6.0
+# How long the children get to stop after SIGTERM before they are killed: within the 7 s the
+# writer itself has (`host.signals`), as they were told to stop when it was.
+STOP_WAIT_S = 4.0
 LISTEN_BACKLOG = 2048
 CHILD_MODULE = "weaver.host.http_child"
 
