@@ -142,10 +142,14 @@ def test_readers_share_the_port_restart_and_die_with_the_daemon(daemon: Daemon) 
 def test_sigterm_stops_the_daemon_and_its_readers_within_10_s(daemon: Daemon) -> None:
     process = daemon.start()
     children = readers_of(process.pid)
+    serving_pids(daemon.port, PROCESSES)  # every process serving (its signal handlers set)
     started = time.monotonic()
     assert daemon.stop(process) == 0
     wait_for(lambda: not any(alive(pid) for pid in children), 10, "the readers to stop")
     assert time.monotonic() - started < 10
+    log = daemon.log.read_text()
+    assert "HTTP reader process stopped" in log
+    assert "stopping is overdue" not in log and "Fatal Python error" not in log  # clean stops
 
 
 @pytest.fixture
