@@ -5,6 +5,7 @@ garbage mid-file while it serves, answering again after the rebuild without a re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -39,6 +40,14 @@ def spoil(cache: Path) -> None:
     with cache.open("r+b") as handle:
         handle.seek(size // 4)
         handle.write(b"\xa5" * (size // 2))
+
+
+def checkpointed(cache: Path) -> bool:
+    """Whether the WAL was emptied into the file (not while the daemon writes: its workflows'
+    first pass), so that garbage in the file is what the next reads meet."""
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        busy, frames, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return busy == 0 and frames == 0
 
 
 def read_everything(app: App) -> None:
@@ -93,8 +102,7 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
     try:
         wait_for(lambda: children_of(process.pid), 60, "the reader process")
         cache = vault / ".weaver" / "cache.db"
-        with sqlite3.connect(cache) as db:
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+        wait_for(lambda: checkpointed(cache), 60, "every page in the file itself", every=0.2)
         spoil(cache)
         statuses: set[str] = set()
 

@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class HttpChildren:
     dashboard: bool = False  # the daemon's: its dashboard at `/` in every process
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
+    # Held while a child starts or all are told to stop: none starts once they were told
+    # (its socket is closed by the server's shutdown right after).
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.children = [Child(number) for number in range(1, self.count + 1)]
@@ -93,6 +97,11 @@ class HttpChildren:
             self._spawn(child)
 
     def _spawn(self, child: Child) -> None:
+        with self._lock:
+            if not self.stopping:
+                self._start(child)
+
+    def _start(self, child: Child) -> None:
         command = [sys.executable, "-m", CHILD_MODULE, str(self.sock.fileno())]
         process = subprocess.Popen(
             command,
@@ -139,8 +148,9 @@ class HttpChildren:
                 self._spawn(child)
 
     def terminate(self) -> None:
-        """Ask every child to stop (SIGTERM), without waiting."""
-        self.stopping = True
+        """Ask every child to stop (SIGTERM), without waiting; none starts after this."""
+        with self._lock:
+            self.stopping = True
         for child in self.children:
             if child.process is not None and child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
@@ -168,10 +178,13 @@ async def supervise(children: HttpChildren, ready: Callable[[], bool]) -> None:
     answers from a cache still being filled), then restart any that exits, until cancelled."""
     while not ready():
         await anyio.sleep(SUPERVISE_S / 5)
-    await anyio.to_thread.run_sync(children.start)
-    while True:
-        await anyio.sleep(SUPERVISE_S)
-        children.restart_exited()
+    try:
+        await anyio.to_thread.run_sync(children.start)
+        while True:
+            await anyio.sleep(SUPERVISE_S)
+            children.restart_exited()
+    except (OSError, ValueError) as exc:  # cannot start a process here: serve alone
+        log.error("cannot start HTTP reader processes; serving from this one", error=str(exc))
 
 
 def inherited_socket(fd: int) -> socket.socket:
