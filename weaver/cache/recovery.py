@@ -130,6 +130,12 @@ def salvage(engine: Engine, old: Path) -> tuple[dict[str, int], tuple[str, ...]]
                 except SQLAlchemyError:
                     conn.rollback()
                     lost.append(table)
+            # The cursors pointed into the old change feed, which is not salvaged: the new one
+            # starts again at 1, and a cursor left at 5,000 would skip its first 5,000 events.
+            # From its start, as for a cache made anew (the refill's adds are `initial`).
+            if "event_cursors" in copied:
+                conn.exec_driver_sql("UPDATE main.event_cursors SET position = 0")
+                conn.commit()
         finally:
             conn.exec_driver_sql("DETACH DATABASE old")
     return copied, tuple(lost)
