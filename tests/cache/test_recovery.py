@@ -76,9 +76,7 @@ def test_garbage_mid_file_is_moved_aside_rebuilt_and_history_kept(
     assert note_count_and_runs(vault_dir) == (150, ["wf_exec_kept"])
 
 
-def test_salvaged_feed_cursors_start_again_with_the_new_feed(
-    config: Path, vault_dir: Path
-) -> None:
+def test_salvaged_feed_cursors_start_again_with_the_new_feed(config: Path, vault_dir: Path) -> None:
     cache = build_cache(vault_dir)
     with contextlib.closing(sqlite3.connect(cache)) as db, db:
         db.execute("INSERT INTO event_cursors VALUES ('workflow-engine', 5000, 0)")
