@@ -16,6 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import write_files
 from weaver.cache.recovery import sqlite_file
@@ -174,3 +175,15 @@ async def test_a_folder_filter_of_a_reader_looks_at_the_cache_only(
     assert answer["success"], answer
     missing = envelope(await client.call_tool("query_files", {"directory": "empty"}))
     assert "Folder not found" in missing["error"]
+
+
+async def test_a_reader_prompt_stands_without_the_text_and_a_note_resource_says_why(
+    client: Client,
+) -> None:
+    prompt = await client.get_prompt("connect_note", {"path": "Home.md"})
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "sub/Topic.md" in text and "not quoted: this server is a reader" in text
+    with pytest.raises(MCPError, match="this server is a reader"):
+        await client.read_resource("weaver://note/Home.md")
+    stats = await client.read_resource("weaver://vault/stats")
+    assert json.loads(stats.contents[0].text)["totalFiles"] == 2  # type: ignore[union-attr]
