@@ -84,10 +84,6 @@ class HttpChildren:
     def __post_init__(self) -> None:
         self.children = [Child(number) for number in range(1, self.count + 1)]
 
-    @property
-    def pids(self) -> list[int]:
-        return [c.process.pid for c in self.children if c.process and c.process.poll() is None]
-
     def listen(self) -> None:
         """One accept queue for every process (see the module's docstring)."""
         self.sock.listen(LISTEN_BACKLOG)
@@ -108,12 +104,14 @@ class HttpChildren:
             stdin=subprocess.PIPE,
             stdout=sys.stderr.fileno(),  # stdout is nobody's here; logs go to stderr
             pass_fds=(self.sock.fileno(),),
-            start_new_session=False,
         )
-        assert process.stdin is not None
-        process.stdin.write(self._order())
-        process.stdin.flush()  # kept open: its end of file tells the child this process ended
         child.process, child.started_at = process, time.monotonic()
+        assert process.stdin is not None
+        try:
+            process.stdin.write(self._order())
+            process.stdin.flush()  # kept open: its end of file tells the child this one ended
+        except BrokenPipeError:  # it died at once: `restart_exited` sees it exited
+            return
         log.info("HTTP reader process started", number=child.number, pid=process.pid)
 
     def _order(self) -> bytes:
@@ -132,6 +130,8 @@ class HttpChildren:
             if self.stopping or process is None or process.poll() is None:
                 continue
             if child.restart_at == 0.0:
+                if process.stdin is not None:
+                    process.stdin.close()
                 if now - child.started_at > HEALTHY_RUN_S:
                     child.pause = RESTART_FIRST_S
                 child.restart_at = now + child.pause
@@ -169,7 +169,7 @@ class HttpChildren:
                 log.error("HTTP reader process did not stop: killed", pid=process.pid)
                 process.kill()
                 process.wait()
-            if process.stdin is not None:
+            if process.stdin is not None and not process.stdin.closed:
                 process.stdin.close()
 
 
