@@ -8,7 +8,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from weaver.host.app import App, open_app
 from weaver.host.follow import FeedFollower
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
+from weaver.vault.fs import CacheOnlyVault
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +188,18 @@ async def test_a_reader_prompt_stands_without_the_text_and_a_note_resource_says_
         await client.read_resource("weaver://note/Home.md")
     stats = await client.read_resource("weaver://vault/stats")
     assert json.loads(stats.contents[0].text)["totalFiles"] == 2  # type: ignore[union-attr]
+
+
+async def test_a_reader_answers_note_text_the_cache_keeps(pair: Pair) -> None:
+    """Where the cache keeps the notes' text (a PostgreSQL cache's `note_texts`), a reader's
+    vault is handed a way to read it, and get_file_content answers from it."""
+    kept = {"Home.md": FILES["Home.md"]}
+    vault = CacheOnlyVault(pair.root, (), texts=kept.get)
+    app = replace(pair.reader, vault=vault)
+    state = ServerState(app, watch=False, engine=reading_engine(app), may_write=False)
+    shutil.rmtree(pair.root)
+    async with Client(build_server(state)) as client:
+        text = envelope(await client.call_tool("get_file_content", {"path": "Home.md"}))
+        assert text["success"] and text["data"]["content"] == FILES["Home.md"]
+        other = envelope(await client.call_tool("get_file_content", {"path": "sub/Topic.md"}))
+        assert "needs the note's file" in other["error"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -238,9 +238,19 @@ def _file_stat(path: str, st: os.stat_result) -> FileStat:
 class CacheOnlyVault(Vault):
     """The vault of a reader process (`weaver serve --no-vault`): its rules still check the
     paths clients send, but its files are never opened (the folder may not exist here).
-    Every file read raises `NoFilesError`; a scan finds nothing."""
+    A note's text comes from `texts` (the cache's copy, where the cache keeps one: `None`
+    when it does not); without it, reading raises `NoFilesError`. A scan finds nothing."""
 
     has_files = False
+
+    def __init__(
+        self,
+        root: Path,
+        ignore: Sequence[str] = (),
+        texts: Callable[[str], str | None] | None = None,
+    ) -> None:
+        super().__init__(root, ignore)
+        self._texts = texts
 
     def scan(self, under: str = "") -> Iterator[FileStat]:
         return iter(())
@@ -252,10 +262,14 @@ class CacheOnlyVault(Vault):
         return False
 
     def read_bytes(self, path: str) -> bytes:
-        raise NoFilesError(f"reading {path!r}")
+        return self.read_note(path)
 
     def read_note(self, path: str) -> bytes:
-        raise NoFilesError(f"reading {self.check_note_path(path)!r}")
+        clean = self.check_note_path(path)
+        text = self._texts(clean) if self._texts is not None else None
+        if text is None:
+            raise NoFilesError(f"reading {clean!r}")
+        return text.encode("utf-8")
 
     def note_file(self, path: str) -> Path:
         raise NoFilesError(f"reading {self.check_note_path(path)!r}")
