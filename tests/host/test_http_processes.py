@@ -217,6 +217,23 @@ def test_a_write_through_a_reader_is_read_back_at_once(daemon: Daemon) -> None:
             found = connection.call("search_notes", query=word)
             assert [hit["path"] for hit in found["data"]["results"]] == [path]
             assert connection.call("get_file", path=path)["data"]["path"] == path
+            if attempt == 0:  # workflows: a sync run here, an async one left to the writer
+                args = {"workflowId": "markdown-analyzer", "input": {"path": path}}
+                ran = connection.call("trigger_workflow", **args)
+                assert ran["success"] and ran["data"]["status"] == "completed", ran
+                queued = connection.call("trigger_workflow", **args, **{"async": True})
+                execution = queued["data"]["executionId"]
+                wait_for(
+                    lambda: (
+                        connection.call("get_workflow_status", executionId=execution)["data"][
+                            "status"
+                        ]
+                        == "completed"
+                    ),
+                    START_TIMEOUT,
+                    "the queued run, by the writer",
+                    every=0.2,
+                )
             assert connection.health()["process"]["pid"] == reader  # all of it on the reader
             connection.http.close()
     finally:

@@ -955,6 +955,22 @@ def reading_engine(app: App, registry: Registry | None = None) -> WorkflowEngine
 
 
 @contextmanager
+def queueing_engine(app: App, registry: Registry | None = None) -> Iterator[WorkflowEngine]:
+    """The engine of a reader process beside the writer (`host.processes`): a sync trigger
+    runs in the caller's thread, everything else is left queued for the writer's engine,
+    which alone follows the change feed. Reader processes are there to answer reads: the
+    workflows' work stays in the writer's process rather than taking the readers' core."""
+    from weaver.engine.loader import load_registry
+
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    engine.start(subscribe=False)
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+@contextmanager
 def hosted_engine(
     app: App, registry: Registry | None = None, *, schedules: bool = False
 ) -> Iterator[WorkflowEngine]:

@@ -20,7 +20,7 @@ import anyio
 import structlog
 
 from weaver.config import Settings
-from weaver.engine.engine import hosted_engine, reading_engine
+from weaver.engine.engine import queueing_engine, reading_engine
 from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
 from weaver.host.processes import inherited_socket
@@ -68,7 +68,7 @@ def serve_child(order: dict[str, Any], fd: int) -> None:
         cleanup.callback(sock.close)
         app = open_app(settings, files=files)
         cleanup.callback(app.close)
-        engine = cleanup.enter_context(hosted_engine(app)) if files else reading_engine(app)
+        engine = cleanup.enter_context(queueing_engine(app)) if files else reading_engine(app)
         state = ServerState(app, watch=False, engine=engine, may_write=False)
         server = build_server(state, sessions=False)
         dashboard = Dashboard(state, settings.http_host) if order["dashboard"] else None
