@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,11 @@ class Connection:
         return envelope
 
 
+def completed(connection: Connection, execution_id: str) -> bool:
+    status = connection.call("get_workflow_status", executionId=execution_id)
+    return bool(status["data"]["status"] == "completed")
+
+
 def reader_connection(port: int) -> Connection | None:
     """A new connection, if the kernel handed it to a reader process (else closed)."""
     connection = Connection(port)
@@ -222,18 +228,8 @@ def test_a_write_through_a_reader_is_read_back_at_once(daemon: Daemon) -> None:
                 ran = connection.call("trigger_workflow", **args)
                 assert ran["success"] and ran["data"]["status"] == "completed", ran
                 queued = connection.call("trigger_workflow", **args, **{"async": True})
-                execution = queued["data"]["executionId"]
-                wait_for(
-                    lambda: (
-                        connection.call("get_workflow_status", executionId=execution)["data"][
-                            "status"
-                        ]
-                        == "completed"
-                    ),
-                    START_TIMEOUT,
-                    "the queued run, by the writer",
-                    every=0.2,
-                )
+                done = partial(completed, connection, queued["data"]["executionId"])
+                wait_for(done, START_TIMEOUT, "the queued run, by the writer", every=0.2)
             assert connection.health()["process"]["pid"] == reader  # all of it on the reader
             connection.http.close()
     finally:
