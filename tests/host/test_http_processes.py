@@ -1,7 +1,7 @@
 """Several server processes on one port (`host.processes`), as real processes: the daemon and
 its reader children share the HTTP port, a child killed is started again, the children die
-with the daemon (kill -9 too) and stop with it on SIGTERM, and a write made through a reader
-is read back in the same session."""
+with the daemon (kill -9) and stop with it on SIGTERM, and a write made through a reader is
+read back at once; `serve --no-vault` over stdio without the vault's folder."""
 
 from __future__ import annotations
 
@@ -140,19 +140,6 @@ def test_readers_share_the_port_restart_and_die_with_the_daemon(daemon: Daemon) 
             process.wait()
 
 
-def test_sigterm_stops_the_daemon_and_its_readers_within_10_s(daemon: Daemon) -> None:
-    process = daemon.start()
-    children = readers_of(process.pid)
-    serving_pids(daemon.port, PROCESSES)  # every process serving (its signal handlers set)
-    started = time.monotonic()
-    assert daemon.stop(process) == 0
-    wait_for(lambda: not any(alive(pid) for pid in children), 10, "the readers to stop")
-    assert time.monotonic() - started < 10
-    log = daemon.log.read_text()
-    assert "HTTP reader process stopped" in log
-    assert "stopping is overdue" not in log and "Fatal Python error" not in log  # clean stops
-
-
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -206,10 +193,12 @@ def reader_connection(port: int) -> Connection | None:
     return None
 
 
-def test_a_write_through_a_reader_is_read_back_at_once(daemon: Daemon) -> None:
+def test_a_write_through_a_reader_is_read_back_then_sigterm_stops_all(daemon: Daemon) -> None:
+    """Writes (and workflow runs) through reader processes are read back at once; then
+    SIGTERM stops the daemon and its readers cleanly within 10 s."""
     process = daemon.start()
     try:
-        readers_of(process.pid)
+        children = readers_of(process.pid)
         for attempt in range(5):
             connection = wait_for(
                 lambda: reader_connection(daemon.port), START_TIMEOUT, "a connection to a reader"
@@ -232,8 +221,19 @@ def test_a_write_through_a_reader_is_read_back_at_once(daemon: Daemon) -> None:
                 wait_for(done, START_TIMEOUT, "the queued run, by the writer", every=0.2)
             assert connection.health()["process"]["pid"] == reader  # all of it on the reader
             connection.http.close()
+
+        serving_pids(daemon.port, PROCESSES)  # every process serving (its signal handlers set)
+        started = time.monotonic()
+        assert daemon.stop(process) == 0
+        wait_for(lambda: not any(alive(pid) for pid in children), 10, "the readers to stop")
+        assert time.monotonic() - started < 10
+        log = daemon.log.read_text()
+        assert "HTTP reader process stopped" in log
+        assert "stopping is overdue" not in log and "Fatal Python error" not in log  # clean
     finally:
-        daemon.stop(process)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def _data(result: Any) -> dict[str, Any]:
