@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from tests.conftest import write_files
 from weaver.cache.recovery import sqlite_file
@@ -203,3 +203,26 @@ async def test_a_reader_answers_note_text_the_cache_keeps(pair: Pair) -> None:
         assert text["success"] and text["data"]["content"] == FILES["Home.md"]
         other = envelope(await client.call_tool("get_file_content", {"path": "sub/Topic.md"}))
         assert "needs the note's file" in other["error"]
+
+
+async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(pair: Pair) -> None:
+    """The writer is another process: its change reaches the reader's subscribed client
+    through the change feed the reader follows (`host.follow`)."""
+    updated = anyio.Event()
+    uris: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            uris.append(str(root.params.uri))
+            updated.set()
+
+    async with Client(pair.server, mode="legacy", message_handler=on_message) as client:
+        with pytest.warns(MCPDeprecationWarning):  # the 2025 protocols' subscription
+            await client.subscribe_resource("weaver://note/Home.md")
+        await anyio.sleep(0.3)  # the follower's first look
+        (pair.root / "Home.md").write_text("# Home\nedited by the writer\n", encoding="utf-8")
+        await anyio.to_thread.run_sync(pair.writer.indexer.reconcile)
+        with anyio.fail_after(5):
+            await updated.wait()
+    assert uris == ["weaver://note/Home.md"]
