@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
@@ -52,8 +54,9 @@ with what it probably meant. All timestamps are Unix epoch milliseconds. Every r
 READER_INSTRUCTIONS = """This server is a reader (weaver serve --no-vault): it answers every
 read from the shared cache, which the writer (weaver daemon, on the machine that holds the
 notes' files) keeps fresh. The tools that change the vault or run workflows ({tools}) are not
-offered here: call them on the writer. get_file_content and get_files_content need a note's
-file, which a reader never opens: they answer an error naming the writer."""
+offered here: call them on the writer. get_file_content and get_files_content need the note's
+text, which a reader never reads from the files: unless the cache keeps it, they answer an
+error naming the writer."""
 
 READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
 vault or run workflows ({tools}) are not offered."""
@@ -77,7 +80,8 @@ class WeaverServer(MCPServer[ServerState]):
     "Unknown tool: x" text, which a model cannot correct from); a write tool this server leaves
     out (a reader, or read_only) is answered with why, and where to call it."""
 
-    withheld: dict[str, str]  # a tool left out -> why, for the error answering a call of it
+    # A tool left out -> why, for the error answering a call of it (`build_server` sets it).
+    withheld: Mapping[str, str] = MappingProxyType({})
 
     async def call_tool(
         self,
