@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 import structlog
 
+from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
+from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.engine import Background
@@ -45,6 +48,19 @@ def default_logging() -> Iterator[None]:
         root.removeHandler(handler)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def embedding_cache(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """The folder distilled static embedding models are kept in, for the whole session and its
+    subprocesses: pytest's cache folder, not the user's `~/.cache/weaver`. Distilling takes
+    tens of seconds, once per model file: a later run (or the other xdist worker, which waits
+    on the distiller's lock) reuses the matrix; CI starts with none and distils it once."""
+    cache = getattr(request.config, "cache", None)  # None with -p no:cacheprovider
+    xdg = cache.mkdir("weaver-xdg-cache") if cache else request.config.rootpath / ".weaver-xdg"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(xdg))
+        yield xdg / "weaver"
+
+
 @pytest.fixture(autouse=True)
 def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Served vaults start no embedding worker unless the test is marked `embedding`: the
@@ -52,6 +68,64 @@ def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     for nothing it checks. The worker's own tests (tests/semantic/) run it for real."""
     if request.node.get_closest_marker("embedding") is None:
         monkeypatch.setattr("weaver.mcp_server.lifecycle._start_embedding", lambda _state: None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (tests/pg_server.py). Without the server
+    binaries the tests that need it skip, naming why; under CI=true that is a failure, since
+    .ci/install-postgres installs them."""
+    try:
+        server = start_server()
+    except PostgresUnavailableError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required under CI=true: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_migrated_template(postgres_server: PostgresServer) -> str:
+    """A database migrated to head once per session, copied for each test that opens an app:
+    copying it is much faster than running every migration again."""
+    name = postgres_server.create_database()
+    open_cache_engine(postgres_server.url(name)).dispose()
+    return name
+
+
+@pytest.fixture(scope="session")
+def postgres_spare_databases() -> list[str]:
+    """Databases at head emptied after their test, for the next one to take."""
+    return []
+
+
+@pytest.fixture
+def postgres_url(
+    postgres_server: PostgresServer,
+    postgres_migrated_template: str,
+    postgres_spare_databases: list[str],
+) -> Iterator[str]:
+    """A fresh database at the newest schema on the session's server: a spare one emptied
+    by an earlier test, else a copy of the migrated template. After the test it is emptied
+    for the next, or dropped when the test changed its schema."""
+    if postgres_spare_databases:
+        name = postgres_spare_databases.pop()
+    else:
+        name = postgres_server.create_database(template=postgres_migrated_template)
+    yield postgres_server.url(name)
+    if postgres_server.reset_database(name, like=postgres_migrated_template):
+        postgres_spare_databases.append(name)
+    else:
+        postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def postgres_empty_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database with no schema at all (for the migration tests)."""
+    name = postgres_server.create_database()
+    yield postgres_server.url(name)
+    postgres_server.drop_database(name)
 
 
 @pytest.fixture
@@ -66,9 +140,81 @@ def write_notes(vault_dir: Path) -> WriteNotes:
     return lambda files: write_files(vault_dir, files)
 
 
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `both_backends` that build an app run once per cache backend (the same
+    test, not a copy): `backend` feeds `db_url`, which `settings` uses."""
+    definition = metafunc.definition
+    if "backend" not in metafunc.fixturenames or not definition.get_closest_marker("both_backends"):
+        return
+    backends = [pytest.param("sqlite")]
+    if not definition.get_closest_marker("sqlite_only"):  # SQLite by nature: WAL, FTS5, ...
+        backends.append(pytest.param("postgres", marks=pytest.mark.postgres))
+    # Module scope: a module's shared fixtures (`module_db_url`) are built once per backend.
+    metafunc.parametrize("backend", backends, scope="module")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL, the MCP tests run in the newest protocol mode only: the `legacy` one
+    shows the same answers differently framed, and would double their time there."""
+    dropped = [item for item in items if _postgres_legacy(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not _postgres_legacy(item)]
+
+
+def _postgres_legacy(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("backend") != "postgres":
+        return False
+    return "legacy" in callspec.params.values()
+
+
+@pytest.fixture(scope="module")
+def backend() -> str:
+    """The cache's database: SQLite unless the test is marked `both_backends`. Module scope,
+    so that a module's shared fixtures (`module_db_url`) may ask for it too."""
+    return "sqlite"
+
+
 @pytest.fixture
-def settings(vault_dir: Path) -> Settings:
-    return Settings(vault=vault_dir)
+def db_url(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """The cache URL for `backend`: None for the default SQLite file in the vault, else a
+    fresh database on the session's PostgreSQL server."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return None
+
+
+@pytest.fixture(scope="module")
+def module_db_url(backend: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """`db_url` for a module's shared fixtures: None (SQLite in the vault), or a database on
+    the session's PostgreSQL server kept for the module."""
+    if backend != "postgres":
+        yield None
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = server.create_database(template=request.getfixturevalue("postgres_migrated_template"))
+    yield server.url(name)
+    server.drop_database(name)
+
+
+@pytest.fixture
+def empty_db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A database with no schema yet, for `backend`: a new SQLite file, or a new PostgreSQL
+    database (the migration tests)."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_empty_url")
+        return url
+    return f"sqlite:///{tmp_path / 'cache.db'}"
+
+
+@pytest.fixture
+def settings(vault_dir: Path, db_url: str | None) -> Settings:
+    return Settings(vault=vault_dir, database_url=db_url)
 
 
 @pytest.fixture

@@ -50,9 +50,10 @@ class Settings(BaseModel):
     workflow_poll_ms: int = Field(default=1000, ge=10, le=60_000)
     schedule_misfire_grace_s: int = Field(default=7 * 86_400, ge=1)
     semantic: bool = True
-    embedding_model: str = "all-MiniLM-L6-v2-int8"
+    embedding_model: str = "all-MiniLM-L6-v2-static"
     embedding_model_path: Path | None = None
     embedding_threads: int = Field(default=1, ge=1, le=64)
+    embedding_cache_dir: Path | None = None
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
 
     @field_validator("vault")
@@ -60,9 +61,9 @@ class Settings(BaseModel):
     def _absolute_vault(cls, vault: Path) -> Path:
         return vault.expanduser().resolve()
 
-    @field_validator("embedding_model_path")
+    @field_validator("embedding_model_path", "embedding_cache_dir")
     @classmethod
-    def _absolute_model(cls, path: Path | None) -> Path | None:
+    def _absolute_path(cls, path: Path | None) -> Path | None:
         return path.expanduser().resolve() if path is not None else None
 
     @property
@@ -137,7 +138,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
     base = path.resolve().parent
-    for key in ("vault", "workflow_dirs", "embedding_model_path"):
+    for key in ("vault", "workflow_dirs", "embedding_model_path", "embedding_cache_dir"):
         if key in data:
             data[key] = _relative_to(base, data[key])
     return data

@@ -39,7 +39,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     bind = op.get_bind()
-    op.execute("CREATE TEMP TABLE search_renumbered (path TEXT PRIMARY KEY, new INTEGER)")
+    op.execute("CREATE TEMP TABLE search_renumbered (path TEXT PRIMARY KEY, new BIGINT)")
     paths = bind.execute(sa.text("SELECT path FROM notes WHERE search_rowid IS NOT NULL"))
     rows = [{"path": path, "new": _hashed_rowid(path)} for path in paths.scalars()]
     if rows:

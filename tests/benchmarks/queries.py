@@ -7,6 +7,8 @@ reference vault's (already built) cache, in the `legacy` protocol mode real clie
 Each figure judges the client's whole round trip, as the issue asks, and says what the tool
 itself took (the envelope's `executionTime`) and what the SDK client spent checking the result
 against the tool's output schema (pure-Python jsonschema: a cost of this client, not of Weaver).
+The big answers (`BIG_ANSWERS`) are judged through the TypeScript SDK's client instead
+(`clients`); their rows here are reference figures, saying so.
 The graph tools keep their graph (and `resolve_names` and the tag tools their indexes), built
 once and then brought up to date with the notes each edit changed: "built from the cache" says
 what the first call after start pays, "first call after an edit" what one after an edit does.
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic_core
 
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure, percentile
@@ -33,6 +36,19 @@ from tests.benchmarks.vaultgen import COMMON_WORDS, MIDDLE_WORD, RARE_WORD, Vaul
 from tests.benchmarks.worker import clean_env, rss_mb, run_worker
 
 FAST = Target("<=", 20, "p95 ≤ 20 ms")
+# Big answers (over 32 KiB: a hundred notes with their frontmatter, thousands of graph edges)
+# are judged through the TypeScript SDK's client over stdio (the `clients` group), what desktop
+# assistants run, as the issue asks: through this in-memory Python client half or more of their
+# time is its pure-Python jsonschema check of the answer. Their rows here stay, unjudged,
+# saying so and what the check took. (`get_file` of the most linked note was one until its
+# links were capped: 2.5 KiB now, judged here and through the TypeScript client.)
+BIG_ANSWERS = (
+    "search_tags",
+    "search_tags wildcard",
+    "get_graph, default limit (100 notes)",
+    "get_graph, 1,000 notes",
+)
+AFTER_AN_EDIT = ", first call after an edit"  # an `EDIT_CASES` label: a `TOOL_CASES` one, and this
 STATS = Target("<=", 50, "p95 ≤ 50 ms")
 Arguments = Callable[[VaultFacts, int], dict[str, Any]]  # (facts, call number) -> arguments
 BENCH_WORKFLOW = "bench-noop"
@@ -247,6 +263,11 @@ EDIT_CASES = (
         lambda f, i: {"names": _names(f, i)},
     ),
     ToolCase(
+        "get_graph, 1,000 notes" + AFTER_AN_EDIT,
+        "get_graph",
+        lambda f, i: {"limit": 1000},
+    ),
+    ToolCase(
         "search_by_tags, first call after an edit",
         "search_by_tags",
         lambda f, i: {"tags": [f.tag, "idea"], "mode": "all"},
@@ -267,7 +288,7 @@ class _Call:
     total: float  # the client's round trip, seconds
     tool: float  # the envelope's `executionTime`: the tool's own work inside the server
     validation: float  # the SDK client checking the result against the tool's outputSchema
-    size: int  # bytes of the JSON text result
+    size: int  # bytes of the answer's JSON
 
 
 def measure_queries(vault: str, facts_file: str, calls: int, min_calls: int) -> dict[str, Any]:
@@ -552,7 +573,8 @@ async def timed_call(
     if result.is_error or not envelope.get("success"):
         raise RuntimeError(f"{case.tool}({arguments}) failed: {result.content}")
     tool = envelope["metadata"]["executionTime"] / 1000
-    return _Call(elapsed, tool, sum(validation), len(result.content[0].text))
+    # The structured copy's size: an answer over the token bound has a short text block.
+    return _Call(elapsed, tool, sum(validation), len(pydantic_core.to_json(envelope)))
 
 
 # ---------------------------------------------------------------- in the driver
@@ -608,18 +630,24 @@ def run(ctx: BenchContext) -> list[Figure]:
 def tool_figure(case: ToolCase, measured: dict[str, Any], notes: int) -> Figure:
     """The round trip's p50/p95 (p95 judged), then what the tool itself and the client's
     schema validation account for, and the result size."""
+    big = case.label.removesuffix(AFTER_AN_EDIT) in BIG_ANSWERS
     fig = latency_figure(
-        "query latency", f"{case.label}, {notes:,} notes", measured["seconds"], case.target
+        "query latency",
+        f"{case.label}, {notes:,} notes",
+        measured["seconds"],
+        None if big else case.target,
     )
     tool = percentile(measured["tool_seconds"], 50) * 1000
     tool95 = percentile(measured["tool_seconds"], 95) * 1000
     check = percentile(measured["validation_seconds"], 50) * 1000
     size = measured["bytes"] / 1024
+    why = "; judged through the TypeScript client (clients over stdio)" if big else ""
     return replace(
         fig,
         shown=f"{fig.shown}; tool p50 {tool:.1f} · p95 {tool95:.1f} ms, client schema check "
-        f"p50 {check:.1f} ms; {size:.1f} KiB",
+        f"p50 {check:.1f} ms; {size:.1f} KiB{why}",
         data={
+            "judged_through": "typescript" if big else "python",
             **fig.data,
             "tool_p50_ms": tool,
             "tool_p95_ms": tool95,

@@ -70,13 +70,18 @@ class RankingResult:
     misses: list[tuple[str, str, list[str]]]  # query, expected, what came first instead
 
 
-def measure_recall(workdir: Path, corpora: Path = CORPORA) -> RankingResult:
-    """Index each corpus the set uses (caches in `workdir`) and run its queries."""
+def measure_recall(
+    workdir: Path, corpora: Path = CORPORA, database_url: str | None = None
+) -> RankingResult:
+    """Index each corpus the set uses (caches in `workdir`, or one after the other in the
+    database at `database_url`) and run its queries."""
     found = 0
     misses: list[tuple[str, str, list[str]]] = []
     for corpus in sorted({case.corpus for case in RANKING_SET}):
         cache = workdir / f"{corpus}.db"
-        settings = Settings(vault=corpora / corpus, database_url=f"sqlite:///{cache}")
+        settings = Settings(
+            vault=corpora / corpus, database_url=database_url or f"sqlite:///{cache}"
+        )
         app = open_app(settings)
         try:
             app.indexer.reconcile()

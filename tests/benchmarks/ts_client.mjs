@@ -6,7 +6,8 @@
 //
 // CASES_JSON: {"command": [...], "cwd": dir, "calls": N, "warmup": N,
 //              "cases": [[label, tool, args], ...]}.
-// Prints one JSON line: {label: {"seconds": [...], "tool_seconds": [...]}}. The SDK checks each
+// Prints one JSON line: {label: {"seconds": [...], "tool_seconds": [...], "bytes": [...]}}
+// (bytes: the structured content's JSON, measured once, after the timed calls). The SDK checks each
 // result's structured content against the tool's output schema (ajv), as it does for any client.
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -26,7 +27,7 @@ async function call(tool, args) {
   if (result.isError || !result.structuredContent?.success) {
     throw new Error(`${tool} failed: ${JSON.stringify(result.content)}`);
   }
-  return [elapsed, result.structuredContent.metadata.executionTime / 1000];
+  return [elapsed, result.structuredContent.metadata.executionTime / 1000, result];
 }
 
 const measured = {};
@@ -34,12 +35,15 @@ for (const [label, tool, args] of spec.cases) {
   for (let i = 0; i < spec.warmup; i++) await call(tool, args);
   const seconds = [];
   const toolSeconds = [];
+  let last;
   for (let i = 0; i < spec.calls; i++) {
-    const [elapsed, spent] = await call(tool, args);
+    const [elapsed, spent, result] = await call(tool, args);
     seconds.push(elapsed);
     toolSeconds.push(spent);
+    last = result;
   }
-  measured[label] = { seconds, tool_seconds: toolSeconds };
+  const bytes = [Buffer.byteLength(JSON.stringify(last.structuredContent))];
+  measured[label] = { seconds, tool_seconds: toolSeconds, bytes };
 }
 await client.close();
 console.log(JSON.stringify(measured));

@@ -22,6 +22,8 @@ from weaver.views.graph import PAGERANK_TOLERANCE, Graph
 from weaver.views.names import NameIndex
 from weaver.views.tags import TagIndex
 
+pytestmark = pytest.mark.both_backends
+
 VAULT: dict[str, str | bytes] = {
     "hub.md": "---\naliases: [Centre]\ntags: [topic/a]\n---\n# Hub\n[[a]] [[b]] [[missing]]",
     "a.md": "#topic/b links [[hub]], [[b|bee]] and ![[pic.png]]",

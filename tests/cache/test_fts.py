@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, inspect, text
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.cache import fts, read
+from weaver.cache import fts, read, write
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.vault.events import NoteModified, VaultEvent
+
+pytestmark = pytest.mark.both_backends
 
 NOTES: dict[str, str | bytes] = {
     "Cooking.md": "---\ntags: [food]\n---\n# Cooking\nRunning a café kitchen is hard work.\n",
@@ -49,9 +51,17 @@ def paths(page: fts.SearchPage) -> list[str]:
 
 
 def search_rows(app: App) -> dict[int, str]:
-    """Each full-text row's path, by its rowid."""
+    """Each full-text row's path, by its rowid (on PostgreSQL, whose rows are keyed by path,
+    by the rowid of the note the row belongs to)."""
     with app.db.connect() as conn:
-        return dict(conn.execute(text("SELECT rowid, path FROM notes_fts")).all())
+        if conn.dialect.name == "postgresql":
+            rows = (
+                "SELECT n.search_rowid, t.note_path FROM note_texts t "
+                "JOIN notes n ON n.path = t.note_path"
+            )
+        else:
+            rows = "SELECT rowid, path FROM notes_fts"
+        return dict(conn.execute(text(rows)).all())
 
 
 def note_rowids(app: App) -> dict[int, str]:
@@ -248,9 +258,7 @@ def test_edits_deletes_and_renames_follow_the_disk(indexed: App, vault_dir: Path
     assert paths(search(indexed.db, "flour")) == []
     assert paths(search(indexed.db, "serves")) == ["travel/Lyon.md"]
     assert paths(search(indexed.db, "serves", directory="travel")) == ["travel/Lyon.md"]
-    with indexed.db.connect() as conn:
-        rows = conn.execute(text("SELECT count(*) FROM notes_fts")).scalar_one()
-    assert rows == 4
+    assert len(search_rows(indexed)) == 4
     assert note_rowids(indexed) == search_rows(indexed)
 
 
@@ -285,8 +293,7 @@ def test_an_old_cache_upgraded_in_place_becomes_searchable_without_events(
     with app.db.begin() as conn:  # back to a cache from before full-text search
         config.attributes["connection"] = conn
         command.downgrade(config, "0002")
-        tables = conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'")).scalars()
-        assert not any(fts.is_search_table(name) for name in tables)
+        assert not any(fts.is_search_table(name) for name in inspect(conn).get_table_names())
     upgrade_to_head(app.db)
     assert search(app.db, "leeks").total == 0  # the table is back, still empty
     events: list[VaultEvent] = []
@@ -307,6 +314,8 @@ def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) ->
         config.attributes["connection"] = conn
         command.downgrade(config, "0009")
     upgrade_to_head(indexed.db)
+    if indexed.db.dialect.name == "postgresql":  # its texts come back from the disk (0017)
+        indexed.indexer.reconcile()
     assert note_rowids(indexed) == search_rows(indexed) != {}
     assert set(paths(search(indexed.db, "cafe OR bread", tag="food"))) == {
         "Cooking.md",
@@ -314,6 +323,7 @@ def test_a_cache_from_before_search_rowids_gets_them_on_upgrade(indexed: App) ->
     }
 
 
+@pytest.mark.sqlite_only  # FTS5 rows have no key tying them to a note; PostgreSQL's do
 def test_a_stray_full_text_row_never_stops_indexing(indexed: App, write_notes: WriteNotes) -> None:
     """A row whose note is gone, at the rowid the next note gets, is replaced by that note's."""
     with indexed.db.begin() as conn:
@@ -330,6 +340,7 @@ def test_a_stray_full_text_row_never_stops_indexing(indexed: App, write_notes: W
     assert note_rowids(indexed) == search_rows(indexed)
 
 
+@pytest.mark.sqlite_only  # FTS5's rowids: PostgreSQL keys its search rows by path
 def test_hashed_rowids_of_an_older_cache_are_renumbered_on_upgrade(indexed: App) -> None:
     config = alembic_config(indexed.db)
     with indexed.db.begin() as conn:
@@ -368,3 +379,57 @@ def test_tasks_demo_phrases_prefixes_and_filters(tasks_demo: App) -> None:
     assert all(p.startswith("How To/") for p in found)
     for query in HOSTILE:
         search(tasks_demo.db, query)
+
+
+# -- the note text a reader without the files reads ----------------------------------------------
+
+
+def test_postgresql_keeps_each_note_as_read(app: App, vault_dir: Path, backend: str) -> None:
+    """PostgreSQL caches keep the whole text (frontmatter block and body) for readers on other
+    hosts; SQLite caches, always beside their files, keep none."""
+    note = "---\ntags: [a]\ntitle: Tea\n---\n# Tea\nGreen tea, café.\n"
+    (vault_dir / "tea.md").write_text(note, encoding="utf-8")
+    app.indexer.reconcile()
+
+    def stored() -> str | None:
+        with app.db.connect() as conn:
+            return fts.get_note_text(conn, "tea.md")
+
+    if backend == "sqlite":
+        assert stored() is None
+        return
+    assert stored() == note
+    (vault_dir / "tea.md").write_text("no frontmatter now\n", encoding="utf-8")
+    app.indexer.apply_paths(["tea.md"])
+    assert stored() == "no frontmatter now\n"
+    (vault_dir / "tea.md").unlink()
+    app.indexer.apply_paths(["tea.md"])
+    assert stored() is None
+
+
+def test_snippets_of_a_big_note_stay_bounded(app: App, vault_dir: Path) -> None:
+    """A note far past the snippet's read limit still answers, with the hit marked when it
+    comes early, on either backend."""
+    body = "# Big\nthe needle is here\n" + "filler words go on and on\n" * 40_000
+    (vault_dir / "big.md").write_text(body, encoding="utf-8")
+    app.indexer.reconcile()
+    page = search(app.db, "needle")
+    assert paths(page) == ["big.md"]
+    assert "<mark>needle</mark>" in page.hits[0].snippet
+    assert len(page.hits[0].snippet) < 400
+
+
+def test_planner_statistics_cover_the_search_table(indexed: App) -> None:
+    with indexed.db.begin() as conn:
+        write.refresh_statistics(conn)
+    with indexed.db.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            assert not write.statistics_missing(conn)
+            return
+        analyzed = conn.execute(
+            text(
+                "SELECT DISTINCT tablename FROM pg_stats "  # written by ANALYZE itself
+                "WHERE tablename IN ('notes', 'note_texts') ORDER BY 1"
+            )
+        ).scalars()
+        assert list(analyzed) == ["note_texts", "notes"]

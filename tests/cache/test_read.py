@@ -19,6 +19,8 @@ from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.views.tags import TagIndex
 
+pytestmark = pytest.mark.both_backends
+
 FILES: dict[str, str | bytes] = {
     "Home.md": (
         "---\ntype: hub\nstatus: active\ntags: [Project/Alpha]\naliases: [Start]\n---\n"

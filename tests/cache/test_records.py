@@ -39,6 +39,8 @@ from weaver.host.app import App
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.record_tools import build_record_tools
 
+pytestmark = pytest.mark.both_backends
+
 DAY_MS = 86_400_000
 
 
@@ -327,28 +329,30 @@ async def test_a_misspelt_workflow_id_is_named_not_answered_empty(
 # -- weaver records ------------------------------------------------------------------------------
 
 
-def weaver(vault: Path, *args: str) -> int:
-    return main(["--vault", str(vault), "--log-level", "error", *args])
+def weaver(app: App, *args: str) -> int:
+    """The CLI on `app`'s vault and cache (whichever database the test runs on)."""
+    vault = str(app.settings.vault)
+    return main(["--vault", vault, "--db", app.settings.db_url, "--log-level", "error", *args])
 
 
 def test_cli_prints_records_as_a_table_or_json(
     app: App, vault_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed(app)
-    assert weaver(vault_dir, "records", "markdown-analyzer", "--limit", "2") == 0
+    assert weaver(app, "records", "markdown-analyzer", "--limit", "2") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["RECORDED", "KEY", "KIND", "DATA"]
     assert lines[1].split()[2:] == ["a.md", "analysis", '{"words":', "3}"]
     assert lines[-1].startswith("... 1 more (--offset 2")
 
-    assert weaver(vault_dir, "records", "markdown-analyzer", "--key", "b.md", "--json") == 0
+    assert weaver(app, "records", "markdown-analyzer", "--key", "b.md", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert [(r["key"], r["data"]) for r in data["records"]] == [("b.md", {"words": 5})]
 
-    assert weaver(vault_dir, "records", "markdown-analyzer", "--kind", "state") == 0
+    assert weaver(app, "records", "markdown-analyzer", "--kind", "state") == 0
     assert capsys.readouterr().out.strip() == "No records."
 
-    assert weaver(vault_dir, "records", "markdown-analyser") == 2
+    assert weaver(app, "records", "markdown-analyser") == 2
     assert capsys.readouterr().err.strip() == (
         "weaver: Workflow not found: 'markdown-analyser' (did you mean 'markdown-analyzer'?)"
     )
@@ -364,14 +368,12 @@ def test_cli_since_takes_a_local_date(
     ]
     with app.db.begin() as conn:
         insert_records(conn, "file-change-logger", rows, now=0)
-    assert (
-        weaver(vault_dir, "records", "file-change-logger", "--since", "2026-01-05", "--json") == 0
-    )
+    assert weaver(app, "records", "file-change-logger", "--since", "2026-01-05", "--json") == 0
     assert [r["key"] for r in json.loads(capsys.readouterr().out)["records"]] == ["new.md"]
     until = str(midnight)
-    assert weaver(vault_dir, "records", "file-change-logger", "--until", until, "--json") == 0
+    assert weaver(app, "records", "file-change-logger", "--until", until, "--json") == 0
     assert [r["key"] for r in json.loads(capsys.readouterr().out)["records"]] == ["old.md"]
     with pytest.raises(SystemExit) as exited:
-        weaver(vault_dir, "records", "file-change-logger", "--since", "last week")
+        weaver(app, "records", "file-change-logger", "--since", "last week")
     assert exited.value.code == 2
     assert "not a time: 'last week'" in capsys.readouterr().err

@@ -6,14 +6,17 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from alembic import command
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from tests.conftest import WriteNotes
 from weaver.cache import read
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.read import FileFilters
 from weaver.host.app import App
+
+pytestmark = pytest.mark.both_backends
 
 NOTES: dict[str, str | bytes] = {
     "a.md": "---\ntags: [project/alpha]\n---\n#project/beta #Area\n",
@@ -99,5 +102,4 @@ def test_the_migration_counts_the_tags_already_cached(app: App, write_notes: Wri
 
 
 def _has_table(conn: Connection, name: str) -> bool:
-    found = conn.execute(text("SELECT 1 FROM sqlite_master WHERE name = :n"), {"n": name})
-    return found.first() is not None
+    return inspect(conn).has_table(name)

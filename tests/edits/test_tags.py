@@ -15,12 +15,14 @@ import pytest
 
 from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
-from weaver.cache import journal, read
+from weaver.cache import journal, read, tag_queries
 from weaver.config import Settings
 from weaver.edits import notes, tags
 from weaver.edits.journal import recover_edits
 from weaver.edits.notes import NoteEditError
 from weaver.host.app import App, open_app
+
+pytestmark = pytest.mark.both_backends
 
 
 def sync_for(app: App) -> notes.CacheSync:
@@ -164,7 +166,7 @@ CHILD = textwrap.dedent(
     from weaver.edits import tags
     from weaver.host.app import open_app
 
-    app = open_app(Settings(vault=sys.argv[1]))
+    app = open_app(Settings(vault=sys.argv[1], database_url=sys.argv[2]))
     written = []
 
     def on_written(path):
@@ -186,7 +188,7 @@ def test_a_rename_killed_midway_is_finished_at_the_next_start(
     app.indexer.reconcile()
     app.close()
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root)], capture_output=True, timeout=60
+        [sys.executable, "-c", CHILD, str(root), settings.db_url], capture_output=True, timeout=60
     )
     assert child.returncode == -9, child.stderr.decode()
     before = {p for p in files if "#work" in (root / p).read_text()}
@@ -253,3 +255,14 @@ def test_finished_runs_are_kept_for_a_while_then_dropped(
         second = journal.begin_run(conn, "rename_tag", {}, [])
         journal.finish_run(conn, second, [])
         assert journal.get_run(conn, first) is None and journal.get_run(conn, second) is not None
+
+
+def test_a_tags_string_is_a_rename_candidate_whatever_its_case(
+    app: App, write_notes: WriteNotes
+) -> None:
+    """The comma form of frontmatter `tags` (which the index cannot read) is found by LIKE,
+    ignoring case as SQLite's does: ILIKE on PostgreSQL."""
+    write_notes({"a.md": "---\ntags: Proj, other\n---\nbody\n", "b.md": "---\ntags: x\n---\n"})
+    app.indexer.reconcile()
+    with app.db.connect() as conn:
+        assert tag_queries.retag_candidates(conn, "proj") == ["a.md"]

@@ -17,6 +17,8 @@ from weaver.host.app import App, open_app
 from weaver.index import indexer as indexer_module
 from weaver.vault.events import NoteAdded, NoteModified, NoteMoved
 
+pytestmark = pytest.mark.both_backends
+
 
 def recorder() -> tuple[Workflow, list[tuple[str, ...]]]:
     runs: list[tuple[str, ...]] = []

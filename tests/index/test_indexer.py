@@ -22,6 +22,8 @@ from weaver.index import indexer as indexer_module
 from weaver.index import workers as parse_workers
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
+pytestmark = pytest.mark.both_backends
+
 
 def links_of(app: App, source: str) -> dict[str, str | None]:
     with app.db.connect() as conn:
@@ -316,11 +318,13 @@ def test_cli_index_leaves_the_cache_to_the_process_that_keeps_it(
     write_notes({"a.md": "a"})
     with WriterLock.for_settings(settings) as held:
         assert held.try_acquire()
-        assert main(["--vault", str(settings.vault), "index"]) == 0
+        assert main(["--vault", str(settings.vault), "--db", settings.db_url, "index"]) == 0
         assert f"kept fresh by pid {os.getpid()}: 0 notes" in capsys.readouterr().out
-        assert main(["--vault", str(settings.vault), "index", "--full"]) == 2
+        assert (
+            main(["--vault", str(settings.vault), "--db", settings.db_url, "index", "--full"]) == 2
+        )
         assert "cannot re-read every note now" in capsys.readouterr().err
-    assert main(["--vault", str(settings.vault), "index", "--json"]) == 0
+    assert main(["--vault", str(settings.vault), "--db", settings.db_url, "index", "--json"]) == 0
     assert '"added": 1' in capsys.readouterr().out
 
 

@@ -14,7 +14,7 @@ from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from tests.mcp_server.test_pages import walk
 from weaver.config import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 FILES: dict[str, str | bytes] = {
     "Home.md": "#Project/Alpha #project/beta #solo\n[[a/One]] [[Nowhere]] [[nowhere]]\n",
@@ -33,9 +33,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def browsed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def browsed(
+    tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None
+) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("browse") / "vault", FILES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 

@@ -13,21 +13,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import TextContent
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
 from tests.corpora import require_corpora
+from tests.pg_server import free_port
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState, build_server, system_tools
+from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 from weaver.mcp_server.system_tools import compute_health
 from weaver.vault.watcher import VaultWatcher
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 TOOLS = {
     "query_files",
@@ -65,14 +70,20 @@ class Served:
 
 
 class Tools:
-    """Calls tools and checks the envelope is the same as structured content and as text."""
+    """Calls tools and checks the envelope is the same as structured content and as text (an
+    answer over the token bound has a short text instead: `envelope.text_for_window`)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
 
     async def raw(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         result = await self.client.call_tool(name, args or {})
-        envelope: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        text: str = result.content[0].text  # type: ignore[union-attr]
+        if text.startswith(f"{name} answered ") and result.structured_content is not None:
+            size = estimate_tokens(pydantic_core.to_json(result.structured_content).decode())
+            assert size > ANSWER_TOKEN_BOUND and "structured content only" in text
+            text = pydantic_core.to_json(result.structured_content).decode()
+        envelope: dict[str, Any] = json.loads(text)
         assert result.structured_content == envelope
         assert result.is_error is (not envelope["success"])
         assert set(envelope["metadata"]) == {"executionTime", "cacheHit"}
@@ -108,7 +119,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def temp(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     base = tmp_path_factory.mktemp("mcp")
     root = base / "vault"
     write_files(root, FILES)
@@ -116,7 +127,7 @@ def temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     (root / "escape.md").symlink_to(base / "outside.md")
     (root / "escape-dir").symlink_to(base / "outside-dir")
     (root / "alias.md").symlink_to(root / "bom.md")
-    served = serve(Settings(vault=root, ignore=["ignored"]))
+    served = serve(Settings(vault=root, ignore=["ignored"], database_url=module_db_url))
     yield served
     served.app.close()
 
@@ -338,7 +349,7 @@ DAY_MS = 86_400_000
 
 
 @pytest.fixture(scope="module")
-def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def dated(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     """Notes last modified on 1, 2 or 3 March 2026 at noon, local time (b and e the same)."""
     root = tmp_path_factory.mktemp("dated") / "vault"
     days = {"a.md": 1, "b.md": 3, "c/d.md": 2, "e.md": 3, "f.md": 2}
@@ -348,7 +359,7 @@ def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     for path, day in days.items():
         noon = datetime(2026, 3, day, 12).timestamp()
         os.utime(root / path, (noon, noon))
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 
@@ -730,6 +741,31 @@ async def test_health_check(tools: Tools) -> None:
     await tools.raw("get_file", {})  # argument errors count as calls too
     second = await tools.ok("health_check")
     assert second["requestCount"] == first["requestCount"] + 3
+
+
+@pytest.mark.postgres
+async def test_health_names_a_database_server_it_cannot_reach(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """On PostgreSQL there is no file to check or move aside: health says whether the server
+    answers, naming it (without a password)."""
+    (tmp_path / "v").mkdir()
+    served = serve(Settings(vault=tmp_path / "v", database_url=postgres_url))
+    live = served.app.db
+    try:
+        async with tools_of(served, "auto") as tools:
+            assert (await tools.ok("health_check"))["components"]["shadowCache"] is True
+            unreachable = make_url(postgres_url).set(port=free_port(), password="secret")
+            served.app.db = create_engine(unreachable, connect_args={"connect_timeout": 2})
+            health = await tools.ok("health_check")
+    finally:
+        served.app.db.dispose()
+        served.app.db = live
+        served.app.close()
+    assert health["status"] == "unhealthy"
+    assert health["components"]["shadowCache"] is False
+    (problem,) = [p for p in health["problems"] if "cannot be reached" in p]
+    assert f":{unreachable.port}/" in problem and "secret" not in problem
 
 
 async def test_health_reports_a_watcher_that_stopped_or_is_restarting(tmp_path: Path) -> None:

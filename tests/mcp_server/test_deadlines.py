@@ -46,6 +46,7 @@ async def test_a_stuck_call_answers_a_timeout_while_its_thread_runs(app: App) ->
     release.set()
 
 
+@pytest.mark.both_backends  # SQLite's progress handler; PostgreSQL's statement_timeout
 async def test_a_runaway_query_is_interrupted(app: App) -> None:
     state = ServerState(app, watch=False)
     outcome: list[str] = []

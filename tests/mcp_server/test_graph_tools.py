@@ -4,7 +4,9 @@ hints, the envelope, hostile queries, a write racing an editor, and read-only mo
 
 from __future__ import annotations
 
+import gc
 import shutil
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +19,10 @@ from tests.conftest import write_files
 from tests.corpora import require_corpora
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
+from weaver.mcp_server.graph_tools import GraphAnswers
+from weaver.views import graph as g
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 READ_TOOLS = {
     "search_notes",
@@ -63,11 +67,11 @@ class Writable:
 
 
 @pytest.fixture
-async def writable(tmp_path: Path) -> AsyncIterator[Writable]:
+async def writable(tmp_path: Path, db_url: str | None) -> AsyncIterator[Writable]:
     """A writable copy of tasks-demo (notes only, a few hundred KB)."""
     root = tmp_path / "vault"
     shutil.copytree(require_corpora() / "tasks-demo", root)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=db_url))
     try:
         async with Client(served.server, mode="legacy") as client:
             yield Writable(served, Tools(client))
@@ -156,6 +160,13 @@ async def test_search_notes_filters(tools: Tools) -> None:
 async def test_search_notes_never_fails_on_hostile_syntax(tools: Tools, query: str) -> None:
     data = await tools.ok("search_notes", query=query)
     assert data["total"] >= len(data["results"])
+
+
+async def test_search_notes_repeats_a_long_query_only_in_part(tools: Tools) -> None:
+    query = "smoke " * 5_000
+    data = await tools.ok("search_notes", query=query, mode="keyword")
+    assert data["total"] >= 1 and len(data["query"]) < 1_000 and len(data["ftsQuery"]) < 1_000
+    assert data["query"].endswith("(30,000 characters in all)")
 
 
 # -- graph tools -----------------------------------------------------------------------------
@@ -341,6 +352,46 @@ async def test_create_then_read_search_and_graph_see_it(writable: Writable) -> N
     assert "Inbox/Zebra idea.md" in {n["path"] for n in neighbors["neighbors"]}
     again = await tools.error("create_file", path="Inbox/Zebra idea.md", content="other")
     assert "already exists" in again
+
+
+async def test_a_kept_graph_answer_is_not_given_after_an_edit(writable: Writable) -> None:
+    tools = writable.tools
+    before = await tools.ok("get_graph", limit=1000)
+    assert await tools.ok("get_graph", limit=1000) == before  # kept for this cache version
+    await tools.ok("create_file", path="Inbox/Linker.md", content="[[one_task]]")
+    after = await tools.ok("get_graph", limit=1000)
+    assert "Inbox/Linker.md" in {n["id"] for n in after["nodes"]}
+    edge = {"source": "Inbox/Linker.md", "target": "Test Data/one_task.md"}
+    assert edge in [{"source": e["source"], "target": e["target"]} for e in after["edges"]]
+    assert (after["totalNodes"], len(after["edges"])) == (
+        before["totalNodes"] + 1,
+        len(before["edges"]) + 1,
+    )
+
+
+def test_graph_answers_are_kept_per_graph_and_few() -> None:
+    kept = GraphAnswers(per_graph=2)
+    one, two = g.Graph((), ()), g.Graph((), ())
+    kept.keep(one, ("a",), {"n": 1})
+    kept.keep(two, ("a",), {"n": 2})
+    assert (kept.get(one, ("a",)), kept.get(two, ("a",)), kept.get(one, ("b",))) == (
+        {"n": 1},
+        {"n": 2},
+        None,
+    )
+    kept.keep(one, ("b",), {"n": 3})
+    kept.keep(one, ("c",), {"n": 4})  # the oldest of `one`'s goes
+    assert [kept.get(one, k) for k in (("a",), ("b",), ("c",))] == [None, {"n": 3}, {"n": 4}]
+
+
+def test_graph_answers_go_with_their_graph() -> None:
+    kept = GraphAnswers()
+    graph = g.Graph((), ())
+    kept.keep(graph, ("a",), {"n": 1})
+    held = weakref.ref(graph)
+    del graph
+    gc.collect()
+    assert held() is None and len(kept._answers) == 0
 
 
 async def test_update_refused_when_the_note_changed_in_the_editor(writable: Writable) -> None:

@@ -15,7 +15,7 @@ from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 SOURCES = 120
 TARGETS = 70
@@ -43,9 +43,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def paged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def paged(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("pages") / "vault", vault_files())
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 

@@ -13,7 +13,7 @@ from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 FILES: dict[str, str | bytes] = {
     "Garden.md": "# Garden\nTomatoes and [[Compost]] and [[Missing plan]].\n",
@@ -29,9 +29,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("prompts") / "vault", FILES)
-    state = serve(Settings(vault=root))
+    state = serve(Settings(vault=root, database_url=module_db_url))
     yield state
     state.app.close()
 

@@ -226,3 +226,31 @@ async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(pair: Pair) 
         with anyio.fail_after(5):
             await updated.wait()
     assert uris == ["weaver://note/Home.md"]
+
+
+async def test_a_reader_on_postgresql_answers_the_notes_text(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A PostgreSQL cache keeps each note's text (`note_texts`): a reader on another host,
+    without the files, answers get_file_content from it, and its session writes nothing."""
+    root = write_files(tmp_path / "vault", FILES)
+    settings = Settings(vault=root, database_url=postgres_url)
+    writer = open_app(settings)
+    try:
+        writer.indexer.reconcile()
+    finally:
+        writer.close()
+    shutil.rmtree(root)
+    reader = open_app(settings.model_copy(update={"read_only": True}), files=False)
+    try:
+        state = ServerState(reader, watch=False, engine=reading_engine(reader), may_write=False)
+        async with Client(build_server(state)) as client:
+            text = envelope(await client.call_tool("get_file_content", {"path": "Home.md"}))
+            assert text["success"], text
+            assert text["data"]["content"] == FILES["Home.md"]
+            found = envelope(await client.call_tool("search_notes", {"query": "zebras"}))
+            assert [hit["path"] for hit in found["data"]["results"]] == ["Home.md"]
+        with reader.db.connect() as conn, pytest.raises(Exception, match="read-only"):
+            conn.exec_driver_sql("DELETE FROM notes")
+    finally:
+        reader.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,9 +20,10 @@ from mcp_types import PromptReference, ResourceTemplateReference
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
-from weaver.mcp_server import resources
+from weaver.engine import Registry, WorkflowEngine, workflow
+from weaver.mcp_server import ServerState, build_server, resources
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 NOTES = 1_203  # many pages
 
@@ -32,11 +34,11 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     files: dict[str, str | bytes] = {f"n/{i:04}.md": f"# {i}\n#t{i % 3}\n" for i in range(NOTES)}
     files["Sp ace é.md"] = "---\ntitle: Spaced\n---\nbody\n"
     root = write_files(tmp_path_factory.mktemp("resources") / "vault", files)
-    state = serve(Settings(vault=root))
+    state = serve(Settings(vault=root, database_url=module_db_url))
     yield state
     state.app.close()
 
@@ -149,6 +151,51 @@ async def test_completions_of_the_note_template_path(client: Client) -> None:
     ]
     other = ResourceTemplateReference(type="ref/resource", uri="weaver://elsewhere/{x}")
     assert (await client.complete(other, {"name": "x", "value": ""})).completion.values == []
+
+
+async def test_completions_of_folders_ignore_case(client: Client) -> None:
+    folder = PromptReference(type="ref/prompt", name="summarize_folder")
+    done = (await client.complete(folder, {"name": "folder", "value": "N"})).completion
+    assert (done.values, done.total, done.has_more) == (["n"], 1, False)
+
+
+async def test_completions_ignoring_case_follow_edits(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "vault", {"Notes/Alpha.md": "a\n", "Notes/beta.md": "b\n"})
+    served = serve(Settings(vault=root))
+    ref = ResourceTemplateReference(type="ref/resource", uri="weaver://note/{+path}")
+    try:
+        async with Client(served.server, mode="legacy") as client:
+
+            async def paths(value: str) -> list[str]:
+                return (
+                    await client.complete(ref, {"name": "path", "value": value})
+                ).completion.values
+
+            assert await paths("notes/a") == ["Notes/Alpha.md"]
+            (root / "Notes" / "Alpha.md").rename(root / "Notes" / "Alps.md")
+            write_files(root, {"Notes/ALPINE.md": "c\n"})
+            changed = ["Notes/Alpha.md", "Notes/Alps.md", "Notes/ALPINE.md"]
+            await anyio.to_thread.run_sync(served.app.indexer.apply_paths, changed)
+            assert await paths("notes/al") == ["Notes/ALPINE.md", "Notes/Alps.md"]
+            assert await paths("Notes/AL") == ["Notes/ALPINE.md"]  # as typed first
+            folder = PromptReference(type="ref/prompt", name="summarize_folder")
+            near = await client.complete(folder, {"name": "folder", "value": "Nots"})
+            assert near.completion.values == ["Notes"]  # none starts so: the closest names
+    finally:
+        served.app.close()
+
+
+async def test_completions_of_workflow_ids(served: Served) -> None:
+    registry = Registry()
+    for name in ("daily-review", "Digest", "tagger"):
+        registry.register(workflow(id=name, name=name)(lambda ctx: None))
+    state = ServerState(
+        served.app, watch=False, engine=WorkflowEngine.for_app(served.app, registry)
+    )
+    ref = PromptReference(type="ref/prompt", name="any")
+    async with Client(build_server(state), mode="legacy") as client:
+        done = (await client.complete(ref, {"name": "workflowId", "value": "d"})).completion
+    assert done.values == ["Digest", "daily-review"]
 
 
 async def test_a_session_that_sets_a_level_hears_of_vault_changes(served: Served) -> None:

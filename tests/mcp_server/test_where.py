@@ -11,9 +11,11 @@ from mcp import Client
 
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
+from weaver.cache import read
 from weaver.config import Settings
+from weaver.mcp_server.where import parse_where
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 FILES: dict[str, str | bytes] = {
     "a.md": "---\npriority: 1\ndue: 2026-11-20\ntopics: [x, y]\ndone: false\n---\n",
@@ -31,9 +33,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def props(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def props(tmp_path_factory: pytest.TempPathFactory, module_db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path_factory.mktemp("where") / "vault", FILES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=module_db_url))
     yield served
     served.app.close()
 
@@ -72,12 +74,40 @@ async def matching(tools: Tools, where: dict[str, Any]) -> list[str]:
         ({"priority": 3}, []),
         ({"scores": {"gt": 3}}, ["f.md"]),
         ({"scores": {"gt": 3, "lt": 7}}, []),  # a range holds for one value, not across a list
+        ({"topics": ["x", "y"]}, ["a.md", "b.md"]),  # a.md, holding both, counted once
+        ({"topics": {"contains": "y"}, "cover": {"exists": False}}, ["a.md"]),
+        ({"priority": {"gte": 1}, "topics": {"contains": "y"}, "done": False}, ["a.md"]),
+        ({"due": {"lt": "2026-12-01"}, "topics": {"exists": True}}, ["a.md"]),
+        (
+            {"cover": {"exists": False}, "nothing": {"exists": False}},
+            ["a.md", "d.md", "e.md", "f.md"],
+        ),
     ],
 )
 async def test_where_tests_frontmatter_properties(
     tools: Tools, where: dict[str, Any], paths: list[str]
 ) -> None:
     assert await matching(tools, where) == paths
+
+
+def test_the_narrowest_test_lists_the_notes(props: Served) -> None:
+    # `topics` is on three notes, `cover` on one: `cover`'s notes are listed and each looked
+    # up for `topics`, whichever the client wrote first.
+    with read.read_snapshot(props.app.db) as conn:
+        matched, absent = read.matched_notes(
+            conn, parse_where({"topics": {"exists": True}, "cover": {"exists": True}})
+        )
+    assert matched is not None and absent == []
+    sql = str(matched.compile(compile_kwargs={"literal_binds": True}))
+    listed, _, looked_up = sql.partition("EXISTS")
+    assert ("'cover'" in listed, "'topics'" in looked_up) == (True, True)
+
+
+async def test_where_alone_and_with_other_filters_count_alike(tools: Tools) -> None:
+    alone = await tools.ok("query_files", where={"topics": ["x", "y"]})
+    with_folder = await tools.ok("query_files", where={"topics": ["x", "y"]}, directory="")
+    with_time = await tools.ok("query_files", where={"topics": ["x", "y"]}, modifiedSince=0)
+    assert alone["total"] == with_folder["total"] == with_time["total"] == 2
 
 
 async def test_where_combines_with_the_other_filters_and_pages(tools: Tools) -> None:

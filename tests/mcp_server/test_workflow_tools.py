@@ -24,7 +24,7 @@ from weaver.mcp_server import ServerState
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.workflow_tools import RunBridge, build_workflow_tools
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 GATE = threading.Event()
 
@@ -73,11 +73,13 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[MCPServer[ServerState], WorkflowEngine, App]]:
+def served(
+    tmp_path: Path, db_url: str | None
+) -> Iterator[tuple[MCPServer[ServerState], WorkflowEngine, App]]:
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "a.md").write_text("# A")
-    app = open_app(Settings(vault=vault))
+    app = open_app(Settings(vault=vault, database_url=db_url))
     registry = Registry()
     for item in (greet, broken, gated, off, steps, patient):
         registry.register(item)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +28,13 @@ def semantic_index() -> SemanticIndex:
     index = SemanticIndex(threads=2)
     index.model()
     return index
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test here to load the default model distils it (once per session, tens of
+    seconds on a quiet machine, more on a busy one, inside that test's setup): those tests get
+    300 s rather than the suite's 120 before pytest-timeout stops them."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(300))

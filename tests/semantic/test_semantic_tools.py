@@ -17,7 +17,7 @@ from weaver.semantic import pages
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import embed_pending
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 NOTES = {
     "apps/sync.md": (
@@ -47,9 +47,11 @@ class Embedded:
 
 
 @pytest.fixture
-async def embedded(tmp_path: Path, semantic_index: SemanticIndex) -> AsyncIterator[Embedded]:
+async def embedded(
+    tmp_path: Path, semantic_index: SemanticIndex, db_url: str | None
+) -> AsyncIterator[Embedded]:
     root = write_files(tmp_path / "vault", NOTES)
-    served = serve(Settings(vault=root))
+    served = serve(Settings(vault=root, database_url=db_url))
     served.app.semantic = semantic_index
     embed_pending(served.app.db, semantic_index)
     try:
@@ -72,7 +74,7 @@ async def test_semantic_mode_finds_a_paraphrase_keyword_search_misses(embedded: 
 
 
 async def test_hybrid_is_the_default_once_every_note_is_embedded(embedded: Embedded) -> None:
-    data = await embedded.tools.ok("search_notes", query="dough for flatbread")
+    data = await embedded.tools.ok("search_notes", query="olive-oil flatbread dough")
     assert data["mode"] == "hybrid"
     assert data["results"][0]["path"] == "kitchen/focaccia.md"
 
@@ -100,6 +102,9 @@ async def test_empty_and_huge_queries_answer(embedded: Embedded) -> None:
     assert empty["results"] == [] and empty["total"] == 0
     huge = await embedded.tools.ok("search_notes", query="bread " * 20_000, mode="hybrid")
     assert huge["results"][0]["path"].startswith("kitchen/")
+    # The answer names the query without repeating 120,000 characters of it.
+    assert huge["query"].startswith("bread bread") and len(huge["query"]) < 1_000
+    assert "120,000 characters" in huge["query"]
 
 
 async def test_similar_notes_can_leave_out_linked_ones(embedded: Embedded) -> None:

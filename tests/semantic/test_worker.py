@@ -17,7 +17,7 @@ from weaver.cache.vectors import ChunkMatrix
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.semantic import worker as worker_module
-from weaver.semantic.model import DIMENSIONS
+from weaver.semantic.model import TRANSFORMER_MODEL
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
@@ -30,9 +30,9 @@ NOTES = {
 
 
 @pytest.fixture
-def app(tmp_path: Path, semantic_index: SemanticIndex) -> Iterator[App]:
+def app(tmp_path: Path, semantic_index: SemanticIndex, db_url: str | None) -> Iterator[App]:
     root = write_files(tmp_path / "vault", NOTES)
-    app = open_app(Settings(vault=root))
+    app = open_app(Settings(vault=root, database_url=db_url))
     app.semantic = semantic_index
     app.indexer.reconcile()
     yield app
@@ -51,6 +51,7 @@ def embedded_at(app: App) -> dict[str, int]:
         return {row.note_path: row.embedded_at for row in rows}
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
     assert embed_pending(app.db, app.semantic) == len(NOTES)
     rows = chunk_rows(app)
@@ -64,6 +65,7 @@ def test_a_first_pass_embeds_every_note_in_chunks(app: App) -> None:
         assert vectors.vectors_version(conn) == version
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_an_edit_re_embeds_that_note_only(app: App) -> None:
     embed_pending(app.db, app.semantic)
     before = embedded_at(app)
@@ -81,6 +83,7 @@ def test_an_edit_re_embeds_that_note_only(app: App) -> None:
     assert "Rye flour" in page.hits[0].snippet
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_move_keeps_the_vectors_and_a_delete_drops_them(app: App) -> None:
     embed_pending(app.db, app.semantic)
     root = app.vault.root
@@ -95,13 +98,16 @@ def test_a_move_keeps_the_vectors_and_a_delete_drops_them(app: App) -> None:
 
 def test_a_changed_model_re_embeds_everything(app: App, semantic_index: SemanticIndex) -> None:
     embed_pending(app.db, app.semantic)
-    other = SemanticIndex("minilm-copy", semantic_index.model().source.onnx_path, threads=2)
+    other = SemanticIndex(TRANSFORMER_MODEL, threads=2)  # from static to the transformer
     assert embed_pending(app.db, other) == len(NOTES)
     with app.db.connect() as conn:
         models = set(conn.execute(select(NoteEmbedding.model)).scalars())
-    assert models == {"minilm-copy"}
+    assert models == {TRANSFORMER_MODEL}
+    with read_snapshot(app.db) as conn:
+        assert other.matrix(conn).matrix.shape[1] == other.model().dimensions == 384
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_pass_stopped_midway_resumes_without_duplicates(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,6 +173,7 @@ def test_a_worker_held_back_too_long_embeds_anyway(
         worker.stop()
 
 
+@pytest.mark.both_backends  # the vectors' SQL, on PostgreSQL too
 def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
     index = SemanticIndex(app.semantic.model_id, app.semantic.model().source.onnx_path)
     embed_pending(app.db, app.semantic)
@@ -181,7 +188,7 @@ def test_a_loaded_matrix_is_patched_to_equal_a_fresh_load(app: App) -> None:
     embed_pending(app.db, app.semantic)
     with read_snapshot(app.db) as conn:
         patched = index.matrix(conn)
-        whole = vectors.load_vectors(conn, index.model_id, DIMENSIONS)
+        whole = vectors.load_vectors(conn, index.model_id, index.model().dimensions)
     assert rows_of(patched) == rows_of(whole)
 
 

@@ -226,6 +226,17 @@ def test_the_graph_answer_built_as_dicts_is_the_models_wire_form() -> None:
     assert wire["truncated"] is True and any(e["broken"] for e in wire["edges"])
 
 
+def test_the_degree_order_is_kept_per_graph_and_follows_a_patch() -> None:
+    graph = make("a>b b>c c>a d>a", extra="e")
+    assert graph.by_degree == ["a.md", "b.md", "c.md", "d.md", "e.md"]  # ties by path
+    assert graph.by_degree is graph.by_degree  # sorted once
+    links = [("e.md", "d.md", None), ("e.md", "c.md", None)]
+    patched = graph.patched(["e.md"], [graph.nodes["e.md"]], links)
+    fresh = g.Graph(patched.nodes.values(), edges_from(patched, set(patched.nodes)))
+    assert patched.by_degree == fresh.by_degree == ["a.md", "c.md", "b.md", "d.md", "e.md"]
+    assert graph.by_degree == ["a.md", "b.md", "c.md", "d.md", "e.md"]
+
+
 def test_subgraph_of_a_folder_with_broken_links_and_a_limit() -> None:
     nodes = [
         g.NodeInfo("p/a.md", "A", "p"),

@@ -66,7 +66,8 @@ def list_tags(
         .where(
             child.key > tc.key + "/",
             child.key < tc.key + "0",
-            func.instr(func.substr(child.key, func.length(tc.key) + 2), "/") == 0,
+            # no "/" past the parent's: a direct child (LIKE, as SQLite's instr is not PostgreSQL's)
+            func.substr(child.key, func.length(tc.key) + 2).not_like("%/%"),
             child.notes > 0,
         )
         .scalar_subquery()
@@ -253,14 +254,10 @@ def notes_after(conn: Connection, after: str | None, limit: int) -> list[NoteLis
 
 
 def paths_starting(conn: Connection, prefix: str, limit: int) -> tuple[list[str], bool]:
-    """Note paths starting with `prefix`, by path: one range of the primary key; when none
-    does, the same ignoring case (a scan, cut at `limit`). And whether more follow."""
+    """Note paths starting with `prefix` as typed, by path: one range of the primary key. And
+    whether more follow. (Ignoring case is `views.prefixes`' work: a scan here.)"""
     ranged = select(Note.path).where(Note.path >= prefix).order_by(Note.path).limit(limit + 1)
     if prefix:
         ranged = ranged.where(Note.path < prefix + "\U0010ffff")
     found = list(conn.execute(ranged).scalars())
-    if not found and prefix:
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        folded = select(Note.path).where(Note.path.like(escaped + "%", escape="\\"))
-        found = list(conn.execute(folded.order_by(Note.path).limit(limit + 1)).scalars())
     return found[:limit], len(found) > limit

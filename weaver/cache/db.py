@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 # The newest migration's revision: a cache at it needs no Alembic (a test checks it is head).
-SCHEMA_HEAD = "0016"
+SCHEMA_HEAD = "0017"
 BUSY_TIMEOUT_MS = 10_000
 # How a connection writes a big indexing pass (`bulk_writes`), against SQLite's defaults of a
 # 2 MiB page cache and a checkpoint whenever the WAL passes 1,000 pages (4 MiB). Each batch
@@ -57,8 +57,10 @@ def open_engine(url: str, writes: bool = True) -> Engine:
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
         event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)
-    elif not writes:
-        event.listen(engine, "connect", _read_only_session)
+    elif parsed.get_backend_name() == "postgresql":
+        event.listen(engine, "before_cursor_execute", _bound_postgres_statement)
+        if not writes:
+            event.listen(engine, "connect", _read_only_session)
     return engine
 
 
@@ -75,7 +77,8 @@ DEADLINE_CHECK_STEPS = 20_000
 def query_deadline(seconds: float | None) -> Iterator[None]:
     """Cache queries made by this thread within the block are stopped by SQLite (raising
     `OperationalError: interrupted`) once `seconds` have passed: a tool call that overruns
-    its time gives its thread back rather than running on unseen."""
+    its time gives its thread back rather than running on unseen. On PostgreSQL each
+    statement gets the time left as its `statement_timeout`."""
     previous = _deadline.at
     _deadline.at = None if seconds is None else time.monotonic() + seconds
     try:
@@ -87,6 +90,20 @@ def query_deadline(seconds: float | None) -> Iterator[None]:
 def deadline_passed() -> bool:
     at = _deadline.at
     return at is not None and time.monotonic() > at
+
+
+def _bound_postgres_statement(
+    _conn: Connection, cursor: Any, _statement: str, _params: Any, _context: Any, many: bool
+) -> None:
+    """PostgreSQL's side of `query_deadline`: the statement may run until the thread's
+    deadline (`statement_timeout`, local to the transaction, so it goes with it); past it the
+    server cancels it and the driver raises `OperationalError`, as SQLite's interrupt does.
+    One round trip more per statement, only while a deadline is set."""
+    at = _deadline.at
+    if at is None:
+        return
+    remaining_ms = max(1, int((at - time.monotonic()) * 1000))
+    cursor.execute("SELECT set_config('statement_timeout', %s, true)", (f"{remaining_ms}ms",))
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:

@@ -1,4 +1,4 @@
-"""The SQLite-only part of the cache: full-text search over notes with FTS5.
+"""Full-text search over notes: FTS5 on SQLite, and the one entry point on PostgreSQL too.
 
 `notes_fts` holds each note's title, its other names (file name, aliases, first H1), its
 headings and its body (the text after its frontmatter), tokenised by `porter unicode61
@@ -26,8 +26,9 @@ wrote its bodies all over the file.
 User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no input can
 reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
 
-A PostgreSQL cache would provide the same three functions over `tsvector`; on any other
-dialect the writers here do nothing and `search_notes` says so.
+On PostgreSQL the same functions hand over to `cache.pg_search` (`tsvector` + GIN,
+`ts_rank_cd`, `ts_headline`), with the same arguments and answers; on any other dialect the
+writers here do nothing and `search_notes` says so.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from sqlalchemy import (
     table,
 )
 
+from weaver.cache import pg_search
 from weaver.cache.models import Note, Tag
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
@@ -120,12 +122,13 @@ def has_cjk(text: str) -> bool:
 
 
 def is_search_table(name: str) -> bool:
-    """The FTS table and the shadow tables FTS5 creates beside it (`notes_fts_data`, ...)."""
-    return name == FTS_TABLE or name.startswith(FTS_TABLE + "_")
+    """The FTS table and the shadow tables FTS5 creates beside it (`notes_fts_data`, ...), and
+    PostgreSQL's `note_texts` (made by migration `0017` on that dialect only)."""
+    return name in (FTS_TABLE, pg_search.TEXT_TABLE) or name.startswith(FTS_TABLE + "_")
 
 
 def supported(conn: Connection) -> bool:
-    return conn.dialect.name == "sqlite"
+    return conn.dialect.name == "sqlite" or pg_search.supported(conn)
 
 
 # ---------------------------------------------------------------- writes (from cache.write)
@@ -135,6 +138,9 @@ def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: 
     """Index these notes' titles and bodies under rowids `first_rowid`, `first_rowid + 1`, ...
     (the ones their `notes` rows carry)."""
     if not records or not supported(conn):
+        return
+    if pg_search.supported(conn):
+        pg_search.insert_texts(conn, records, [_names(r) for r in records], segment)
         return
     rows = [
         (
@@ -168,6 +174,9 @@ def delete_search(conn: Connection, paths: Collection[str]) -> None:
     their `notes` rows go, which hold the rowids."""
     if not paths or not supported(conn):
         return
+    if pg_search.supported(conn):
+        pg_search.delete_texts(conn, paths)
+        return
     paths = list(paths)
     for start in range(0, len(paths), _CHUNK):
         rowids = select(Note.search_rowid).where(Note.path.in_(paths[start : start + _CHUNK]))
@@ -178,6 +187,8 @@ def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
     """The indexed body of each note in `paths` (one query per 900 paths)."""
     if not paths or not supported(conn):
         return {}
+    if pg_search.supported(conn):
+        return pg_search.note_bodies(conn, paths)
     found: dict[str, str] = {}
     for start in range(0, len(paths), _CHUNK):
         rows = conn.execute(
@@ -236,7 +247,11 @@ def search(
     the note of that name would rank anywhere.
     """
     if not supported(conn):
-        raise CacheError(f"full-text search needs a SQLite cache, not {conn.dialect.name}")
+        raise CacheError(
+            f"full-text search needs a SQLite or PostgreSQL cache, not {conn.dialect.name}"
+        )
+    if pg_search.supported(conn):
+        return _search_postgres(conn, expression, limit, offset, directory, tag, pinned)
     statements = _search_statements(bool(directory), tag is not None)
     values: dict[str, Any] = {
         "expression": expression,
@@ -262,6 +277,47 @@ def search(
             snippet_text = bounded_snippet(_body_head(conn, rowid), expression)
         hits.append(SearchHit(path, title, unsegment(snippet_text), _score(score), modified))
     return SearchPage(hits, total)
+
+
+def _search_postgres(
+    conn: Connection,
+    expression: str,
+    limit: int,
+    offset: int,
+    directory: str | None,
+    tag: str | None,
+    pinned: Sequence[str],
+) -> SearchPage:
+    page, total = pg_search.search(
+        conn,
+        expression,
+        limit,
+        offset,
+        directory=directory,
+        tag=tag,
+        pinned=pinned,
+        snippet_tokens=SNIPPET_TOKENS,
+        segment_pattern=_CJK.pattern,
+    )
+    listed = conn.execute(_LISTED, {"paths": [path for path, _, _ in page]}).all()
+    notes = {path: (title, modified) for path, title, modified in listed}
+    hits = [
+        SearchHit(path, notes[path][0], _joined_marks(snippet), _score(score), notes[path][1])
+        for path, snippet, score in page
+    ]
+    return SearchPage(hits, total)
+
+
+def _joined_marks(snippet: str | None) -> str:
+    """ts_headline marks each token: a CJK word, a token per character, would come back as
+    `<mark>插</mark><mark>件</mark>`; FTS5 marks the phrase once, and so does this."""
+    return unsegment(snippet or "").replace(SNIPPET_CLOSE + SNIPPET_OPEN, "")
+
+
+def get_note_text(conn: Connection, path: str) -> str | None:
+    """The note as it was read, from the cache: PostgreSQL caches keep it (for readers on
+    hosts without the files); None elsewhere, or for a path the cache has no text of."""
+    return pg_search.get_note_text(conn, path) if pg_search.supported(conn) else None
 
 
 def _body_head(conn: Connection, rowid: int) -> str:

@@ -26,6 +26,7 @@ from weaver.cache.write import chunked
 from weaver.host import gc_freeze
 from weaver.views.graph import Graph, NodeInfo
 from weaver.views.names import NameIndex, NameRow
+from weaver.views.prefixes import PrefixIndex
 from weaver.views.tags import TagIndex, TagMode, first_paths
 
 T = TypeVar("T")
@@ -150,7 +151,11 @@ def load_tag_index(conn: Connection) -> TagIndex:
     """Every tag key with the notes carrying it, indexed for `notes_with_tags`.
 
     A row per key with its paths joined by NUL (which no path holds): SQLite hands over a few
-    hundred strings instead of a tuple per tag of every note, a third of the time."""
+    hundred strings instead of a tuple per tag of every note, a third of the time. PostgreSQL
+    text cannot hold a NUL; it hands over an array per key instead."""
+    if conn.dialect.name == "postgresql":
+        lists = conn.execute(select(Tag.key, func.array_agg(Tag.note_path)).group_by(Tag.key))
+        return TagIndex({key: list(paths) for key, paths in lists})
     joined = func.group_concat(Tag.note_path, func.char(0))
     rows = conn.execute(select(Tag.key, joined).group_by(Tag.key))
     return TagIndex({key: paths.split("\0") for key, paths in rows})
@@ -305,6 +310,31 @@ def _name_rows(rows: Iterable[Any]) -> Iterator[NameRow]:
 
 def names_cache() -> ByVersion[NameIndex]:
     return ByVersion(load_names, update_names)
+
+
+def load_path_prefixes(conn: Connection) -> PrefixIndex:
+    """Every note path, found by any prefix ignoring case (completions)."""
+    return PrefixIndex(conn.execute(select(Note.path)).scalars())
+
+
+def update_path_prefixes(
+    index: PrefixIndex, conn: Connection, changed: Collection[str]
+) -> PrefixIndex:
+    """`index` with the `changed` paths that are notes now in it, and the others out."""
+    present: list[str] = []
+    for batch in chunked(changed):
+        present += conn.execute(select(Note.path).where(Note.path.in_(batch))).scalars()
+    return index.patched(changed, present)
+
+
+def path_prefixes_cache() -> ByVersion[PrefixIndex]:
+    return ByVersion(load_path_prefixes, update_path_prefixes)
+
+
+def folder_prefixes_cache() -> ByVersion[PrefixIndex]:
+    """The folders holding notes (and those above them), read again when the cache changes: a
+    few thousand at 100,000 notes, one grouped read of the folder index."""
+    return ByVersion(lambda conn: PrefixIndex(read.note_folders(conn)), settle=False)
 
 
 def notes_within(conn: Connection, directory: str | None, tag: str | None) -> set[str] | None:

@@ -20,13 +20,16 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Select,
     and_,
     bindparam,
     exists,
     func,
     or_,
     select,
+    true,
 )
+from sqlalchemy.orm import aliased
 
 from weaver.cache import tag_counts
 from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
@@ -193,11 +196,14 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
 
     The pysqlite driver runs each SELECT in its own implicit transaction, so a count and the
     page after it could straddle a write; an explicit BEGIN pins one WAL snapshot until the
-    connection is rolled back (it never writes).
+    connection is rolled back (it never writes). PostgreSQL's default READ COMMITTED takes a
+    new snapshot per statement: REPEATABLE READ keeps the first one for the transaction.
     """
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN")
+        elif conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ")
         try:
             yield conn
         finally:
@@ -253,6 +259,14 @@ def tag_pattern_condition(pattern: str, column: Any = Tag.key) -> ColumnElement[
     )
 
 
+def like_folded(conn: Connection, column: Any, pattern: str) -> ColumnElement[bool]:
+    """`column LIKE pattern` (escaped with `LIKE_ESCAPE`) ignoring case, as SQLite's LIKE does
+    for ASCII letters; PostgreSQL's LIKE respects case, its ILIKE ignores it."""
+    if conn.dialect.name == "postgresql":
+        return column.ilike(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
+    return column.like(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
+
+
 def wildcard_to_like(pattern: str) -> str:
     """`proj*` -> `proj%`, `a?c` -> `a_c`; a literal `%`, `_` or `\\` is escaped."""
     out: list[str] = []
@@ -281,7 +295,9 @@ SUMMARY_COLUMNS = (
 )
 
 
-def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnElement[bool]]:
+def _file_conditions(
+    conn: Connection, filters: FileFilters, scan: bool = False
+) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
     if filters.directory:
         conditions.append(under_prefix(Note.folder, filters.directory))
@@ -295,47 +311,105 @@ def _file_conditions(filters: FileFilters, scan: bool = False) -> list[ColumnEle
         conditions.append(Note.modified < filters.modified_until)
     if filters.tag is not None:
         conditions.append(_tagged(tag_condition(filters.tag), scan))
-    conditions.extend(property_conditions(filters.where))
+    conditions.extend(property_conditions(conn, filters.where))
     return conditions
 
 
 RANGE_OPS = ("lt", "lte", "gt", "gte")
+# How far the rows of each `where` test are counted to find the narrowest: enough to tell a
+# rare value from a common one, cheap however common (an index range read up to here).
+DRIVER_PROBE_ROWS = 2_000
+Props = Any  # NoteProperty, or an alias of it
 
 
-def property_conditions(where: Iterable[PropertyCondition]) -> list[ColumnElement[bool]]:
-    """The `where` tests as conditions on notes. The bounds of one property's range (`{"due":
-    {"gte": a, "lt": b}}`) go into one lookup, so the index reads the range between them
-    rather than two half-open ranges of half the vault each; a bound holds for one value."""
-    ranges: dict[str, list[PropertyCondition]] = {}
-    conditions = []
-    for condition in where:
-        if condition.op in RANGE_OPS:
-            ranges.setdefault(condition.key, []).append(condition)
-        else:
-            conditions.append(property_condition(condition))
-    for key, bounds in ranges.items():
-        tests = and_(*(_value_test(bound) for bound in bounds))
-        in_range = select(NoteProperty.note_path).where(NoteProperty.key == key, tests)
-        conditions.append(Note.path.in_(in_range))
-    return conditions
+@dataclass(frozen=True, slots=True)
+class _PropertyTest:
+    """The rows of one property (by `key`) that pass `test` (one `where` test, or the bounds of
+    one property's range together)."""
+
+    key: str
+    conditions: tuple[PropertyCondition, ...]
+
+    def rows(self, props: Props) -> ColumnElement[bool]:
+        tests = (_value_test(condition, props) for condition in self.conditions)
+        return and_(props.key == self.key, *tests)
 
 
-def property_condition(condition: PropertyCondition) -> ColumnElement[bool]:
-    """Notes passing one `where` test: their paths listed from the property index."""
-    with_key = select(NoteProperty.note_path).where(NoteProperty.key == condition.key)
-    if condition.op == "exists":
-        listed = Note.path.in_(with_key)
-        return listed if condition.present else ~listed
-    return Note.path.in_(with_key.where(_value_test(condition)))
+def property_conditions(
+    conn: Connection, where: Iterable[PropertyCondition]
+) -> list[ColumnElement[bool]]:
+    """The `where` tests as conditions on notes (`matched_notes`)."""
+    matched, absent = matched_notes(conn, where)
+    return absent if matched is None else [Note.path.in_(matched), *absent]
 
 
-def _value_test(condition: PropertyCondition) -> ColumnElement[bool]:
+def matched_notes(
+    conn: Connection, where: Iterable[PropertyCondition]
+) -> tuple[Select[str] | None, list[ColumnElement[bool]]]:
+    """The paths passing every `where` test but `exists: false` ones (None when there are only
+    such), and those as conditions on notes.
+
+    The narrowest test (fewest rows, counted up to `DRIVER_PROBE_ROWS` each) lists its notes
+    from the property index and each other test is looked up for those notes only. As one
+    IN-list per test, SQLite listed every test's notes in full and intersected them: where
+    45,000 of 100,000 notes have one of two statuses and 873 carry a tag, ~50 ms for 449
+    notes, against ~2 ms this way. The bounds of one property's range (`{"due": {"gte": a,
+    "lt": b}}`) are one test, so the index reads the range between them; `exists: false`
+    tests are notes missing from the property's list."""
+    tests: dict[tuple[str, int], list[PropertyCondition]] = {}
+    absent: list[ColumnElement[bool]] = []
+    for n, condition in enumerate(where):
+        if condition.op == "exists" and not condition.present:
+            listed = select(NoteProperty.note_path).where(NoteProperty.key == condition.key)
+            absent.append(Note.path.not_in(listed))
+        else:  # a range's bounds share one test; every other test is its own
+            tests.setdefault((condition.key, -1 if condition.op in RANGE_OPS else n), []).append(
+                condition
+            )
+    if not tests:
+        return None, absent
+    found = [_PropertyTest(key, tuple(conditions)) for (key, _), conditions in tests.items()]
+    driver = found[0]
+    if len(found) > 1:
+        driver = min(found, key=lambda test: _rows_up_to(conn, test, DRIVER_PROBE_ROWS))
+    source = aliased(NoteProperty)
+    matched = select(source.note_path).where(driver.rows(source))
+    for other in found:
+        if other is not driver:
+            props = aliased(NoteProperty)
+            also = select(props.id).where(props.note_path == source.note_path, other.rows(props))
+            matched = matched.where(exists(also))
+    return matched, absent
+
+
+def _count_properties_only(conn: Connection, filters: FileFilters) -> int | None:
+    """The total of a query filtered by `where` alone, counted in the property index: a path
+    listed there is a note's (its rows go with it), so the notes need not be read (7,500 of
+    100,000 notes: 4 ms against 9). None for any other query."""
+    if not filters.where or filters != FileFilters(where=filters.where):
+        return None
+    matched, absent = matched_notes(conn, filters.where)
+    if matched is None or absent:
+        return None
+    paths = matched.subquery()
+    return int(conn.execute(select(func.count(paths.c.note_path.distinct()))).scalar_one())
+
+
+def _rows_up_to(conn: Connection, test: _PropertyTest, cap: int) -> int:
+    """How many property rows pass `test`, counted no further than `cap`."""
+    rows = select(NoteProperty.id).where(test.rows(NoteProperty)).limit(cap).subquery()
+    return int(conn.execute(select(func.count()).select_from(rows)).scalar_one())
+
+
+def _value_test(condition: PropertyCondition, props: Props) -> ColumnElement[bool]:
+    if condition.op == "exists":  # present: any row of the property
+        return true()
     if condition.op in ("eq", "contains", "in"):
-        return or_(*(_equals(value) for value in condition.values))
+        return or_(*(_equals(value, props) for value in condition.values))
     (value,) = condition.values
     if isinstance(value, str):
-        return _compare(NoteProperty.text, condition.op, value)
-    return _compare(NoteProperty.num, condition.op, float(value or 0))
+        return _compare(props.text, condition.op, value)
+    return _compare(props.num, condition.op, float(value or 0))
 
 
 def _compare(column: Any, op: PropertyOp, bound: str | float) -> ColumnElement[bool]:
@@ -352,14 +426,17 @@ def _compare(column: Any, op: PropertyOp, bound: str | float) -> ColumnElement[b
     return test
 
 
-def _equals(value: Scalar) -> ColumnElement[bool]:
+def _equals(value: Scalar, props: Props) -> ColumnElement[bool]:
+    test: ColumnElement[bool]
     if value is None:
-        return and_(NoteProperty.text.is_(None), NoteProperty.num.is_(None))
-    if isinstance(value, bool):
-        return NoteProperty.text == ("true" if value else "false")
-    if isinstance(value, int | float):
-        return NoteProperty.num == float(value)
-    return NoteProperty.text == value
+        test = and_(props.text.is_(None), props.num.is_(None))
+    elif isinstance(value, bool):
+        test = props.text == ("true" if value else "false")
+    elif isinstance(value, int | float):
+        test = props.num == float(value)
+    else:
+        test = props.text == value
+    return test
 
 
 def _tagged(condition: ColumnElement[bool], scan: bool) -> ColumnElement[bool]:
@@ -393,13 +470,15 @@ def query_files(
     # With a folder, type, status or time filter, SQLite walks that column's index and
     # checking each note's tags beats listing every tagged note (for a common tag, by far).
     narrowed = filters.narrow
-    conditions = _file_conditions(filters, scan=narrowed)
+    conditions = _file_conditions(conn, filters, scan=narrowed)
     if filters.tag is not None and not narrowed:
         total = tag_counts.notes_under(conn, filters.tag)
+    elif (counted := _count_properties_only(conn, filters)) is not None:
+        total = counted
     else:
         total = conn.execute(select(func.count()).select_from(Note).where(*conditions)).scalar_one()
     if filters.tag is not None and not narrowed and _prefer_scan(conn, total, offset + limit):
-        conditions = _file_conditions(filters, scan=True)
+        conditions = _file_conditions(conn, filters, scan=True)
     page = select(*SUMMARY_COLUMNS).where(*conditions).order_by(*order.columns())
     rows = conn.execute(page.limit(limit).offset(offset)).all()
     return FilePage(summaries(conn, rows), total, limit, offset)

@@ -15,8 +15,9 @@ worker, and returns the notes left to embed:
 any point leaves each note either fully embedded or pending, never with duplicate chunks.
 Nearest-neighbour search itself runs over `load_vectors`'s matrix (`weaver.semantic.search`):
 this Python's sqlite3 cannot load extensions such as sqlite-vec, and a brute-force product
-over 30,000 chunks takes a few milliseconds in numpy. A PostgreSQL cache would implement these
-same functions over pgvector.
+over 30,000 chunks takes a few milliseconds in numpy. A PostgreSQL cache runs the same SQL, the
+vectors as `bytea` (Debian's PostgreSQL 15 has no pgvector package; docs/postgres.md): with
+pgvector, these same functions would move the product into the database.
 """
 
 from __future__ import annotations

@@ -289,9 +289,14 @@ def reresolve_links(
 def refresh_statistics(conn: Connection) -> None:
     """Let SQLite's planner know how the notes' columns are spread, after a pass that changed
     many of them (cheap next to the pass). Without statistics it guesses, and for `query_files`
-    with a type and a status it walked the status index rather than the narrower type one."""
+    with a type and a status it walked the status index rather than the narrower type one.
+    PostgreSQL's autovacuum would analyze them too, but only a while after a first index; its
+    search table is analyzed with them, for the planner's choice between the GIN index and a
+    scan."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("ANALYZE notes")
+    elif conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ANALYZE notes, note_texts")
 
 
 def statistics_missing(conn: Connection) -> bool:

@@ -142,13 +142,16 @@ class CacheReader:
         """A connection pinned to one consistent state of the cache, that cannot write.
 
         Usable with every query of `weaver.cache.read`. On SQLite, `PRAGMA query_only` makes a
-        write through it fail instead of competing with the indexer.
+        write through it fail instead of competing with the indexer; on PostgreSQL, a READ
+        ONLY transaction at REPEATABLE READ does both.
         """
         with self._engine.connect() as conn:
             sqlite = conn.dialect.name == "sqlite"
             if sqlite:
                 conn.exec_driver_sql("PRAGMA query_only = 1")
                 conn.exec_driver_sql("BEGIN")
+            elif conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             try:
                 yield conn
             finally:

@@ -92,6 +92,7 @@ class NoteRecord(NamedTuple):
     body: str  # the text after the frontmatter, for full-text search
     heading: str | None = None  # the first H1, as text
     headings: str = ""  # every heading's text, one a line, for full-text search
+    front: str = ""  # the text before `body` (the frontmatter block): front + body is the note
 
 
 Work = tuple[FileStat, StoredFile | None]  # a file to read, and what the cache had for it
@@ -474,4 +475,5 @@ def build_record(
         body=parsed.body,
         heading=parsed.heading,
         headings="\n".join(h.text for h in parsed.headings),
+        front=text[: len(text) - len(parsed.body)],
     )

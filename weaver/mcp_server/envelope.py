@@ -2,7 +2,11 @@
 
 Success: `{success: true, data, metadata: {executionTime, cacheHit}}`; failure:
 `{success: false, error, metadata}` with the MCP `isError` flag. Both travel as structured
-content and as the same JSON in a text block, for clients that read only one of the two.
+content and as the same JSON in a text block, for clients that read only one of the two, except
+an answer too big for a context window (over `ANSWER_TOKEN_BOUND` estimated tokens: only an
+explicit big `limit` asks for one) in a session whose protocol has structured content
+(2025-06-18 on): its text block then says so and how to ask for less, rather than carrying the
+same hundreds of kilobytes a second time (`text_for_window`).
 
 Errors are translated here and only here: a `WeaverError` becomes its own message ("Invalid
 path: ...", "File not found: ...", with the note a wrong path probably meant: `hints`), a
@@ -35,9 +39,13 @@ from weaver.cache.recovery import is_corruption
 from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
+from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 from weaver.mcp_server.state import ServerState
 
 log = structlog.get_logger(__name__)
+
+# The first protocol version with `structuredContent` (before it, the text block is the answer).
+STRUCTURED_CONTENT_SINCE = "2025-06-18"
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -71,6 +79,31 @@ def ok(data: Data, started: float, cache_hit: bool) -> CallToolResult:
 
 def fail(message: str, started: float, cache_hit: bool) -> CallToolResult:
     return _result({"success": False, "error": message, "metadata": _metadata(started, cache_hit)})
+
+
+def text_for_window(result: CallToolResult, tool: str, protocol: str | None) -> CallToolResult:
+    """`result` with a short text block instead of its JSON when that JSON is more than a
+    context window holds and the session's protocol carries the structured copy.
+
+    The MCP spec asks a tool with structured content to put the same JSON in a text block "for
+    backwards compatibility" (SHOULD, not MUST). For an answer of hundreds of kilobytes that
+    copy doubles what is encoded, sent and parsed, and no model can read it: a client that
+    shows the model the text (Claude Code refuses answers over 25,000 tokens) is better told
+    how to ask for less. Clients of older protocols, which have only the text, keep it."""
+    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+    if protocol is None or protocol < STRUCTURED_CONTENT_SINCE or len(text) <= ANSWER_TOKEN_BOUND:
+        return result  # at most a character per token below the bound: never over it
+    tokens = estimate_tokens(text)
+    if tokens <= ANSWER_TOKEN_BOUND:
+        return result
+    size = len(text.encode()) / 1024
+    note = (
+        f"{tool} answered {size:,.0f} KiB of JSON (about {tokens:,} tokens), more than a context "
+        "window holds: the whole answer is in this result's structured content only. To have "
+        "it as text, ask for less: a smaller `limit`, a `directory`, or a page at a time with "
+        "`offset`."
+    )
+    return result.model_copy(update={"content": [TextContent(type="text", text=note)]})
 
 
 def describe_invalid_arguments(exc: ValidationError) -> str:
@@ -192,7 +225,8 @@ class EnvelopeTool(Tool):
             # structured content against the output model again (pydantic, a model per item,
             # slow on a big graph), a check clients make themselves against the same schema, as
             # the tests' client does for every tool.
-            return result
+            protocol = context.protocol_version if context is not None else None
+            return text_for_window(result, self.name, protocol)
         return self.fn_metadata.convert_result(result) if convert_result else result
 
     def describe_unknown_arguments(self, unknown: list[str]) -> str:

@@ -5,6 +5,9 @@ are kept per cache version."""
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Hashable
 from typing import Annotated, Any, Literal
 
 import pydantic_core
@@ -134,15 +137,45 @@ scoring cosine similarity 0-1 (try `threshold` 0.3-0.5); it needs semantic searc
 
 GRAPH_LIMIT = 100
 GRAPH_TOKENS = 20_000
+# A 1,000-note answer is ~6,000 small dicts (a few MB); at the 5,000-note cap, five times that.
+KEPT_GRAPH_ANSWERS = 4
 
 
 def _graph_tokens(wire: dict[str, Any]) -> int:
     return estimate_tokens(pydantic_core.to_json(wire).decode())
 
 
+class GraphAnswers:
+    """`get_graph`'s last few answers for each graph, i.e. for each cache version: what a
+    visualisation asks for again and again (selecting and building a 1,000-note graph takes
+    ~15 ms at 10,000 notes; handing back a kept one, nothing). Held by a weak reference to
+    their graph, so they go when a newer version replaces it. Thread-safe."""
+
+    def __init__(self, per_graph: int = KEPT_GRAPH_ANSWERS) -> None:
+        self._per_graph = per_graph
+        self._lock = threading.Lock()
+        self._answers: weakref.WeakKeyDictionary[g.Graph, dict[Hashable, dict[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, graph: g.Graph, asked: Hashable) -> dict[str, Any] | None:
+        with self._lock:
+            return self._answers.get(graph, {}).get(asked)
+
+    def keep(self, graph: g.Graph, asked: Hashable, wire: dict[str, Any]) -> None:
+        """Keep `wire` (never changed after: the SDK copies what it sends), dropping the
+        oldest answer beyond `per_graph`."""
+        with self._lock:
+            answers = self._answers.setdefault(graph, {})
+            answers[asked] = wire
+            while len(answers) > self._per_graph:
+                del answers[next(iter(answers))]
+
+
 def build_graph_tools(state: ServerState) -> list[Tool]:
     app = state.app
     graphs = cache_graph.graph_cache()
+    graph_answers = GraphAnswers()
     name_index = state.name_index
     tag_index = state.tag_index
 
@@ -253,8 +286,12 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[GraphData]]:
         def work() -> dict[str, Any]:
             folder = normalize_directory(directory)
+            asked = (folder, includeBroken, relation, limit)
             with read.read_snapshot(app.db) as conn:
                 graph = graphs.get(conn)
+                kept = graph_answers.get(graph, asked)
+                if kept is not None:
+                    return kept
                 sub = g.subgraph(graph, folder, includeBroken, relation, limit)
                 if sub.total_nodes == 0:
                     hints.check_folder(state, conn, folder)
@@ -267,6 +304,7 @@ def build_graph_tools(state: ServerState) -> list[Tool]:
                 shown = max(1, shown * GRAPH_TOKENS // _graph_tokens(wire) * 9 // 10)
                 sub = g.subgraph(graph, folder, includeBroken, relation, shown)
                 wire = graph_wire(graph, sub, folder)
+            graph_answers.keep(graph, asked, wire)
             return wire
 
         return await answer(state, work)

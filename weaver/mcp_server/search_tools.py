@@ -45,10 +45,23 @@ class SearchHitInfo(WireModel):
     modified: int = Field(description="Unix epoch milliseconds")
 
 
+# The answer repeats the query so that a model sees what was searched; a pasted page of text
+# as the query must not come back whole (it would take the answer over its token bound).
+ECHO_CHARS = 500
+
+
+def echo(text: str) -> str:
+    """`text` as the answer repeats it: whole when short, else its start and its length."""
+    if len(text) <= ECHO_CHARS:
+        return text
+    return f"{text[:ECHO_CHARS]}… ({len(text):,} characters in all)"
+
+
 class SearchNotesData(WireModel):
-    query: str
+    query: str = Field(description="The query searched for (its start, when very long)")
     fts_query: str | None = Field(
-        description="The FTS5 expression searched for, or null when the query held no words"
+        description="The FTS5 expression searched for (its start, when very long), or null "
+        "when the query held no words"
     )
     results: list[SearchHitInfo]
     total: int = Field(description="Notes matching, over all pages")
@@ -143,8 +156,8 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                     for h in page.hits
                 ]
             return SearchNotesData(
-                query=query,
-                fts_query=None if expression is None else fts.unsegment(expression),
+                query=echo(query),
+                fts_query=None if expression is None else echo(fts.unsegment(expression)),
                 results=hits,
                 total=total,
                 limit=limit,
@@ -160,7 +173,7 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 )
             hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
             return SearchNotesData(
-                query=query,
+                query=echo(query),
                 fts_query=None,
                 results=hits,
                 total=page.total,

@@ -10,13 +10,22 @@ from typing import Literal, Protocol
 import anyio
 
 from weaver.cache.browse import BrokenCount
-from weaver.cache.graph import ByVersion, broken_cache, names_cache, stats_cache, tag_index_cache
+from weaver.cache.graph import (
+    ByVersion,
+    broken_cache,
+    folder_prefixes_cache,
+    names_cache,
+    path_prefixes_cache,
+    stats_cache,
+    tag_index_cache,
+)
 from weaver.cache.read import VaultStats
 from weaver.host.app import App
 from weaver.host.locks import DEFAULT_RETRY_SECONDS
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
+from weaver.views.prefixes import PrefixIndex
 from weaver.views.tags import TagIndex
 
 
@@ -77,6 +86,11 @@ class ServerState:
     # `get_stats`'s counts, kept per cache version.
     stats: ByVersion[VaultStats] = field(default_factory=stats_cache, repr=False)
     broken: ByVersion[list[BrokenCount]] = field(default_factory=broken_cache, repr=False)
+    # Note paths and folders by prefix ignoring case, for completions.
+    path_prefixes: ByVersion[PrefixIndex] = field(default_factory=path_prefixes_cache, repr=False)
+    folder_prefixes: ByVersion[PrefixIndex] = field(
+        default_factory=folder_prefixes_cache, repr=False
+    )
     _ready: anyio.Event | None = field(default=None, repr=False)
     _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 

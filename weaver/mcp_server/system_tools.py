@@ -65,10 +65,14 @@ def _cache_ok(state: ServerState, problems: list[str]) -> bool:
         with state.app.db.connect() as conn:
             conn.execute(select(Note.path).limit(1)).all()
     except Exception as exc:
-        if is_corruption(exc):
+        first_line = str(getattr(exc, "orig", exc)).strip().partition("\n")[0]
+        if path is None:  # a database server (PostgreSQL): no file to check or rebuild here
+            url = state.app.db.url.render_as_string(hide_password=True)
+            problems.append(f"the cache database {url} cannot be reached: {first_line}")
+        elif is_corruption(exc):
             problems.append(
                 "the cache is corrupt: the writer (weaver daemon or serve) moves it aside and "
-                f"rebuilds it ({str(getattr(exc, 'orig', exc)).partition(chr(10))[0]})"
+                f"rebuilds it ({first_line})"
             )
         else:
             problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")

@@ -25,7 +25,6 @@ from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic.model import (
     DEFAULT_MODEL,
-    DIMENSIONS,
     ENABLE_HINT,
     EmbeddingModel,
     load_model,
@@ -33,6 +32,8 @@ from weaver.semantic.model import (
 )
 
 RRF_K = 60
+# How long a query waits for the model another thread is loading before answering an error.
+LOAD_WAIT_S = 5.0
 # Notes changed since the matrix was loaded beyond which it is loaded whole again.
 PATCH_LIMIT = 2000
 # How deep each ranking is read before fusing: hybrid pages go this far.
@@ -61,32 +62,50 @@ class SemanticIndex:
     """The model and the vectors of one cache, loaded on demand; thread-safe."""
 
     def __init__(
-        self, model_id: str = DEFAULT_MODEL, model_path: Path | None = None, threads: int = 1
+        self,
+        model_id: str = DEFAULT_MODEL,
+        model_path: Path | None = None,
+        threads: int = 1,
+        cache_dir: Path | None = None,
+        model: EmbeddingModel | None = None,
     ) -> None:
-        self.model_id = model_id
+        self.model_id = model.model_id if model is not None else model_id
         self._model_path = model_path
         self._threads = threads
-        self._lock = threading.Lock()
-        self._model: EmbeddingModel | None = None
+        self._cache_dir = cache_dir  # where a static model's distilled matrix is kept
+        self._lock = threading.Lock()  # the matrix
+        self._loading = threading.Lock()  # the model
+        self._model = model  # loaded on first use, unless given (the bench's variants)
         self._error: SemanticUnavailableError | None = None
         self._matrix: ChunkMatrix | None = None
         self._version = -1
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
 
-    def model(self) -> EmbeddingModel:
+    def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
         """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
-        a missing model is not retried on every query)."""
-        with self._lock:
-            if self._model is None and self._error is None:
-                try:
-                    self._model = load_model(self.model_id, self._model_path, self._threads)
-                except SemanticUnavailableError as exc:
-                    self._error = exc
-            if self._error is not None:
-                raise self._error
-            assert self._model is not None
-            return self._model
+        a missing model is not retried on every query). While another thread loads it (a first
+        start distils the static model, a minute or more), a query waits `wait` seconds at
+        most, then answers an error saying so; the worker waits as long as it takes (None)."""
+        if self._model is None and self._error is None:
+            if not self._loading.acquire(timeout=-1 if wait is None else wait):
+                raise SemanticUnavailableError(
+                    "the embedding model is still loading (on a first start the static model "
+                    "is distilled, a minute or two): try again shortly"
+                )
+            try:
+                if self._model is None and self._error is None:
+                    self._model = load_model(
+                        self.model_id, self._model_path, self._threads, self._cache_dir
+                    )
+            except SemanticUnavailableError as exc:
+                self._error = exc
+            finally:
+                self._loading.release()
+        if self._error is not None:
+            raise self._error
+        assert self._model is not None
+        return self._model
 
     def coverage(self, conn: Connection) -> Coverage:
         """How many notes have current vectors; counted again only when the vectors or the
@@ -102,13 +121,14 @@ class SemanticIndex:
     def matrix(self, conn: Connection) -> ChunkMatrix:
         """Every chunk vector, as of `conn`'s snapshot (open it with `read.read_snapshot`)."""
         version = vectors.vectors_version(conn)
+        dimensions = self.model().dimensions
         with self._lock:
             if self._matrix is None or version != self._version:
-                self._matrix = self._refresh(conn, self._matrix)
+                self._matrix = self._refresh(conn, self._matrix, dimensions)
                 self._version = version
             return self._matrix
 
-    def _refresh(self, conn: Connection, old: ChunkMatrix | None) -> ChunkMatrix:
+    def _refresh(self, conn: Connection, old: ChunkMatrix | None, dimensions: int) -> ChunkMatrix:
         """The matrix brought up to date: the rows of notes embedded since it was loaded are
         read again, those of notes gone are dropped, the rest are kept; loading it all
         again takes a second at 10,000 notes, which every first query after an edit paid."""
@@ -116,12 +136,12 @@ class SemanticIndex:
         loaded_at = self._loaded_at
         self._loaded_at = max(stamps.values(), default=0)
         if old is None:
-            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
+            return vectors.load_vectors(conn, self.model_id, dimensions)
         held = set(old.paths)
         changed = sorted(p for p, at in stamps.items() if at >= loaded_at or p not in held)
         if len(changed) > PATCH_LIMIT:
-            return vectors.load_vectors(conn, self.model_id, DIMENSIONS)
-        fresh = vectors.load_vectors(conn, self.model_id, DIMENSIONS, changed)
+            return vectors.load_vectors(conn, self.model_id, dimensions)
+        fresh = vectors.load_vectors(conn, self.model_id, dimensions, changed)
         return _patched(old, set(stamps).difference(changed), fresh)
 
     # ------------------------------------------------------------ queries
@@ -248,7 +268,10 @@ def _rank(
     cosine, best first; and how many notes were ranked."""
     if not matrix.paths:
         return [], 0
-    scores = matrix.matrix @ vector
+    # einsum, not `@`: numpy hands `@` to OpenBLAS, whose threads wake for even a small
+    # product and then wait on cores busy with the rest of the server (the indexer, other
+    # calls); one thread doing the whole product answers sooner (docs/semantic-search.md).
+    scores = np.einsum("ij,j->i", matrix.matrix, vector)
     best = np.maximum.reduceat(scores, matrix.starts[:-1])
     if within is not None:
         allowed = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))

@@ -49,7 +49,7 @@ def embed_pending(
     """Bring the vectors up to date with the notes; the number of notes embedded.
 
     Raises `SemanticUnavailableError` when the model cannot be loaded."""
-    model = index.model()
+    model = index.model(wait=None)  # the first start distils the static model: wait for it
     with db.connect() as conn:
         pending = vectors.sync_embeddings(conn, index.model_id)
     done = 0

@@ -294,6 +294,13 @@ class Graph:
         """Every note's edge count, in and out (a note linking both ways counts two)."""
         return {p: len(self.out.get(p, ())) + len(self.inc.get(p, ())) for p in self.nodes}
 
+    @functools.cached_property
+    def by_degree(self) -> list[str]:
+        """Every note by `degree`, highest first, ties by path; sorted once per graph (the
+        whole vault's `subgraph` ranks them on every call: ~20 ms at 100,000 notes)."""
+        degree = self.degree
+        return sorted(sorted(degree), key=degree.__getitem__, reverse=True)
+
     def pagerank(self) -> dict[str, float]:
         """PageRank of every note, computed once (thread-safe) and kept."""
         ranking = self.ranked("pagerank")
@@ -542,8 +549,10 @@ def subgraph(
     """
     key = relation_key(relation)
     degree = _degrees(graph, directory, key)
-    # Stable sorts: by path, then by degree (highest first), so ties stay in path order.
-    ranked = sorted(sorted(degree), key=degree.__getitem__, reverse=True)
+    if degree is graph.degree:
+        ranked = graph.by_degree
+    else:  # stable sorts: by path, then by degree (highest first), so ties stay in path order
+        ranked = sorted(sorted(degree), key=degree.__getitem__, reverse=True)
     nodes = ranked if limit is None else ranked[:limit]
     kept = set(nodes)
     relations = graph.relations
