@@ -563,3 +563,14 @@ def test_index_in_a_real_terminal_names_each_bad_note_once(tmp_path: Path) -> No
     assert text.count("bad.md") == 1
     assert "{" not in text  # no JSON log lines on a terminal
     assert done.stdout.startswith(f"Indexed {vault}: 2 added, ")
+
+
+def test_http_processes_is_checked_before_anything_starts(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--vault", str(vault_dir), "daemon", "--http-processes", "0"]) == 2
+    assert "invalid --http-processes: Input should be greater than or equal to 1" in (
+        capsys.readouterr().err
+    )
+    assert main(["--vault", str(vault_dir), "serve", "--http-processes", "2"]) == 2
+    assert "--http-processes applies to --transport http only" in capsys.readouterr().err

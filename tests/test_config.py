@@ -110,3 +110,13 @@ def test_an_invalid_value_is_blamed_on_where_it_came_from(tmp_path: Path, vault_
     config.write_text('vault = "vault"\nindex_workers = "many"\n')
     with pytest.raises(ConfigError, match=rf"'index_workers' in {re.escape(str(config))}"):
         load_settings(config_path=config, environ={})
+
+
+def test_a_reader_with_a_database_url_needs_no_vault_folder(tmp_path: Path) -> None:
+    absent = tmp_path / "absent"
+    url = f"sqlite:///{tmp_path / 'cache.db'}"
+    overrides = {"vault": absent, "database_url": url}
+    settings = load_settings(overrides=overrides, environ={}, vault_here=False)
+    assert settings.vault == absent and settings.database_url == url
+    with pytest.raises(ConfigError, match="vault not found"):  # its cache would be in the vault
+        load_settings(overrides={"vault": absent}, environ={}, vault_here=False)

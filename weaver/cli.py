@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(
             config_path=args.config,
             overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
+            vault_here=not getattr(args, "no_vault", False),
         )
         configure_logging(settings.log_level, settings.log_format)
         command: Command = args.command
@@ -212,6 +213,7 @@ def add_index_commands(commands: Any) -> None:
         help="on PostgreSQL: wait for the running writer to stop, then take over (default: "
         "refuse to start beside it)",
     )
+    _add_processes_option(daemon)
     daemon.set_defaults(command=cmd_daemon)
 
     serve = add_command(
@@ -237,6 +239,13 @@ def add_index_commands(commands: Any) -> None:
     serve.add_argument(
         "--no-watch", action="store_true", help="serve the index as it is, without keeping it fresh"
     )
+    serve.add_argument(
+        "--no-vault",
+        action="store_true",
+        help="a reader: answer from the cache alone, never opening the notes' files nor writing\n"
+        "the cache (write tools hidden); a writer (weaver daemon) keeps the cache fresh",
+    )
+    _add_processes_option(serve)
     serve.set_defaults(command=cmd_serve)
 
     worker = add_command(
@@ -347,9 +356,20 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _add_processes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http-processes",
+        type=int,
+        metavar="N",
+        help="with HTTP: N processes share the port, the writer and N-1 readers over the same\n"
+        "cache (default: http_processes, 2; 1 for one stateful process)",
+    )
+
+
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
 
+    settings = _with_flags(settings, {"http_processes": args.http_processes})
     run_daemon(settings, http=not args.no_http, standby=args.standby)
     return 0
 
@@ -361,17 +381,28 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
+    updates = {key: value for key, value in flags.items() if value is not None}
+    if not updates:
+        return settings
+    try:
+        return Settings.model_validate({**settings.model_dump(), **updates})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0]) if error["loc"] else "option"
+        flag = {"http_host": "host", "http_port": "port"}.get(key, key).replace("_", "-")
+        raise ConfigError(f"invalid --{flag}: {error['msg']}") from exc
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.mcp_server.serve import run_serve
 
-    overrides = {"http_host": args.host, "http_port": args.port}
-    updates = {key: value for key, value in overrides.items() if value is not None}
-    if updates:
-        try:
-            settings = Settings.model_validate({**settings.model_dump(), **updates})
-        except ValidationError as exc:
-            raise ConfigError(f"invalid --host/--port: {exc.errors()[0]['msg']}") from exc
-    run_serve(settings, transport=args.transport, watch=not args.no_watch)
+    if args.transport == "stdio" and args.http_processes is not None:
+        raise ConfigError("--http-processes applies to --transport http only")
+    flags = {"http_host": args.host, "http_port": args.port, "http_processes": args.http_processes}
+    settings = _with_flags(settings, flags)
+    watch = not (args.no_watch or args.no_vault)
+    run_serve(settings, transport=args.transport, watch=watch, files=not args.no_vault)
     return 0
 
 

@@ -41,6 +41,7 @@ class Settings(BaseModel):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
     http_token: str | None = None
+    http_processes: int = Field(default=2, ge=1, le=32)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)
@@ -79,8 +80,11 @@ def load_settings(
     config_path: Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    vault_here: bool = True,
 ) -> Settings:
-    """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`."""
+    """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`.
+    `vault_here` false (a reader, `serve --no-vault`, given `database_url`): the vault's folder
+    need not exist on this host."""
     env = os.environ if environ is None else environ
     path = find_config_file(config_path, env)
     values: dict[str, Any] = _read_config_file(path) if path else {}
@@ -94,7 +98,7 @@ def load_settings(
     if "vault" not in values:
         raise ConfigError(no_vault_message(env))
     settings = _validate(values, sources)
-    if not settings.vault.is_dir():
+    if (vault_here or not settings.database_url) and not settings.vault.is_dir():
         raise ConfigError(f"vault not found: {settings.vault}")
     return settings
 

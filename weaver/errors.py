@@ -9,7 +9,8 @@ WeaverError
 │   ├── NoteNotFoundError  no such note ("File not found")
 │   ├── FolderNotFoundError  no such folder ("Folder not found")
 │   ├── NoteDecodeError    the file is not UTF-8
-│   └── NoteTooLargeError  the file is bigger than any note Weaver reads
+│   ├── NoteTooLargeError  the file is bigger than any note Weaver reads
+│   └── NoFilesError       a reader (`serve --no-vault`) was asked for a note's file
 ├── DaemonError            a second daemon on the same vault, and the like
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
@@ -78,6 +79,18 @@ class NoteTooLargeError(VaultError):
         super().__init__(f"File too large: {path!r} ({too_large(size, limit)})")
         self.path = path
         self.size = size
+
+
+class NoFilesError(VaultError):
+    """A reader process (`weaver serve --no-vault`) serves the cache alone: what needs a note's
+    file (its full text, a write) is the writer's to answer."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} needs the note's file, and this server is a reader (weaver serve "
+            "--no-vault): it answers from the cache alone, which keeps no note's full text; "
+            "ask the writer (weaver daemon, or weaver serve with the vault's files)"
+        )
 
 
 MAX_SUGGESTIONS = 3

@@ -3,6 +3,8 @@ salvaged where readable; no CLI path prints a traceback."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,17 @@ def test_garbage_mid_file_is_moved_aside_rebuilt_and_history_kept(
     assert "the cache was corrupt" in err and "Traceback" not in err
     assert len(list(cache.parent.glob("cache.db.corrupt-*"))) == 1
     assert note_count_and_runs(vault_dir) == (150, ["wf_exec_kept"])
+
+
+def test_salvaged_feed_cursors_start_again_with_the_new_feed(config: Path, vault_dir: Path) -> None:
+    cache = build_cache(vault_dir)
+    with contextlib.closing(sqlite3.connect(cache)) as db, db:
+        db.execute("INSERT INTO event_cursors VALUES ('workflow-engine', 5000, 0)")
+    damage(cache, cache.stat().st_size // 2)
+    assert main(["--config", str(config), "index"]) == 0
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        assert db.execute("SELECT position FROM event_cursors").fetchall() == [(0,)]
+        assert db.execute("SELECT count(*) FROM vault_events").fetchone() == (150,)
 
 
 def test_a_file_that_is_no_database_is_rebuilt_and_says_what_was_lost(

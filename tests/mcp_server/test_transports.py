@@ -208,14 +208,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(vault: Path, log: Path, token: str | None = None) -> Iterator[str]:
+def http_server(
+    vault: Path, log: Path, token: str | None = None, processes: int = 1
+) -> Iterator[str]:
+    """`weaver serve --transport http`; one process unless told (the sessions of 2025-11-25
+    clients, which these tests pin, need one stateful process: `host.processes`)."""
     port = free_port()
     env = {"PATH": "/usr/bin:/bin"}
     if token:
         env["WEAVER_HTTP_TOKEN"] = token
     with log.open("w") as errors:
         process = subprocess.Popen(
-            [WEAVER, "--vault", str(vault), "serve", "--transport", "http", "--port", str(port)],
+            [
+                *(WEAVER, "--vault", str(vault), "serve", "--transport", "http"),
+                *("--port", str(port), "--http-processes", str(processes)),
+            ],
             cwd=vault.parent,
             env=env,
             stdin=subprocess.DEVNULL,

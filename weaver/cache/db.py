@@ -45,18 +45,22 @@ BULK_CACHE_KIB = 8 * 1024
 BULK_CHECKPOINT_PAGES = 16 * 1024
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on."""
+def open_engine(url: str, writes: bool = True) -> Engine:
+    """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on.
+    Without `writes` (a reader process), every connection refuses to write: SQLite's
+    `query_only`, so that no code path of a reader can change the writer's cache."""
     parsed = make_url(url)
     is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite and parsed.database and parsed.database != ":memory:":
+    if writes and is_sqlite and parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {}
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
-        event.listen(engine, "connect", _configure_sqlite)
+        event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)
     elif parsed.get_backend_name() == "postgresql":
         event.listen(engine, "before_cursor_execute", _bound_postgres_statement)
+        if not writes:
+            event.listen(engine, "connect", _read_only_session)
     return engine
 
 
@@ -112,6 +116,21 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     # transactions on power loss, which a cache rebuilt from disk can afford.
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _configure_reader(dbapi_connection: Any, record: Any) -> None:
+    dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+
+
+def _read_only_session(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    cursor.close()
+    dbapi_connection.commit()
 
 
 @contextmanager
@@ -191,14 +210,22 @@ def pending_migrations(engine: Engine) -> list[str]:
     return [rev.revision for rev in script.iterate_revisions("head", current)]
 
 
-def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
+def _recover_if_corrupt(engine: Engine, path: Path) -> Engine:
     try:
         problem = recovery.check_cache(engine)
     except SQLAlchemyError as exc:
         raise CacheError(f"cannot read the cache at {path}: {exc}") from exc
-    if problem is None:
-        return engine
-    engine.dispose()
+    if problem is not None:
+        replace_corrupt_cache(engine, path, problem)
+    return engine
+
+
+def replace_corrupt_cache(engine: Engine, path: Path, problem: str) -> recovery.Recovery:
+    """Move the corrupt cache file aside (one line in the log says why and where), and make a
+    new one at `path` through the same `engine`, its workflow history salvaged where readable;
+    the notes are the indexer's to fill in. At start (`open_cache_engine`) and while running
+    (`host.rebuild`). Raises `CacheError` when the file cannot be moved."""
+    engine.dispose()  # connections open on the old file are not reused
     try:
         moved = recovery.move_aside(path)
     except OSError as exc:
@@ -207,7 +234,6 @@ def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
         f"the cache was corrupt ({problem}): moved to {moved.name}, rebuilt from the notes",
         cache=str(path),
     )
-    engine = open_engine(url)
     upgrade_to_head(engine)
     copied, lost = recovery.salvage(engine, moved)
     log.warning(
@@ -215,7 +241,7 @@ def _recover_if_corrupt(engine: Engine, url: str, path: Path) -> Engine:
         copied=copied,
         lost=list(lost) or None,
     )
-    return engine
+    return recovery.Recovery(problem, moved, copied, lost)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -226,6 +252,31 @@ def schema_revision(engine: Engine) -> str | None:
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def open_reader_engine(url: str) -> Engine:
+    """Open the cache as a reader (`weaver serve --no-vault`): never created, migrated or
+    written here; a cache that is missing or not at this Weaver's schema is the writer's to
+    make or migrate first."""
+    path = recovery.sqlite_file(url)
+    if path is not None and not path.exists():
+        raise CacheError(
+            f"no cache at {path}: a reader serves the cache a writer keeps; start the writer "
+            "(weaver daemon, or weaver index) on the vault first"
+        )
+    engine = open_engine(url, writes=False)
+    try:
+        current = schema_revision(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise CacheError(f"cannot open the cache at {engine.url}: {exc}") from exc
+    if current != SCHEMA_HEAD:
+        engine.dispose()
+        raise CacheError(
+            f"the cache at {engine.url} is at schema {current or 'none'}, this Weaver reads "
+            f"{SCHEMA_HEAD}: the writer (weaver daemon) of the same version migrates it"
+        )
+    return engine
+
+
 def open_cache_engine(url: str, check: bool = False) -> Engine:
     """Open and migrate: the one call every entry point makes. With `check` (the daemon,
     `serve`, `weaver index`), a corrupt SQLite cache is first moved aside and rebuilt
@@ -233,7 +284,7 @@ def open_cache_engine(url: str, check: bool = False) -> Engine:
     engine = open_engine(url)
     path = recovery.sqlite_file(url)
     if check and path is not None and path.exists():
-        engine = _recover_if_corrupt(engine, url, path)
+        engine = _recover_if_corrupt(engine, path)
     # Before migrating: migrations expect the indexes a first index may have left dropped.
     try:
         restore_indexes_of(engine)

@@ -141,6 +141,11 @@ def oldest_id(conn: Connection) -> int | None:
     return conn.execute(select(func.min(VaultEventRow.id))).scalar()
 
 
+def newest_id(conn: Connection) -> int:
+    """The position of the newest event (sealed or not); 0 for an empty feed."""
+    return conn.execute(select(func.max(VaultEventRow.id))).scalar() or 0
+
+
 def get_cursor(conn: Connection, consumer: str) -> int | None:
     """The id of the last event `consumer` acted on; None for a consumer never seen."""
     return conn.execute(

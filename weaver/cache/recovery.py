@@ -61,6 +61,28 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+# Beside the cache: a reader process that met a corruption error leaves the cause here for the
+# writer, which alone may replace the file (`host.rebuild`).
+SEEN_SUFFIX = ".corrupt-seen"
+
+
+def mark_corrupt(path: Path, cause: str) -> None:
+    """Tell the writer its cache looks corrupt (a reader's note; nothing if it cannot)."""
+    with suppress(OSError):
+        Path(str(path) + SEEN_SUFFIX).write_text(cause + "\n", encoding="utf-8")
+
+
+def take_corrupt_mark(path: Path) -> str | None:
+    """What a reader noted (see `mark_corrupt`), removing the note; None when none."""
+    mark = Path(str(path) + SEEN_SUFFIX)
+    try:
+        cause = mark.read_text(encoding="utf-8").strip()
+        mark.unlink()
+    except OSError:
+        return None
+    return cause or "seen by a reader process"
+
+
 def check_cache(engine: Engine) -> str | None:
     """None when SQLite finds the file sound, else the first thing it found wrong."""
     try:
@@ -108,6 +130,12 @@ def salvage(engine: Engine, old: Path) -> tuple[dict[str, int], tuple[str, ...]]
                 except SQLAlchemyError:
                     conn.rollback()
                     lost.append(table)
+            # The cursors pointed into the old change feed, which is not salvaged: the new one
+            # starts again at 1, and a cursor left at 5,000 would skip its first 5,000 events.
+            # From its start, as for a cache made anew (the refill's adds are `initial`).
+            if "event_cursors" in copied:
+                conn.exec_driver_sql("UPDATE main.event_cursors SET position = 0")
+                conn.commit()
         finally:
             conn.exec_driver_sql("DETACH DATABASE old")
     return copied, tuple(lost)

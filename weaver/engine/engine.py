@@ -251,6 +251,11 @@ class WorkflowEngine:
             background=self.background,
         )
 
+    def start_reading(self) -> None:
+        """Answer questions about runs (workflows, status, history) without running any nor
+        writing the cache: the engine of a reader process (`weaver serve --no-vault`)."""
+        self._started = True
+
     def stop(self) -> None:
         """Stop taking work and end the runs under way (recorded as interrupted)."""
         if self._stopping.is_set():
@@ -1096,6 +1101,31 @@ def _defaults(workflow: Workflow) -> dict[str, Any]:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def reading_engine(app: App, registry: Registry | None = None) -> WorkflowEngine:
+    """The engine as a reader hosts it: the registry loaded, nothing run, nothing written."""
+    from weaver.engine.loader import load_registry
+
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    engine.start_reading()
+    return engine
+
+
+@contextmanager
+def queueing_engine(app: App, registry: Registry | None = None) -> Iterator[WorkflowEngine]:
+    """The engine of a reader process beside the writer (`host.processes`): a sync trigger
+    runs in the caller's thread, everything else is left queued for the writer's engine,
+    which alone follows the change feed. Reader processes are there to answer reads: the
+    workflows' work stays in the writer's process rather than taking the readers' core."""
+    from weaver.engine.loader import load_registry
+
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    engine.start(subscribe=False)
+    try:
+        yield engine
+    finally:
+        engine.stop()
 
 
 @contextmanager

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy import Engine
 
-from weaver.cache.db import open_cache_engine
+from weaver.cache import fts
+from weaver.cache.db import open_cache_engine, open_reader_engine
 from weaver.config import Settings
 from weaver.index.indexer import Indexer
 from weaver.semantic.search import SemanticIndex
 from weaver.vault.events import EventBus
-from weaver.vault.fs import Vault
+from weaver.vault.fs import CacheOnlyVault, Vault
 
 
 @dataclass
@@ -27,11 +29,23 @@ class App:
         self.db.dispose()
 
 
-def open_app(settings: Settings, check: bool = False) -> App:
+def note_text(db: Engine, path: str) -> str | None:
+    """A note's text as the cache keeps it (a PostgreSQL cache does; None elsewhere): what a
+    reader's vault answers with, never having the files."""
+    with db.connect() as conn:
+        return fts.get_note_text(conn, path)
+
+
+def open_app(settings: Settings, check: bool = False, files: bool = True) -> App:
     """Open (and migrate) the cache for the configured vault; with `check`, a corrupt cache is
-    moved aside and rebuilt first (`cache.recovery`)."""
-    db = open_cache_engine(settings.db_url, check=check)
-    vault = Vault(settings.vault, settings.ignore)
+    moved aside and rebuilt first (`cache.recovery`). Without `files`, a reader's App: the
+    cache opened read-only as it is, and a vault whose files are never opened."""
+    if files:
+        db = open_cache_engine(settings.db_url, check=check)
+        vault = Vault(settings.vault, settings.ignore)
+    else:
+        db = open_reader_engine(settings.db_url)
+        vault = CacheOnlyVault(settings.vault, settings.ignore, partial(note_text, db))
     bus = EventBus()
     indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
     semantic = SemanticIndex(

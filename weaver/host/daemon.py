@@ -1,6 +1,7 @@
 """`weaver daemon`: the background service, everything together on one vault.
 
-It reconciles the cache and keeps it in step with the disk (the MCP server's lifespan, which
+With `http_processes` above 1, reader processes share the HTTP port (`host.processes`). It
+reconciles the cache and keeps it in step with the disk (the MCP server's lifespan, which
 takes the cache's writer lock, waiting for it while a `weaver serve` writes), runs the workflow
 engine's workers and the scheduler, and serves MCP over Streamable HTTP on loopback. It holds
 the vault's daemon lock, so a second daemon on the same vault refuses to start instead of
@@ -31,7 +32,13 @@ from weaver.host.app import open_app
 from weaver.host.locks import PgWriterLock, daemon_lock, is_postgres
 from weaver.host.signals import run_until_signalled
 from weaver.mcp_server.lifecycle import make_lifespan
-from weaver.mcp_server.serve import bind_socket, check_http_settings, http_app, serve_http
+from weaver.mcp_server.serve import (
+    bind_socket,
+    check_http_settings,
+    http_app,
+    reader_children,
+    serve_with_readers,
+)
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 
@@ -88,12 +95,21 @@ def _run_daemon(settings: Settings, http: bool, writer: PgWriterLock | None) -> 
                 if sock is None:
                     anyio.run(run_until_signalled, partial(_keep_fresh, state), overdue)
                 else:
-                    server = build_server(state)
+                    children = reader_children(settings, sock, files=True, dashboard=True)
+                    server = build_server(state, sessions=children is None)
                     dashboard = Dashboard(state, settings.http_host)
-                    site = dashboard.asgi()
-                    starlette_app = http_app(server, state, settings.http_host, site)
+                    starlette_app = http_app(
+                        server, state, settings.http_host, dashboard.asgi(), children is not None
+                    )
                     log.info("dashboard", url=dashboard_url(settings.http_host, sock))
-                    serve = partial(serve_http, starlette_app, sock, on_stop=dashboard.close)
+                    serve = partial(
+                        serve_with_readers,
+                        starlette_app,
+                        sock,
+                        children,
+                        state,
+                        on_stop=dashboard.close,
+                    )
                     anyio.run(run_until_signalled, serve, overdue)
         finally:
             if sock is not None:

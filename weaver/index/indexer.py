@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -170,6 +170,15 @@ class Indexer:
         """Compare the whole vault with the cache and apply the difference."""
         with self._lock:
             return self._reconcile(full, observer)
+
+    def refill(self, replace_cache: Callable[[], object]) -> IndexReport:
+        """Run `replace_cache` (a corrupt cache moved aside, a new empty one made: see
+        `host.rebuild`), then fill the new cache from the notes, with no other pass between
+        the two; passes asked for meanwhile wait, then apply to the new cache."""
+        with self._lock:
+            self._resolver, self._version = None, None
+            replace_cache()
+            return self._reconcile(False, None)
 
     def _reconcile(self, full: bool, observer: PassObserver | None) -> IndexReport:
         started = time.perf_counter()

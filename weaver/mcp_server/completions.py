@@ -98,8 +98,13 @@ class LogLevels:
 
 
 def install_completions(
-    server: MCPServer[ServerState], state: ServerState, subscriptions: Subscriptions
+    server: MCPServer[ServerState],
+    state: ServerState,
+    subscriptions: Subscriptions,
+    sessions: bool = True,
 ) -> LogLevels:
+    """Without `sessions` (stateless HTTP), a level set is kept by no session: nothing is
+    remembered, as there is no later stream to send the messages on."""
     lowlevel = server._lowlevel_server  # the SDK's hook lives on the low-level server
     levels = LogLevels()
     subscriptions.also_tell(levels.tell)
@@ -113,8 +118,9 @@ def install_completions(
         return CompleteResult(completion=completion)
 
     async def on_set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
-        levels.by_session[ctx.session] = params.level
-        subscriptions.watch(state)
+        if sessions:
+            levels.by_session[ctx.session] = params.level
+            subscriptions.watch(state)
         return EmptyResult()
 
     lowlevel.add_request_handler("completion/complete", CompleteRequestParams, on_complete)

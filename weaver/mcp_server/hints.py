@@ -85,7 +85,7 @@ def check_folder(state: ServerState, conn: Connection, folder: str | None) -> No
     where an empty answer would read as "no such notes"."""
     if not folder or read.holds_folder(conn, folder):
         return
-    if _on_disk(state.app.vault.root, folder):
+    if state.app.vault.has_files and _on_disk(state.app.vault.root, folder):
         return  # a folder without notes yet
     raise FolderNotFoundError(folder, suggest(folder, read.note_folders(conn), cutoff=0.75))
 

@@ -9,7 +9,11 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
 2. If the watcher stops (the vault folder vanished, inotify limits), catch up and watch again
    after a pause; `health_check` reports it degraded meanwhile.
 3. With `--no-watch`, reconcile once if the lock is free, then let it go.
-4. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
+4. A reader process (`may_write` false) never takes the lock: it answers at once and follows
+   the writer's changes through the change feed (`host.follow`), as a server waiting for the
+   lock does meanwhile.
+5. The writer rebuilds a cache found corrupt while running (`host.rebuild`).
+6. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
    when its extra is installed and `semantic` is on); it stops with the writer role.
 """
 
@@ -26,7 +30,9 @@ import structlog
 
 from weaver.edits.journal import recover_edits
 from weaver.edits.notes import sync_cache
+from weaver.host.follow import follow_feed
 from weaver.host.locks import CacheWriterLock, writer_lock_for
+from weaver.host.rebuild import heal_corruption
 from weaver.mcp_server.state import ServerState
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
@@ -57,6 +63,10 @@ LOCK_CHECK_SECONDS = 2.0
 
 async def keep_cache_fresh(state: ServerState) -> None:
     """Become the cache's writer when possible, and keep it in step with the vault."""
+    if not state.may_write:
+        state.mark_ready()
+        await follow_feed(state.app)
+        return
     lock = state.writer_lock or writer_lock_for(state.app.settings)
     try:
         if not lock.try_acquire():
@@ -64,20 +74,29 @@ async def keep_cache_fresh(state: ServerState) -> None:
             state.mark_ready()
             if not state.watch:
                 return
-            await lock.acquire(state.lock_retry_seconds)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow_feed, state.app)
+                await lock.acquire(state.lock_retry_seconds)
+                tg.cancel_scope.cancel()
             log.info("the other writer is gone; this process now keeps the cache fresh")
         state.writer = True
         await anyio.to_thread.run_sync(_recover_edits, state)
         if state.watch:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_keep_lock, lock, tg.cancel_scope)
+                tg.start_soon(heal_corruption, state.app, partial(_report_fault, state))
                 await _watch(state)
         else:
             await _catch_up(state)
     finally:
         state.writer = False
+        state.cache_fault = None
         await _stop_embedding(state)
         lock.close()
+
+
+def _report_fault(state: ServerState, fault: str | None) -> None:
+    state.cache_fault = fault
 
 
 def _recover_edits(state: ServerState) -> None:

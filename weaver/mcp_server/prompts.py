@@ -60,6 +60,18 @@ def review_changes_text(state: ServerState, period: str) -> str:
     )
 
 
+def _opening(state: ServerState, path: str) -> str:
+    """The note's text, as much as the prompt quotes; a reader (`serve --no-vault`), which
+    never opens the files, says so instead and the rest of the prompt stands."""
+    if not state.app.vault.has_files:
+        return (
+            "(not quoted: this server is a reader that answers from the cache alone; "
+            "read the note with get_file_content on the writer)"
+        )
+    text = decode(path, state.app.vault.read_note(path))[:NOTE_CHARS]
+    return text[: fit_text(text, NOTE_CHARS // 2)]
+
+
 def connect_note_text(state: ServerState, path: str) -> str:
     app = state.app
     clean = app.vault.check_note_path(path)
@@ -82,8 +94,7 @@ def connect_note_text(state: ServerState, path: str) -> str:
             )
             mentions = [m for m in mentions if m not in linking]
         related = _related_by_meaning(state, conn, clean, linked)
-    text = decode(clean, app.vault.read_note(clean))[:NOTE_CHARS]
-    text = text[: fit_text(text, NOTE_CHARS // 2)]
+    text = _opening(state, clean)
     outgoing = [f"- {t.target}" + (" (unresolved)" if t.broken else "") for t in detail.outgoing]
     incoming = [f"- {source}" for source in detail.incoming]
     return (

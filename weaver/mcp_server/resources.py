@@ -169,16 +169,23 @@ class Subscriptions:
             sessions.discard(session)
 
 
-def install_resources(server: MCPServer[ServerState], state: ServerState) -> Subscriptions:
-    """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`."""
+def install_resources(
+    server: MCPServer[ServerState], state: ServerState, sessions: bool = True
+) -> Subscriptions:
+    """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`.
+
+    Without `sessions` (stateless HTTP, several processes: `host.processes`), a 2025-11-25
+    client has no session to be told anything later: subscribe is not offered, nor are list
+    changes advertised, rather than accepted and never delivered."""
     subscriptions = Subscriptions()
     app = state.app
     lowlevel = server._lowlevel_server  # the SDK's hook lives on the low-level server
 
     async def list_resources(ctx: Any, params: PaginatedRequestParams) -> ListResourcesResult:
         await state.wait_ready()
-        subscriptions.listening.add(ctx.session)
-        subscriptions.watch(state)
+        if sessions:
+            subscriptions.listening.add(ctx.session)
+            subscriptions.watch(state)
         after = _after(params.cursor)
 
         def page() -> list[browse.NoteListing]:
@@ -231,9 +238,10 @@ def install_resources(server: MCPServer[ServerState], state: ServerState) -> Sub
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
     lowlevel.add_request_handler("resources/templates/list", PaginatedRequestParams, list_templates)
     lowlevel.add_request_handler("resources/read", ReadResourceRequestParams, read_resource)
-    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
-    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-    advertise_list_changed(lowlevel)
+    if sessions:
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+        advertise_list_changed(lowlevel)
     return subscriptions
 
 

@@ -32,9 +32,11 @@ from starlette.types import ASGIApp
 
 from weaver.config import Settings
 from weaver.engine import hosted_engine
+from weaver.engine.engine import reading_engine
 from weaver.errors import ConfigError, DaemonError
 from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
+from weaver.host.processes import HttpChildren, supervise
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
@@ -90,10 +92,18 @@ def transport_security(host: str) -> TransportSecuritySettings | None:
 
 
 def http_app(
-    server: MCPServer[ServerState], state: ServerState, host: str, site: ASGIApp | None = None
+    server: MCPServer[ServerState],
+    state: ServerState,
+    host: str,
+    site: ASGIApp | None = None,
+    stateless: bool = False,
 ) -> Starlette:
     """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open,
-    and `site` (the daemon's dashboard) at `/` for every other path."""
+    and `site` (the daemon's dashboard) at `/` for every other path.
+
+    `stateless` when several processes share the port (`host.processes`): a 2025-11-25 session
+    lives in the process that created it, and the next request of the session may reach
+    another, so none is kept (the 2026-07-28 protocol keeps none anyway)."""
 
     async def health(_request: Request) -> Response:
         report = await anyio.to_thread.run_sync(compute_health, state)
@@ -102,12 +112,17 @@ def http_app(
             "components": report.components.to_wire(),
             "uptime": report.uptime,
             "version": report.version,
+            # Which of the processes sharing the port answered (`host.processes`).
+            "process": {"pid": os.getpid(), "role": report.role},
         }
         return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
 
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(health)
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, transport_security=transport_security(host)
+        streamable_http_path=MCP_PATH,
+        host=host,
+        transport_security=transport_security(host),
+        stateless_http=stateless,
     )
     app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
     if site is not None:
@@ -155,11 +170,12 @@ async def serve_http(
     sock: socket.socket,
     stop: anyio.Event,
     on_stop: Callable[[], None] | None = None,
+    announce: bool = True,
 ) -> None:
     """Serve on a bound socket until `stop` is set, then finish the requests under way.
 
     `on_stop` is called first, to end long-lived responses (the dashboard's event streams)
-    that uvicorn would otherwise wait for."""
+    that uvicorn would otherwise wait for (and to stop the reader processes at once)."""
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app,
@@ -172,7 +188,8 @@ async def serve_http(
         timeout_graceful_shutdown=3,
     )
     server = _HostedServer(config)
-    log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
+    if announce:
+        log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
     async with anyio.create_task_group() as tg:
 
         async def exit_when_stopped() -> None:
@@ -186,12 +203,58 @@ async def serve_http(
         tg.cancel_scope.cancel()
 
 
-def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = True) -> None:
+async def serve_with_readers(
+    app: Starlette,
+    sock: socket.socket,
+    children: HttpChildren | None,
+    state: ServerState,
+    stop: anyio.Event,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """`serve_http`, with the reader processes (`host.processes`) when there are any: they
+    start once this process's first index is done, are told to stop as soon as it is, and
+    are waited for (or killed) before it returns."""
+    if children is None:
+        await serve_http(app, sock, stop, on_stop)
+        return
+
+    def stop_all() -> None:
+        children.terminate()
+        if on_stop is not None:
+            on_stop()
+
+    children.listen()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(supervise, children, lambda: state.ready)
+            await serve_http(app, sock, stop, stop_all)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(children.wait)
+
+
+def reader_children(
+    settings: Settings, sock: socket.socket | None, files: bool, dashboard: bool = False
+) -> HttpChildren | None:
+    """The reader processes `http_processes` asks for beside this one (None for just this)."""
+    if sock is None or settings.http_processes <= 1:
+        return None
+    return HttpChildren(settings, sock, settings.http_processes - 1, files, dashboard)
+
+
+def run_serve(
+    settings: Settings, transport: Transport = "stdio", watch: bool = True, files: bool = True
+) -> None:
     """Serve until the client hangs up (stdio), or SIGINT / SIGTERM.
 
     The workflow engine runs beside the tools (without schedules, which are the daemon's), so
     `trigger_workflow` works and file events seen by this process's watcher start workflows.
+    Without `files` (`--no-vault`), this is a reader: the cache alone, read-only, no writes
+    offered, no workflow run here.
     """
+    if not files:
+        settings = settings.model_copy(update={"read_only": True})
     sock = None
     if transport == "http":
         check_http_settings(settings)
@@ -199,21 +262,23 @@ def run_serve(settings: Settings, transport: Transport = "stdio", watch: bool = 
     with ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
-        app = open_app(settings)
+        app = open_app(settings, files=files)
         cleanup.callback(app.close)
-        engine = cleanup.enter_context(hosted_engine(app))
-        state = ServerState(app, watch=watch, engine=engine)
-        server = build_server(state)
+        engine = cleanup.enter_context(hosted_engine(app)) if files else reading_engine(app)
+        state = ServerState(app, watch=watch, engine=engine, may_write=files)
+        children = reader_children(settings, sock, files)
+        server = build_server(state, sessions=children is None)
         gc_freeze.keep_pauses_short()
         gil.share_quickly()
         if sock is not None:
+            site = http_app(server, state, settings.http_host, stateless=children is not None)
             anyio.run(
                 run_until_signalled,
-                partial(serve_http, http_app(server, state, settings.http_host), sock),
+                partial(serve_with_readers, site, sock, children, state),
                 engine.record_interrupted,
             )
         else:
-            log.info("serving MCP over stdio", vault=str(settings.vault))
+            log.info("serving MCP over stdio", vault=str(settings.vault), reader=not files)
             anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
 
 

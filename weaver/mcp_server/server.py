@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken
@@ -48,6 +51,16 @@ root ('folder/Note.md'); a wrong one is answered "File not found" (or "Folder no
 with what it probably meant. All timestamps are Unix epoch milliseconds. Every result is
 {success, data | error, metadata}."""
 
+READER_INSTRUCTIONS = """This server is a reader (weaver serve --no-vault): it answers every
+read from the shared cache, which the writer (weaver daemon, on the machine that holds the
+notes' files) keeps fresh. The tools that change the vault or run workflows ({tools}) are not
+offered here: call them on the writer. get_file_content and get_files_content need the note's
+text, which a reader never reads from the files: unless the cache keeps it, they answer an
+error naming the writer."""
+
+READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
+vault or run workflows ({tools}) are not offered."""
+
 
 class StaticTokenVerifier:
     """Accepts exactly one bearer token (`http_token`), compared in constant time."""
@@ -64,7 +77,11 @@ class StaticTokenVerifier:
 class WeaverServer(MCPServer[ServerState]):
     """The SDK's server, answering a call of a tool it does not have as every other failure:
     an envelope, with the tools the client probably meant (the SDK's own answer is a bare
-    "Unknown tool: x" text, which a model cannot correct from)."""
+    "Unknown tool: x" text, which a model cannot correct from); a write tool this server leaves
+    out (a reader, or read_only) is answered with why, and where to call it."""
+
+    # A tool left out -> why, for the error answering a call of it (`build_server` sets it).
+    withheld: Mapping[str, str] = MappingProxyType({})
 
     async def call_tool(
         self,
@@ -72,6 +89,8 @@ class WeaverServer(MCPServer[ServerState]):
         arguments: dict[str, Any],
         context: Context[ServerState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        if name in self.withheld:
+            return fail(self.withheld[name], time.perf_counter(), False)
         if self._tool_manager.get_tool(name) is None:
             known = [tool.name for tool in self._tool_manager.list_tools()]
             close = suggest(name, known)
@@ -80,18 +99,55 @@ class WeaverServer(MCPServer[ServerState]):
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(state: ServerState) -> MCPServer[ServerState]:
-    """The MCP server for one vault. With `http_token` set, its HTTP app requires that token."""
+def withheld_tools(state: ServerState) -> list[str]:
+    """The tools a server with writes offers and this read-only one leaves out (none when it
+    writes): built as a writing server would build them, so that the list cannot drift."""
+    settings = state.app.settings
+    if not settings.read_only:
+        return []
+    writable = settings.model_copy(update={"read_only": False})
+    writing = replace(state, app=replace(state.app, settings=writable))
+    tools = [
+        *build_workflow_tools(writing),
+        *build_write_tools(writing),
+        *build_edit_tools(writing),
+    ]
+    kept = {tool.name for tool in build_workflow_tools(state)}
+    return [tool.name for tool in tools if tool.name not in kept]
+
+
+def withheld_reason(state: ServerState, name: str) -> str:
+    if not state.app.vault.has_files:
+        return (
+            f"{name} is not offered by this server: it is a reader (weaver serve --no-vault), "
+            "answering reads from the shared cache; tools that change the vault or run "
+            "workflows are the writer's: call it on the weaver daemon (or weaver serve) that "
+            "holds the vault's files"
+        )
+    return f"{name} is not offered by this server: read_only is set in its settings"
+
+
+def server_instructions(state: ServerState, withheld: list[str]) -> str:
+    if not withheld:
+        return unwrap(INSTRUCTIONS)
+    extra = READER_INSTRUCTIONS if not state.app.vault.has_files else READ_ONLY_INSTRUCTIONS
+    return unwrap(INSTRUCTIONS) + "\n\n" + unwrap(extra.format(tools=", ".join(withheld)))
+
+
+def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerState]:
+    """The MCP server for one vault. With `http_token` set, its HTTP app requires that token.
+    `sessions` false: served over stateless HTTP (see `resources.install_resources`)."""
     token = state.app.settings.http_token
     verifier = StaticTokenVerifier(token) if token else None
     # The SDK wants an issuer for bearer auth; with no authorization server and no
     # resource_server_url it is never published or checked, so a placeholder is enough.
     auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
+    withheld = withheld_tools(state)
     server = WeaverServer(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
-        instructions=unwrap(INSTRUCTIONS),
+        instructions=server_instructions(state, withheld),
         tools=[
             *build_cache_tools(state),
             *build_system_tools(state),
@@ -110,6 +166,8 @@ def build_server(state: ServerState) -> MCPServer[ServerState]:
         auth=auth,
         log_level="WARNING",
     )
-    install_completions(server, state, install_resources(server, state))
+    server.withheld = {name: withheld_reason(state, name) for name in withheld}
+    subscriptions = install_resources(server, state, sessions)
+    install_completions(server, state, subscriptions, sessions)
     install_prompts(server, state)
     return server

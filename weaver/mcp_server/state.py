@@ -64,6 +64,9 @@ class ServerState:
 
     app: App
     watch: bool = True
+    # False for a reader process, which never takes the writer lock (`weaver serve --no-vault`,
+    # the daemon's extra HTTP processes): it follows the writer's changes (`host.follow`).
+    may_write: bool = True
     lock_retry_seconds: float = DEFAULT_RETRY_SECONDS
     engine: WorkflowEngineStatus | None = None
     watcher: VaultWatcher | None = None
@@ -72,6 +75,7 @@ class ServerState:
     # start beside another writer); None: the lifespan makes its own.
     writer_lock: CacheWriterLock | None = None
     reconcile_error: str | None = None
+    cache_fault: str | None = None  # a corrupt cache being rebuilt (`host.rebuild`)
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
@@ -141,7 +145,7 @@ class ServerState:
         does (`--no-watch`, after the initial reconcile)."""
         if self.writer:
             return "writer"
-        return "reader" if self.watch else "unwatched"
+        return "reader" if self.watch or not self.may_write else "unwatched"
 
     @property
     def uptime_ms(self) -> int:

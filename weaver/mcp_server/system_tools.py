@@ -71,8 +71,8 @@ def _cache_ok(state: ServerState, problems: list[str]) -> bool:
             problems.append(f"the cache database {url} cannot be reached: {first_line}")
         elif is_corruption(exc):
             problems.append(
-                "the cache is corrupt: restart the daemon to move it aside and rebuild it "
-                f"({first_line})"
+                "the cache is corrupt: the writer (weaver daemon or serve) moves it aside and "
+                f"rebuilds it ({first_line})"
             )
         else:
             problems.append(f"shadow cache cannot be queried: {type(exc).__name__}")
@@ -93,7 +93,9 @@ def _reused_probes(state: ServerState, path: Path | None) -> list[str]:
 
 
 def _slow_probes(state: ServerState, path: Path | None) -> list[str]:
-    found = _cache_disk_problems(path) if path is not None else []
+    # A reader writes nothing: the cache's disk and permissions are the writer's concern.
+    writes = state.may_write
+    found = _cache_disk_problems(path) if path is not None and writes else []
     try:
         if pending_migrations(state.app.db):
             found.append("the cache schema has a pending migration")
@@ -117,6 +119,8 @@ def _cache_disk_problems(path: Path) -> list[str]:
 
 
 def _vault_ok(state: ServerState, problems: list[str]) -> bool:
+    if not state.app.vault.has_files:
+        return True  # a reader: the files are the writer's, never looked at here
     root = state.app.vault.root
     try:
         with os.scandir(root) as entries:
@@ -129,6 +133,8 @@ def _vault_ok(state: ServerState, problems: list[str]) -> bool:
 
 def _indexing_problems(state: ServerState) -> list[str]:
     problems: list[str] = []
+    if state.cache_fault:
+        problems.append(state.cache_fault)
     if not state.ready:
         problems.append("the initial index of the vault is still running")
     if state.reconcile_error:

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 import structlog
 
-from weaver.errors import InvalidPathError, NoteNotFoundError, NoteTooLargeError
+from weaver.errors import InvalidPathError, NoFilesError, NoteNotFoundError, NoteTooLargeError
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +77,8 @@ def split_path(path: str) -> tuple[str, str]:
 
 class Vault:
     """A vault root plus the rules that decide which files under it are part of it."""
+
+    has_files = True  # False for a reader's `CacheOnlyVault`
 
     def __init__(self, root: Path, ignore: Sequence[str] = ()) -> None:
         self.root = root.resolve()
@@ -231,3 +233,43 @@ def _file_stat(path: str, st: os.stat_result) -> FileStat:
     # Linux has no birth time in os.stat; the earlier of ctime and mtime is the best guess.
     created = getattr(st, "st_birthtime_ns", None) or min(st.st_ctime_ns, st.st_mtime_ns)
     return FileStat(path=path, size=st.st_size, mtime_ns=st.st_mtime_ns, created_ns=created)
+
+
+class CacheOnlyVault(Vault):
+    """The vault of a reader process (`weaver serve --no-vault`): its rules still check the
+    paths clients send, but its files are never opened (the folder may not exist here).
+    A note's text comes from `texts` (the cache's copy, where the cache keeps one: `None`
+    when it does not); without it, reading raises `NoFilesError`. A scan finds nothing."""
+
+    has_files = False
+
+    def __init__(
+        self,
+        root: Path,
+        ignore: Sequence[str] = (),
+        texts: Callable[[str], str | None] | None = None,
+    ) -> None:
+        super().__init__(root, ignore)
+        self._texts = texts
+
+    def scan(self, under: str = "") -> Iterator[FileStat]:
+        return iter(())
+
+    def stat(self, path: str) -> FileStat | None:
+        return None
+
+    def is_dir(self, path: str) -> bool:
+        return False
+
+    def read_bytes(self, path: str) -> bytes:
+        return self.read_note(path)
+
+    def read_note(self, path: str) -> bytes:
+        clean = self.check_note_path(path)
+        text = self._texts(clean) if self._texts is not None else None
+        if text is None:
+            raise NoFilesError(f"reading {clean!r}")
+        return text.encode("utf-8")
+
+    def note_file(self, path: str) -> Path:
+        raise NoFilesError(f"reading {self.check_note_path(path)!r}")
