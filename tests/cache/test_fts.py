@@ -217,6 +217,28 @@ def test_folder_and_tag_filters(indexed: App) -> None:
     assert paths(search(indexed.db, "cafe", directory="")) == paths(search(indexed.db, "cafe"))
 
 
+@pytest.mark.parametrize(
+    ("query", "directory", "tag"),
+    [
+        ("cafe OR bread OR cooking", None, None),
+        ("cafe OR bread", "food", None),
+        ("cafe OR bread", None, "food"),
+        ("nothing-matches-this", None, None),
+    ],
+)
+def test_ranked_paths_rank_as_search_does(
+    indexed: App, query: str, directory: str | None, tag: str | None
+) -> None:
+    """Hybrid search fuses these paths: the same notes, in the same order, as a search page."""
+    expression = fts.fts_query(query)
+    assert expression is not None
+    expected = paths(search(indexed.db, query, directory=directory, tag=tag))
+    with read.read_snapshot(indexed.db) as conn:
+        ranked = fts.ranked_paths(conn, expression, 20, directory=directory, tag=tag)
+        assert fts.ranked_paths(conn, expression, 2, directory=directory, tag=tag) == expected[:2]
+    assert ranked == expected
+
+
 def test_pagination_total_and_order_are_stable(indexed: App) -> None:
     everything = search(indexed.db, "cafe OR bread OR cooking")
     assert everything.total == 5 - 1  # all but the C++ note

@@ -253,16 +253,7 @@ def search(
     if pg_search.supported(conn):
         return _search_postgres(conn, expression, limit, offset, directory, tag, pinned)
     statements = _search_statements(bool(directory), tag is not None)
-    values: dict[str, Any] = {
-        "expression": expression,
-        "limit": limit,
-        "offset": offset,
-        "pinned": _rowids(conn, pinned),
-    }
-    if directory:  # "" is the vault root: no filter
-        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    if tag is not None:
-        values["tag"] = tag
+    values = _search_values(expression, limit, offset, directory, tag, _rowids(conn, pinned))
     page = conn.execute(statements.page, values | {"scan_max": SNIPPET_SCAN_MAX}).all()
     if len(page) < limit and (page or offset == 0):  # the page holds the last match
         total = offset + len(page)
@@ -277,6 +268,46 @@ def search(
             snippet_text = bounded_snippet(_body_head(conn, rowid), expression)
         hits.append(SearchHit(path, title, unsegment(snippet_text), _score(score), modified))
     return SearchPage(hits, total)
+
+
+def ranked_paths(
+    conn: Connection,
+    expression: str,
+    depth: int,
+    *,
+    directory: str | None = None,
+    tag: str | None = None,
+) -> list[str]:
+    """The paths of the `depth` best matches, best first, as `search` ranks them: what a fusion
+    of rankings needs, without `search`'s snippets and count (for a word most notes hold,
+    those cost more than the ranking)."""
+    if pg_search.supported(conn):
+        page = search(conn, expression, depth, 0, directory=directory, tag=tag)
+        return [hit.path for hit in page.hits]
+    statements = _search_statements(bool(directory), tag is not None)
+    values = _search_values(expression, depth, 0, directory, tag, [-1])
+    return list(conn.execute(statements.paths, values).scalars())
+
+
+def _search_values(
+    expression: str,
+    limit: int,
+    offset: int,
+    directory: str | None,
+    tag: str | None,
+    pinned_rowids: list[int],
+) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "expression": expression,
+        "limit": limit,
+        "offset": offset,
+        "pinned": pinned_rowids,
+    }
+    if directory:  # "" is the vault root: no filter
+        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
+    if tag is not None:
+        values["tag"] = tag
+    return values
 
 
 def _search_postgres(
@@ -367,6 +398,7 @@ def _stem(word: str) -> str:
 class _SearchStatements:
     page: Select[Any]
     count: Select[Any]
+    paths: Select[Any]
 
 
 @functools.cache
@@ -413,7 +445,15 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
         .order_by(ranked.c.score, ranked.c.id)
         .add_columns(ranked.c.id)
     )
-    return _SearchStatements(page, select(func.count()).select_from(_fts).where(*matches))
+    # The ranked notes' paths from `notes` (by its search_rowid index): the FTS row would
+    # load each body with its path.
+    paths = (
+        select(Note.path)
+        .join_from(ranked, Note, Note.search_rowid == ranked.c.id)
+        .order_by(ranked.c.score, ranked.c.id)
+    )
+    count = select(func.count()).select_from(_fts).where(*matches)
+    return _SearchStatements(page, count, paths)
 
 
 PIN_SCORE = -1e9

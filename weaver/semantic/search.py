@@ -176,8 +176,7 @@ class SemanticIndex:
         keyword: list[str] = []
         expression = fts.fts_query(query[:MAX_QUERY_CHARS])
         if expression is not None:
-            found = fts.search(conn, expression, FUSION_DEPTH, 0, directory=directory, tag=tag)
-            keyword = [hit.path for hit in found.hits]
+            keyword = fts.ranked_paths(conn, expression, FUSION_DEPTH, directory=directory, tag=tag)
         scores: dict[str, float] = {}
         best_chunk = {hit.path: hit.chunk_no for hit in semantic}
         for ranking in ([hit.path for hit in semantic], keyword):
