@@ -6,18 +6,21 @@ reader answers its status. The notes' tables stay behind the read-only session."
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 from mcp import Client
+from sqlalchemy.engine import make_url
 
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.engine import reading_engine
-from weaver.engine.jobs import build_worker_app, ensure_job_schema, worker_queues
+from weaver.engine.jobs import build_worker_app, conninfo_of, ensure_job_schema, worker_queues
 from weaver.host.app import App, open_app, reader_queues
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
@@ -214,5 +217,55 @@ async def test_a_reader_before_any_writer_or_worker_says_who_makes_the_job_table
         assert not refused["success"]
         assert "job system" in refused["error"] and "weaver worker" in refused["error"]
         assert history["data"]["total"] == 0
+    finally:
+        reader.close()
+
+
+READER_GRANTS = """
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role};
+GRANT INSERT ON executions, procrastinate_jobs, procrastinate_events TO {role};
+GRANT UPDATE ON executions TO {role};
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role};
+"""
+
+
+@pytest.fixture
+def reader_role_url(postgres_url: str) -> Iterator[str]:
+    """`postgres_url` as a role granted what docs/deployment.md gives readers: reading every
+    table, writing only the executions and the job system's queue."""
+    role = f"reader_{secrets.token_hex(4)}"
+    url = make_url(postgres_url)
+    ensure_job_schema(postgres_url)
+    with psycopg.connect(conninfo_of(postgres_url), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(READER_GRANTS.format(role=role))
+    yield url.set(username=role, password=None).render_as_string(hide_password=False)
+    with psycopg.connect(conninfo_of(postgres_url), autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE {role}")
+
+
+async def test_a_reader_needs_no_more_than_the_queues_grants(
+    reader_role_url: str, tmp_path: Path
+) -> None:
+    """Least privilege held by the database: a reader logged in as a role that may write only
+    the queue's tables serves reads and queues a run (and nothing it does needs more)."""
+    reader = open_reader(Settings(vault=tmp_path, database_url=reader_role_url))
+    try:
+        engine = reading_engine(reader, registry())
+        state = ServerState(reader, watch=False, engine=engine, may_write=False)
+        async with Client(build_server(state)) as client:
+            queued = envelope(
+                await client.call_tool("trigger_workflow", {"workflowId": "echo", "async": True})
+            )
+            assert queued["success"], queued
+            stats = envelope(await client.call_tool("get_stats", {}))
+            assert stats["success"], stats
+        # What a sync trigger whose caller went away does to its pending run.
+        cancelled = engine.cancel(queued["data"]["executionId"])
+        assert cancelled.status == "cancelled"
+        assert reader.queue_db is not None
+        with reader.queue_db.connect() as conn, pytest.raises(Exception, match="permission"):
+            conn.exec_driver_sql("DELETE FROM notes")
     finally:
         reader.close()
