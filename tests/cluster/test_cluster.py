@@ -42,6 +42,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from sqlalchemy import create_engine, text
 
 from tests.helpers import wait_for
+from tests.host.test_http_processes import Connection
 from tests.pg_server import free_port
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -115,8 +116,9 @@ class Cluster:
         self.processes.append(process)
         return process
 
-    def start_reader(self, name: str) -> str:
-        """`weaver serve --no-vault` over HTTP on a port of its own; its base URL."""
+    def start_reader(self, name: str, processes: int) -> str:
+        """`weaver serve --no-vault` over HTTP on a port of its own, served by `processes`
+        processes (`--http-processes`); its base URL."""
         port = free_port()
         self.start(
             "serve",
@@ -126,7 +128,7 @@ class Cluster:
             "--port",
             str(port),
             "--http-processes",
-            "1",
+            str(processes),
             name=name,
         )
         base = f"http://127.0.0.1:{port}"
@@ -193,7 +195,9 @@ def test_a_cluster_runs_each_execution_once_and_survives_kills(cluster: Cluster)
     wait_for(lambda: "writer lock taken" in (cluster.root / "writer.log").read_text(), 30)
     standby = cluster.start("daemon", "--no-http", "--standby", name="standby")
     workers = [cluster.start("worker", name=f"worker{i}") for i in range(WORKERS)]
-    readers = [cluster.start_reader(f"reader{i}") for i in range(2)]
+    # The second reader with a reader process beside it (stateless HTTP, one port): calls
+    # reach either process, so both must queue runs.
+    readers = [cluster.start_reader("reader0", 1), cluster.start_reader("reader1", 2)]
     wait_for(lambda: "daemon started" in (cluster.root / "writer.log").read_text(), 30)
     wait_for(lambda: len(cluster.query("SELECT id FROM procrastinate_workers")) == WORKERS, 30)
     for base in readers:
@@ -201,6 +205,7 @@ def test_a_cluster_runs_each_execution_once_and_survives_kills(cluster: Cluster)
 
     try:
         check_exactly_once(cluster)
+        check_each_reader_process_queues(cluster)
         check_worker_kill(cluster, workers)
         check_writer_kill(cluster, writer, standby)
         check_schedule(cluster)
@@ -294,6 +299,33 @@ def check_exactly_once(cluster: Cluster) -> None:
         assert (status["status"], status["result"]) == ("completed", "counted")
         history = call_reader(base, "get_workflow_history", {"workflowId": "count", "limit": 1})
         assert history["total"] == EXECUTIONS
+
+
+def check_each_reader_process_queues(cluster: Cluster) -> None:
+    """The second reader's two processes share its port: a new connection reaches either, and
+    a run queued on each completes."""
+    port = int(cluster.readers[1].rsplit(":", 1)[1])
+    queued_by: dict[int, str] = {}
+
+    def queue_on_a_new_connection() -> bool:
+        connection = Connection(port, token=TOKEN)
+        try:
+            pid = connection.health()["process"]["pid"]
+            answer = connection.call("trigger_workflow", workflowId="echo", **{"async": True})
+        finally:
+            connection.http.close()
+        assert answer["success"], answer
+        queued_by[pid] = answer["data"]["executionId"]
+        return len(queued_by) == 2
+
+    wait_for(queue_on_a_new_connection, 30, "a run queued on each process", every=0.02)
+    ids = ", ".join(f"'{execution_id}'" for execution_id in queued_by.values())
+
+    def both_completed() -> bool:
+        rows = cluster.query(f"SELECT status FROM executions WHERE id IN ({ids})")
+        return [status for (status,) in rows] == ["completed", "completed"]
+
+    wait_for(both_completed, 30, "the runs queued on each process", every=0.1)
 
 
 def check_worker_kill(cluster: Cluster, workers: list[subprocess.Popen[bytes]]) -> None:
