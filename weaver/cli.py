@@ -243,7 +243,8 @@ def add_index_commands(commands: Any) -> None:
         "--no-vault",
         action="store_true",
         help="a reader: answer from the cache alone, never opening the notes' files nor writing\n"
-        "the cache (write tools hidden); a writer (weaver daemon) keeps the cache fresh",
+        "the notes (write tools hidden); a writer (weaver daemon) keeps the cache fresh. On\n"
+        "PostgreSQL, trigger_workflow queues runs for the workers (weaver worker)",
     )
     _add_processes_option(serve)
     serve.set_defaults(command=cmd_serve)

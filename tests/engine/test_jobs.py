@@ -216,3 +216,18 @@ def test_hosts_on_postgresql_hand_runs_and_schedules_to_the_workers(pg_app: App)
     with hosted_engine(pg_app, registry, schedules=True) as engine:
         assert engine.background == "jobs"
         assert engine.scheduler is None  # the workers' periodic tasks fire schedules
+
+
+def test_a_reader_process_beside_the_writer_defers_its_runs_as_jobs(pg_app: App) -> None:
+    """The writer's HTTP reader processes (`queueing_engine`): on PostgreSQL a run they queue
+    must reach the workers as a job; a bare pending row would wait for nobody."""
+    from weaver.engine.engine import queueing_engine
+
+    registry = Registry()
+    registry.register(echo)
+    with queueing_engine(pg_app, registry) as engine:
+        assert engine.background == "jobs"
+        queued = engine.trigger("echo", async_=True)
+    assert jobs(pg_app.settings.db_url) == [
+        ("weaver.workflow.echo", "echo", {"execution_id": queued.execution_id}, "todo")
+    ]

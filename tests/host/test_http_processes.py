@@ -149,9 +149,10 @@ class Connection:
     """One keep-alive HTTP connection, so every request reaches the same process; MCP spoken
     as a 2025-11-25 client does, over the stateless HTTP of several processes."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, token: str | None = None) -> None:
         self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.next_id = 0
+        self.auth = {"authorization": f"Bearer {token}"} if token else {}
 
     def health(self) -> dict[str, Any]:
         self.http.request("GET", "/health")
@@ -170,6 +171,7 @@ class Connection:
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
             "mcp-protocol-version": "2025-11-25",
+            **self.auth,
         }
         self.http.request("POST", "/mcp", json.dumps(message), headers)
         body = self.http.getresponse().read().decode()

@@ -1104,10 +1104,28 @@ def _now_ms() -> int:
 
 
 def reading_engine(app: App, registry: Registry | None = None) -> WorkflowEngine:
-    """The engine as a reader hosts it: the registry loaded, nothing run, nothing written."""
+    """The engine as a reader hosts it: the registry loaded, nothing run here.
+
+    Nothing written either, unless the reader has a queue (`App.queue_db`, PostgreSQL): then
+    `trigger` records the pending row and defers its job in one transaction through that
+    engine, exactly as the writer does, and a sync trigger waits on the row for a worker. It
+    neither follows the change feed nor prunes: those are the writer's and the workers'."""
     from weaver.engine.loader import load_registry
 
-    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    loaded = registry or load_registry(app.settings)
+    if app.queue_db is None:
+        engine = WorkflowEngine.for_app(app, loaded, "queue")
+    else:
+        from weaver.engine.jobs import JobQueue
+
+        engine = WorkflowEngine(
+            loaded,
+            db=app.queue_db,
+            vault=app.vault,
+            settings=app.settings,
+            background="jobs",
+            jobs=JobQueue(app.settings.db_url),
+        )
     engine.start_reading()
     return engine
 
@@ -1117,10 +1135,13 @@ def queueing_engine(app: App, registry: Registry | None = None) -> Iterator[Work
     """The engine of a reader process beside the writer (`host.processes`): a sync trigger
     runs in the caller's thread, everything else is left queued for the writer's engine,
     which alone follows the change feed. Reader processes are there to answer reads: the
-    workflows' work stays in the writer's process rather than taking the readers' core."""
+    workflows' work stays in the writer's process rather than taking the readers' core.
+    On PostgreSQL, as every host there, it defers each run as a job for the workers (a row
+    left pending would wait for nobody: the writer's engine runs nothing there)."""
     from weaver.engine.loader import load_registry
 
-    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), "queue")
+    background = background_for(app.settings, "queue")
+    engine = WorkflowEngine.for_app(app, registry or load_registry(app.settings), background)
     engine.start(subscribe=False)
     try:
         yield engine

@@ -4,6 +4,7 @@ WeaverError
 └── WorkflowError
     ├── WorkflowDefinitionError   a `@workflow(...)` declaration that cannot work
     ├── DuplicateWorkflowError    a second workflow with an id already registered
+    ├── JobTablesMissingError     PostgreSQL: no writer or worker has made the job tables yet
     └── WorkflowRequestError      a request the caller must fix (CLI exit code 2)
         ├── WorkflowNotFoundError     "Workflow not found: 'x'"
         ├── WorkflowDisabledError     "Workflow disabled: 'x'"
@@ -29,6 +30,17 @@ class WorkflowDefinitionError(WorkflowError):
 
 class DuplicateWorkflowError(WorkflowError):
     """Two workflows claim the same id; the first one registered keeps it."""
+
+
+class JobTablesMissingError(WorkflowError):
+    """A run deferred on a PostgreSQL cache whose job system tables nobody has created: a
+    reader never creates them (it writes nothing but the queue), the writer and workers do."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the job system's tables are not in this database yet: start the writer (weaver "
+            "daemon) or a worker (weaver worker) on it once, which creates them"
+        )
 
 
 class WorkflowRequestError(WorkflowError):

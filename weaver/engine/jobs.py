@@ -35,6 +35,8 @@ import structlog
 from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 
+from weaver.engine.errors import JobTablesMissingError
+
 if TYPE_CHECKING:
     import procrastinate
 
@@ -89,16 +91,24 @@ class JobQueue:
         """Defer one job per run, in the transaction `conn` is in (rolled back with it)."""
         if not runs:
             return
+        from procrastinate.exceptions import ConnectorException
+        from psycopg.errors import UndefinedFunction, UndefinedObject, UndefinedTable
+
         # The psycopg connection under SQLAlchemy's: Procrastinate defers through it, so the
         # job rows commit (or not) with the executions' rows.
         raw: Any = conn.connection.driver_connection
-        for run in runs:
-            self.app.configure_task(
-                RUN_TASK,
-                queue=queue_of(run.workflow_id),
-                lock=run.workflow_id if run.exclusive else None,
-                connection=raw,
-            ).defer(execution_id=run.execution_id)
+        try:
+            for run in runs:
+                self.app.configure_task(
+                    RUN_TASK,
+                    queue=queue_of(run.workflow_id),
+                    lock=run.workflow_id if run.exclusive else None,
+                    connection=raw,
+                ).defer(execution_id=run.execution_id)
+        except ConnectorException as exc:
+            if isinstance(exc.__cause__, UndefinedFunction | UndefinedObject | UndefinedTable):
+                raise JobTablesMissingError() from exc
+            raise
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

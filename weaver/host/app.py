@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from functools import partial
 
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 
 from weaver.cache import fts
-from weaver.cache.db import open_cache_engine, open_reader_engine
+from weaver.cache.db import open_cache_engine, open_engine, open_reader_engine
 from weaver.config import Settings
 from weaver.index.indexer import Indexer
 from weaver.semantic.search import SemanticIndex
@@ -24,9 +25,14 @@ class App:
     bus: EventBus
     indexer: Indexer
     semantic: SemanticIndex  # loads its model on first use only
+    # A reader's own writable engine for the workflow queue alone (the `executions` rows and
+    # their jobs), on PostgreSQL: `db` stays read-only (`open_app(queue=True)`).
+    queue_db: Engine | None = None
 
     def close(self) -> None:
         self.db.dispose()
+        if self.queue_db is not None:
+            self.queue_db.dispose()
 
 
 def note_text(db: Engine, path: str) -> str | None:
@@ -36,16 +42,29 @@ def note_text(db: Engine, path: str) -> str | None:
         return fts.get_note_text(conn, path)
 
 
-def open_app(settings: Settings, check: bool = False, files: bool = True) -> App:
+def reader_queues(settings: Settings) -> bool:
+    """Whether a reader (`--no-vault`) with these settings queues workflow runs: on PostgreSQL,
+    where a run is a row and a job that any worker takes, unless `read_only` is set. On SQLite
+    a reader never writes the cache file, which is the writer's alone (docs/readers.md)."""
+    return make_url(settings.db_url).get_backend_name() == "postgresql" and not settings.read_only
+
+
+def open_app(
+    settings: Settings, check: bool = False, files: bool = True, queue: bool = False
+) -> App:
     """Open (and migrate) the cache for the configured vault; with `check`, a corrupt cache is
     moved aside and rebuilt first (`cache.recovery`). Without `files`, a reader's App: the
-    cache opened read-only as it is, and a vault whose files are never opened."""
+    cache opened read-only as it is, and a vault whose files are never opened; with `queue`
+    too (see `reader_queues`), a second engine that may write, for the workflow queue only
+    (least privilege: the notes' tables are read through a read-only session)."""
+    queue_db = None
     if files:
         db = open_cache_engine(settings.db_url, check=check)
         vault = Vault(settings.vault, settings.ignore)
     else:
         db = open_reader_engine(settings.db_url)
         vault = CacheOnlyVault(settings.vault, settings.ignore, partial(note_text, db))
+        queue_db = open_engine(settings.db_url) if queue else None
     bus = EventBus()
     indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
     semantic = SemanticIndex(
@@ -54,4 +73,4 @@ def open_app(settings: Settings, check: bool = False, files: bool = True) -> App
         settings.embedding_threads,
         settings.embedding_cache_dir,
     )
-    return App(settings, db, vault, bus, indexer, semantic)
+    return App(settings, db, vault, bus, indexer, semantic, queue_db)

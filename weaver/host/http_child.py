@@ -66,9 +66,13 @@ def serve_child(order: dict[str, Any], fd: int) -> None:
     sock = inherited_socket(fd)
     with ExitStack() as cleanup:
         cleanup.callback(sock.close)
-        app = open_app(settings, files=files)
+        app = open_app(settings, files=files, queue=bool(order.get("queue")))
         cleanup.callback(app.close)
-        engine = cleanup.enter_context(queueing_engine(app)) if files else reading_engine(app)
+        if files:
+            engine = cleanup.enter_context(queueing_engine(app))
+        else:
+            engine = reading_engine(app)
+            cleanup.callback(engine.stop)
         state = ServerState(app, watch=False, engine=engine, may_write=False)
         server = build_server(state, sessions=False)
         dashboard = Dashboard(state, settings.http_host) if order["dashboard"] else None

@@ -35,7 +35,7 @@ from weaver.engine import hosted_engine
 from weaver.engine.engine import reading_engine
 from weaver.errors import ConfigError, DaemonError
 from weaver.host import gc_freeze, gil
-from weaver.host.app import open_app
+from weaver.host.app import open_app, reader_queues
 from weaver.host.processes import HttpChildren, supervise
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
@@ -235,12 +235,17 @@ async def serve_with_readers(
 
 
 def reader_children(
-    settings: Settings, sock: socket.socket | None, files: bool, dashboard: bool = False
+    settings: Settings,
+    sock: socket.socket | None,
+    files: bool,
+    dashboard: bool = False,
+    queue: bool = False,
 ) -> HttpChildren | None:
     """The reader processes `http_processes` asks for beside this one (None for just this)."""
     if sock is None or settings.http_processes <= 1:
         return None
-    return HttpChildren(settings, sock, settings.http_processes - 1, files, dashboard)
+    count = settings.http_processes - 1
+    return HttpChildren(settings, sock, count, files, dashboard, queue=queue)
 
 
 def run_serve(
@@ -251,8 +256,10 @@ def run_serve(
     The workflow engine runs beside the tools (without schedules, which are the daemon's), so
     `trigger_workflow` works and file events seen by this process's watcher start workflows.
     Without `files` (`--no-vault`), this is a reader: the cache alone, read-only, no writes
-    offered, no workflow run here.
+    offered, no workflow run here; on PostgreSQL it queues runs for the workers
+    (`host.app.reader_queues`).
     """
+    queue = not files and reader_queues(settings)
     if not files:
         settings = settings.model_copy(update={"read_only": True})
     sock = None
@@ -262,11 +269,15 @@ def run_serve(
     with ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
-        app = open_app(settings, files=files)
+        app = open_app(settings, files=files, queue=queue)
         cleanup.callback(app.close)
-        engine = cleanup.enter_context(hosted_engine(app)) if files else reading_engine(app)
+        if files:
+            engine = cleanup.enter_context(hosted_engine(app))
+        else:
+            engine = reading_engine(app)
+            cleanup.callback(engine.stop)
         state = ServerState(app, watch=watch, engine=engine, may_write=files)
-        children = reader_children(settings, sock, files)
+        children = reader_children(settings, sock, files, queue=queue)
         server = build_server(state, sessions=children is None)
         gc_freeze.keep_pauses_short()
         gil.share_quickly()

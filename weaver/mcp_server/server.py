@@ -53,10 +53,13 @@ with what it probably meant. All timestamps are Unix epoch milliseconds. Every r
 
 READER_INSTRUCTIONS = """This server is a reader (weaver serve --no-vault): it answers every
 read from the shared cache, which the writer (weaver daemon, on the machine that holds the
-notes' files) keeps fresh. The tools that change the vault or run workflows ({tools}) are not
-offered here: call them on the writer. get_file_content and get_files_content need the note's
-text, which a reader never reads from the files: unless the cache keeps it, they answer an
-error naming the writer."""
+notes' files) keeps fresh. The tools that change the vault{or_run} ({tools}) are not
+offered here: call them on the writer.{queues} get_file_content and get_files_content need
+the note's text, which a reader never reads from the files: unless the cache keeps it, they
+answer an error naming the writer."""
+
+READER_QUEUES = """ trigger_workflow works here: it queues the run for the workers (weaver
+worker) of the shared PostgreSQL cache; follow it with get_workflow_status on any server."""
 
 READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
 vault or run workflows ({tools}) are not offered."""
@@ -118,11 +121,11 @@ def withheld_tools(state: ServerState) -> list[str]:
 
 def withheld_reason(state: ServerState, name: str) -> str:
     if not state.app.vault.has_files:
+        what = "the vault" if state.app.queue_db is not None else "the vault or run workflows"
         return (
             f"{name} is not offered by this server: it is a reader (weaver serve --no-vault), "
-            "answering reads from the shared cache; tools that change the vault or run "
-            "workflows are the writer's: call it on the weaver daemon (or weaver serve) that "
-            "holds the vault's files"
+            f"answering reads from the shared cache; tools that change {what} are the "
+            "writer's: call it on the weaver daemon (or weaver serve) that holds the vault's files"
         )
     return f"{name} is not offered by this server: read_only is set in its settings"
 
@@ -130,8 +133,14 @@ def withheld_reason(state: ServerState, name: str) -> str:
 def server_instructions(state: ServerState, withheld: list[str]) -> str:
     if not withheld:
         return unwrap(INSTRUCTIONS)
-    extra = READER_INSTRUCTIONS if not state.app.vault.has_files else READ_ONLY_INSTRUCTIONS
-    return unwrap(INSTRUCTIONS) + "\n\n" + unwrap(extra.format(tools=", ".join(withheld)))
+    tools = ", ".join(withheld)
+    if state.app.vault.has_files:
+        extra = READ_ONLY_INSTRUCTIONS.format(tools=tools)
+    elif state.app.queue_db is not None:
+        extra = READER_INSTRUCTIONS.format(or_run="", tools=tools, queues=READER_QUEUES)
+    else:
+        extra = READER_INSTRUCTIONS.format(or_run=" or run workflows", tools=tools, queues="")
+    return unwrap(INSTRUCTIONS) + "\n\n" + unwrap(extra)
 
 
 def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerState]:

@@ -184,7 +184,8 @@ def failed_run(data: TriggerWorkflowData, started: float) -> CallToolResult:
 
 
 def build_workflow_tools(state: ServerState) -> list[Tool]:
-    """The four workflow tools; with `read_only`, trigger_workflow (which may write) is left out."""
+    """The four workflow tools; with `read_only`, trigger_workflow (which may write) is left out,
+    but for a reader that queues runs on PostgreSQL."""
 
     async def trigger_workflow(
         ctx: Context[ServerState, Any],
@@ -294,6 +295,8 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
             cache_hit=False,
         ),
     ]
-    if not state.app.settings.read_only:
+    # A reader with a queue (PostgreSQL) records runs for the workers: the executions' rows
+    # and jobs are all it writes, never the notes (`host.app.reader_queues`).
+    if not state.app.settings.read_only or state.app.queue_db is not None:
         tools.insert(0, trigger)
     return tools
