@@ -310,7 +310,7 @@ def statistics_missing(conn: Connection) -> bool:
     """Whether the planner has no statistics for the notes: a cache that no big pass has
     reached since big passes began to end with `refresh_statistics` (any made before). On
     PostgreSQL: a table of `PG_ANALYZED` that neither ANALYZE nor VACUUM has read since it was
-    created or emptied (its `reltuples` is -1 until then)."""
+    created (its `reltuples` is -1 until then)."""
     if conn.dialect.name == "postgresql":
         unread = conn.execute(
             text(
