@@ -178,3 +178,19 @@ def test_the_editing_figures_run_on_a_small_vault(
         "replace_in_file literal",
     ]
     assert not (tmp_path / "vault-editing").exists()
+
+
+def test_the_postgres_group_runs_only_when_asked_for() -> None:
+    """`make bench` alone starts no PostgreSQL server for the comparison; `--postgres` adds it
+    to every group or to those `--only` names (the workers group runs either way)."""
+    from tests.benchmarks.__main__ import GROUPS, parse_args, wanted
+
+    def groups(*argv: str) -> set[str]:
+        args = parse_args(list(argv))
+        return {name for name in GROUPS if wanted(args, name)}
+
+    assert groups() == set(GROUPS) - {"postgres"}
+    assert groups("--postgres") == set(GROUPS)
+    assert groups("--postgres", "--only", "queries") == {"queries", "postgres"}
+    assert groups("--only", "postgres") == {"postgres"}
+    assert "workers" in groups("--postgres")

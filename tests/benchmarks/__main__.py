@@ -3,6 +3,8 @@
     python -m tests.benchmarks                       # 1,000 and 10,000 notes, ~5 minutes
     python -m tests.benchmarks --notes 100000        # adds 100,000 (~10 minutes more)
     python -m tests.benchmarks --quick               # a smoke run on 1,000 notes, ~1 minute
+    python -m tests.benchmarks --postgres            # adds PostgreSQL beside SQLite (~5 min)
+    python -m tests.benchmarks --postgres --only postgres   # only that comparison
     python -m tests.benchmarks --out bench-results/latest.json --keep --workdir /tmp/wb
     make bench ARGS="--quick"
 
@@ -33,6 +35,7 @@ from tests.benchmarks import (
     editing,
     freshness,
     indexing,
+    postgres,
     queries,
     ranking,
     semantic,
@@ -50,6 +53,7 @@ Group = Callable[[BenchContext], list[Figure]]
 GROUPS: dict[str, Group] = {
     "indexing": indexing.run,
     "queries": queries.run,
+    "postgres": postgres.run,  # only with --postgres (or --only postgres): starts a server
     "clients": clients.run,
     "freshness": freshness.run,
     "editing": editing.run,
@@ -89,6 +93,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         help="run only these figure groups (repeatable)",
     )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="also measure the index and the read tools on a PostgreSQL cache, beside SQLite",
+    )
     parser.add_argument("--seed", type=int, default=7)
     return parser.parse_args(argv)
 
@@ -124,6 +133,14 @@ def generate(ctx: BenchContext) -> None:
         )
 
 
+def wanted(args: argparse.Namespace, name: str) -> bool:
+    """Whether group `name` runs: every group unless `--only` names some; `postgres` only when
+    asked for, by `--postgres` or by name."""
+    if args.only:
+        return name in args.only or (name == "postgres" and args.postgres)
+    return name != "postgres" or args.postgres
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="weaver-bench-"))
@@ -141,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         generate(ctx)
         for name, group in GROUPS.items():
-            if args.only and name not in args.only:
+            if not wanted(args, name):
                 continue
             print(f"- {name}", file=sys.stderr)
             try:

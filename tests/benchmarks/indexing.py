@@ -73,8 +73,9 @@ def measure_floor(vault: str, runs: int) -> dict[str, Any]:
     }
 
 
-def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
-    """A cold `reconcile()` into a new cache, then `noop_runs` no-op reconciles."""
+def measure_index(vault: str, noop_runs: int, database_url: str | None = None) -> dict[str, Any]:
+    """A cold `reconcile()` into a new cache, then `noop_runs` no-op reconciles. `database_url`:
+    into that (empty, unmigrated) database instead of the vault's SQLite cache, which is kept."""
     from sqlalchemy import func, select
 
     from weaver.cache.models import Link, Tag
@@ -84,9 +85,10 @@ def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
 
     configure_logging("warning", "json")
     root = Path(vault)
-    shutil.rmtree(root / ".weaver", ignore_errors=True)
+    if database_url is None:
+        shutil.rmtree(root / ".weaver", ignore_errors=True)
     started = time.perf_counter()
-    app = open_app(Settings(vault=root))
+    app = open_app(Settings(vault=root, database_url=database_url))
     opened = time.perf_counter() - started
     rss_before = peak_rss_mb()
     started = time.perf_counter()
@@ -104,6 +106,7 @@ def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
         tags = conn.execute(select(func.count()).select_from(Tag)).scalar_one()
     db = root / ".weaver" / "cache.db"
     wal = _size(db.with_name("cache.db-wal"))
+    db_bytes = _size(db) if database_url is None else _database_size(app.db)
     app.close()
     return {
         "open_seconds": opened,
@@ -114,13 +117,21 @@ def measure_index(vault: str, noop_runs: int) -> dict[str, Any]:
         "tags": tags,
         "peak_rss_before_index_mb": rss_before,
         "peak_rss_mb": peak,
-        "db_bytes": _size(db),
+        "db_bytes": db_bytes,
         "wal_bytes_before_close": wal,
     }
 
 
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
+
+
+def _database_size(db: Any) -> int:
+    """A PostgreSQL cache's size on disk, tables and indexes (`pg_database_size`)."""
+    from sqlalchemy import text
+
+    with db.connect() as conn:
+        return int(conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one())
 
 
 # ---------------------------------------------------------------- in the driver

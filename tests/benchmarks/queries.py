@@ -291,15 +291,20 @@ class _Call:
     size: int  # bytes of the answer's JSON
 
 
-def measure_queries(vault: str, facts_file: str, calls: int, min_calls: int) -> dict[str, Any]:
+def measure_queries(
+    vault: str, facts_file: str, calls: int, min_calls: int, database_url: str | None = None
+) -> dict[str, Any]:
     """Each case's calls through `mcp.Client(server)`, as lists of seconds per component, and
-    the seconds of each build of the graph and the name index."""
+    the seconds of each build of the graph and the name index. `database_url` (an already
+    indexed PostgreSQL cache, the `postgres` group) instead of the vault's SQLite cache."""
+    from weaver.config import Settings
     from weaver.log import configure_logging
 
     configure_logging("warning", "json")
     facts = VaultFacts.read(Path(facts_file))
-    results: dict[str, Any] = anyio.run(_in_memory, Path(vault), facts, calls, min_calls)
-    results["builds"] = _time_builds(Path(vault))
+    settings = Settings(vault=Path(vault), database_url=database_url)
+    results: dict[str, Any] = anyio.run(_in_memory, settings, facts, calls, min_calls)
+    results["builds"] = _time_builds(settings)
     return results
 
 
@@ -406,16 +411,17 @@ def _seed_history(app: Any) -> None:
         conn.execute(insert(Execution), rows)
 
 
-async def _in_memory(vault: Path, facts: VaultFacts, calls: int, min_calls: int) -> dict[str, Any]:
+async def _in_memory(
+    settings: Any, facts: VaultFacts, calls: int, min_calls: int
+) -> dict[str, Any]:
     from mcp import Client
 
-    from weaver.config import Settings
     from weaver.host import gc_freeze
     from weaver.host.app import open_app
     from weaver.mcp_server import ServerState, build_server
 
     validation = _time_client_validation()
-    app = open_app(Settings(vault=vault))
+    app = open_app(settings)
     engine = _bench_engine(app)
     _seed_history(app)
     _seed_records(app, facts)
@@ -472,17 +478,16 @@ async def _after_edits(
     return _series(timed)
 
 
-def _time_builds(vault: Path) -> dict[str, list[float]]:
+def _time_builds(settings: Any) -> dict[str, list[float]]:
     """What the first graph, name or tag call after start (or after a big pass, thousands of
     notes at once) pays: the whole graph (with PageRank, which `get_hubs` computes once per
     graph), the name index and the tag index, built from the cache."""
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
-    from weaver.config import Settings
     from weaver.host.app import open_app
     from weaver.views import graph as g
 
-    app = open_app(Settings(vault=vault))
+    app = open_app(settings)
     timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": [], "tags": []}
     try:
         for _ in range(BUILD_RUNS):
@@ -589,6 +594,7 @@ def run(ctx: BenchContext) -> list[Figure]:
         calls=ctx.calls,
         min_calls=5 if ctx.quick else MIN_CALLS,
     )
+    ctx.results[f"queries/{notes}"] = measured  # the `postgres` group's SQLite side
     cases = (*TOOL_CASES, *EDIT_CASES)
     figures = [tool_figure(case, measured[case.label], notes) for case in cases]
     figures += build_figures(measured["builds"], notes)

@@ -23,6 +23,7 @@ SECTIONS = (
     "subscriptions",
     "editing",
     "query latency",
+    "PostgreSQL beside SQLite",
     "search ranking",
     "answer size",
     "clients over stdio",

@@ -105,6 +105,10 @@ async def test_list_problems_finds_what_get_stats_counts(tools: Tools) -> None:
         "lonely.md",
     ]
     assert len(await walk(tools, "list_problems", "problems", kind="orphans", limit=2)) == 5
+    # The total comes with a page's rows, or on its own for a page past the end.
+    for offset, shown in ((0, 5), (4, 1), (5, 0), (9, 0)):
+        page = await tools.ok("list_problems", kind="orphans", offset=offset)
+        assert (len(page["problems"]), page["total"]) == (shown, 5)
 
 
 async def test_broken_links_follow_the_next_pass(tmp_path: Path) -> None:

@@ -216,25 +216,39 @@ def broken_links(
 
 def orphan_notes(conn: Connection, limit: int, offset: int) -> Page[str]:
     """Notes with no resolved link to or from another note (as Obsidian's graph shows
-    orphans), by path. Two index probes per note."""
-    linked_in = exists(
-        select(Link.id).where(Link.target_path == Note.path, Link.source_path != Note.path)
-    )
-    linked_out = exists(
-        select(Link.id).where(
-            and_(
-                Link.source_path == Note.path,
-                Link.target_path.is_not(None),
-                Link.target_path != Note.path,
-            )
+    orphans), by path. Two index probes per note, once: the page counts them all as it goes
+    (`count(*) OVER ()`), where a count and a page took the probes twice. The count is a
+    statement of its own only for a page past the end."""
+    condition = _orphaned(probe_each=conn.dialect.name == "postgresql")
+    total = func.count().over().label("total")
+    rows = conn.execute(
+        select(Note.path, total).where(condition).order_by(Note.path).limit(limit).offset(offset)
+    ).all()
+    if rows:
+        return Page([path for path, _ in rows], rows[0].total)
+    if offset == 0:
+        return Page([], 0)
+    counted = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
+    return Page([], counted)
+
+
+def _orphaned(probe_each: bool) -> ColumnElement[bool]:
+    """No link to the note from another, none from it to another. `probe_each`: `OFFSET 0`
+    keeps PostgreSQL from making the tests anti-joins, which hashed all 90,000 resolved links
+    of a 10,000-note vault for every query (~20 ms) where probing the links' indexes for each
+    note takes a few (measured p50 33 against 110-154 ms for the tool's two statements, on a
+    busy host). SQLite probes each note's links anyway."""
+    linked_in = select(Link.id).where(Link.target_path == Note.path, Link.source_path != Note.path)
+    linked_out = select(Link.id).where(
+        and_(
+            Link.source_path == Note.path,
+            Link.target_path.is_not(None),
+            Link.target_path != Note.path,
         )
     )
-    condition = ~linked_in & ~linked_out
-    total = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
-    rows = conn.execute(
-        select(Note.path).where(condition).order_by(Note.path).limit(limit).offset(offset)
-    ).scalars()
-    return Page(list(rows), total)
+    if probe_each:
+        linked_in, linked_out = linked_in.offset(0), linked_out.offset(0)
+    return ~exists(linked_in) & ~exists(linked_out)
 
 
 @dataclass(frozen=True, slots=True)

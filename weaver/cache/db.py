@@ -54,6 +54,14 @@ def open_engine(url: str, writes: bool = True) -> Engine:
     if writes and is_sqlite and parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {}
+    if parsed.get_backend_name() == "postgresql":
+        # No server-side prepared statements (psycopg prepares a query run 5 times): each
+        # statement is planned with its values, as SQLite plans it. Prepared, PostgreSQL went
+        # over to a generic plan that cannot see how many notes a tag or a word has, at
+        # 10,000 notes: `search_notes` with a tag 58-81 ms against 11-21, `query_files` with
+        # three filters 20-34 against 8, with `where=` tests up to 298 against 10. Planning
+        # anew costs 0.1-0.7 ms a statement (docs/benchmarks-notes.md).
+        connect_args["prepare_threshold"] = None
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
         event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)

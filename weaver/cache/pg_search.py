@@ -256,7 +256,12 @@ class _Statements:
 @functools.cache
 def _search_statements(by_directory: bool, by_tag: bool) -> _Statements:
     query = func.to_tsquery(_CONFIG_SQL, bindparam("query", type_=Text))
-    query_cte = select(query.label("q")).cte("query")
+    # MATERIALIZED: the planner cannot see the tsquery, so it finds the matches through the
+    # GIN index. Inlined (as PostgreSQL inlines a CTE used once, the count's), a word in half
+    # the notes looked to it like a case for a sequential scan, which reads every note's
+    # `tsvector` out of its TOAST table, where the index needs no document at all: counting
+    # 4,532 matches of 10,000 took 31-47 ms so, 2 ms through the index.
+    query_cte = select(query.label("q")).cte("query").prefix_with("MATERIALIZED")
     t = note_texts.alias("t")
     matches: list[Any] = [t.c.document.op("@@")(query_cte.c.q)]
     if by_directory:
