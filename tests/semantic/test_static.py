@@ -11,12 +11,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
+from tests.helpers import wait_for
 from tests.semantic.conftest import require_semantic
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic import static
@@ -129,6 +131,28 @@ def test_a_failing_distiller_is_reported_with_its_reason(tmp_path: Path) -> None
     index = SemanticIndex("mine-static", corrupt, cache_dir=tmp_path / "cache")
     with pytest.raises(SemanticUnavailableError, match=r"cannot distil a static model from .*"):
         index.model()
+    assert cached_files(tmp_path / "cache") == []
+
+
+def test_a_stopping_server_ends_a_distillation_under_way(
+    tmp_path: Path, source: ModelSource
+) -> None:
+    """A first start distils for tens of seconds; stopping then must not wait for it."""
+    failures: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_static_model(source, tmp_path / "cache", 1)
+        except SemanticUnavailableError as exc:
+            failures.append(exc)
+
+    loading = threading.Thread(target=load)
+    loading.start()
+    wait_for(lambda: bool(static._distillers), 10, "the distiller process")
+    static.stop_distilling()
+    loading.join(10)
+    assert not loading.is_alive()
+    assert len(failures) == 1 and "cannot distil" in str(failures[0])
     assert cached_files(tmp_path / "cache") == []
 
 

@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +49,10 @@ RECIPE = f"m2v-sep-cls-mean3-pca{STATIC_DIMENSIONS}-sif{SIF_COEFFICIENT:g}-r1"
 DISTIL_BATCH = 512
 _HASH_BLOCK = 1 << 20
 _PLACEHOLDER = re.compile(r"\[unused\d+\]")
+# Distiller processes running, so that a stopping server ends them (`stop_distilling`)
+# rather than wait up to a minute for a matrix it will not use.
+_distillers: set[subprocess.Popen[str]] = set()
+_distillers_lock = threading.Lock()
 
 
 class StaticModel:
@@ -118,16 +123,22 @@ def _distil_to(path: Path, source: ModelSource, threads: int | None) -> Vectors:
         str(path),
         str(threads or 0),
     ]
-    done = subprocess.run(
+    child = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        check=False,
     )
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    with _distillers_lock:
+        _distillers.add(child)
+    try:
+        _, errors = child.communicate()
+    finally:
+        with _distillers_lock:
+            _distillers.discard(child)
+    if child.returncode != 0:
+        why = (errors.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
         raise SemanticUnavailableError(
             f"cannot distil a static model from {source.onnx_path}: {why}"
         )
@@ -139,6 +150,16 @@ def _distil_to(path: Path, source: ModelSource, threads: int | None) -> Vectors:
         cached=str(path),
     )
     return vectors
+
+
+def stop_distilling() -> None:
+    """End the distiller processes this process started (a server stopping): the waiting
+    caller gets `SemanticUnavailableError`, and the half-written matrix is never read (it is
+    written under a temporary name, or fails its checksum and is distilled again)."""
+    with _distillers_lock:
+        running = list(_distillers)
+    for child in running:
+        child.terminate()
 
 
 def distil_file(source: ModelSource, path: Path, threads: int | None) -> None:

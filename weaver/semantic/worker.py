@@ -25,6 +25,7 @@ from weaver.errors import SemanticUnavailableError
 from weaver.semantic.chunks import chunk_note
 from weaver.semantic.model import EmbeddingModel
 from weaver.semantic.search import SemanticIndex
+from weaver.semantic.static import stop_distilling
 from weaver.vault.events import EventBus, VaultEvent
 
 log = structlog.get_logger(__name__)
@@ -139,6 +140,7 @@ class EmbeddingWorker:
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
         self._wake.set()
+        stop_distilling()  # a first start's distillation would hold the stop up to a minute
         if self._unsubscribe is not None:
             self._unsubscribe()
         if self._thread is not None:
