@@ -363,7 +363,7 @@ def _add_processes_option(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="with HTTP: N processes share the port, the writer and N-1 readers over the same\n"
-        "cache (default: http_processes, 2; 1 for one stateful process)",
+        "cache, stateless (default: http_processes, 1: one stateful process)",
     )
 
 

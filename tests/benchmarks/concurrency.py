@@ -12,7 +12,7 @@ driven by the same Python SDK client as Weaver:
 
 Weaver is measured twice, with one server process and with `PROCESSES` (the writer and its
 reader processes sharing the port: `weaver.host.processes`), side by side; the targets are
-judged on the default, `PROCESSES`.
+judged on `http_processes`' default.
 
 Everything runs on 127.0.0.1 with bounded loops; each server is a subprocess on a free port.
 Weaver is measured once it has finished its first index of the vault (`health_check` no
@@ -37,9 +37,11 @@ from typing import Any
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, percentile
 from tests.benchmarks.worker import clean_env
+from weaver.config import Settings
 
 SECTION = "HTTP under concurrency"
-PROCESSES = 2  # `http_processes`' default
+PROCESSES = 2  # the writer and one reader process, measured beside one process
+DEFAULT_PROCESSES: int = Settings.model_fields["http_processes"].default
 SESSIONS = 50
 LOAD_CALLS, QUICK_LOAD_CALLS = 20, 10
 ALONE_CALLS = 40
@@ -260,7 +262,7 @@ def _figures(m: dict[str, Any], notes: int) -> list[Figure]:
 
 
 def _load_figures(m: dict[str, Any], processes: int, bare_rate: float, notes: int) -> list[Figure]:
-    judged = processes == PROCESSES  # the default is what the targets are judged on
+    judged = processes == DEFAULT_PROCESSES  # the default is what the targets are judged on
     label = f"{processes} process{'es' if processes > 1 else ''}"
     reads = m[f"reads_load_{processes}"]
     ratio = reads["calls_per_s"] / bare_rate
