@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -40,6 +41,25 @@ def test_cancel_a_running_run(make_engine: EngineFactory) -> None:
     assert status.status == "cancelled"
     assert status.error is None
     assert status.message == "Workflow execution cancelled by request"
+
+
+def test_cancel_right_after_the_claim_waits_for_the_run_to_register(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between claiming a run (`running` in the cache) and registering its cancel switch, this
+    process's worker thread takes a moment; a cancel then must not be refused as though
+    another process ran it."""
+    engine = make_engine(waits, background="threads")
+    registering = engine._attempts
+
+    def late(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)
+        return registering(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_attempts", late)
+    started = engine.trigger("waits", async_=True)
+    wait_for(lambda: engine.get_status(started.execution_id).status == "running", 5, "the claim")
+    assert engine.cancel(started.execution_id).status == "cancelled"
 
 
 def test_cancel_a_run_that_ignores_it(make_engine: EngineFactory) -> None:

@@ -110,6 +110,8 @@ CANCELLED_MESSAGE = "Workflow execution cancelled by request"
 # after each failure up to the maximum, until it is recorded: the run must not stay `running`.
 END_RETRY_SECONDS = 0.5
 END_RETRY_MAX_SECONDS = 30.0
+# How long `cancel` waits for a run claimed by this process to register its cancel switch.
+REGISTER_WAIT_SECONDS = 2.0
 # The engine's name as a consumer of the change feed (`weaver.cache.feed`): every engine over
 # one cache shares it, so a change starts its workflows once, whichever process queues them.
 FEED_CONSUMER = "workflows"
@@ -392,15 +394,29 @@ class WorkflowEngine:
             if cancelled:
                 return self.get_status(execution_id)
             record = self._record(execution_id)  # claimed meanwhile: cancel it running
-        with self._lock:
-            event = self._active.get(execution_id)
-            if event is not None and record.status == executions.RUNNING:
+        event = self._registered(record) if record.status == executions.RUNNING else None
+        if event is not None:
+            with self._lock:
                 self._cancel_requested.add(execution_id)
                 event.set()
         if event is None or record.status != executions.RUNNING:
             raise NotCancellableError(_not_cancellable(record, self.process))
         self._wait_until_done(execution_id)
         return self.get_status(execution_id)
+
+    def _registered(self, record: ExecutionRecord) -> threading.Event | None:
+        """The cancel switch of a run this process runs. A run claimed here a moment ago is
+        `running` in the cache before its thread has registered it: that moment is waited
+        out, so that a cancel right after a trigger is not refused as another process's."""
+        deadline = time.monotonic() + REGISTER_WAIT_SECONDS
+        while True:
+            with self._lock:
+                event = self._active.get(record.id)
+            if event is not None or record.process != self.process:
+                return event
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.005)
 
     def _wait_for_workers(self, execution_id: str, workflow: Workflow) -> ExecutionRecord:
         """A sync run on PostgreSQL: wait on the row while the workers run it, for as long as
