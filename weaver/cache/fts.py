@@ -282,8 +282,7 @@ def ranked_paths(
     of rankings needs, without `search`'s snippets and count (for a word most notes hold,
     those cost more than the ranking)."""
     if pg_search.supported(conn):
-        page = search(conn, expression, depth, 0, directory=directory, tag=tag)
-        return [hit.path for hit in page.hits]
+        return pg_search.ranked_paths(conn, expression, depth, directory=directory, tag=tag)
     statements = _search_statements(bool(directory), tag is not None)
     values = _search_values(expression, depth, 0, directory, tag, [-1])
     return list(conn.execute(statements.paths, values).scalars())

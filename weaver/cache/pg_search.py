@@ -223,22 +223,12 @@ def search(
     """(path, snippet, score) of the page's matches, best first, and how many match in all.
     Scores are negated ranks, as FTS5's bm25() (lower is better); pinned notes get
     `PIN_SCORE` added, as in `cache.fts`."""
-    from weaver.cache.fts import PIN_SCORE
-
     statements = _search_statements(bool(directory), tag is not None)
-    values: dict[str, Any] = {
-        "query": to_tsquery_text(expression),
-        "limit": limit,
-        "offset": offset,
-        "pinned": list(pinned) or [""],
-        "pin": PIN_SCORE,
+    values = _values(expression, limit, offset, directory, tag, pinned)
+    values |= {
         "options": _HEADLINE_OPTIONS.format(tokens=snippet_tokens, low=snippet_tokens // 2),
         "cjk": segment_pattern,
     }
-    if directory:
-        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    if tag is not None:
-        values["tag"] = tag
     page = [(p, s, float(r)) for p, s, r in conn.execute(statements.page, values)]
     if len(page) < limit and (page or offset == 0):
         total = offset + len(page)
@@ -247,10 +237,45 @@ def search(
     return page, total
 
 
+def ranked_paths(
+    conn: Connection, expression: str, depth: int, *, directory: str | None, tag: str | None
+) -> list[str]:
+    """The paths of the `depth` best matches, ranked as `search` ranks them, without its
+    headlines and count (what hybrid search fuses)."""
+    statements = _search_statements(bool(directory), tag is not None)
+    values = _values(expression, depth, 0, directory, tag, ())
+    return list(conn.execute(statements.paths, values).scalars())
+
+
+def _values(
+    expression: str,
+    limit: int,
+    offset: int,
+    directory: str | None,
+    tag: str | None,
+    pinned: Sequence[str],
+) -> dict[str, Any]:
+    from weaver.cache.fts import PIN_SCORE
+
+    values: dict[str, Any] = {
+        "query": to_tsquery_text(expression),
+        "limit": limit,
+        "offset": offset,
+        "pinned": list(pinned) or [""],
+        "pin": PIN_SCORE,
+    }
+    if directory:
+        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
+    if tag is not None:
+        values["tag"] = tag
+    return values
+
+
 class _Statements:
-    def __init__(self, page: Select[Any], count: Select[Any]) -> None:
+    def __init__(self, page: Select[Any], count: Select[Any], paths: Select[Any]) -> None:
         self.page = page
         self.count = count
+        self.paths = paths
 
 
 @functools.cache
@@ -306,4 +331,5 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _Statements:
         .order_by(ranked.c.score, ranked.c.path)
     )
     count = select(func.count()).select_from(t).join(query_cte, literal(True)).where(*matches)
-    return _Statements(page, count)
+    paths = select(ranked.c.path).order_by(ranked.c.score, ranked.c.path)
+    return _Statements(page, count, paths)
