@@ -4,13 +4,14 @@ workflow, and schedules registered as periodic tasks."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from weaver.cache import executions
 from weaver.cache.models import Execution
@@ -173,14 +174,33 @@ def test_the_worker_app_runs_executions_and_fires_each_schedule(pg_app: App) -> 
 
 
 def test_a_sync_trigger_waits_for_the_workers(pg_app: App, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No worker runs here: the sync call answers at its deadline, saying the run goes on."""
-    monkeypatch.setattr("weaver.engine.engine.SYNC_JOB_SLACK_SECONDS", 0.3)
+    """A worker is alive (its heartbeat row) but never takes the run: the sync call answers at
+    its deadline, saying the run goes on."""
+    monkeypatch.setattr("weaver.engine.engine.SYNC_JOB_SLACK_SECONDS", 1.5)
     fast = workflow(id="quick", name="Quick", timeout=0.2)(lambda _ctx: None)
     engine = engine_of(pg_app, fast)
     try:
+        with pg_app.db.begin() as conn:
+            conn.execute(text("INSERT INTO procrastinate_workers DEFAULT VALUES"))
         answer = engine.trigger("quick")
         assert answer.mode == "sync" and answer.status == "pending"
         assert "no worker finished it within" in answer.message
+    finally:
+        engine.stop()
+
+
+def test_a_sync_trigger_with_no_worker_running_says_so_at_once(pg_app: App) -> None:
+    """A new user on PostgreSQL who has not started `weaver worker` hears why nothing runs,
+    a second after triggering, instead of waiting out the workflow's time limits."""
+    slow = workflow(id="slow", name="Slow", timeout=600)(lambda _ctx: None)
+    engine = engine_of(pg_app, slow)
+    try:
+        started = time.monotonic()
+        answer = engine.trigger("slow")
+        assert time.monotonic() - started < 10
+        assert answer.status == "pending"
+        assert "no `weaver worker` is running" in answer.message
+        assert engine.get_status(answer.execution_id).status == "pending"  # still queued
     finally:
         engine.stop()
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
 
@@ -436,3 +437,13 @@ def get_outputs(
     written = sorted({path for path, digest in writes if digest != DELETED})
     deleted = sorted({path for path, digest in writes if digest == DELETED} - set(written))
     return ExecutionOutputs(written, deleted, {kind: int(count) for kind, count in kinds})
+
+
+def live_job_workers(conn: Connection, heard_within_s: float) -> int:
+    """How many job-system workers (`weaver worker`) sent a heartbeat in the last
+    `heard_within_s` seconds: Procrastinate's own table, on PostgreSQL."""
+    statement = text(
+        "SELECT count(*) FROM procrastinate_workers "
+        "WHERE last_heartbeat > now() - make_interval(secs => :seconds)"
+    )
+    return int(conn.execute(statement, {"seconds": heard_within_s}).scalar_one())

@@ -102,6 +102,9 @@ JOB_QUEUED_MESSAGE = "Workflow execution queued for the workers"
 # A sync trigger on PostgreSQL waits for a worker this long beyond the workflow's own time
 # limits (its attempts' timeouts and retry delays): the time to be picked up.
 SYNC_JOB_SLACK_SECONDS = 60.0
+# A sync run on PostgreSQL still pending this long with no live worker answers at once, saying
+# so, rather than wait out its deadline for a worker nobody started.
+NO_WORKER_GRACE_S = 1.0
 # What a sync wait assumes of a workflow with no timeout, per attempt.
 SYNC_JOB_NO_TIMEOUT_SECONDS = 3600.0
 COMPLETED_MESSAGE = "Workflow completed"
@@ -422,12 +425,23 @@ class WorkflowEngine:
         """A sync run on PostgreSQL: wait on the row while the workers run it, for as long as
         its workflow's limits allow and a little more; then answer with the row as it is,
         saying it goes on."""
-        deadline = time.monotonic() + sync_wait_seconds(workflow)
+        started = time.monotonic()
+        deadline = started + sync_wait_seconds(workflow)
+        looked_for_workers = False
         try:
             while True:
                 record = self._record(execution_id)
                 if record.done:
                     return record
+                if not looked_for_workers and time.monotonic() - started >= NO_WORKER_GRACE_S:
+                    looked_for_workers = True
+                    if record.status == PENDING and not self._workers_alive():
+                        note = (
+                            "queued, but no `weaver worker` is running for this database: the "
+                            "run starts when one does; follow it with "
+                            f"get_workflow_status({execution_id!r})"
+                        )
+                        return replace(record, message=note)
                 if time.monotonic() >= deadline:
                     waited = sync_wait_seconds(workflow)
                     note = (
@@ -440,6 +454,10 @@ class WorkflowEngine:
         except BaseException:  # Ctrl-C in `weaver trigger`: nobody waits for it any more
             self._cancel_pending(execution_id)
             raise
+
+    def _workers_alive(self) -> bool:
+        with self.db.connect() as conn:
+            return executions.live_job_workers(conn, self.settings.worker_stalled_s) > 0
 
     def _wait_until_done(self, execution_id: str, seconds: float = 5.0) -> None:
         deadline = time.monotonic() + seconds
