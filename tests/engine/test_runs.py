@@ -299,7 +299,7 @@ def test_concurrency_limit_queues_runs_beyond_it(app: App, make_engine: EngineFa
     def body(ctx: WorkflowContext[Any]) -> None:
         running_now.append(ctx.execution_id)
         overlap.append(len(running_now))
-        gate.wait(5)
+        gate.wait(30)  # always set by the test; a bound, not a timing (a 5 s one ran out on CI)
         running_now.remove(ctx.execution_id)
 
     single = workflow(id="single")(body)
