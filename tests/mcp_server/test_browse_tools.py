@@ -111,20 +111,26 @@ async def test_list_problems_finds_what_get_stats_counts(tools: Tools) -> None:
         assert (len(page["problems"]), page["total"]) == (shown, 5)
 
 
-async def test_broken_links_follow_the_next_pass(tmp_path: Path) -> None:
-    """The counts a server keeps per cache version are counted again once the cache moves."""
-    served = serve(Settings(vault=write_files(tmp_path / "vault", {"a.md": "[[Gone]]\n"})))
+async def test_broken_links_and_orphans_follow_the_next_pass(tmp_path: Path) -> None:
+    """What a server keeps per cache version (broken links' counts, the orphans) is found again
+    once the cache moves."""
+    vault = write_files(tmp_path / "vault", {"a.md": "[[Gone]]\n", "c.md": "alone\n"})
+    served = serve(Settings(vault=vault))
     try:
         async with Client(served.server, mode="legacy") as client:
             tools = Tools(client)
             first = await tools.ok("list_problems", kind="broken_links")
             assert [p["target"] for p in first["problems"]] == ["Gone"]
-            write_files(served.app.settings.vault, {"b.md": "[[Gone]] [[Lost]]\n"})
+            lonely = await tools.ok("list_problems", kind="orphans")
+            assert [p["path"] for p in lonely["problems"]] == ["a.md", "c.md"]
+            write_files(served.app.settings.vault, {"b.md": "[[Gone]] [[Lost]] [[c]]\n"})
             served.app.indexer.reconcile()
             again = await tools.ok("list_problems", kind="broken_links")
+            still = await tools.ok("list_problems", kind="orphans")
     finally:
         served.app.close()
     assert [(p["target"], p["occurrences"]) for p in again["problems"]] == [
         ("Gone", 2),
         ("Lost", 1),
     ]
+    assert ([p["path"] for p in still["problems"]], still["total"]) == (["a.md"], 1)

@@ -214,22 +214,12 @@ def broken_links(
     return Page(found, len(counted))
 
 
-def orphan_notes(conn: Connection, limit: int, offset: int) -> Page[str]:
+def orphan_paths(conn: Connection) -> list[str]:
     """Notes with no resolved link to or from another note (as Obsidian's graph shows
-    orphans), by path. Two index probes per note, once: the page counts them all as it goes
-    (`count(*) OVER ()`), where a count and a page took the probes twice. The count is a
-    statement of its own only for a page past the end."""
+    orphans), by path: the whole list, which a server keeps per cache version
+    (`cache.graph.orphans_cache`) and pages, as it keeps the broken links' counts."""
     condition = _orphaned(probe_each=conn.dialect.name == "postgresql")
-    total = func.count().over().label("total")
-    rows = conn.execute(
-        select(Note.path, total).where(condition).order_by(Note.path).limit(limit).offset(offset)
-    ).all()
-    if rows:
-        return Page([path for path, _ in rows], rows[0].total)
-    if offset == 0:
-        return Page([], 0)
-    counted = conn.execute(select(func.count()).select_from(Note).where(condition)).scalar_one()
-    return Page([], counted)
+    return list(conn.execute(select(Note.path).where(condition).order_by(Note.path)).scalars())
 
 
 def _orphaned(probe_each: bool) -> ColumnElement[bool]:

@@ -234,5 +234,5 @@ def _problems(
             for b in broken.items
         ]
         return items, broken.total
-    orphans = browse.orphan_notes(conn, limit, offset)
-    return [ProblemInfo(path=p) for p in orphans.items], orphans.total
+    orphans = state.orphans.get(conn)
+    return [ProblemInfo(path=p) for p in orphans[offset : offset + limit]], len(orphans)

@@ -15,6 +15,7 @@ from weaver.cache.graph import (
     broken_cache,
     folder_prefixes_cache,
     names_cache,
+    orphans_cache,
     path_prefixes_cache,
     stats_cache,
     tag_index_cache,
@@ -89,6 +90,7 @@ class ServerState:
     # `get_stats`'s counts, kept per cache version.
     stats: ByVersion[VaultStats] = field(default_factory=stats_cache, repr=False)
     broken: ByVersion[list[BrokenCount]] = field(default_factory=broken_cache, repr=False)
+    orphans: ByVersion[list[str]] = field(default_factory=orphans_cache, repr=False)
     # Note paths and folders by prefix ignoring case, for completions.
     path_prefixes: ByVersion[PrefixIndex] = field(default_factory=path_prefixes_cache, repr=False)
     folder_prefixes: ByVersion[PrefixIndex] = field(
