@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from threadpoolctl import threadpool_info
 
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
@@ -71,6 +72,10 @@ async def test_semantic_mode_finds_a_paraphrase_keyword_search_misses(embedded: 
     assert "mobile app" in data["results"][0]["snippet"]
     assert data["coverage"] == "embedded 6 of 6 notes"
     assert data["hasMore"] is True and data["total"] == 6
+    # Ranked by OpenBLAS on one thread: its threads, woken for each product, waited for cores
+    # busy with the rest of the server (docs/semantic-search.md).
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
 
 
 async def test_hybrid_is_the_default_once_every_note_is_embedded(embedded: Embedded) -> None:

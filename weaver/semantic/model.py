@@ -19,6 +19,7 @@ model file wins.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -58,8 +59,11 @@ class EmbeddingModel(Protocol):
     def embed_query(self, text: str) -> Vectors: ...
 
 
+@functools.cache
 def semantic_installed() -> bool:
-    """True when the optional dependencies of semantic search can be imported."""
+    """True when the optional dependencies of semantic search can be imported. Asked once per
+    process: `find_spec` walks the import path under the import lock, a fifth of the time a
+    `health_check` took under load, and installing the extra takes a restart anyway."""
     return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers"))
 
 

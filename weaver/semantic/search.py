@@ -10,6 +10,7 @@ has to be calibrated against the other.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -257,6 +258,17 @@ def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> s
     return describe_coverage(index.coverage(conn))
 
 
+@functools.cache
+def one_blas_thread() -> None:
+    """OpenBLAS on one thread in this process. Its threads wake for even a small product and
+    then wait for cores busy with the rest of the server (the indexer, other calls): ~16 ms a
+    call under load. On one thread it ranks 54,000 x 256 in ~2 ms, where numpy's own loop
+    (`einsum`) took ~4 (docs/semantic-search.md)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def _rank(
     matrix: ChunkMatrix,
     vector: npt.NDArray[np.float32],
@@ -267,10 +279,8 @@ def _rank(
     cosine, best first; and how many notes were ranked."""
     if not matrix.paths:
         return [], 0
-    # einsum, not `@`: numpy hands `@` to OpenBLAS, whose threads wake for even a small
-    # product and then wait on cores busy with the rest of the server (the indexer, other
-    # calls); one thread doing the whole product answers sooner (docs/semantic-search.md).
-    scores = np.einsum("ij,j->i", matrix.matrix, vector)
+    one_blas_thread()
+    scores = matrix.matrix @ vector
     best = np.maximum.reduceat(scores, matrix.starts[:-1])
     if within is not None:
         allowed = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
