@@ -105,20 +105,24 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
         wait_for(lambda: checkpointed(cache), 60, "every page in the file itself", every=0.2)
         spoil(cache)
         statuses: set[str] = set()
+        last: dict[str, object] = {}  # what was seen last, for the message of a timeout
 
         def answering_again() -> bool:
             body = health(port)
             if body is not None:
                 statuses.add(body["status"])
+            last["health"] = body
             connection = Connection(port)
             try:
                 found = connection.call("query_files", directory="n", limit=1)
                 stats = connection.call("search_notes", query="topic3", limit=1)
-            except (OSError, KeyError, json.JSONDecodeError):
+            except (OSError, KeyError, json.JSONDecodeError) as exc:
+                last["error"] = repr(exc)
                 return False
             finally:
                 connection.http.close()
             total = found.get("data", {}).get("total")
+            last.update(total=total, found=str(found)[:300], search=str(stats)[:300])
             return (
                 total == NOTES
                 and bool(stats.get("success"))
@@ -126,7 +130,11 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
                 and (body["status"] == "healthy")
             )
 
-        wait_for(answering_again, 90, "tools answering from the rebuilt cache", every=0.1)
+        try:
+            wait_for(answering_again, 90, "tools answering from the rebuilt cache", every=0.1)
+        except AssertionError as timeout:
+            tail = daemon.log.read_text(errors="replace")[-4000:]
+            raise AssertionError(f"{timeout}; last seen {last}; daemon log ends:\n{tail}") from None
         assert process.poll() is None  # no restart
         log = daemon.log.read_text()
         assert "the cache was corrupt" in log and "moved to cache.db.corrupt-" in log
