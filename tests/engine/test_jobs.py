@@ -1,6 +1,7 @@
 """Executions as jobs of the job system on PostgreSQL (weaver.engine.jobs): deferred with their
 row, run by `run_job`, taken over from a stopped worker, refused by a worker without the
-workflow, and schedules registered as periodic tasks."""
+workflow, and each schedule listed for the workers to fire (the ticks themselves:
+tests/engine/test_worker_schedules.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from weaver.engine.jobs import (
     conninfo_of,
     queue_of,
 )
+from weaver.engine.worker_schedules import worker_schedules
 from weaver.host.app import App, open_app
 
 
@@ -165,9 +167,12 @@ def test_the_worker_app_runs_executions_and_fires_each_schedule(pg_app: App) -> 
     try:
         app = build_worker_app(engine)
         assert {RUN_TASK, SCHEDULE_TASK} <= set(app.tasks)
-        periodic = list(app.periodic_registry.periodic_tasks.values())
-        assert [(p.cron, p.periodic_id, p.configure_kwargs["queue"]) for p in periodic] == [
-            ("0 3 * * *", "nightly#0", queue_of("nightly"))
+        # Ticks are deferred by weaver.engine.worker_schedules, not Procrastinate's periodic
+        # tasks (which read cron in UTC).
+        assert not app.periodic_registry.periodic_tasks
+        schedules = worker_schedules(engine)
+        assert [(s.periodic_id, s.workflow_id, s.queue) for s in schedules] == [
+            ("nightly#0", "nightly", queue_of("nightly"))
         ]
     finally:
         engine.stop()
@@ -203,13 +208,6 @@ def test_a_sync_trigger_with_no_worker_running_says_so_at_once(pg_app: App) -> N
         assert engine.get_status(answer.execution_id).status == "pending"  # still queued
     finally:
         engine.stop()
-
-
-def test_cron_seconds_move_to_where_the_job_system_reads_them() -> None:
-    from weaver.engine.jobs import procrastinate_cron
-
-    assert procrastinate_cron("*/5 * * * * *") == "* * * * * */5"
-    assert procrastinate_cron("0 3 * * 1-5") == "0 3 * * 1-5"
 
 
 def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App) -> None:

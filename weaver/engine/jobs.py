@@ -17,9 +17,9 @@ pending row no job will ever run, nor a job for a row that was rolled back.
   for jobs held by a worker whose heartbeat stopped (`worker_stalled_s`) and hands them back to
   the queue. The worker that takes one finds its execution `running` under the dead worker's
   name, takes it over as one more attempt (`cache.executions.take_over`), and runs it.
-- **Schedules** are Procrastinate periodic tasks, one per scheduled workflow, deferred once
-  per tick across all workers (a unique row per task and tick); the job queues the execution,
-  which is deferred like any other. Procrastinate reads cron in UTC.
+- **Schedules**: each tick is deferred once across all workers as a `SCHEDULE_TASK` job
+  (`weaver.engine.worker_schedules`, in the schedule's time zone); the job queues the
+  execution, which is deferred like any other.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ def ensure_job_schema(url: str) -> bool:
 
 
 def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
-    """The worker's Procrastinate app: the run task, and one periodic task per schedule of
-    the workflows this worker has (so only workers that can run a schedule fire it)."""
+    """The worker's Procrastinate app: the run task, and the task a schedule's tick defers
+    (`worker_schedules.fire_schedules` defers them)."""
     from procrastinate import App, PsycopgConnector, RetryStrategy
 
     app = App(connector=PsycopgConnector(conninfo=conninfo_of(engine.settings.db_url)))
@@ -151,32 +151,7 @@ def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
     def fire_schedule(timestamp: int, workflow_id: str) -> str | None:
         return engine.enqueue_scheduled(workflow_id, datetime.fromtimestamp(timestamp, UTC))
 
-    for workflow in engine.registry:
-        if not workflow.enabled:
-            continue
-        for index, schedule in enumerate(workflow.schedules):
-            if schedule.timezone not in (None, "UTC", "Etc/UTC"):
-                log.warning(
-                    "workers read cron in UTC; the schedule's timezone is not applied",
-                    workflow_id=workflow.id,
-                    timezone=schedule.timezone,
-                )
-            app.periodic(
-                cron=procrastinate_cron(schedule.cron),
-                periodic_id=f"{workflow.id}#{index}",
-                queue=queue_of(workflow.id),
-                task_kwargs={"workflow_id": workflow.id},
-            )(fire_schedule)
     return app
-
-
-def procrastinate_cron(expression: str) -> str:
-    """Weaver's cron (seconds first when 6 fields, as APScheduler's) in croniter's order
-    (seconds last)."""
-    fields = expression.split()
-    if len(fields) == 6:
-        fields = [*fields[1:], fields[0]]
-    return " ".join(fields)
 
 
 def worker_queues(engine: WorkflowEngine) -> list[str]:

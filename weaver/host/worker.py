@@ -17,6 +17,7 @@ rest are recorded as interrupted and exit code 0.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from functools import partial
 
 import anyio
@@ -24,7 +25,8 @@ import structlog
 
 from weaver.config import Settings
 from weaver.engine import WorkflowEngine, load_registry
-from weaver.engine.jobs import build_worker_app, watch_stalled_jobs, worker_queues
+from weaver.engine.jobs import SCHEDULE_TASK, build_worker_app, watch_stalled_jobs, worker_queues
+from weaver.engine.worker_schedules import fire_schedules, worker_schedules
 from weaver.errors import ConfigError
 from weaver.host.app import open_app
 from weaver.host.locks import is_postgres
@@ -85,12 +87,15 @@ async def _work(
             )
         )
         watcher = asyncio.create_task(watch_stalled_jobs(jobs_app, settings.worker_stalled_s))
+        grace = timedelta(seconds=settings.schedule_misfire_grace_s)
+        schedules = worker_schedules(engine)
+        ticks = asyncio.create_task(fire_schedules(jobs_app, schedules, SCHEDULE_TASK, grace))
         try:
             await _first_of(stop, worker)
         finally:
-            watcher.cancel()
-            worker.cancel()
-            await asyncio.gather(worker, watcher, return_exceptions=True)
+            for task in (watcher, ticks, worker):
+                task.cancel()
+            await asyncio.gather(worker, watcher, ticks, return_exceptions=True)
 
 
 async def _first_of(stop: anyio.Event, worker: asyncio.Task[None]) -> None:
