@@ -1197,7 +1197,7 @@ def hosted_engine(
         app, registry or load_registry(app.settings), background=background, poll=True
     )
     engine.start()
-    # On PostgreSQL the workers fire schedules (Procrastinate periodic tasks, once per tick).
+    # On PostgreSQL the workers fire schedules (engine.worker_schedules, once per tick).
     scheduler = WorkflowScheduler(engine) if schedules and engine.jobs is None else None
     try:
         if scheduler is not None:
