@@ -5,6 +5,7 @@ tests/engine/test_worker_schedules.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import text, update
+from sqlalchemy.exc import OperationalError
 
 from weaver.cache import executions
 from weaver.cache.models import Execution
@@ -25,6 +27,7 @@ from weaver.engine.jobs import (
     build_worker_app,
     conninfo_of,
     queue_of,
+    worker_queues,
 )
 from weaver.engine.worker_schedules import worker_schedules
 from weaver.host.app import App, open_app
@@ -249,3 +252,40 @@ def test_a_reader_process_beside_the_writer_defers_its_runs_as_jobs(pg_app: App)
     assert jobs(pg_app.settings.db_url) == [
         ("weaver.workflow.echo", "echo", {"execution_id": queued.execution_id}, "todo")
     ]
+
+
+def test_a_job_that_failed_on_the_database_is_tried_again(
+    pg_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped connection before the run began: the job comes back and the run completes,
+    rather than staying pending with no job to run it."""
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True)
+        real_run_job, calls = engine.run_job, []
+
+        def dropped_once(execution_id: str) -> str:
+            calls.append(execution_id)
+            if len(calls) == 1:
+                raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+            return real_run_job(execution_id)
+
+        monkeypatch.setattr(engine, "run_job", dropped_once)
+        completed = lambda: engine.get_status(queued.execution_id).status == "completed"  # noqa: E731
+        asyncio.run(work_until(engine, completed, timeout=20))
+        assert calls == [queued.execution_id] * 2
+    finally:
+        engine.stop()
+
+
+async def work_until(engine: WorkflowEngine, done: Any, timeout: float) -> None:
+    """A real Procrastinate worker, taking the jobs ready now, again until `done()`."""
+    jobs_app = build_worker_app(engine)
+    deadline = time.monotonic() + timeout
+    async with jobs_app.open_async():
+        while not done():
+            assert time.monotonic() < deadline, "the run did not complete"
+            await jobs_app.run_worker_async(
+                queues=worker_queues(engine), wait=False, install_signal_handlers=False
+            )
+            await asyncio.sleep(0.2)

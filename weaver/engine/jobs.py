@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from weaver.engine.errors import JobTablesMissingError
 
@@ -137,10 +138,12 @@ def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
     from procrastinate import App, PsycopgConnector, RetryStrategy
 
     app = App(connector=PsycopgConnector(conninfo=conninfo_of(engine.settings.db_url)))
+    # A job that failed on the database (a dropped connection, a server restarting) before its
+    # run began would leave the execution pending for no job: it is tried again, as a busy slot.
     retry = RetryStrategy(
         max_attempts=SLOT_RETRY_ATTEMPTS,
         wait=SLOT_RETRY_SECONDS,
-        retry_exceptions={SlotBusyError},
+        retry_exceptions={SlotBusyError, OperationalError, InterfaceError},
     )
 
     @app.task(name=RUN_TASK, retry=retry)
