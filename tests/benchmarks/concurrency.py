@@ -54,6 +54,7 @@ PROCESSES = 2  # the writer and one reader process, measured beside one process
 DEFAULT_PROCESSES: int = Settings.model_fields["http_processes"].default
 SESSIONS = 50
 LOAD_CALLS, QUICK_LOAD_CALLS = 20, 10
+FLOOR_ROUNDS = 2  # Weaver's read load and the replayed floor, in turns
 ALONE_CALLS = 40
 START_TIMEOUT = 120.0
 BARE_SERVER = """
@@ -79,15 +80,15 @@ def run(ctx: BenchContext) -> list[Figure]:
     calls = QUICK_LOAD_CALLS if ctx.quick else LOAD_CALLS
     answers = ctx.workdir / "concurrency-answers.json"
     measured: dict[str, Any] = {}
-    with _bare_server() as bare:
+    with _bare_server() as bare, contextlib.ExitStack() as replaying:
+        replay = None
         for processes in (1, PROCESSES):
             with _weaver_server(vault, ctx.workdir, processes) as weaver:
-                if processes == 1:
+                if replay is None:  # Weaver's answers, recorded once, replayed from then on
                     asyncio.run(_record_answers(weaver, answers))
-                found = asyncio.run(_measure(bare, weaver, calls, processes))
+                    replay = replaying.enter_context(_replay_server(answers))
+                found = asyncio.run(_measure(bare, replay, weaver, calls, processes))
             measured.update(found)
-    with _replay_server(answers) as replay:
-        measured["replay_load"] = asyncio.run(_load(replay, calls, writes=None, bare=False))
     return _figures(measured, ctx.reference)
 
 
@@ -197,8 +198,22 @@ async def _load(url: str, calls: int, writes: str | None, bare: bool) -> dict[st
     flat = [item for result in results for item in result]
     return {
         "calls_per_s": len(flat) / elapsed,
+        "seconds": elapsed,
         "reads": [s for kind, s in flat if kind == "read"],
         "writes": [s for kind, s in flat if kind == "write"],
+    }
+
+
+def _together(loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several loads as one: all their calls over all their time."""
+    reads = [s for load in loads for s in load["reads"]]
+    writes = [s for load in loads for s in load["writes"]]
+    seconds = sum(load["seconds"] for load in loads)
+    return {
+        "calls_per_s": (len(reads) + len(writes)) / seconds,
+        "seconds": seconds,
+        "reads": reads,
+        "writes": writes,
     }
 
 
@@ -217,9 +232,12 @@ async def _wait_indexed(url: str) -> None:
     raise RuntimeError(f"Weaver did not finish indexing within {START_TIMEOUT:.0f} s")
 
 
-async def _measure(bare: str, weaver: str, calls: int, processes: int) -> dict[str, Any]:
+async def _measure(
+    bare: str, replay: str, weaver: str, calls: int, processes: int
+) -> dict[str, Any]:
     """Weaver with `processes` server processes (and, with the default, the bare server and
-    the calls alone, in the same run)."""
+    the calls alone, in the same run). Weaver's reads and the replayed floor take turns
+    (`FLOOR_ROUNDS` each), so that a host's drift over the run moves both alike."""
     await _wait_indexed(weaver)
     found: dict[str, Any] = {}
     if processes == PROCESSES:
@@ -228,7 +246,12 @@ async def _measure(bare: str, weaver: str, calls: int, processes: int) -> dict[s
         found["stats_alone"] = await _alone(weaver, "get_stats", {})
         found["bare_load"] = await _load(bare, calls, writes=None, bare=True)
     folder = f"bench-writes/{processes}p-{time.time_ns()}"
-    found[f"reads_load_{processes}"] = await _load(weaver, calls, writes=None, bare=False)
+    floors, reads = [], []
+    for _ in range(FLOOR_ROUNDS):
+        floors.append(await _load(replay, calls, writes=None, bare=False))
+        reads.append(await _load(weaver, calls, writes=None, bare=False))
+    found[f"floor_load_{processes}"] = _together(floors)
+    found[f"reads_load_{processes}"] = _together(reads)
     mixed = await _load(weaver, calls, writes=folder, bare=False)
     mixed["lost"] = len(mixed["writes"]) - await _notes_in(weaver, folder)
     found[f"mixed_load_{processes}"] = mixed
@@ -301,32 +324,29 @@ def _figures(m: dict[str, Any], notes: int) -> list[Figure]:
             f"{bare_rate:.0f} calls/s",
         )
     )
-    floor_rate = m["replay_load"]["calls_per_s"]
-    figures.append(
-        Figure(
-            SECTION,
-            f"{SESSIONS} sessions, Weaver's answers replayed by a bare SDK server (the floor)",
-            floor_rate,
-            "calls/s",
-            f"{floor_rate:.0f} calls/s = {floor_rate / bare_rate:.2f}x bare ping",
-        )
-    )
     for processes in (1, PROCESSES):
-        figures += _load_figures(m, processes, bare_rate, floor_rate, notes)
+        figures += _load_figures(m, processes, bare_rate, notes)
     return figures
 
 
-def _load_figures(
-    m: dict[str, Any], processes: int, bare_rate: float, floor_rate: float, notes: int
-) -> list[Figure]:
+def _load_figures(m: dict[str, Any], processes: int, bare_rate: float, notes: int) -> list[Figure]:
     judged = processes == DEFAULT_PROCESSES  # the default is what the targets are judged on
     label = f"{processes} process{'es' if processes > 1 else ''}"
     reads = m[f"reads_load_{processes}"]
+    floor_rate = m[f"floor_load_{processes}"]["calls_per_s"]
     ratio = reads["calls_per_s"] / floor_rate
     mixed = m[f"mixed_load_{processes}"]
     read_p95 = percentile(mixed["reads"], 95)
     write_p95 = percentile(mixed["writes"], 95)
     return [
+        Figure(
+            SECTION,
+            f"{SESSIONS} sessions, Weaver's answers replayed by a bare SDK server, beside "
+            f"{label} (the floor)",
+            floor_rate,
+            "calls/s",
+            f"{floor_rate:.0f} calls/s = {floor_rate / bare_rate:.2f}x bare ping",
+        ),
         Figure(
             SECTION,
             f"{SESSIONS} sessions, Weaver reads, {notes:,} notes, {label} / floor",
