@@ -146,9 +146,7 @@ async def _fire_missed(
 async def _sleep_until_next(
     schedules: Sequence[WorkerSchedule], since: dict[str, datetime]
 ) -> None:
-    upcoming = [
-        s.trigger.get_next_fire_time(since[s.periodic_id], since[s.periodic_id]) for s in schedules
-    ]
+    upcoming = [next_tick(s.trigger, since[s.periodic_id]) for s in schedules]
     soonest = min((tick for tick in upcoming if tick is not None), default=None)
     wait = LONGEST_SLEEP_S
     if soonest is not None:
