@@ -506,17 +506,7 @@ def test_a_common_word_is_counted_through_the_index(indexed: App, backend: str) 
 
         event.listen(conn, "before_cursor_execute", explained, retval=True)
         try:  # a page of one: the page, then the count
-            _, total = pg_search.search(
-                conn,
-                '"bread"',
-                1,
-                0,
-                directory=None,
-                tag=None,
-                pinned=(),
-                snippet_tokens=fts.SNIPPET_TOKENS,
-                segment_pattern=fts._CJK.pattern,
-            )
+            _, total = pg_search.search(conn, '"bread"', 1, 0, directory=None, tag=None, pinned=())
         finally:
             event.remove(conn, "before_cursor_execute", explained)
         enabled = conn.exec_driver_sql("SHOW enable_seqscan").scalar_one()

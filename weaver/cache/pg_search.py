@@ -20,9 +20,10 @@ spells that tree out for `to_tsquery`, every term quoted again: no input reaches
 syntax or raises. (`websearch_to_tsquery` has neither prefixes nor grouping, so it could not
 keep `search_notes`' query language.) CJK runs are indexed a character a token, as on SQLite.
 
-Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB), and a
-snippet (`ts_headline`, whose time grows with the text it reads) looks at the first
-`HEADLINE_MAX_CHARS` of the body only.
+Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB). A page
+hands back the first `SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the
+snippet in Python (`bounded_snippet`, around the first hit): `ts_headline` parsed and stemmed
+each whole body again, 4-6 ms of a 20-hit page of 2 KB notes, a third of the search.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ CONFIG = "weaver_search"
 # ts_rank_cd's weights for D, C, B, A: body, headings, other names, title.
 RANK_WEIGHTS = "{0.1, 0.3, 0.8, 1.0}"
 INDEX_MAX_CHARS = 256 * 1024
-HEADLINE_MAX_CHARS = 64 * 1024
+SNIPPET_READ_CHARS = 64 * 1024
 # How many matches `ts_rank_cd` ranks over their whole documents (see `_search_statements`).
 RANK_CANDIDATES = 200
 _CHUNK = 900
@@ -239,11 +240,6 @@ def _tsquery_term(term: str, star: str) -> str:
 
 # ---------------------------------------------------------------- queries
 
-_HEADLINE_OPTIONS = (
-    "StartSel=<mark>, StopSel=</mark>, MaxWords={tokens}, MinWords={low}, "
-    "MaxFragments=1, FragmentDelimiter=…, HighlightAll=false"
-)
-
 
 def search(
     conn: Connection,
@@ -254,21 +250,16 @@ def search(
     directory: str | None,
     tag: str | None,
     pinned: Sequence[str],
-    snippet_tokens: int,
-    segment_pattern: str,
 ) -> tuple[list[tuple[str, str, float]], int]:
-    """(path, snippet, score) of the page's matches, best first, and how many match in all.
-    Scores are negated ranks, as FTS5's bm25() (lower is better); pinned notes get
-    `PIN_SCORE` added, as in `cache.fts`."""
+    """(path, body, score) of the page's matches, best first (each body's first
+    `SNIPPET_READ_CHARS`, for its snippet), and how many match in all. Scores are negated
+    ranks, as FTS5's bm25() (lower is better); pinned notes get `PIN_SCORE` added, as in
+    `cache.fts`."""
     values = _values(expression, limit, offset, directory, tag, pinned)
     statements = _search_statements(bool(directory), tag is not None, _has_phrase(values))
-    values |= {
-        "options": _HEADLINE_OPTIONS.format(tokens=snippet_tokens, low=snippet_tokens // 2),
-        "cjk": segment_pattern,
-    }
     with _index_scans(conn):
         rows = _page_rows(conn, statements, statements.page, statements.tail_page, values)
-        page = [(path, snippet, float(score)) for path, snippet, score, _ in rows]
+        page = [(path, body, float(score)) for path, body, score, _ in rows]
         counted = next((total for *_, total in rows if total is not None), None)
         if counted is not None:  # counted by the candidates' window, in the same pass
             total = counted
@@ -283,7 +274,7 @@ def ranked_paths(
     conn: Connection, expression: str, depth: int, *, directory: str | None, tag: str | None
 ) -> list[str]:
     """The paths of the `depth` best matches, ranked as `search` ranks them, without its
-    headlines and count (what hybrid search fuses)."""
+    bodies and count (what hybrid search fuses)."""
     values = _values(expression, depth, 0, directory, tag, ())
     statements = _search_statements(bool(directory), tag is not None, False)
     with _index_scans(conn):
@@ -369,10 +360,10 @@ def _values(
 
 @dataclass(frozen=True, slots=True)
 class _Statements:
-    page: Select[Any]  # the ranked candidates' part of a page, with headlines
+    page: Select[Any]  # the ranked candidates' part of a page, with bodies
     tail_page: Select[Any]  # the part past the candidates
     count: Select[Any]
-    paths: Select[Any]  # `page` and `tail_page` without headlines, for `ranked_paths`
+    paths: Select[Any]  # `page` and `tail_page` without bodies, for `ranked_paths`
     tail_paths: Select[Any]
 
 
@@ -455,8 +446,8 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
         .where(*_matches(t, count_cte.c.q, by_directory, by_tag))
     )
     return _Statements(
-        page=_with_headlines(ranked, query_cte, ranked.c.score, ranked.c.total),
-        tail_page=_with_headlines(tail, query_cte, None, None),
+        page=_with_bodies(ranked, query_cte, ranked.c.score, ranked.c.total),
+        tail_page=_with_bodies(tail, query_cte, None, None),
         count=count,
         paths=select(ranked.c.path).order_by(ranked.c.score, ranked.c.path),
         tail_paths=select(tail.c.path).order_by(tail.c.position),
@@ -476,15 +467,10 @@ def _matches(t: Any, query: Any, by_directory: bool, by_tag: bool) -> list[Any]:
     return matches
 
 
-def _with_headlines(rows: Any, query_cte: Any, score: Any, total: Any) -> Select[Any]:
-    """(path, headline, score, total) of `rows`, in their order; a row of the tail gets its
-    score here (a page holds few) and no total."""
+def _with_bodies(rows: Any, query_cte: Any, score: Any, total: Any) -> Select[Any]:
+    """(path, body, score, total) of `rows`, in their order; a row of the tail gets its score
+    here (a page holds few) and no total."""
     body = note_texts.alias("b")
-    head = func.left(body.c.body, HEADLINE_MAX_CHARS)
-    segmented = func.regexp_replace(head, bindparam("cjk", type_=Text), "\u200b\\1\u200b", "g")
-    headline = func.ts_headline(
-        _CONFIG_SQL, segmented, query_cte.c.q, bindparam("options", type_=Text)
-    )
     if score is None:
         pin = case(
             (body.c.note_path.in_(bindparam("pinned", expanding=True)), bindparam("pin")),
@@ -496,7 +482,7 @@ def _with_headlines(rows: Any, query_cte: Any, score: Any, total: Any) -> Select
     else:
         order = [score, rows.c.path]
     return (
-        select(rows.c.path, headline, score, total)
+        select(rows.c.path, func.left(body.c.body, SNIPPET_READ_CHARS), score, total)
         .select_from(rows)
         .join(body, body.c.note_path == rows.c.path)
         .join(query_cte, literal(True))
