@@ -322,11 +322,11 @@ def _page_rows(
 def _has_phrase(values: dict[str, Any]) -> bool:
     """Whether the query holds a phrase (a quoted run of words, or of CJK characters), which
     the GIN index cannot check: each match it finds is checked against its document."""
-    return _PHRASE_TERM.search(values["query"]) is not None
+    # A term of several words is a phrase in to_tsquery's input: `'summary create'`.
+    return any(" " in term for term in _QUOTED_TERM.findall(values["query"]))
 
 
-# A term of several words is a phrase in to_tsquery's input: `'summary create'`.
-_PHRASE_TERM = re.compile(r"'[^']*\s[^']*'")
+_QUOTED_TERM = re.compile(r"'([^']*)'")
 
 
 def _values(
