@@ -66,7 +66,7 @@ RANK_WEIGHTS = "{0.1, 0.3, 0.8, 1.0}"
 INDEX_MAX_CHARS = 256 * 1024
 SNIPPET_READ_CHARS = 64 * 1024
 # How many matches `ts_rank_cd` ranks over their whole documents (see `_search_statements`).
-RANK_CANDIDATES = 200
+RANK_CANDIDATES = 100
 _CHUNK = 900
 
 note_texts = table(
