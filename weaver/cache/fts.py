@@ -371,9 +371,20 @@ def bounded_snippet(body: str, expression: str) -> str:
     hit = re.compile("|".join(alternatives), re.IGNORECASE)
     first = hit.search(body)
     start = 0 if first is None else first.start()
-    words = list(_WORD.finditer(body, max(0, start - 200), start + 4000))
-    at = next((i for i, w in enumerate(words) if w.start() >= start), 0)
-    window = words[max(0, at - 3) : max(0, at - 3) + SNIPPET_TOKENS]
+    # Three words before the hit, the rest after it: read no further than the window needs
+    # (a page of PostgreSQL hits makes twenty of these).
+    leading: list[re.Match[str]] = []
+    window: list[re.Match[str]] = []
+    for word in _WORD.finditer(body, max(0, start - 200), start + 4000):
+        if word.start() < start:
+            leading = [*leading[-2:], word]
+            continue
+        if not window:
+            window = leading[-3:]
+        window.append(word)
+        if len(window) == SNIPPET_TOKENS:
+            break
+    window = window or leading
     if not window:
         return ""
     low, high = window[0].start(), window[-1].end()
