@@ -50,7 +50,7 @@ def test_chinese_words_are_found_wherever_they_stand(tmp_path: Path, db_url: str
     hits = dict(cjk_search(tmp_path, "插件", db_url))
     assert set(hits) == {"plugins.md", "running.md", "mixed.md"}
     assert "<mark>插件</mark>很好用，安装<mark>插件</mark>" in hits["running.md"]
-    if db_url is None:  # FTS5's snippet; ts_headline picks its own window (docs/postgres.md)
+    if db_url is None:  # FTS5 picks its best window; PostgreSQL starts at the first hit
         assert (
             hits["running.md"] == "这个<mark>插件</mark>很好用，安装<mark>插件</mark>以后重启。\n"
         )

@@ -68,6 +68,17 @@ def test_the_bounded_snippet_marks_stems_and_says_where_it_cuts() -> None:
     assert len(snippet.split()) <= fts.SNIPPET_TOKENS + 2
 
 
+def test_the_bounded_snippet_marks_cjk_characters_wherever_they_stand() -> None:
+    """Chinese is written without spaces: `插件` inside a run of characters is still a hit
+    (PostgreSQL's snippets, and SQLite's of big notes, come from here)."""
+    expression = fts.fts_query("插件 system")
+    assert expression is not None
+    snippet = fts.bounded_snippet("Obsidian的插件system和标签。安装插件以后重启", expression)
+    assert snippet.startswith("Obsidian的<mark>插</mark><mark>件</mark>")
+    assert snippet.endswith("安装<mark>插</mark><mark>件</mark>以后重启")
+    assert "标签" in snippet  # a character that is not in the query stays unmarked
+
+
 @pytest.mark.parametrize("words", ["wid\x00get", "\x00", "a\x01b", "widget\x00"])
 def test_control_characters_in_a_search_are_separators(app: App, words: str) -> None:
     expression = fts.fts_query(words)

@@ -27,8 +27,8 @@ User text becomes an FTS5 expression with `fts_query`: every term is quoted, so 
 reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
 
 On PostgreSQL the same functions hand over to `cache.pg_search` (`tsvector` + GIN,
-`ts_rank_cd`, `ts_headline`), with the same arguments and answers; on any other dialect the
-writers here do nothing and `search_notes` says so.
+`ts_rank_cd`; snippets by `bounded_snippet`, around the first hit), with the same arguments
+and answers; on any other dialect the writers here do nothing and `search_notes` says so.
 """
 
 from __future__ import annotations
@@ -319,29 +319,27 @@ def _search_postgres(
     pinned: Sequence[str],
 ) -> SearchPage:
     page, total = pg_search.search(
-        conn,
-        expression,
-        limit,
-        offset,
-        directory=directory,
-        tag=tag,
-        pinned=pinned,
-        snippet_tokens=SNIPPET_TOKENS,
-        segment_pattern=_CJK.pattern,
+        conn, expression, limit, offset, directory=directory, tag=tag, pinned=pinned
     )
     listed = conn.execute(_LISTED, {"paths": [path for path, _, _ in page]}).all()
     notes = {path: (title, modified) for path, title, modified in listed}
     hits = [
-        SearchHit(path, notes[path][0], _joined_marks(snippet), _score(score), notes[path][1])
-        for path, snippet, score in page
+        SearchHit(
+            path,
+            notes[path][0],
+            _joined_marks(bounded_snippet(body, expression)),
+            _score(score),
+            notes[path][1],
+        )
+        for path, body, score in page
     ]
     return SearchPage(hits, total)
 
 
-def _joined_marks(snippet: str | None) -> str:
-    """ts_headline marks each token: a CJK word, a token per character, would come back as
-    `<mark>插</mark><mark>件</mark>`; FTS5 marks the phrase once, and so does this."""
-    return unsegment(snippet or "").replace(SNIPPET_CLOSE + SNIPPET_OPEN, "")
+def _joined_marks(snippet: str) -> str:
+    """A CJK word is marked a character at a time (`<mark>插</mark><mark>件</mark>`); FTS5
+    marks the phrase once, and so does this."""
+    return snippet.replace(SNIPPET_CLOSE + SNIPPET_OPEN, "")
 
 
 def get_note_text(conn: Connection, path: str) -> str | None:
@@ -368,12 +366,25 @@ def bounded_snippet(body: str, expression: str) -> str:
     stems = sorted({_stem(w) for p in _PHRASE.findall(expression) for w in _WORD.findall(p)})
     if not stems:
         return ""
-    hit = re.compile(r"\b(?:" + "|".join(map(re.escape, stems)) + r")\w*", re.IGNORECASE)
+    # A CJK character is a word of its own, wherever it stands (`segment`).
+    alternatives = [re.escape(s) if has_cjk(s) else rf"\b{re.escape(s)}\w*" for s in stems]
+    hit = re.compile("|".join(alternatives), re.IGNORECASE)
     first = hit.search(body)
     start = 0 if first is None else first.start()
-    words = list(_WORD.finditer(body, max(0, start - 200), start + 4000))
-    at = next((i for i, w in enumerate(words) if w.start() >= start), 0)
-    window = words[max(0, at - 3) : max(0, at - 3) + SNIPPET_TOKENS]
+    # Three words before the hit, the rest after it: read no further than the window needs
+    # (a page of PostgreSQL hits makes twenty of these).
+    leading: list[re.Match[str]] = []
+    window: list[re.Match[str]] = []
+    for word in _WORD.finditer(body, max(0, start - 200), start + 4000):
+        if word.start() < start:
+            leading = [*leading[-2:], word]
+            continue
+        if not window:
+            window = leading[-3:]
+        window.append(word)
+        if len(window) == SNIPPET_TOKENS:
+            break
+    window = window or leading
     if not window:
         return ""
     low, high = window[0].start(), window[-1].end()

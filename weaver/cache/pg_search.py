@@ -6,6 +6,13 @@ weighted `tsvector` of its title (A), other names (B), headings (C) and body (D)
 weights as `RANK_WEIGHTS`, the same 10 : 8 : 3 : 1 as FTS5's column weights in `cache.fts`,
 so a note named for the query outranks notes that only mention it.
 
+Ranking by `ts_rank_cd` reads each ranked note's whole `tsvector`, which a GIN index cannot
+rank: a word most of 10,000 notes hold (4,532 matches) took ~30 ms. So only the best
+`RANK_CANDIDATES` matches are ranked in full, chosen from what each narrow row holds (`0018`):
+its `head` (the title, names and headings alone, a small `tsvector`) against any wanted term,
+then the shorter body. A note named for the query is always among them; past them the
+matches follow in that choosing order (see `_search_statements`).
+
 `cache.fts` stays the one entry point: its functions hand over to these on PostgreSQL, with
 the same arguments. A query arrives as the FTS5 expression `fts_query` made of the user's text
 (every term quoted, OR groups in parentheses, `NOT`, `*` for a prefix), and `to_tsquery_text`
@@ -13,16 +20,19 @@ spells that tree out for `to_tsquery`, every term quoted again: no input reaches
 syntax or raises. (`websearch_to_tsquery` has neither prefixes nor grouping, so it could not
 keep `search_notes`' query language.) CJK runs are indexed a character a token, as on SQLite.
 
-Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB), and a
-snippet (`ts_headline`, whose time grows with the text it reads) looks at the first
-`HEADLINE_MAX_CHARS` of the body only.
+Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB). A page
+hands back the first `SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the
+snippet in Python (`bounded_snippet`, around the first hit): `ts_headline` parsed and stemmed
+each whole body again, 4-6 ms of a 20-hit page of 2 KB notes, a third of the search.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -54,7 +64,9 @@ CONFIG = "weaver_search"
 # ts_rank_cd's weights for D, C, B, A: body, headings, other names, title.
 RANK_WEIGHTS = "{0.1, 0.3, 0.8, 1.0}"
 INDEX_MAX_CHARS = 256 * 1024
-HEADLINE_MAX_CHARS = 64 * 1024
+SNIPPET_READ_CHARS = 64 * 1024
+# How many matches `ts_rank_cd` ranks over their whole documents (see `_search_statements`).
+RANK_CANDIDATES = 100
 _CHUNK = 900
 
 note_texts = table(
@@ -62,7 +74,9 @@ note_texts = table(
     column("note_path", String),
     column("front", Text),
     column("body", Text),
+    column("head", postgresql.TSVECTOR),
     column("document", postgresql.TSVECTOR),
+    column("ctid"),  # the row's address (a system column)
 )
 
 
@@ -88,23 +102,29 @@ def _weighted(text_param: str, weight: str, limit: int | None = None) -> Any:
 
 @functools.cache
 def _upsert() -> Any:
-    document = (
+    head = (
         _weighted("title", "A")
         .op("||")(_weighted("names", "B"))
         .op("||")(_weighted("headings", "C"))
-        .op("||")(_weighted("search_body", "D", INDEX_MAX_CHARS))
     )
+    document = head.op("||")(_weighted("search_body", "D", INDEX_MAX_CHARS))
     statement = postgresql.insert(note_texts).values(
         note_path=bindparam("path"),
         front=bindparam("front"),
         body=bindparam("body"),
+        head=head,
         document=document,
     )
     # As FTS5's OR REPLACE: a row left behind by a note that is gone never fails a pass.
     excluded = statement.excluded
     return statement.on_conflict_do_update(
         index_elements=["note_path"],
-        set_={"front": excluded.front, "body": excluded.body, "document": excluded.document},
+        set_={
+            "front": excluded.front,
+            "body": excluded.body,
+            "head": excluded.head,
+            "document": excluded.document,
+        },
     )
 
 
@@ -183,8 +203,7 @@ def to_tsquery_text(expression: str) -> str:
         if term is not None:
             if parts and parts[-1] not in ("(", "|", "&", "& !"):
                 parts.append("&")
-            words = words_only(term.replace('""', '"')).strip()
-            parts.append(f"'{words}'" + (":*" if star else ""))
+            parts.append(_tsquery_term(term, star))
         elif opening:
             if parts and parts[-1] not in ("(", "|", "&", "& !"):
                 parts.append("&")
@@ -200,12 +219,26 @@ def to_tsquery_text(expression: str) -> str:
     return " ".join(parts)
 
 
-# ---------------------------------------------------------------- queries
+def any_term_text(expression: str) -> str:
+    """`to_tsquery` input matching a text that holds any of the expression's wanted terms
+    (those before its NOT: `fts_query` puts every excluded term after one NOT), so that a
+    title holding one word of two still counts towards choosing candidates."""
+    terms: list[str] = []
+    for match in _EXPRESSION_TOKEN.finditer(expression):
+        term, star, _, _, operator = match.groups()
+        if operator == "NOT":
+            break
+        if term is not None:
+            terms.append(_tsquery_term(term, star))
+    return " | ".join(terms) if terms else to_tsquery_text(expression)
 
-_HEADLINE_OPTIONS = (
-    "StartSel=<mark>, StopSel=</mark>, MaxWords={tokens}, MinWords={low}, "
-    "MaxFragments=1, FragmentDelimiter=…, HighlightAll=false"
-)
+
+def _tsquery_term(term: str, star: str) -> str:
+    words = words_only(term.replace('""', '"')).strip()
+    return f"'{words}'" + (":*" if star else "")
+
+
+# ---------------------------------------------------------------- queries
 
 
 def search(
@@ -217,23 +250,23 @@ def search(
     directory: str | None,
     tag: str | None,
     pinned: Sequence[str],
-    snippet_tokens: int,
-    segment_pattern: str,
 ) -> tuple[list[tuple[str, str, float]], int]:
-    """(path, snippet, score) of the page's matches, best first, and how many match in all.
-    Scores are negated ranks, as FTS5's bm25() (lower is better); pinned notes get
-    `PIN_SCORE` added, as in `cache.fts`."""
-    statements = _search_statements(bool(directory), tag is not None)
+    """(path, body, score) of the page's matches, best first (each body's first
+    `SNIPPET_READ_CHARS`, for its snippet), and how many match in all. Scores are negated
+    ranks, as FTS5's bm25() (lower is better); pinned notes get `PIN_SCORE` added, as in
+    `cache.fts`."""
     values = _values(expression, limit, offset, directory, tag, pinned)
-    values |= {
-        "options": _HEADLINE_OPTIONS.format(tokens=snippet_tokens, low=snippet_tokens // 2),
-        "cjk": segment_pattern,
-    }
-    page = [(p, s, float(r)) for p, s, r in conn.execute(statements.page, values)]
-    if len(page) < limit and (page or offset == 0):
-        total = offset + len(page)
-    else:
-        total = conn.execute(statements.count, values).scalar_one()
+    statements = _search_statements(bool(directory), tag is not None, _has_phrase(values))
+    with _index_scans(conn):
+        rows = _page_rows(conn, statements, statements.page, statements.tail_page, values)
+        page = [(path, body, float(score)) for path, body, score, _ in rows]
+        counted = next((total for *_, total in rows if total is not None), None)
+        if counted is not None:  # counted by the candidates' window, in the same pass
+            total = counted
+        elif len(page) < limit and (page or offset == 0):  # the page holds the last match
+            total = offset + len(page)
+        else:
+            total = conn.execute(statements.count, values).scalar_one()
     return page, total
 
 
@@ -241,10 +274,59 @@ def ranked_paths(
     conn: Connection, expression: str, depth: int, *, directory: str | None, tag: str | None
 ) -> list[str]:
     """The paths of the `depth` best matches, ranked as `search` ranks them, without its
-    headlines and count (what hybrid search fuses)."""
-    statements = _search_statements(bool(directory), tag is not None)
+    bodies and count (what hybrid search fuses)."""
     values = _values(expression, depth, 0, directory, tag, ())
-    return list(conn.execute(statements.paths, values).scalars())
+    statements = _search_statements(bool(directory), tag is not None, False)
+    with _index_scans(conn):
+        rows = _page_rows(conn, statements, statements.paths, statements.tail_paths, values)
+    return [row[0] for row in rows]
+
+
+@contextlib.contextmanager
+def _index_scans(conn: Connection) -> Iterator[None]:
+    """No sequential scan of `note_texts` for these statements (the setting as it was after
+    them, for the rest of the transaction). The planner does not count reading a document
+    out of TOAST: to it, the narrow rows of a few thousand notes look cheaper to scan than
+    the GIN index, and such a scan reads every note's document (31-47 ms at 10,000)."""
+    previous = conn.execute(_SEQSCAN_OFF).scalar_one()
+    try:
+        yield
+    finally:
+        conn.execute(_SEQSCAN_SET, {"value": previous})
+
+
+# One round trip each: the setting before, and set (transaction-local, as SET LOCAL).
+_SEQSCAN_OFF = select(
+    func.current_setting("enable_seqscan"), func.set_config("enable_seqscan", "off", True)
+)
+_SEQSCAN_SET = select(func.set_config("enable_seqscan", bindparam("value", type_=Text), True))
+
+
+def _page_rows(
+    conn: Connection,
+    statements: _Statements,
+    ranked: Select[Any],
+    tail: Select[Any],
+    values: dict[str, Any],
+) -> list[Any]:
+    """The page's rows: from the ranked candidates while it is among them, then from the
+    tail (the matches past them, in the order they were chosen by)."""
+    rows: list[Any] = []
+    if values["offset"] < RANK_CANDIDATES:
+        rows += conn.execute(ranked, values).all()
+    if values["tail_limit"] > 0:
+        rows += conn.execute(tail, values).all()
+    return rows
+
+
+def _has_phrase(values: dict[str, Any]) -> bool:
+    """Whether the query holds a phrase (a quoted run of words, or of CJK characters), which
+    the GIN index cannot check: each match it finds is checked against its document."""
+    # A term of several words is a phrase in to_tsquery's input: `'summary create'`.
+    return any(" " in term for term in _QUOTED_TERM.findall(values["query"]))
+
+
+_QUOTED_TERM = re.compile(r"'([^']*)'")
 
 
 def _values(
@@ -257,10 +339,15 @@ def _values(
 ) -> dict[str, Any]:
     from weaver.cache.fts import PIN_SCORE
 
+    tail_offset = max(RANK_CANDIDATES, offset)
     values: dict[str, Any] = {
         "query": to_tsquery_text(expression),
+        "any": any_term_text(expression),
+        "depth": RANK_CANDIDATES,
         "limit": limit,
         "offset": offset,
+        "tail_offset": tail_offset,
+        "tail_limit": max(0, offset + limit - tail_offset),
         "pinned": list(pinned) or [""],
         "pin": PIN_SCORE,
     }
@@ -271,24 +358,104 @@ def _values(
     return values
 
 
+@dataclass(frozen=True, slots=True)
 class _Statements:
-    def __init__(self, page: Select[Any], count: Select[Any], paths: Select[Any]) -> None:
-        self.page = page
-        self.count = count
-        self.paths = paths
+    page: Select[Any]  # the ranked candidates' part of a page, with bodies
+    tail_page: Select[Any]  # the part past the candidates
+    count: Select[Any]
+    paths: Select[Any]  # `page` and `tail_page` without bodies, for `ranked_paths`
+    tail_paths: Select[Any]
+
+
+def _weights() -> Any:
+    return literal(RANK_WEIGHTS).cast(postgresql.ARRAY(postgresql.REAL))
 
 
 @functools.cache
-def _search_statements(by_directory: bool, by_tag: bool) -> _Statements:
+def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Statements:
+    """The statements for this combination of filters; `counted`: the candidates count every
+    match with a window (a phrase's matches: the count statement would check each again).
+
+    The GIN index finds the matches. The best `RANK_CANDIDATES` of them by what their narrow
+    rows hold (`choosing`: pinned first, then `ts_rank` of the small `head` against any
+    wanted term, then the shorter body, then the path) are ranked by `ts_rank_cd` over their
+    whole documents, and only their documents are read. Past the candidates a page goes on
+    in the choosing order, so pages neither overlap nor skip."""
     query = func.to_tsquery(_CONFIG_SQL, bindparam("query", type_=Text))
+    any_term = func.to_tsquery(_CONFIG_SQL, bindparam("any", type_=Text))
     # MATERIALIZED: the planner cannot see the tsquery, so it finds the matches through the
     # GIN index. Inlined (as PostgreSQL inlines a CTE used once, the count's), a word in half
     # the notes looked to it like a case for a sequential scan, which reads every note's
     # `tsvector` out of its TOAST table, where the index needs no document at all: counting
     # 4,532 matches of 10,000 took 31-47 ms so, 2 ms through the index.
-    query_cte = select(query.label("q")).cte("query").prefix_with("MATERIALIZED")
+    query_cte = (
+        select(query.label("q"), any_term.label("any")).cte("query").prefix_with("MATERIALIZED")
+    )
     t = note_texts.alias("t")
-    matches: list[Any] = [t.c.document.op("@@")(query_cte.c.q)]
+    matches = _matches(t, query_cte.c.q, by_directory, by_tag)
+    pinned: Any = bindparam("pinned", expanding=True)
+    # octet_length of a toasted body comes from its TOAST pointer: the body is not read.
+    choosing = (
+        case((t.c.note_path.in_(pinned), 0), else_=1),
+        func.ts_rank(_weights(), t.c.head, query_cte.c.any).desc(),
+        func.octet_length(t.c.body),
+        t.c.note_path,
+    )
+    matched = (
+        select(t.c.note_path.label("path"))
+        .select_from(t)
+        .join(query_cte, literal(True))
+        .where(*matches)
+    )
+    total = func.count().over() if counted else literal_column("NULL::bigint")
+    # Each match's row address, not its document, goes through the sort: the candidates'
+    # documents are read by address (a TID scan), and no other.
+    candidates = (
+        matched.add_columns(t.c.ctid, total.label("total"))
+        .order_by(*choosing)
+        .limit(bindparam("depth"))
+        .subquery("candidates")
+    )
+    d = note_texts.alias("d")
+    rank = func.ts_rank_cd(_weights(), d.c.document, query_cte.c.q)
+    pin = case((candidates.c.path.in_(pinned), bindparam("pin")), else_=0.0)
+    score = (-rank + pin).label("score")
+    ranked = (
+        select(candidates.c.path, score, candidates.c.total)
+        .select_from(candidates)
+        .join(d, d.c.ctid == candidates.c.ctid)
+        .join(query_cte, literal(True))
+        .order_by(score, candidates.c.path)
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+        .subquery("ranked")
+    )
+    tail = (
+        matched.add_columns(func.row_number().over(order_by=choosing).label("position"))
+        .order_by(*choosing)
+        .limit(bindparam("tail_limit"))
+        .offset(bindparam("tail_offset"))
+        .subquery("tail")
+    )
+    # The count's own CTE: it needs no `any`.
+    count_cte = select(query.label("q")).cte("query").prefix_with("MATERIALIZED")
+    count = (
+        select(func.count())
+        .select_from(t)
+        .join(count_cte, literal(True))
+        .where(*_matches(t, count_cte.c.q, by_directory, by_tag))
+    )
+    return _Statements(
+        page=_with_bodies(ranked, query_cte, ranked.c.score, ranked.c.total),
+        tail_page=_with_bodies(tail, query_cte, None, None),
+        count=count,
+        paths=select(ranked.c.path).order_by(ranked.c.score, ranked.c.path),
+        tail_paths=select(tail.c.path).order_by(tail.c.position),
+    )
+
+
+def _matches(t: Any, query: Any, by_directory: bool, by_tag: bool) -> list[Any]:
+    matches: list[Any] = [t.c.document.op("@@")(query)]
     if by_directory:
         low, high = bindparam("folder_low", type_=String), bindparam("folder_high", type_=String)
         matches += [t.c.note_path >= low, t.c.note_path < high]
@@ -297,39 +464,27 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _Statements:
         matches.append(
             exists(select(Tag.key).where(Tag.note_path == t.c.note_path, tag_condition(key)))
         )
-    rank = func.ts_rank_cd(
-        literal(RANK_WEIGHTS).cast(postgresql.ARRAY(postgresql.REAL)), t.c.document, query_cte.c.q
-    )
-    pin = case(
-        (t.c.note_path.in_(bindparam("pinned", expanding=True)), bindparam("pin")), else_=0.0
-    )
-    score = (-rank + pin).label("score")
-    ranked = (
-        select(t.c.note_path.label("path"), score)
-        .select_from(t)
-        .join(query_cte, literal(True))
-        .where(*matches)
-        .order_by(score, t.c.note_path)
-        .limit(bindparam("limit"))
-        .offset(bindparam("offset"))
-        .cte("ranked")
-    )
+    return matches
+
+
+def _with_bodies(rows: Any, query_cte: Any, score: Any, total: Any) -> Select[Any]:
+    """(path, body, score, total) of `rows`, in their order; a row of the tail gets its score
+    here (a page holds few) and no total."""
     body = note_texts.alias("b")
-    head = func.left(body.c.body, HEADLINE_MAX_CHARS)
-    segmented = func.regexp_replace(head, bindparam("cjk", type_=Text), "\u200b\\1\u200b", "g")
-    headline = func.ts_headline(
-        _CONFIG_SQL,
-        segmented,
-        query_cte.c.q,
-        bindparam("options", type_=Text),
-    )
-    page = (
-        select(ranked.c.path, headline, ranked.c.score)
-        .select_from(ranked)
-        .join(body, body.c.note_path == ranked.c.path)
+    if score is None:
+        pin = case(
+            (body.c.note_path.in_(bindparam("pinned", expanding=True)), bindparam("pin")),
+            else_=0.0,
+        )
+        score = -func.ts_rank_cd(_weights(), body.c.document, query_cte.c.q) + pin
+        order = [rows.c.position]
+        total = literal_column("NULL::bigint")
+    else:
+        order = [score, rows.c.path]
+    return (
+        select(rows.c.path, func.left(body.c.body, SNIPPET_READ_CHARS), score, total)
+        .select_from(rows)
+        .join(body, body.c.note_path == rows.c.path)
         .join(query_cte, literal(True))
-        .order_by(ranked.c.score, ranked.c.path)
+        .order_by(*order)
     )
-    count = select(func.count()).select_from(t).join(query_cte, literal(True)).where(*matches)
-    paths = select(ranked.c.path).order_by(ranked.c.score, ranked.c.path)
-    return _Statements(page, count, paths)

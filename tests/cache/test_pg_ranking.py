@@ -1,0 +1,186 @@
+"""Full-text ranking on PostgreSQL (`cache.pg_search`): only the best candidates by title,
+names and headings are ranked over their whole documents; the rest of the matches follow in
+the order they were chosen by, and every match is still counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from sqlalchemy import Engine, event, text
+
+from tests.conftest import write_files
+from weaver.cache import fts, pg_search, read
+from weaver.cache.db import alembic_config, open_engine
+from weaver.config import Settings
+from weaver.host.app import App, open_app
+
+
+@pytest.fixture
+def pg_app(tmp_path: Path, postgres_url: str) -> Iterator[App]:
+    (tmp_path / "vault").mkdir()
+    app = open_app(Settings(vault=tmp_path / "vault", database_url=postgres_url))
+    yield app
+    app.close()
+
+
+def index(app: App, files: dict[str, str | bytes]) -> None:
+    write_files(app.settings.vault, files)
+    app.indexer.reconcile()
+
+
+def search(engine: Engine, query: str, limit: int = 20, offset: int = 0) -> fts.SearchPage:
+    expression = fts.fts_query(query)
+    assert expression is not None
+    with read.read_snapshot(engine) as conn:
+        return fts.search(conn, expression, limit, offset)
+
+
+def paths(page: fts.SearchPage) -> list[str]:
+    return [hit.path for hit in page.hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "any_terms"),
+    [
+        ("summary create", "'summary' | 'create'"),
+        ('"summary create" plan', "'summary create' | 'plan'"),
+        ("migr*", "'migr':*"),
+        ("alpha OR beta -draft", "'alpha' | 'beta'"),
+        ("alpha NOT beta NOT gamma", "'alpha'"),
+        ("C++ it's", "'C' | 'it s'"),
+    ],
+)
+def test_candidates_are_chosen_by_any_wanted_term(query: str, any_terms: str) -> None:
+    expression = fts.fts_query(query)
+    assert expression is not None
+    assert pg_search.any_term_text(expression) == any_terms
+
+
+@pytest.mark.postgres
+def test_a_note_named_for_a_common_word_ranks_first_among_many_mentioning_it(
+    pg_app: App,
+) -> None:
+    """More notes mention the word than are ranked in full, each of them more often than the
+    note named for it: the name still wins, with no pinning by the caller."""
+    notes: dict[str, str | bytes] = {
+        f"mentions/n{i:03}.md": f"Bread again: bread, bread and bread {i}.\n" for i in range(260)
+    }
+    # Last by path, longest body: only its name brings it among the candidates.
+    notes["zz/Bread.md"] = "Flour, water, salt and time to knead them all together; bread once.\n"
+    index(pg_app, notes)
+    assert pg_search.RANK_CANDIDATES < 261
+    page = search(pg_app.db, "bread")
+    assert page.total == 261
+    assert paths(page)[0] == "zz/Bread.md"
+    assert page.hits[0].score > page.hits[1].score
+    assert "<mark>bread</mark>" in page.hits[1].snippet.lower()
+
+
+@pytest.mark.postgres
+def test_pages_past_the_candidates_neither_overlap_nor_skip(
+    pg_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_search, "RANK_CANDIDATES", 7)
+    # Bodies of different lengths and counts of the word: the ranking is not the path order.
+    notes: dict[str, str | bytes] = {
+        f"n{i:02}.md": "shared " * (1 + i % 4) + "filler " * (i % 7) + "\n" for i in range(30)
+    }
+    notes["Shared.md"] = "# Shared\nonce shared\n"
+    index(pg_app, notes)
+    pages = [search(pg_app.db, "shared", limit=5, offset=o) for o in range(0, 35, 5)]
+    assert {page.total for page in pages} == {31}
+    listed = [path for page in pages for path in paths(page)]
+    assert sorted(listed) == sorted(notes)
+    assert listed[0] == "Shared.md"
+    # A page that straddles the candidates' end, and the ranked order within them.
+    straddling = search(pg_app.db, "shared", limit=6, offset=4)
+    assert paths(straddling) == listed[4:10]
+    ranked = [hit.score for hit in pages[0].hits] + [hit.score for hit in pages[1].hits[:2]]
+    assert ranked == sorted(ranked, reverse=True)
+    expression = fts.fts_query("shared")
+    assert expression is not None
+    with read.read_snapshot(pg_app.db) as conn:
+        assert fts.ranked_paths(conn, expression, 31) == listed
+        assert fts.ranked_paths(conn, expression, 9) == listed[:9]
+
+
+@pytest.mark.postgres
+def test_a_phrase_is_checked_and_counted_in_one_pass(pg_app: App) -> None:
+    """The index cannot check a phrase: each note holding both words is read to check it,
+    once, the page's statement counting the matches as it goes."""
+    notes: dict[str, str | bytes] = {
+        f"n{i:02}.md": ("create a summary\n" if i % 3 else "summary create\n") for i in range(30)
+    }
+    index(pg_app, notes)
+    statements: list[str] = []
+
+    def seen(*args: Any) -> None:
+        statements.append(args[2])
+
+    event.listen(pg_app.db, "before_cursor_execute", seen)
+    try:
+        page = search(pg_app.db, '"summary create"', limit=4)
+    finally:
+        event.remove(pg_app.db, "before_cursor_execute", seen)
+    assert page.total == 10
+    assert len(page.hits) == 4
+    assert all("<mark>summary</mark> <mark>create</mark>" in hit.snippet for hit in page.hits)
+    counts = [sql for sql in statements if "count(*) AS" in sql.replace("count(*) OVER", "")]
+    assert counts == []
+    # Words, not a phrase: the index checks them, and counts them when the page is full.
+    statements.clear()
+    event.listen(pg_app.db, "before_cursor_execute", seen)
+    try:
+        words = search(pg_app.db, "summary create", limit=4)
+    finally:
+        event.remove(pg_app.db, "before_cursor_execute", seen)
+    assert words.total == 30
+    assert [sql for sql in statements if "count(*) OVER" in sql] == []
+    assert len([sql for sql in statements if "count(*) AS" in sql]) == 1
+
+
+@pytest.mark.postgres
+def test_0018_fills_heads_and_downgrades(postgres_empty_url: str) -> None:
+    engine = open_engine(postgres_empty_url)
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0017")
+        conn.execute(text("SET LOCAL session_replication_role = replica"))  # no notes rows
+        conn.execute(
+            text(
+                "INSERT INTO note_texts (note_path, front, body, document) VALUES "
+                "('a.md', '', 'body words', setweight(to_tsvector('weaver_search', 'Alpha'), 'A')"
+                " || setweight(to_tsvector('weaver_search', 'Heading'), 'C')"
+                " || setweight(to_tsvector('weaver_search', 'body words'), 'D'))"
+            )
+        )
+        command.upgrade(config, "0018")
+        head = conn.execute(text("SELECT head::text FROM note_texts")).scalar_one()
+        assert head == "'alpha':1A 'head':2C"
+        storage: dict[str, str] = dict(
+            conn.execute(
+                text(
+                    "SELECT attname, attstorage FROM pg_attribute "
+                    "WHERE attrelid = 'note_texts'::regclass AND attnum > 0"
+                )
+            ).all()
+        )
+        assert (storage["note_path"], storage["head"], storage["document"]) == ("p", "m", "e")
+        command.downgrade(config, "0017")
+        columns = conn.execute(
+            text(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'note_texts' ORDER BY ordinal_position"
+            )
+        ).scalars()
+        assert list(columns) == ["note_path", "front", "body", "document"]
+        options = conn.execute(
+            text("SELECT reloptions FROM pg_class WHERE relname = 'note_texts'")
+        ).scalar_one()
+        assert options is None
+    engine.dispose()
