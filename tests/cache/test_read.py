@@ -265,6 +265,42 @@ def test_snapshot_does_not_see_writes_made_after_it_began(app: App) -> None:
         writer.execute(text("DELETE FROM notes WHERE path = 'zz/new.md'"))
 
 
+def test_version_stamps_are_read_once_a_snapshot_and_anew_in_the_next(app: App) -> None:
+    """Kept views and the vector matrix ask for the stamps several times a call: one statement
+    a snapshot answers them all; the next snapshot sees a stamp moved meanwhile."""
+    from weaver.cache import vectors
+
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "cache_state" in statement:
+            statements.append(statement)
+
+    event.listen(app.db, "before_cursor_execute", seen)
+    try:
+        with read.read_snapshot(app.db) as conn:
+            first = read.last_updated(conn)
+            for _ in range(3):
+                assert (read.last_updated(conn), vectors.vectors_version(conn)) == (first, 0)
+        assert len(statements) == 1
+        with app.db.begin() as writer:
+            read_again = read.last_updated(writer)
+            writer.execute(
+                text("UPDATE cache_state SET value = :v WHERE key = 'last_updated'"),
+                {"v": str((first or 0) + 1)},
+            )
+        assert read_again == first  # outside a snapshot: read each time
+        with read.read_snapshot(app.db) as conn:
+            assert read.last_updated(conn) == (first or 0) + 1
+    finally:
+        event.remove(app.db, "before_cursor_execute", seen)
+        with app.db.begin() as writer:
+            writer.execute(
+                text("UPDATE cache_state SET value = :v WHERE key = 'last_updated'"),
+                {"v": str(first)},
+            )
+
+
 def test_empty_cache(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     app = open_app(Settings(vault=tmp_path / "empty"))

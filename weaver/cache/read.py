@@ -204,10 +204,34 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
             conn.exec_driver_sql("BEGIN")
         elif conn.dialect.name == "postgresql":
             conn.execution_options(isolation_level="REPEATABLE READ")
+        conn.info[_SNAPSHOT_STAMPS] = {}
         try:
             yield conn
         finally:
+            conn.info.pop(_SNAPSHOT_STAMPS, None)
             conn.rollback()
+
+
+# The version stamps kept views and the vector matrix compare, read together once per snapshot
+# (they cannot change within one): a search asked for them five times, each a round trip on
+# PostgreSQL. Kept in the connection's `info` for the snapshot's life only.
+_SNAPSHOT_STAMPS = "weaver.snapshot_stamps"
+VERSION_STAMPS = ("last_updated", "vectors_version")
+
+
+def version_stamp(conn: Connection, key: str) -> str | None:
+    """The raw `cache_state` value of one of `VERSION_STAMPS`."""
+    memo: dict[str, str | None] | None = conn.info.get(_SNAPSHOT_STAMPS)
+    if memo is not None and key in memo:
+        return memo[key]
+    rows = dict(
+        conn.execute(
+            select(CacheState.key, CacheState.value).where(CacheState.key.in_(VERSION_STAMPS))
+        ).all()
+    )
+    if memo is not None:
+        memo.update({stamp: rows.get(stamp) for stamp in VERSION_STAMPS})
+    return rows.get(key)
 
 
 def under_prefix(column: Any, prefix: str | ColumnElement[str]) -> ColumnElement[bool]:
@@ -512,7 +536,6 @@ _TAGS_OF = (
     .where(Tag.note_path.in_(bindparam("paths", expanding=True)))
     .order_by(Tag.note_path, Tag.key)
 )
-_LAST_UPDATED = select(CacheState.value).where(CacheState.key == "last_updated")
 
 
 def tags_of(conn: Connection, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -677,7 +700,7 @@ def _grouped(conn: Connection, column: Any) -> dict[str, int]:
 
 def last_updated(conn: Connection) -> int | None:
     """When the cache last changed (Unix epoch ms), or None if it never has."""
-    value = conn.execute(_LAST_UPDATED).scalar_one_or_none()
+    value = version_stamp(conn, "last_updated")
     if value is None:
         return None
     decoded = json.loads(value)

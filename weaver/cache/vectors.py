@@ -216,9 +216,7 @@ def _bump_version(conn: Connection) -> None:
 def vectors_version(conn: Connection) -> int:
     """A counter raised by every change to the vectors: a loaded matrix is current while it
     holds."""
-    value = conn.execute(
-        select(CacheState.value).where(CacheState.key == VERSION_KEY)
-    ).scalar_one_or_none()
+    value = read.version_stamp(conn, VERSION_KEY)
     return int(json.loads(value)) if value is not None else 0
 
 

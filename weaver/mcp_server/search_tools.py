@@ -121,28 +121,32 @@ def build_search_tools(state: ServerState) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
         def work() -> SearchNotesData:
+            # One snapshot for the mode, the page and its tags: on PostgreSQL each is a
+            # connection's transaction (and round trips) of its own.
             with read.read_snapshot(app.db) as conn:
                 chosen = choose_mode(app, conn, mode)
-            if chosen != "keyword":
-                return by_meaning(chosen)
+                if chosen == "keyword":
+                    return by_keyword(conn)
+                return by_meaning(conn, chosen)
+
+        def by_keyword(conn: Connection) -> SearchNotesData:
             expression = fts.fts_query(query)
             hits: list[SearchHitInfo] = []
             total = 0
             if expression is not None:
                 folder = normalize_directory(directory)
-                with read.read_snapshot(app.db) as conn:
-                    page = fts.search(
-                        conn,
-                        expression,
-                        limit,
-                        offset,
-                        directory=folder,
-                        tag=filter_tag(tag),
-                        pinned=named(state, conn, query),
-                    )
-                    if page.total == 0:
-                        hints.check_folder(state, conn, folder)
-                    tags = read.tags_of(conn, [h.path for h in page.hits])
+                page = fts.search(
+                    conn,
+                    expression,
+                    limit,
+                    offset,
+                    directory=folder,
+                    tag=filter_tag(tag),
+                    pinned=named(state, conn, query),
+                )
+                if page.total == 0:
+                    hints.check_folder(state, conn, folder)
+                tags = read.tags_of(conn, [h.path for h in page.hits])
                 total = page.total
                 hits = [
                     SearchHitInfo(
@@ -165,12 +169,11 @@ def build_search_tools(state: ServerState) -> list[Tool]:
                 has_more=offset + len(hits) < total,
             )
 
-        def by_meaning(chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
-            with read.read_snapshot(app.db) as conn:
-                folder = normalize_directory(directory)
-                page = search_by_meaning(
-                    app, conn, query, chosen, limit, offset, folder, filter_tag(tag)
-                )
+        def by_meaning(conn: Connection, chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
+            folder = normalize_directory(directory)
+            page = search_by_meaning(
+                app, conn, query, chosen, limit, offset, folder, filter_tag(tag)
+            )
             hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
             return SearchNotesData(
                 query=echo(query),
