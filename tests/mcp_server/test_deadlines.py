@@ -85,3 +85,34 @@ async def test_a_database_error_says_what_a_person_can_act_on(
 
     result = await answer(ServerState(app, watch=False), failing, wait_ready=False)
     assert shown in envelope(result)["error"]
+
+
+def test_each_postgres_transaction_gets_the_deadline_once(postgres_url: str) -> None:
+    """The time left is set once per transaction (not before each statement: a round trip
+    each), and again in the next transaction, which does not inherit it."""
+    from sqlalchemy import event
+
+    from weaver.cache import db
+    from weaver.cache.db import open_engine, query_deadline
+
+    engine = open_engine(postgres_url)
+    timeouts: set[Any] = set()  # when the time left was set, as the connection keeps it
+
+    def seen(conn: Any, *_args: Any) -> None:
+        timeouts.add(conn.info.get(db.TIMEOUT_SET_KEY))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with query_deadline(30):
+            for _ in range(2):
+                with engine.connect() as conn:
+                    shown = [
+                        conn.execute(text("SHOW statement_timeout")).scalar() for _ in range(3)
+                    ]
+                    conn.rollback()
+                assert all(value and value.endswith("s") for value in shown), shown
+        assert len(timeouts - {None}) == 2
+        with engine.connect() as conn:  # no deadline: the server's own setting
+            assert conn.execute(text("SHOW statement_timeout")).scalar() == "0"
+    finally:
+        engine.dispose()

@@ -67,6 +67,7 @@ def open_engine(url: str, writes: bool = True) -> Engine:
         event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)
     elif parsed.get_backend_name() == "postgresql":
         event.listen(engine, "before_cursor_execute", _bound_postgres_statement)
+        event.listen(engine, "begin", _forget_statement_timeout)
         if not writes:
             event.listen(engine, "connect", _read_only_session)
     return engine
@@ -100,18 +101,41 @@ def deadline_passed() -> bool:
     return at is not None and time.monotonic() > at
 
 
+# A transaction's `statement_timeout` is set again only once this much time has passed since
+# it was set: so a statement may run at most this long past the deadline, and a call's many
+# short statements pay one round trip for it, not one each.
+TIMEOUT_SLACK_S = 0.05
+TIMEOUT_SET_KEY = "weaver.statement_timeout_set"  # (deadline, when set), in the connection's info
+
+
 def _bound_postgres_statement(
-    _conn: Connection, cursor: Any, _statement: str, _params: Any, _context: Any, many: bool
+    conn: Connection, cursor: Any, _statement: str, _params: Any, _context: Any, many: bool
 ) -> None:
     """PostgreSQL's side of `query_deadline`: the statement may run until the thread's
     deadline (`statement_timeout`, local to the transaction, so it goes with it); past it the
     server cancels it and the driver raises `OperationalError`, as SQLite's interrupt does.
-    One round trip more per statement, only while a deadline is set."""
+    One round trip more per transaction (and per `TIMEOUT_SLACK_S` within it), only while a
+    deadline is set."""
     at = _deadline.at
     if at is None:
         return
-    remaining_ms = max(1, int((at - time.monotonic()) * 1000))
+    now = time.monotonic()
+    last = conn.info.get(TIMEOUT_SET_KEY)
+    if last is not None and last[0] == at and now - last[1] < TIMEOUT_SLACK_S:
+        return
+    remaining_ms = max(1, int((at - now) * 1000))
     cursor.execute("SELECT set_config('statement_timeout', %s, true)", (f"{remaining_ms}ms",))
+    if conn.in_transaction() and not _autocommit(conn):
+        conn.info[TIMEOUT_SET_KEY] = (at, now)
+
+
+def _forget_statement_timeout(conn: Connection) -> None:
+    """A new transaction: the last one's `statement_timeout` went with it."""
+    conn.info.pop(TIMEOUT_SET_KEY, None)
+
+
+def _autocommit(conn: Connection) -> bool:
+    return conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
