@@ -8,6 +8,11 @@ A real PostgreSQL server is started for the group as the tests start theirs
 - **full index**: a cold `reconcile()` into an empty SQLite cache and into an empty
   PostgreSQL database (migrated on open, as a first `weaver index` does), taking turns as the
   indexing group's floor and index do, best of `ctx.index_runs` each; the figure is the ratio.
+- **top 5 against the full ranking**: `search_notes`' queries (`queries.COMMON_WORDS`,
+  `queries.MIXED`, the rare word) through `fts.search`, which ranks only the best
+  `pg_search.RANK_CANDIDATES` matches in full, against every match ranked by a plain
+  `ts_rank_cd` `ORDER BY`: the top 5 must hold the same scores (equal scores may come in
+  another order: the full ranking breaks ties by path, over notes it never ranked).
 - **read tools**: the queries group's cases (`queries.TOOL_CASES` and `EDIT_CASES`), measured by
   the same worker through the Python SDK's in-memory client, once with the SQLite cache and once
   with `database_url` pointing at the PostgreSQL one. Each PostgreSQL row is judged as the
@@ -26,11 +31,15 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from sqlalchemy import create_engine, text
+
 from tests.benchmarks import queries
 from tests.benchmarks.context import BenchContext
-from tests.benchmarks.report import Figure, percentile
+from tests.benchmarks.report import Figure, Target, percentile
+from tests.benchmarks.vaultgen import COMMON_WORDS, RARE_WORD
 from tests.benchmarks.worker import run_worker
 from tests.pg_server import PostgresServer, start_server
+from weaver.cache import fts, pg_search
 
 SECTION = "PostgreSQL beside SQLite"
 
@@ -41,6 +50,7 @@ def run(ctx: BenchContext) -> list[Figure]:
     try:
         sqlite_runs, pg_runs, url = _index_both(ctx, server, notes)
         pg = _measure_queries(ctx, notes, url)
+        agreement = top_five_figure(url, notes)
     finally:
         server.stop()
     sqlite = ctx.results.get(f"queries/{notes}") or _measure_queries(ctx, notes, None)
@@ -48,7 +58,7 @@ def run(ctx: BenchContext) -> list[Figure]:
     figures = index_figures(sqlite_runs, pg_runs, notes)
     cases = (*queries.TOOL_CASES, *queries.EDIT_CASES)
     figures += [read_figure(case, pg[case.label], sqlite[case.label], notes) for case in cases]
-    return figures
+    return [*figures, agreement]
 
 
 def _index_both(
@@ -136,4 +146,55 @@ def read_figure(
         shown=f"p50 {fig.data['p50_ms']:.1f} · p95 {fig.value:.1f} ms, tool p95 {pg_tool95:.1f} "
         f"ms; SQLite p95 {sqlite95:.1f} ms, tool {sqlite_tool95:.1f} ms{why}",
         data={**fig.data, "sqlite_p95_ms": sqlite95, "sqlite_tool_p95_ms": sqlite_tool95},
+    )
+
+
+_FULL_RANKING = text(
+    "SELECT note_path, ts_rank_cd(CAST(:weights AS real[]), document, q) AS rank "
+    "FROM note_texts, to_tsquery('weaver_search', :query) AS q WHERE document @@ q "
+    "ORDER BY rank DESC, note_path LIMIT 5"
+)
+
+
+def top_five_figure(url: str, notes: int) -> Figure:
+    """How many of the bench's search queries find, on PostgreSQL, the top 5 a full
+    `ts_rank_cd` ranking of every match finds (the same scores; the same paths beside)."""
+    engine = create_engine(url)
+    same_scores, same_paths, missed = 0, 0, []
+    searched = (COMMON_WORDS, *queries.MIXED, RARE_WORD)
+    try:
+        with engine.connect() as conn:
+            for query in searched:
+                expression = fts.fts_query(query)
+                assert expression is not None
+                full = conn.execute(
+                    _FULL_RANKING,
+                    {
+                        "weights": pg_search.RANK_WEIGHTS,
+                        "query": pg_search.to_tsquery_text(expression),
+                    },
+                ).all()
+                hits = fts.search(conn, expression, 5, 0).hits
+                conn.rollback()
+                # A hit's score is rounded to 6 places, a rank a float4.
+                alike = len(hits) == len(full) and all(
+                    abs(hit.score - rank) < 1e-5 for hit, (_, rank) in zip(hits, full, strict=True)
+                )
+                same_scores += alike
+                same_paths += [hit.path for hit in hits] == [path for path, _ in full]
+                if not alike:
+                    missed.append(query)
+    finally:
+        engine.dispose()
+    print(f"  top 5 as the full ranking's: {same_scores} of {len(searched)}", file=sys.stderr)
+    return Figure(
+        SECTION,
+        f"search_notes top 5 against the full ranking, {notes:,} notes",
+        same_scores,
+        "queries",
+        f"{same_scores} of {len(searched)} queries' top 5 hold the full ranking's scores "
+        f"({same_paths} the same paths in the same order)"
+        + (f"; not: {', '.join(missed)}" if missed else ""),
+        Target(">=", len(searched), f"all {len(searched)}"),
+        {"same_scores": same_scores, "same_paths": same_paths, "missed": missed},
     )

@@ -1,6 +1,7 @@
-"""Full-text ranking on PostgreSQL (`cache.pg_search`): only the best candidates by title,
-names and headings are ranked over their whole documents; the rest of the matches follow in
-the order they were chosen by, and every match is still counted."""
+"""Full-text ranking on PostgreSQL (`cache.pg_search`): only the best candidates by the cheap
+score (`ts_rank_cd` over each row's `lead`: names, headings and the body's start) are ranked
+over their whole documents; the rest of the matches follow in the order they were chosen by,
+and every match is still counted."""
 
 from __future__ import annotations
 
@@ -78,6 +79,52 @@ def test_a_note_named_for_a_common_word_ranks_first_among_many_mentioning_it(
     assert paths(page)[0] == "zz/Bread.md"
     assert page.hits[0].score > page.hits[1].score
     assert "<mark>bread</mark>" in page.hits[1].snippet.lower()
+
+
+def full_ranking(engine: Engine, query: str) -> list[str]:
+    """Every match by `ts_rank_cd` over its whole document, as before candidates were chosen."""
+    expression = fts.fts_query(query)
+    assert expression is not None
+    with engine.connect() as conn:
+        return list(
+            conn.execute(
+                text(
+                    "SELECT note_path FROM note_texts, to_tsquery('weaver_search', :q) q "
+                    "WHERE document @@ q ORDER BY ts_rank_cd(CAST(:w AS real[]), document, q) "
+                    "DESC, note_path"
+                ),
+                {"q": pg_search.to_tsquery_text(expression), "w": pg_search.RANK_WEIGHTS},
+            ).scalars()
+        )
+
+
+@pytest.mark.postgres
+def test_notes_mentioning_a_word_most_are_its_best_not_the_shortest(
+    pg_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More short notes mention the word once than are ranked in full; the notes that
+    mention it most are longer. They are the full ranking's best, and come first."""
+    monkeypatch.setattr(pg_search, "RANK_CANDIDATES", 20)
+    notes: dict[str, str | bytes] = {f"once/n{i:03}.md": f"Kiln {i} fired.\n" for i in range(150)}
+    for i in range(10):
+        notes[f"often/m{i}.md"] = "glaze and clay " * (8 + i) + "kiln, " * (3 + i) + f"{i}\n"
+    assert max(len(body) for body in notes.values()) < pg_search.LEAD_CHARS
+    notes["long.md"] = "pottery wheel " * 4000  # no kiln: its lead is the start alone
+    index(pg_app, notes)
+    with pg_app.db.connect() as conn:
+        lead_bytes = conn.execute(
+            text("SELECT pg_column_size(lead) FROM note_texts WHERE note_path = 'long.md'")
+        ).scalar_one()
+    assert lead_bytes < 2 * pg_search.LEAD_CHARS
+    full = full_ranking(pg_app.db, "kiln")
+    assert all(path.startswith("often/") for path in full[:10])
+    page = search(pg_app.db, "kiln", limit=10)
+    assert page.total == 160
+    assert paths(page) == full[:10]
+    with read.read_snapshot(pg_app.db) as conn:
+        expression = fts.fts_query("kiln")
+        assert expression is not None
+        assert fts.ranked_paths(conn, expression, 160) == full
 
 
 @pytest.mark.postgres
@@ -160,8 +207,9 @@ def test_0018_fills_heads_and_downgrades(postgres_empty_url: str) -> None:
             )
         )
         command.upgrade(config, "0018")
-        head = conn.execute(text("SELECT head::text FROM note_texts")).scalar_one()
+        head, lead = conn.execute(text("SELECT head::text, lead::text FROM note_texts")).one()
         assert head == "'alpha':1A 'head':2C"
+        assert lead == "'alpha':1A 'bodi':3 'head':2C 'word':4"
         storage: dict[str, str] = dict(
             conn.execute(
                 text(
@@ -170,7 +218,12 @@ def test_0018_fills_heads_and_downgrades(postgres_empty_url: str) -> None:
                 )
             ).all()
         )
-        assert (storage["note_path"], storage["head"], storage["document"]) == ("p", "m", "e")
+        assert [storage[c] for c in ("note_path", "head", "lead", "document")] == [
+            "p",
+            "m",
+            "m",
+            "e",
+        ]
         command.downgrade(config, "0017")
         columns = conn.execute(
             text(

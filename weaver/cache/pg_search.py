@@ -8,10 +8,13 @@ so a note named for the query outranks notes that only mention it.
 
 Ranking by `ts_rank_cd` reads each ranked note's whole `tsvector`, which a GIN index cannot
 rank: a word most of 10,000 notes hold (4,532 matches) took ~30 ms. So only the best
-`RANK_CANDIDATES` matches are ranked in full, chosen from what each narrow row holds (`0018`):
-its `head` (the title, names and headings alone, a small `tsvector`) against any wanted term,
-then the shorter body. A note named for the query is always among them; past them the
-matches follow in that choosing order (see `_search_statements`).
+`RANK_CANDIDATES` matches are ranked in full, chosen by what each narrow row holds (`0018`):
+`ts_rank_cd` over its `lead` (title, names, headings and the body's first `LEAD_CHARS`
+characters, weighted as in `document`; small enough to stay in the row), the same function
+over the start of the same document, so equal to the full rank for a body that short and
+close to it for longer ones; then `ts_rank` of its `head` (title, names and headings alone)
+against any wanted term. Past the candidates the matches follow in that choosing order (see
+`_search_statements`).
 
 `cache.fts` stays the one entry point: its functions hand over to these on PostgreSQL, with
 the same arguments. A query arrives as the FTS5 expression `fts_query` made of the user's text
@@ -65,8 +68,12 @@ CONFIG = "weaver_search"
 RANK_WEIGHTS = "{0.1, 0.3, 0.8, 1.0}"
 INDEX_MAX_CHARS = 256 * 1024
 SNIPPET_READ_CHARS = 64 * 1024
-# How many matches `ts_rank_cd` ranks over their whole documents (see `_search_statements`).
-RANK_CANDIDATES = 100
+# How many matches `ts_rank_cd` ranks over their whole documents, and how much of a body
+# the `lead` they are chosen by holds (see `_search_statements`). Measured at 10,000 notes
+# (docs/postgres.md): more of either finds the full ranking's top 5 more often, and costs
+# more; a bigger lead also makes every row wider.
+RANK_CANDIDATES = 200
+LEAD_CHARS = 512
 _CHUNK = 900
 
 note_texts = table(
@@ -75,6 +82,7 @@ note_texts = table(
     column("front", Text),
     column("body", Text),
     column("head", postgresql.TSVECTOR),
+    column("lead", postgresql.TSVECTOR),
     column("document", postgresql.TSVECTOR),
     column("ctid"),  # the row's address (a system column)
 )
@@ -108,11 +116,13 @@ def _upsert() -> Any:
         .op("||")(_weighted("headings", "C"))
     )
     document = head.op("||")(_weighted("search_body", "D", INDEX_MAX_CHARS))
+    lead = head.op("||")(_weighted("search_body", "D", LEAD_CHARS))
     statement = postgresql.insert(note_texts).values(
         note_path=bindparam("path"),
         front=bindparam("front"),
         body=bindparam("body"),
         head=head,
+        lead=lead,
         document=document,
     )
     # As FTS5's OR REPLACE: a row left behind by a note that is gone never fails a pass.
@@ -123,6 +133,7 @@ def _upsert() -> Any:
             "front": excluded.front,
             "body": excluded.body,
             "head": excluded.head,
+            "lead": excluded.lead,
             "document": excluded.document,
         },
     )
@@ -377,10 +388,11 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
     match with a window (a phrase's matches: the count statement would check each again).
 
     The GIN index finds the matches. The best `RANK_CANDIDATES` of them by what their narrow
-    rows hold (`choosing`: pinned first, then `ts_rank` of the small `head` against any
-    wanted term, then the shorter body, then the path) are ranked by `ts_rank_cd` over their
-    whole documents, and only their documents are read. Past the candidates a page goes on
-    in the choosing order, so pages neither overlap nor skip."""
+    rows hold (`choosing`: pinned first, then `ts_rank_cd` over the `lead`, then `ts_rank` of
+    the small `head` against any wanted term, so a title holding one word of two still
+    counts, then the path) are ranked by `ts_rank_cd` over their whole documents, and only
+    their documents are read. Past the candidates a page goes on in the choosing order (the
+    same function over each body's start), so pages neither overlap nor skip."""
     query = func.to_tsquery(_CONFIG_SQL, bindparam("query", type_=Text))
     any_term = func.to_tsquery(_CONFIG_SQL, bindparam("any", type_=Text))
     # MATERIALIZED: the planner cannot see the tsquery, so it finds the matches through the
@@ -394,11 +406,20 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
     t = note_texts.alias("t")
     matches = _matches(t, query_cte.c.q, by_directory, by_tag)
     pinned: Any = bindparam("pinned", expanding=True)
-    # octet_length of a toasted body comes from its TOAST pointer: the body is not read.
+    # `lead` and `head` are in the row: choosing reads no document. `ts_rank_cd` costs
+    # ~2 us a call, over a few thousand matches most of a search's time, and is 0 where the
+    # lead lacks the query, which `@@` checks for far less.
+    cheap_rank = case(
+        (
+            t.c.lead.op("@@")(query_cte.c.q),
+            func.ts_rank_cd(_weights(), t.c.lead, query_cte.c.q),
+        ),
+        else_=0.0,
+    )
     choosing = (
         case((t.c.note_path.in_(pinned), 0), else_=1),
+        cheap_rank.desc(),
         func.ts_rank(_weights(), t.c.head, query_cte.c.any).desc(),
-        func.octet_length(t.c.body),
         t.c.note_path,
     )
     matched = (
