@@ -391,9 +391,10 @@ def test_stop_interrupts_runs_under_way(app: App, make_engine: EngineFactory) ->
 
     engine = make_engine(forever, background="threads")
     data = engine.trigger("forever", async_=True)
-    wait_for(lambda: engine.get_status(data.execution_id).status == "running")
+    # Bounds for a loaded machine (a full run once took more than 5 s to start the run).
+    wait_for(lambda: engine.get_status(data.execution_id).status == "running", 30)
     engine.stop()
-    wait_for(lambda: woken == [True])
+    wait_for(lambda: woken == [True], 30)
     status = engine.get_status(data.execution_id)
     assert (status.status, status.error) == ("failed", "interrupted: the engine stopped")
     assert not engine.running
