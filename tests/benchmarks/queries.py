@@ -416,7 +416,7 @@ async def _in_memory(
 ) -> dict[str, Any]:
     from mcp import Client
 
-    from weaver.host import gc_freeze
+    from weaver.host import gc_freeze, gil
     from weaver.host.app import open_app
     from weaver.mcp_server import ServerState, build_server
 
@@ -427,6 +427,7 @@ async def _in_memory(
     _seed_records(app, facts)
     server = build_server(ServerState(app, watch=False, engine=engine))
     gc_freeze.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
+    gil.share_quickly()  # likewise: a 1 ms switch interval, not 5
     results: dict[str, Any] = {}
     try:
         async with Client(server, mode="legacy", cache=None) as client:

@@ -103,6 +103,27 @@ def test_the_narrowest_test_lists_the_notes(props: Served) -> None:
     assert ("'cover'" in listed, "'topics'" in looked_up) == (True, True)
 
 
+def test_a_query_probes_each_test_once(props: Served) -> None:
+    """The narrowest test is chosen once a query, not again for its count and its page."""
+    from sqlalchemy import event
+
+    probes: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "note_properties" in statement and "LIMIT" in statement and "count" in statement:
+            probes.append(statement)
+
+    event.listen(props.app.db, "before_cursor_execute", seen)
+    try:
+        with read.read_snapshot(props.app.db) as conn:
+            where = parse_where({"topics": {"exists": True}, "cover": {"exists": True}})
+            page = read.query_files(conn, read.FileFilters(where=where), 10, 0)
+    finally:
+        event.remove(props.app.db, "before_cursor_execute", seen)
+    assert page.total == 1  # b.md has both
+    assert len(probes) == 2  # one per test
+
+
 async def test_where_alone_and_with_other_filters_count_alike(tools: Tools) -> None:
     alone = await tools.ok("query_files", where={"topics": ["x", "y"]})
     with_folder = await tools.ok("query_files", where={"topics": ["x", "y"]}, directory="")

@@ -320,8 +320,10 @@ SUMMARY_COLUMNS = (
 
 
 def _file_conditions(
-    conn: Connection, filters: FileFilters, scan: bool = False
+    filters: FileFilters, where: _WhereMatch, scan: bool = False
 ) -> list[ColumnElement[bool]]:
+    """`filters` as conditions on notes; `where`: its `where` tests, matched once a query
+    (`matched_notes` probes the index to choose the narrowest test)."""
     conditions: list[ColumnElement[bool]] = []
     if filters.directory:
         conditions.append(under_prefix(Note.folder, filters.directory))
@@ -335,7 +337,8 @@ def _file_conditions(
         conditions.append(Note.modified < filters.modified_until)
     if filters.tag is not None:
         conditions.append(_tagged(tag_condition(filters.tag), scan))
-    conditions.extend(property_conditions(conn, filters.where))
+    matched, absent = where
+    conditions.extend(absent if matched is None else [Note.path.in_(matched), *absent])
     return conditions
 
 
@@ -359,17 +362,12 @@ class _PropertyTest:
         return and_(props.key == self.key, *tests)
 
 
-def property_conditions(
-    conn: Connection, where: Iterable[PropertyCondition]
-) -> list[ColumnElement[bool]]:
-    """The `where` tests as conditions on notes (`matched_notes`)."""
-    matched, absent = matched_notes(conn, where)
-    return absent if matched is None else [Note.path.in_(matched), *absent]
+# What `matched_notes` found: the paths passing the tests (None: no test but `exists: false`
+# ones), and those as conditions on notes.
+_WhereMatch = tuple[Select[str] | None, list[ColumnElement[bool]]]
 
 
-def matched_notes(
-    conn: Connection, where: Iterable[PropertyCondition]
-) -> tuple[Select[str] | None, list[ColumnElement[bool]]]:
+def matched_notes(conn: Connection, where: Iterable[PropertyCondition]) -> _WhereMatch:
     """The paths passing every `where` test but `exists: false` ones (None when there are only
     such), and those as conditions on notes.
 
@@ -406,13 +404,15 @@ def matched_notes(
     return matched, absent
 
 
-def _count_properties_only(conn: Connection, filters: FileFilters) -> int | None:
+def _count_properties_only(
+    conn: Connection, filters: FileFilters, where: _WhereMatch
+) -> int | None:
     """The total of a query filtered by `where` alone, counted in the property index: a path
     listed there is a note's (its rows go with it), so the notes need not be read (7,500 of
     100,000 notes: 4 ms against 9). None for any other query."""
     if not filters.where or filters != FileFilters(where=filters.where):
         return None
-    matched, absent = matched_notes(conn, filters.where)
+    matched, absent = where
     if matched is None or absent:
         return None
     paths = matched.subquery()
@@ -494,15 +494,16 @@ def query_files(
     # With a folder, type, status or time filter, SQLite walks that column's index and
     # checking each note's tags beats listing every tagged note (for a common tag, by far).
     narrowed = filters.narrow
-    conditions = _file_conditions(conn, filters, scan=narrowed)
+    where = matched_notes(conn, filters.where)
+    conditions = _file_conditions(filters, where, scan=narrowed)
     if filters.tag is not None and not narrowed:
         total = tag_counts.notes_under(conn, filters.tag)
-    elif (counted := _count_properties_only(conn, filters)) is not None:
+    elif (counted := _count_properties_only(conn, filters, where)) is not None:
         total = counted
     else:
         total = conn.execute(select(func.count()).select_from(Note).where(*conditions)).scalar_one()
     if filters.tag is not None and not narrowed and _prefer_scan(conn, total, offset + limit):
-        conditions = _file_conditions(conn, filters, scan=True)
+        conditions = _file_conditions(filters, where, scan=True)
     page = select(*SUMMARY_COLUMNS).where(*conditions).order_by(*order.columns())
     rows = conn.execute(page.limit(limit).offset(offset)).all()
     return FilePage(summaries(conn, rows), total, limit, offset)
