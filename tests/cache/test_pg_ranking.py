@@ -237,3 +237,20 @@ def test_0018_fills_heads_and_downgrades(postgres_empty_url: str) -> None:
         ).scalar_one()
         assert options is None
     engine.dispose()
+
+
+def test_a_failed_search_reports_its_own_error(
+    pg_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement that fails (here a column gone; a deadline's timeout alike) is the error the
+    caller sees, not "current transaction is aborted" from putting the scan setting back."""
+    from sqlalchemy.exc import ProgrammingError
+
+    index(pg_app, {"a.md": "alpha\n"})
+
+    def broken(conn: Any, *_args: Any) -> list[Any]:
+        return list(conn.execute(text("SELECT no_such_column FROM note_texts")).all())
+
+    monkeypatch.setattr(pg_search, "_page_rows", broken)
+    with pytest.raises(ProgrammingError, match="no_such_column"):
+        search(pg_app.db, "alpha")

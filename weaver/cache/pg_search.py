@@ -298,12 +298,14 @@ def _index_scans(conn: Connection) -> Iterator[None]:
     """No sequential scan of `note_texts` for these statements (the setting as it was after
     them, for the rest of the transaction). The planner does not count reading a document
     out of TOAST: to it, the narrow rows of a few thousand notes look cheaper to scan than
-    the GIN index, and such a scan reads every note's document (31-47 ms at 10,000)."""
+    the GIN index, and such a scan reads every note's document (31-47 ms at 10,000).
+
+    Put back only when the statements succeeded: after a failed one (a deadline's
+    `statement_timeout`, say) the transaction is aborted, and setting it back would fail too,
+    hiding the error that counts; the rollback ends the local setting anyway."""
     previous = conn.execute(_SEQSCAN_OFF).scalar_one()
-    try:
-        yield
-    finally:
-        conn.execute(_SEQSCAN_SET, {"value": previous})
+    yield
+    conn.execute(_SEQSCAN_SET, {"value": previous})
 
 
 # One round trip each: the setting before, and set (transaction-local, as SET LOCAL).
