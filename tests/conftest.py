@@ -129,6 +129,15 @@ def postgres_empty_url(postgres_server: PostgresServer) -> Iterator[str]:
 
 
 @pytest.fixture
+def pg_app(vault_dir: Path, postgres_url: str) -> Iterator[App]:
+    """An app over an empty vault whose cache is a fresh PostgreSQL database (the tests of
+    what PostgreSQL alone does: its search, the job system)."""
+    app = open_app(Settings(vault=vault_dir, database_url=postgres_url))
+    yield app
+    app.close()
+
+
+@pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     root.mkdir()

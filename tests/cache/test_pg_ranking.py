@@ -5,8 +5,6 @@ and every match is still counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,16 +14,7 @@ from sqlalchemy import Engine, event, text
 from tests.conftest import write_files
 from weaver.cache import fts, pg_search, read
 from weaver.cache.db import alembic_config, open_engine
-from weaver.config import Settings
-from weaver.host.app import App, open_app
-
-
-@pytest.fixture
-def pg_app(tmp_path: Path, postgres_url: str) -> Iterator[App]:
-    (tmp_path / "vault").mkdir()
-    app = open_app(Settings(vault=tmp_path / "vault", database_url=postgres_url))
-    yield app
-    app.close()
+from weaver.host.app import App
 
 
 def index(app: App, files: dict[str, str | bytes]) -> None:

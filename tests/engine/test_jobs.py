@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -30,7 +28,7 @@ from weaver.engine.jobs import (
     worker_queues,
 )
 from weaver.engine.worker_schedules import worker_schedules
-from weaver.host.app import App, open_app
+from weaver.host.app import App
 
 
 @workflow(id="echo", name="Echo")
@@ -46,13 +44,6 @@ def pair(_ctx: WorkflowContext[Any]) -> str:
 @workflow(id="nightly", name="Nightly", triggers=[OnSchedule("0 3 * * *")])
 def nightly(_ctx: WorkflowContext[Any]) -> None:
     return None
-
-
-@pytest.fixture
-def pg_app(postgres_url: str, tmp_path: Path) -> Iterator[App]:
-    app = open_app(Settings(vault=tmp_path, database_url=postgres_url))
-    yield app
-    app.close()
 
 
 def engine_of(app: App, *workflows: Any, background: Any = "jobs") -> WorkflowEngine:

@@ -5,16 +5,13 @@ once however many workers fire it, on a real PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 
-from weaver.config import Settings
-from weaver.engine import OnSchedule, Registry, WorkflowContext, WorkflowEngine, workflow
+from tests.engine.test_jobs import engine_of
+from weaver.engine import OnSchedule, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.jobs import SCHEDULE_TASK, build_worker_app, conninfo_of
 from weaver.engine.worker_schedules import (
     fire_schedules,
@@ -23,7 +20,7 @@ from weaver.engine.worker_schedules import (
     tick_due_at_start,
     worker_schedules,
 )
-from weaver.host.app import App, open_app
+from weaver.host.app import App
 
 WEEK = timedelta(days=7)
 
@@ -86,13 +83,6 @@ def tick(_ctx: WorkflowContext[Any]) -> None:
     return None
 
 
-@pytest.fixture
-def pg_app(postgres_url: str, tmp_path: Path) -> Iterator[App]:
-    app = open_app(Settings(vault=tmp_path, database_url=postgres_url))
-    yield app
-    app.close()
-
-
 def deferred_ticks(url: str) -> list[tuple[int, int]]:
     with psycopg.connect(conninfo_of(url)) as conn:
         rows = conn.execute(
@@ -104,10 +94,7 @@ def deferred_ticks(url: str) -> list[tuple[int, int]]:
 
 
 def test_three_workers_defer_each_tick_once(pg_app: App) -> None:
-    registry = Registry()
-    registry.register(tick)
-    engine = WorkflowEngine.for_app(pg_app, registry, background="jobs")
-    engine.start(subscribe=False)
+    engine = engine_of(pg_app, tick)
     try:
         asyncio.run(_fire_for(engine, workers=3, seconds=3.5))
     finally:
