@@ -41,3 +41,19 @@ def indexed_app(root: Path, files: Mapping[str, str | bytes]) -> Iterator[App]:
         yield app
     finally:
         app.close()
+
+
+def child_pids(parent: int) -> list[int]:
+    """The processes whose parent is `parent`, from /proc (Linux)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it exited meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        if int(stat.rpartition(")")[2].split()[1]) == parent:
+            children.append(int(entry.name))
+    return children

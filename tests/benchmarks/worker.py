@@ -65,28 +65,15 @@ def run_worker(task: str, timeout: float = 1800, **kwargs: Any) -> dict[str, Any
 def _sample_children(proc: subprocess.Popen[str], peaks: dict[int, float]) -> None:
     """Every 50 ms, the high-water RSS of each child of `proc` (`ru_maxrss` of children is no
     use here: Linux charges a child with its parent's peak when it execs after a vfork)."""
+    from tests.helpers import child_pids  # the driver's side only: the worker imports little
+
     while proc.poll() is None:
-        for pid in _children_of(proc.pid):
+        for pid in child_pids(proc.pid):
             try:
                 peaks[pid] = max(peaks.get(pid, 0.0), rss_mb(pid)[1])
             except (OSError, KeyError):  # it exited meanwhile
                 continue
         time.sleep(0.05)
-
-
-def _children_of(parent: int) -> list[int]:
-    children = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        if int(stat.rpartition(")")[2].split()[1]) == parent:
-            children.append(int(entry.name))
-    return children
 
 
 def peak_rss_mb() -> float:

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import write_files
-from tests.helpers import wait_for
+from tests.helpers import child_pids, wait_for
 from tests.host.test_daemon import Daemon
 from tests.mcp_server.test_transports import WEAVER, free_port
 
@@ -73,17 +73,8 @@ def serving_pids(port: int, want: int, timeout: float = START_TIMEOUT) -> set[in
 
 
 def children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rpartition(")")[2].split()[1]) == pid and "http_child" in _cmdline(entry):
-            found.add(int(entry.name))
-    return found
+    """The daemon's HTTP reader processes."""
+    return {child for child in child_pids(pid) if "http_child" in _cmdline(Path(f"/proc/{child}"))}
 
 
 def _cmdline(entry: Path) -> str:
