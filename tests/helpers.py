@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, event
 
 from tests.conftest import write_files
 from weaver.config import Settings
@@ -57,3 +59,19 @@ def child_pids(parent: int) -> list[int]:
         if int(stat.rpartition(")")[2].split()[1]) == parent:
             children.append(int(entry.name))
     return children
+
+
+@contextmanager
+def statements_run(engine: Engine) -> Iterator[list[str]]:
+    """The SQL statements `engine` sends while the block runs, in order (for the tests that
+    count a query's statements)."""
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)

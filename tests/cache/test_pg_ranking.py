@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, text
 
 from tests.conftest import write_files
+from tests.helpers import statements_run
 from weaver.cache import fts, pg_search, read
 from weaver.cache.db import alembic_config, open_engine
 from weaver.host.app import App
@@ -152,28 +153,16 @@ def test_a_phrase_is_checked_and_counted_in_one_pass(pg_app: App) -> None:
         f"n{i:02}.md": ("create a summary\n" if i % 3 else "summary create\n") for i in range(30)
     }
     index(pg_app, notes)
-    statements: list[str] = []
-
-    def seen(*args: Any) -> None:
-        statements.append(args[2])
-
-    event.listen(pg_app.db, "before_cursor_execute", seen)
-    try:
+    with statements_run(pg_app.db) as statements:
         page = search(pg_app.db, '"summary create"', limit=4)
-    finally:
-        event.remove(pg_app.db, "before_cursor_execute", seen)
     assert page.total == 10
     assert len(page.hits) == 4
     assert all("<mark>summary</mark> <mark>create</mark>" in hit.snippet for hit in page.hits)
     counts = [sql for sql in statements if "count(*) AS" in sql.replace("count(*) OVER", "")]
     assert counts == []
     # Words, not a phrase: the index checks them, and counts them when the page is full.
-    statements.clear()
-    event.listen(pg_app.db, "before_cursor_execute", seen)
-    try:
+    with statements_run(pg_app.db) as statements:
         words = search(pg_app.db, "summary create", limit=4)
-    finally:
-        event.remove(pg_app.db, "before_cursor_execute", seen)
     assert words.total == 30
     assert [sql for sql in statements if "count(*) OVER" in sql] == []
     assert len([sql for sql in statements if "count(*) AS" in sql]) == 1

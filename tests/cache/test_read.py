@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, event, insert, select, text
+from sqlalchemy import Connection, insert, select, text
 
 from tests.conftest import write_files
-from tests.helpers import indexed_app
+from tests.helpers import indexed_app, statements_run
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.models import Link, Note, Tag
@@ -111,20 +111,11 @@ def test_files_carry_tags_and_metadata(conn: Connection) -> None:
 
 
 def test_a_page_costs_the_same_few_queries_whatever_its_size(app: App) -> None:
-    statements: list[str] = []
-
-    def record(*args: Any) -> None:
-        statements.append(args[2])
-
-    event.listen(app.db, "before_cursor_execute", record)
-    try:
-        with read.read_snapshot(app.db) as conn:
-            query(conn, limit=1)
-            small = len(statements)
-            query(conn, limit=500)
-            large = len(statements) - small
-    finally:
-        event.remove(app.db, "before_cursor_execute", record)
+    with statements_run(app.db) as statements, read.read_snapshot(app.db) as conn:
+        query(conn, limit=1)
+        small = len(statements)
+        query(conn, limit=500)
+        large = len(statements) - small
     assert small <= 4  # BEGIN, count, page, tags
     assert large == 3
 
@@ -270,19 +261,12 @@ def test_version_stamps_are_read_once_a_snapshot_and_anew_in_the_next(app: App) 
     a snapshot answers them all; the next snapshot sees a stamp moved meanwhile."""
     from weaver.cache import vectors
 
-    statements: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if "cache_state" in statement:
-            statements.append(statement)
-
-    event.listen(app.db, "before_cursor_execute", seen)
+    with statements_run(app.db) as statements, read.read_snapshot(app.db) as conn:
+        first = read.last_updated(conn)
+        for _ in range(3):
+            assert (read.last_updated(conn), vectors.vectors_version(conn)) == (first, 0)
+    assert len([sql for sql in statements if "cache_state" in sql]) == 1
     try:
-        with read.read_snapshot(app.db) as conn:
-            first = read.last_updated(conn)
-            for _ in range(3):
-                assert (read.last_updated(conn), vectors.vectors_version(conn)) == (first, 0)
-        assert len(statements) == 1
         with app.db.begin() as writer:
             read_again = read.last_updated(writer)
             writer.execute(
@@ -293,7 +277,6 @@ def test_version_stamps_are_read_once_a_snapshot_and_anew_in_the_next(app: App) 
         with read.read_snapshot(app.db) as conn:
             assert read.last_updated(conn) == (first or 0) + 1
     finally:
-        event.remove(app.db, "before_cursor_execute", seen)
         with app.db.begin() as writer:
             writer.execute(
                 text("UPDATE cache_state SET value = :v WHERE key = 'last_updated'"),

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import write_files
+from tests.helpers import statements_run
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.cache import read
 from weaver.config import Settings
@@ -105,23 +106,12 @@ def test_the_narrowest_test_lists_the_notes(props: Served) -> None:
 
 def test_a_query_probes_each_test_once(props: Served) -> None:
     """The narrowest test is chosen once a query, not again for its count and its page."""
-    from sqlalchemy import event
-
-    probes: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if "note_properties" in statement and "LIMIT" in statement and "count" in statement:
-            probes.append(statement)
-
-    event.listen(props.app.db, "before_cursor_execute", seen)
-    try:
-        with read.read_snapshot(props.app.db) as conn:
-            where = parse_where({"topics": {"exists": True}, "cover": {"exists": True}})
-            page = read.query_files(conn, read.FileFilters(where=where), 10, 0)
-    finally:
-        event.remove(props.app.db, "before_cursor_execute", seen)
+    where = parse_where({"topics": {"exists": True}, "cover": {"exists": True}})
+    with statements_run(props.app.db) as statements, read.read_snapshot(props.app.db) as conn:
+        page = read.query_files(conn, read.FileFilters(where=where), 10, 0)
+    probes = [sql for sql in statements if "note_properties" in sql and "LIMIT" in sql]
     assert page.total == 1  # b.md has both
-    assert len(probes) == 2  # one per test
+    assert len([sql for sql in probes if "count" in sql]) == 2  # one per test
 
 
 async def test_where_alone_and_with_other_filters_count_alike(tools: Tools) -> None:
