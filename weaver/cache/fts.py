@@ -302,11 +302,7 @@ def _search_values(
         "offset": offset,
         "pinned": pinned_rowids,
     }
-    if directory:  # "" is the vault root: no filter
-        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    if tag is not None:
-        values["tag"] = tag
-    return values
+    return values | pg_search.filter_values(directory, tag)
 
 
 def _search_postgres(

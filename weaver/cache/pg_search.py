@@ -364,6 +364,14 @@ def _values(
         "pinned": list(pinned) or [""],
         "pin": PIN_SCORE,
     }
+    return values | filter_values(directory, tag)
+
+
+def filter_values(directory: str | None, tag: str | None) -> dict[str, str]:
+    """The bound values of a search's folder and tag filters, on both backends: a folder is
+    the paths from `folder/` up to `folder0` (`0` sorts just after `/`, as in
+    `read.under_prefix`); "" is the vault's root, no filter."""
+    values: dict[str, str] = {}
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
     if tag is not None:
