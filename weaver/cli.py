@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(
             config_path=args.config,
             overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
-            vault_here=not getattr(args, "no_vault", False),
+            vault_here=not (getattr(args, "no_vault", False) or args.command is cmd_worker),
         )
         configure_logging(settings.log_level, settings.log_format)
         command: Command = args.command

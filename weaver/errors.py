@@ -10,7 +10,7 @@ WeaverError
 │   ├── FolderNotFoundError  no such folder ("Folder not found")
 │   ├── NoteDecodeError    the file is not UTF-8
 │   ├── NoteTooLargeError  the file is bigger than any note Weaver reads
-│   └── NoFilesError       a reader (`serve --no-vault`) was asked for a note's file
+│   └── NoFilesError       a process without the files was asked for a note's file
 ├── DaemonError            a second daemon on the same vault, and the like
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
@@ -82,15 +82,17 @@ class NoteTooLargeError(VaultError):
 
 
 class NoFilesError(VaultError):
-    """A reader process (`weaver serve --no-vault`) serves the cache alone: what needs a note's
-    file (its full text, a write) is the writer's to answer."""
+    """A process without the vault's files (a reader, `weaver serve --no-vault`; a worker on
+    a host without them) was asked for what needs a note's file (its full text, a write)."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"{what} needs the note's file, and this server is a reader (weaver serve "
-            "--no-vault): it answers from the cache alone, which keeps no note's full text; "
-            "ask the writer (weaver daemon, or weaver serve with the vault's files)"
-        )
+    READER = (
+        "this server is a reader (weaver serve --no-vault): it answers from the cache alone, "
+        "which keeps no note's full text; ask the writer (weaver daemon, or weaver serve with "
+        "the vault's files)"
+    )
+
+    def __init__(self, what: str, why: str = READER) -> None:
+        super().__init__(f"{what} needs the note's file, and {why}")
 
 
 MAX_SUGGESTIONS = 3

@@ -42,6 +42,19 @@ def note_text(db: Engine, path: str) -> str | None:
         return fts.get_note_text(conn, path)
 
 
+def _vault_here(settings: Settings, db: Engine) -> Vault:
+    """The vault's files; where they are not on this host (a `weaver worker` elsewhere: the
+    other commands insist on the folder), the notes' text as the cache keeps it (PostgreSQL
+    does), with writes refused saying why."""
+    if settings.vault.is_dir():
+        return Vault(settings.vault, settings.ignore)
+    why = (
+        f"this worker has none of the vault's files (no folder {settings.vault} on this "
+        "host): give it them at that path (a shared volume) to run workflows that write notes"
+    )
+    return CacheOnlyVault(settings.vault, settings.ignore, partial(note_text, db), why)
+
+
 def reader_queues(settings: Settings) -> bool:
     """Whether a reader (`--no-vault`) with these settings queues workflow runs: on PostgreSQL,
     where a run is a row and a job that any worker takes, unless `read_only` is set. On SQLite
@@ -60,7 +73,7 @@ def open_app(
     queue_db = None
     if files:
         db = open_cache_engine(settings.db_url, check=check)
-        vault = Vault(settings.vault, settings.ignore)
+        vault = _vault_here(settings, db)
     else:
         db = open_reader_engine(settings.db_url)
         vault = CacheOnlyVault(settings.vault, settings.ignore, partial(note_text, db))

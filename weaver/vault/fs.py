@@ -236,10 +236,11 @@ def _file_stat(path: str, st: os.stat_result) -> FileStat:
 
 
 class CacheOnlyVault(Vault):
-    """The vault of a reader process (`weaver serve --no-vault`): its rules still check the
-    paths clients send, but its files are never opened (the folder may not exist here).
-    A note's text comes from `texts` (the cache's copy, where the cache keeps one: `None`
-    when it does not); without it, reading raises `NoFilesError`. A scan finds nothing."""
+    """The vault of a process without the files (a reader, `weaver serve --no-vault`; a worker
+    on a host without them): its rules still check the paths clients send, but its files are
+    never opened (the folder may not exist here). A note's text comes from `texts` (the
+    cache's copy, where the cache keeps one: `None` when it does not); without it, reading
+    raises `NoFilesError`, saying `why` there are no files. A scan finds nothing."""
 
     has_files = False
 
@@ -248,9 +249,11 @@ class CacheOnlyVault(Vault):
         root: Path,
         ignore: Sequence[str] = (),
         texts: Callable[[str], str | None] | None = None,
+        why: str = NoFilesError.READER,
     ) -> None:
         super().__init__(root, ignore)
         self._texts = texts
+        self._why = why
 
     def scan(self, under: str = "") -> Iterator[FileStat]:
         return iter(())
@@ -268,8 +271,8 @@ class CacheOnlyVault(Vault):
         clean = self.check_note_path(path)
         text = self._texts(clean) if self._texts is not None else None
         if text is None:
-            raise NoFilesError(f"reading {clean!r}")
+            raise NoFilesError(f"reading {clean!r}", self._why)
         return text.encode("utf-8")
 
     def note_file(self, path: str) -> Path:
-        raise NoFilesError(f"reading {self.check_note_path(path)!r}")
+        raise NoFilesError(f"reading {self.check_note_path(path)!r}", self._why)
