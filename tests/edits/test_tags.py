@@ -248,9 +248,9 @@ def test_finished_runs_are_kept_for_a_while_then_dropped(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with app.db.begin() as conn:
-        first = journal.begin_run(conn, "rename_tag", {}, [("a.md", "x", "y")])
+        first = journal.begin_run(conn, "rename_tag", {}, [journal.PlannedNote("a.md", "x", "y")])
         journal.finish_run(conn, first, [("a.md", "written", None)])
-    monkeypatch.setattr(journal, "_now_ms", lambda: 10**15)  # far in the future
+    monkeypatch.setattr(journal, "now_ms", lambda: 10**15)  # far in the future
     with app.db.begin() as conn:
         second = journal.begin_run(conn, "rename_tag", {}, [])
         journal.finish_run(conn, second, [])

@@ -155,7 +155,10 @@ async def test_the_server_finishes_an_interrupted_rename_when_it_starts(tmp_path
                 conn,
                 "rename_tag",
                 {"from": "proj", "to": "work"},
-                [(p, old[p], new[p]) for p in old],
+                [
+                    journal.PlannedNote(p, old[p], new[p], new_data=f"#work {p[0]}\n".encode())
+                    for p in old
+                ],
             )
         await keep_cache_fresh(ServerState(app, watch=False))
         assert (root / "a.md").read_text() == "#work a\n"

@@ -96,6 +96,12 @@ def query_deadline(seconds: float | None) -> Iterator[None]:
         _deadline.at = previous
 
 
+def lift_deadline() -> None:
+    """No deadline for this thread's queries until its `query_deadline` block ends: a write
+    that has begun must be finished (its cache update included), not stopped half way."""
+    _deadline.at = None
+
+
 def deadline_passed() -> bool:
     at = _deadline.at
     return at is not None and time.monotonic() > at

@@ -1,5 +1,11 @@
-"""The edit journal's SQL: changes to many notes, recorded before they start (see
-`weaver.edits.journal` for what it guarantees)."""
+"""The edit journal's SQL: every write by Weaver, recorded before it lands and kept as history.
+
+A run is one operation (an edit, a move with its link rewrites, a tag renamed across the vault)
+and its notes, each with its hash as read and as it will be ("" for absent). `old_data` keeps
+what the write replaced, for undo; `new_data` what a change to many notes will write, until the
+run finishes, so that `weaver.edits.journal` can finish it after a crash. See that module for
+what is guaranteed.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +14,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.sql.expression import bindparam
 
 from weaver.cache.models import EditJournal, EditJournalNote
 
-PENDING = "pending"
-# Finished runs are kept this long (what a rename did stays answerable for a while), then go.
+PENDING, WRITTEN, SKIPPED, FAILED = "pending", "written", "skipped", "failed"
+# Finished runs are kept this long (what an edit replaced stays restorable for a while), then go.
 RETAIN_MS = 30 * 24 * 60 * 60 * 1000
+# The replaced texts kept for undo, all notes together: past it the oldest are dropped first.
+HISTORY_MAX_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedNote:
+    """A note a run is about to change: hashes "" where the note is absent (before or after)."""
+
+    path: str
+    old_hash: str
+    new_hash: str
+    old_data: bytes | None = None  # what the write replaces, kept for undo
+    new_data: bytes | None = None  # what it writes, kept until the run ends (crash recovery)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +44,7 @@ class JournalNote:
     new_hash: str
     status: str
     detail: str | None
+    new_data: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +57,21 @@ class JournalRun:
     notes: tuple[JournalNote, ...]
 
 
-def _now_ms() -> int:
+@dataclass(frozen=True, slots=True)
+class NoteEdit:
+    """One write of one note, as `list_note_edits` shows it."""
+
+    journal_id: int
+    operation: str
+    arguments: dict[str, Any]
+    path: str
+    old_hash: str
+    new_hash: str
+    written_at: int
+    restorable: bool  # the replaced text is still kept
+
+
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
@@ -45,40 +79,100 @@ def begin_run(
     conn: Connection,
     operation: str,
     arguments: dict[str, Any],
-    notes: Sequence[tuple[str, str, str]],
+    notes: Sequence[PlannedNote],
 ) -> int:
-    """Record a run and its notes as (path, hash as read, hash to write), all pending."""
+    """Record a run and its notes, all pending, before the first of them is written."""
     run_id = conn.execute(
         insert(EditJournal)
-        .values(operation=operation, arguments=arguments, started=_now_ms(), finished=None)
+        .values(operation=operation, arguments=arguments, started=now_ms(), finished=None)
         .returning(EditJournal.id)
     ).scalar_one()
     if notes:
         rows = [
-            {"journal_id": run_id, "path": p, "old_hash": old, "new_hash": new, "status": PENDING}
-            for p, old, new in notes
+            {
+                "journal_id": run_id,
+                "path": n.path,
+                "old_hash": n.old_hash,
+                "new_hash": n.new_hash,
+                "status": PENDING,
+                "old_data": n.old_data,
+                "new_data": n.new_data,
+            }
+            for n in notes
         ]
         conn.execute(insert(EditJournalNote), rows)
     return int(run_id)
 
 
 def finish_run(
-    conn: Connection, run_id: int, outcomes: Sequence[tuple[str, str, str | None]]
+    conn: Connection,
+    run_id: int,
+    outcomes: Sequence[tuple[str, str, str | None]],
+    *,
+    new_hashes: dict[str, str] | None = None,
 ) -> None:
-    """Store each note's (path, status, detail) and mark the run finished."""
+    """Store each note's (path, status, detail) and mark the run finished. A note written
+    keeps what it replaced; `new_hashes` corrects a note written with other text than planned
+    (re-read after a concurrent save). The planned texts are dropped: nothing is left to do."""
+    now = now_ms()
     if outcomes:
         statement = (
             update(EditJournalNote)
             .where(EditJournalNote.journal_id == run_id)
             .where(EditJournalNote.path == bindparam("p"))
-            .values(status=bindparam("s"), detail=bindparam("d"))
+            .values(status=bindparam("s"), detail=bindparam("d"), written_at=bindparam("w"))
         )
-        conn.execute(statement, [{"p": p, "s": s, "d": d} for p, s, d in outcomes])
-    now = _now_ms()
+        rows = [
+            {"p": p, "s": s, "d": d, "w": now if s == WRITTEN else None} for p, s, d in outcomes
+        ]
+        conn.execute(statement, rows)
+    if new_hashes:
+        statement = (
+            update(EditJournalNote)
+            .where(EditJournalNote.journal_id == run_id)
+            .where(EditJournalNote.path == bindparam("p"))
+            .values(new_hash=bindparam("h"))
+        )
+        conn.execute(statement, [{"p": p, "h": h} for p, h in new_hashes.items()])
+    conn.execute(
+        update(EditJournalNote).where(EditJournalNote.journal_id == run_id).values(new_data=None)
+    )
+    conn.execute(
+        update(EditJournalNote)
+        .where(EditJournalNote.journal_id == run_id, EditJournalNote.status != WRITTEN)
+        .values(old_data=None)
+    )
     conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=now))
+    prune(conn, now)
+
+
+def prune(conn: Connection, now: int, max_bytes: int = HISTORY_MAX_BYTES) -> None:
+    """Drop runs finished more than `RETAIN_MS` ago, and the oldest replaced texts past
+    `max_bytes` in all (their runs stay listed, no longer restorable)."""
     old = select(EditJournal.id).where(EditJournal.finished < now - RETAIN_MS)
     conn.execute(delete(EditJournalNote).where(EditJournalNote.journal_id.in_(old)))
     conn.execute(delete(EditJournal).where(EditJournal.finished < now - RETAIN_MS))
+    kept = (
+        select(
+            EditJournalNote.journal_id,
+            EditJournalNote.path,
+            func.sum(func.length(EditJournalNote.old_data))
+            .over(order_by=(EditJournalNote.journal_id.desc(), EditJournalNote.path))
+            .label("running"),
+        )
+        .where(EditJournalNote.old_data.is_not(None))
+        .subquery()
+    )
+    over = select(kept.c.journal_id, kept.c.path).where(kept.c.running > max_bytes)
+    doomed = conn.execute(over).all()
+    if doomed:
+        conn.execute(
+            update(EditJournalNote)
+            .where(EditJournalNote.journal_id == bindparam("j"))
+            .where(EditJournalNote.path == bindparam("p"))
+            .values(old_data=None),
+            [{"j": j, "p": p} for j, p in doomed],
+        )
 
 
 _RUN_COLUMNS = (
@@ -95,18 +189,19 @@ def unfinished_runs(conn: Connection) -> list[JournalRun]:
     rows = conn.execute(
         select(*_RUN_COLUMNS).where(EditJournal.finished.is_(None)).order_by(EditJournal.id)
     ).all()
-    return _with_notes(conn, rows)
+    return _with_notes(conn, rows, with_data=True)
 
 
 def get_run(conn: Connection, run_id: int) -> JournalRun | None:
     rows = conn.execute(select(*_RUN_COLUMNS).where(EditJournal.id == run_id)).all()
-    found = _with_notes(conn, rows)
+    found = _with_notes(conn, rows, with_data=False)
     return found[0] if found else None
 
 
-def _with_notes(conn: Connection, runs: Sequence[Any]) -> list[JournalRun]:
+def _with_notes(conn: Connection, runs: Sequence[Any], *, with_data: bool) -> list[JournalRun]:
     if not runs:
         return []
+    data = EditJournalNote.new_data if with_data else None
     rows = conn.execute(
         select(
             EditJournalNote.journal_id,
@@ -115,14 +210,80 @@ def _with_notes(conn: Connection, runs: Sequence[Any]) -> list[JournalRun]:
             EditJournalNote.new_hash,
             EditJournalNote.status,
             EditJournalNote.detail,
+            *([data] if data is not None else []),
         )
         .where(EditJournalNote.journal_id.in_([run[0] for run in runs]))
         .order_by(EditJournalNote.journal_id, EditJournalNote.path)
     )
     by_run: dict[int, list[JournalNote]] = {}
-    for run_id, path, old, new, status, detail in rows:
-        by_run.setdefault(run_id, []).append(JournalNote(path, old, new, status, detail))
+    for run_id, *fields in rows:
+        by_run.setdefault(run_id, []).append(JournalNote(*fields))
     return [
         JournalRun(run[0], run[1], dict(run[2]), run[3], run[4], tuple(by_run.get(run[0], [])))
         for run in runs
     ]
+
+
+# ---------------------------------------------------------------- a note's history
+
+
+def list_note_edits(
+    conn: Connection, path: str, limit: int, offset: int
+) -> tuple[list[NoteEdit], int]:
+    """The writes of `path` by Weaver, newest first: one page and how many there are."""
+    written = (EditJournalNote.path == path, EditJournalNote.status == WRITTEN)
+    total = conn.execute(
+        select(func.count()).select_from(EditJournalNote).where(*written)
+    ).scalar_one()
+    rows = conn.execute(
+        select(
+            EditJournal.id,
+            EditJournal.operation,
+            EditJournal.arguments,
+            EditJournalNote.path,
+            EditJournalNote.old_hash,
+            EditJournalNote.new_hash,
+            EditJournalNote.written_at,
+            EditJournalNote.old_data.is_not(None),
+        )
+        .join(EditJournal, EditJournal.id == EditJournalNote.journal_id)
+        .where(*written)
+        .order_by(EditJournal.id.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return [
+        NoteEdit(r[0], r[1], dict(r[2]), r[3], r[4], r[5], r[6] or 0, bool(r[7])) for r in rows
+    ], int(total)
+
+
+def get_replaced_text(
+    conn: Connection, run_id: int, path: str
+) -> tuple[NoteEdit, bytes | None] | None:
+    """One write of `path` and the bytes it replaced (None once pruned or when it created the
+    note); None when there is no such write."""
+    row = conn.execute(
+        select(
+            EditJournal.id,
+            EditJournal.operation,
+            EditJournal.arguments,
+            EditJournalNote.path,
+            EditJournalNote.old_hash,
+            EditJournalNote.new_hash,
+            EditJournalNote.written_at,
+            EditJournalNote.old_data,
+        )
+        .join(EditJournal, EditJournal.id == EditJournalNote.journal_id)
+        .where(
+            EditJournalNote.journal_id == run_id,
+            EditJournalNote.path == path,
+            EditJournalNote.status == WRITTEN,
+        )
+    ).first()
+    if row is None:
+        return None
+    data = row[7]
+    edit = NoteEdit(
+        row[0], row[1], dict(row[2]), row[3], row[4], row[5], row[6] or 0, data is not None
+    )
+    return edit, (bytes(data) if data is not None else None)

@@ -291,9 +291,10 @@ class WorkflowRecord(Base):
 
 
 class EditJournal(Base):
-    """A change to many notes (a tag renamed across the vault), recorded before its first write
-    so that one interrupted midway is finished or reported at the next start (`weaver.edits.
-    journal`). `finished` is NULL while it runs; `arguments` is what redoes it."""
+    """A write by Weaver to one note or many (an edit, a move and its link rewrites, a tag
+    renamed across the vault), recorded before its first write so that one interrupted midway
+    is finished or reported at the next start (`weaver.edits.journal`), and kept afterwards as
+    the notes' edit history (`restore_edit`). `finished` is NULL while it runs."""
 
     __tablename__ = "edit_journal"
 
@@ -305,8 +306,10 @@ class EditJournal(Base):
 
 
 class EditJournalNote(Base):
-    """One note of a journalled change: its hash as read and as it will be written, and what
-    became of it (`pending`, then `written`, `skipped` when edited meanwhile, or `failed`)."""
+    """One note of a journalled change: its hash as read and as it will be written ("" for a
+    note absent before or after), and what became of it (`pending`, then `written`, `skipped`
+    when edited meanwhile, or `failed`). `old_data` is what the write replaced (undo);
+    `new_data` what a change to many notes will write, until the run finishes (recovery)."""
 
     __tablename__ = "edit_journal_notes"
 
@@ -318,6 +321,11 @@ class EditJournalNote(Base):
     new_hash: Mapped[str] = mapped_column(String)
     status: Mapped[str] = mapped_column(String)
     detail: Mapped[str | None] = mapped_column(Text)
+    old_data: Mapped[bytes | None] = mapped_column(LargeBinary)
+    new_data: Mapped[bytes | None] = mapped_column(LargeBinary)
+    written_at: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_edit_journal_notes_path", "path"),)
 
 
 class NoteEmbedding(Base):

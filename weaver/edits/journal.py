@@ -1,11 +1,18 @@
-"""Finishing what an interrupted change to many notes left undone, at the next start.
+"""Finishing what an interrupted write left undone, at the next start.
 
-`rename_tag` records its plan in the edit journal before its first write (see
-`weaver.cache.journal`). If the process dies midway (kill -9, power loss), the run stays
-unfinished, and `recover_edits` settles each of its notes by what is on disk now: a note that
-already hashes as planned was written; one still as it was read is rewritten now (the same pure
-transform gives the same bytes); one that hashes as neither was edited meanwhile and is skipped,
-never overwritten. Every note's fate is logged and stored in the journal, and returned.
+Every write is journalled before it lands (`weaver.edits.steps`). If the process dies midway
+(kill -9, power loss), its run stays unfinished, and `recover_edits` settles each of its notes
+by what is on disk now, under the note's lock:
+
+- a note that already hashes as planned was written;
+- a change to many notes (a move and its link rewrites, a tag renamed or added across notes)
+  is finished: a note still as read gets the text planned for it (kept in the journal), and a
+  moved note not yet renamed is renamed first, so no link is left pointing nowhere;
+- a single note's edit interrupted before its write is not applied: its caller was never
+  answered, and a retry must not apply it twice;
+- a note that hashes as neither was edited meanwhile and is skipped, never overwritten.
+
+Every note's fate is logged and stored in the journal, and returned.
 """
 
 from __future__ import annotations
@@ -16,14 +23,25 @@ from dataclasses import dataclass
 import structlog
 
 from weaver.cache import journal
-from weaver.edits.notes import BOM, CacheSync, NoteChangedError, guarded_write, sha256
-from weaver.edits.patches import decode_text, encode_text
-from weaver.edits.tags import FAILED, RENAME_TAG, SKIPPED, WRITTEN, NoteOutcome
-from weaver.errors import VaultError
+from weaver.edits.notes import MOVE_FILE
+from weaver.edits.steps import (
+    ABSENT,
+    CacheSync,
+    NoteChangedError,
+    NoteOutcome,
+    digest,
+    guarded_write,
+    hold_notes,
+    sync_safely,
+    unchanged_check,
+)
+from weaver.errors import NoteNotFoundError, VaultError
 from weaver.host.app import App
-from weaver.markdown.retag import rename_tag_in_text
+from weaver.vault.writer import VaultWriter
 
 log = structlog.get_logger(__name__)
+
+EDITED = "edited since it was read; not overwritten"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,53 +57,82 @@ def recover_edits(app: App, sync: CacheSync) -> list[Recovered]:
     """Finish every unfinished journalled run; see the module docstring."""
     with app.db.connect() as conn:
         runs = journal.unfinished_runs(conn)
-    recovered = []
-    for run in runs:
-        outcomes = [_settle(app, run.operation, run.arguments, note) for note in run.notes]
-        with app.db.begin() as conn:
-            journal.finish_run(conn, run.id, [(o.path, o.status, o.detail) for o in outcomes])
-        hashes: dict[str, str | None] = {
-            note.path: note.new_hash
-            for note, outcome in zip(run.notes, outcomes, strict=True)
-            if outcome.status == WRITTEN
-        }
-        synced = sync(hashes) if hashes else True
-        for outcome in outcomes:
-            log.warning(
-                "interrupted edit settled",
-                run=run.id,
-                operation=run.operation,
-                path=outcome.path,
-                status=outcome.status,
-                why=outcome.detail,
-            )
-        recovered.append(Recovered(run.id, run.operation, run.arguments, tuple(outcomes), synced))
-    return recovered
+    return [_recover_run(app, run, sync) for run in runs]
 
 
-def _settle(
-    app: App, operation: str, arguments: Mapping[str, object], note: journal.JournalNote
-) -> NoteOutcome:
+def _recover_run(app: App, run: journal.JournalRun, sync: CacheSync) -> Recovered:
+    if run.operation == MOVE_FILE:
+        _finish_rename(app, run)
+    # A note's new text first, its removal last: a moved note is never absent from both.
+    ordered = sorted(run.notes, key=lambda n: n.new_hash == ABSENT)
+    outcomes = [_settle(app, note) for note in ordered]
+    with app.db.begin() as conn:
+        journal.finish_run(conn, run.id, [(o.path, o.status, o.detail) for o in outcomes])
+    hashes: dict[str, str | None] = {
+        o.path: (o.new_hash or None) for o in outcomes if o.status == journal.WRITTEN
+    }
+    synced = sync_safely(sync, hashes) if hashes else True
+    for outcome in outcomes:
+        log.warning(
+            "interrupted edit settled",
+            run=run.id,
+            operation=run.operation,
+            path=outcome.path,
+            status=outcome.status,
+            why=outcome.detail,
+        )
+    return Recovered(run.id, run.operation, run.arguments, tuple(outcomes), synced)
+
+
+def _finish_rename(app: App, run: journal.JournalRun) -> None:
+    """A move killed before its rename: do the rename, if both files are as planned."""
+    source, target = str(run.arguments["from"]), str(run.arguments["to"])
+    planned = next((n for n in run.notes if n.path == source), None)
+    if planned is None or planned.status != journal.PENDING:
+        return
+    with hold_notes(app, [source, target]):
+        if _hash_on_disk(app, target) != ABSENT or _hash_on_disk(app, source) != planned.old_hash:
+            return
+        writer = VaultWriter(
+            app.vault, on_write=unchanged_check(app.vault, {source: planned.old_hash})
+        )
+        try:
+            writer.move(source, target)
+        except (VaultError, OSError) as exc:
+            log.warning("interrupted move not finished", source=source, target=target, why=str(exc))
+
+
+def _settle(app: App, note: journal.JournalNote) -> NoteOutcome:
     if note.status != journal.PENDING:
         return NoteOutcome(note.path, note.status, note.detail)
+    with hold_notes(app, [note.path]):
+        try:
+            actual = _hash_on_disk(app, note.path)
+        except (VaultError, OSError) as exc:
+            return NoteOutcome(note.path, journal.SKIPPED, f"unreadable at recovery: {exc}")
+        if actual == note.new_hash:
+            return NoteOutcome(
+                note.path, journal.WRITTEN, "written before the interruption", actual
+            )
+        if actual != note.old_hash:
+            return NoteOutcome(note.path, journal.SKIPPED, EDITED)
+        return _redo(app, note, actual)
+
+
+def _redo(app: App, note: journal.JournalNote, actual: str) -> NoteOutcome:
+    if note.new_data is None:  # one note's edit, or a move's source not renamed
+        return NoteOutcome(note.path, journal.SKIPPED, "interrupted before its write; not applied")
     try:
-        data = app.vault.read_note(note.path)
-    except (VaultError, OSError) as exc:
-        return NoteOutcome(note.path, SKIPPED, f"unreadable at recovery: {exc}")
-    actual = sha256(data)
-    if actual == note.new_hash:
-        return NoteOutcome(note.path, WRITTEN, "written before the interruption")
-    if actual != note.old_hash or operation != RENAME_TAG:
-        return NoteOutcome(note.path, SKIPPED, "edited since it was read; not overwritten")
-    try:
-        text, crlf = decode_text(note.path, data)
-        result = rename_tag_in_text(text, str(arguments["from"]), str(arguments["to"]))
-        new = encode_text(result.text, crlf, data.startswith(BOM))
-        if sha256(new) != note.new_hash:
-            return NoteOutcome(note.path, SKIPPED, "the rename now gives other text; left alone")
-        guarded_write(app.vault, note.path, new, expected=actual)
+        guarded_write(app.vault, note.path, note.new_data, expected=actual)
     except NoteChangedError:
-        return NoteOutcome(note.path, SKIPPED, "edited since it was read; not overwritten")
+        return NoteOutcome(note.path, journal.SKIPPED, EDITED)
     except (VaultError, OSError) as exc:
-        return NoteOutcome(note.path, FAILED, str(exc))
-    return NoteOutcome(note.path, WRITTEN, "written at recovery")
+        return NoteOutcome(note.path, journal.FAILED, str(exc))
+    return NoteOutcome(note.path, journal.WRITTEN, "written at recovery", note.new_hash)
+
+
+def _hash_on_disk(app: App, path: str) -> str:
+    try:
+        return digest(app.vault.read_note(path))
+    except NoteNotFoundError:
+        return ABSENT

@@ -1,34 +1,52 @@
 """Changing notes: create, update, move (rewriting every link to it), delete to `.trash/`.
 
-The core behind the write tools; a CLI can call the same functions. Every change goes through
-`VaultWriter` (vault-confined paths, temp file + fsync + rename), and the cache is brought up to
-date by `sync` before a function returns, so a read right after sees the change:
-`sync_cache` applies the touched paths with the indexer when this process may write the cache,
-else waits (with a timeout) until the process that does shows the new content hashes.
+The core behind the write tools; a CLI can call the same functions. Each change is one step of
+`weaver.edits.steps` (the note locked across processes, its hash checked, the write journalled
+and atomic, the cache brought along before the function returns, so a read right after sees
+it): `sync_cache` applies the touched paths with the indexer when this process may write the
+cache, else waits (with a timeout) until the process that does shows the new content hashes.
 
 A write never overwrites what it did not see. `update_note` with `expected_hash` refuses when
 the note's bytes on disk hash otherwise, and every write checks again just before its rename
-(through the writer's hook) that the file is still the one read, so an edit saved in the editor
-meanwhile is never lost: the write is refused with `NoteChangedError` and nothing changes.
-
-    VaultError (weaver.errors)
-    ├── NoteChangedError   the note on disk is not the version the caller expected
-    ├── NoteEditError      the change cannot be made (bad tag, unparsable frontmatter)
-    └── NoteWriteError     the file system refused (permissions, disk full)
+that the file is still the one read, so an edit saved in the editor meanwhile is never lost:
+the write is refused with `NoteChangedError` and nothing changes. A move is journalled with
+every link it rewrites, so a move killed midway is finished at the next start
+(`weaver.edits.journal`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from weaver.cache import graph as cache_graph
-from weaver.cache import write
+from weaver.cache import journal, write
+from weaver.edits import gate
+from weaver.edits.steps import ABSENT as ABSENT
+from weaver.edits.steps import BOM as BOM
+from weaver.edits.steps import CacheSync as CacheSync
+from weaver.edits.steps import NoteChangedError as NoteChangedError
+from weaver.edits.steps import NoteEditError as NoteEditError
+from weaver.edits.steps import (
+    NoteOutcome,
+    Planned,
+    begin_run,
+    check_size,
+    finish_outcomes,
+    finish_run,
+    hold_notes,
+    sync_safely,
+    unchanged_check,
+    write_note,
+    write_planned,
+)
+from weaver.edits.steps import NoteWriteError as NoteWriteError
+from weaver.edits.steps import guarded_write as guarded_write
+from weaver.edits.steps import sha256 as sha256
 from weaver.errors import NoteDecodeError, VaultError
 from weaver.host.app import App
 from weaver.host.locks import writer_lock_for
@@ -39,42 +57,10 @@ from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.fs import Vault
 from weaver.vault.writer import VaultWriter
 
-BOM = b"\xef\xbb\xbf"
 SYNC_TIMEOUT_S = 5.0
 SYNC_POLL_S = 0.05
-REWRITE_ATTEMPTS = 3
+MOVE_FILE = "move_file"
 _YAML = ObsidianYAMLHandler()
-
-# Brings the cache in step with {path: content hash, or None when the note is gone}; returns
-# False when it could not be confirmed in time.
-CacheSync = Callable[[Mapping[str, str | None]], bool]
-
-
-class NoteChangedError(VaultError):
-    """The note on disk is not the version the caller expected: nothing was written."""
-
-    def __init__(self, path: str, expected: str | None, actual: str | None) -> None:
-        found = f"its hash is now {actual}" if actual else "it no longer exists"
-        super().__init__(
-            f"File changed on disk: {path!r} (expected hash {expected}, but {found}); "
-            "nothing was written. Read it again and retry."
-        )
-        self.path = path
-
-
-class NoteEditError(VaultError):
-    """The change asked for cannot be made to this note."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Cannot make this edit: {reason}")
-
-
-class NoteWriteError(VaultError):
-    """The file system refused the write; the note is as it was."""
-
-    def __init__(self, path: str, exc: OSError) -> None:
-        super().__init__(f"Cannot write file: {path!r} ({exc.strerror or type(exc).__name__})")
-        self.path = path
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +87,6 @@ class Trashed:
     path: str
     trash_path: str | None  # None: there was no such note
     cache_synced: bool
-
-
-def sha256(data: bytes) -> str:
-    """A note's content hash, as the indexer stores it and `get_file` reports it."""
-    return hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------- composing text
@@ -197,13 +178,16 @@ def create_note(
 ) -> Written:
     """Write a new note; fails (VaultError "File already exists") if there is one."""
     data = compose_note(None, content, frontmatter, tags).encode("utf-8")
-    writer = VaultWriter(app.vault)
-    try:
-        clean = writer.write_bytes(path, data, create_only=True)
-    except OSError as exc:
-        raise NoteWriteError(path, exc) from exc
-    digest = sha256(data)
-    return Written(clean, digest, len(data), True, sync({clean: digest}))
+
+    def create(old: bytes | None) -> bytes:
+        if old is not None:
+            raise VaultError(f"File already exists: {app.vault.check_note_path(path)!r}")
+        return data
+
+    change = write_note(
+        app, path, create, operation="create_file", arguments={}, expected_hash=None, sync=sync
+    )
+    return Written(change.path, change.content_hash, len(data), True, change.cache_synced)
 
 
 def update_note(
@@ -220,29 +204,38 @@ def update_note(
     if content is None and frontmatter is None and tags is None:
         raise NoteEditError("nothing to change: give content, frontmatter or tags")
     clean = app.vault.check_note_path(path)
-    data = app.vault.read_note(clean)
-    actual = sha256(data)
-    if expected_hash is not None and expected_hash.strip().lower() != actual:
-        raise NoteChangedError(clean, expected_hash, actual)
-    try:
-        text = data.removeprefix(BOM).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NoteDecodeError(clean, f"invalid byte at offset {exc.start}") from None
-    new = compose_note(text, content, frontmatter, tags).encode("utf-8")
-    if data.startswith(BOM):
-        new = BOM + new
-    if new != data:
-        guarded_write(app.vault, clean, new, expected=actual)
-    digest = sha256(new)
-    return Written(clean, digest, len(new), new != data, sync({clean: digest}))
+
+    def update(data: bytes | None) -> bytes:
+        if data is None:
+            app.vault.note_file(clean)  # raises NoteNotFoundError, with the hint's path
+            raise NoteChangedError(clean, expected_hash, None)
+        try:
+            text = data.removeprefix(BOM).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NoteDecodeError(clean, f"invalid byte at offset {exc.start}") from None
+        new = compose_note(text, content, frontmatter, tags).encode("utf-8")
+        return BOM + new if data.startswith(BOM) else new
+
+    change = write_note(
+        app,
+        clean,
+        update,
+        operation="update_file",
+        arguments={},
+        expected_hash=expected_hash,
+        sync=sync,
+    )
+    new = change.new or b""
+    return Written(clean, change.content_hash, len(new), change.changed, change.cache_synced)
 
 
 def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     """Rename or move a note and rewrite every link across the vault that pointed to it.
 
-    `new_path` ending in '/' is a folder: the note keeps its file name. The file is renamed
-    first, then each linking note is rewritten (see `weaver.markdown.relink`); a note edited
-    meanwhile is read again, and listed in `failed` if it keeps changing.
+    `new_path` ending in '/' is a folder: the note keeps its file name. Every linking note is
+    read and rewritten in memory first (see `weaver.markdown.relink`) and the whole plan is
+    journalled; then the file is renamed and each linking note written, a note edited
+    meanwhile computed again from what it holds (listed in `failed` if it keeps changing).
     """
     source = app.vault.check_note_path(path)
     if new_path.replace("\\", "/").endswith("/"):
@@ -250,93 +243,136 @@ def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     target = app.vault.check_note_path(new_path)
     if target == source:
         raise NoteEditError(f"{source!r} is already at that path")
-    moving = app.vault.read_note(source)
+    with hold_notes(app, [source, target]):
+        moving = app.vault.read_note(source)
+        if (app.vault.root / target).exists():
+            raise VaultError(f"File already exists: {target!r}")
+        move, linking = _plan_move(app, source, target)
+        own = _rewritten(move, source, moving)
+        plan = _plan_rewrites(app.vault, linking - {source}, move)
+        gate.commit_point()
+        run_id = begin_run(
+            app,
+            MOVE_FILE,
+            {"from": source, "to": target},
+            _move_entries(source, target, moving, own, plan),
+        )
+        _rename(app, run_id, source, target, moving)
+        outcomes = [NoteOutcome(source, journal.WRITTEN, None, None)]
+        outcomes.append(_rewrite_own(app.vault, target, moving, own))
+    outcomes += [write_planned(app, p, replan=_relinker(move)) for p in plan]
+    finish_outcomes(app, run_id, outcomes)
+    hashes: dict[str, str | None] = {source: None}
+    hashes |= {o.path: o.new_hash for o in outcomes[1:] if o.status == journal.WRITTEN}
+    counts = {p.path: _count_links(move, p.path, p.old) for p in plan}
+    if own is not None:
+        counts[target] = _count_links(move, source, moving)
+    written = {o.path for o in outcomes[1:] if o.status == journal.WRITTEN}
+    rewritten = {p: n for p, n in counts.items() if p in written and n}
+    failed = tuple(o.path for o in outcomes[1:] if o.status != journal.WRITTEN and o.path in counts)
+    synced = sync_safely(sync, hashes)
+    return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
+
+
+def _plan_move(app: App, source: str, target: str) -> tuple[Move, set[str]]:
     with app.db.connect() as conn:
         paths = set(write.load_all_paths(conn)) | {source}
         linking = cache_graph.move_sources(conn, source, path_key(target))
     after = LinkResolver(paths)
     after.remove(source)
     after.add(target)
-    move = Move(source, target, LinkResolver(paths), after)
-    writer = VaultWriter(app.vault, on_write=_unchanged_check(app.vault, {source: sha256(moving)}))
+    return Move(source, target, LinkResolver(paths), after), set(linking)
+
+
+def _rewritten(move: Move, note: str, data: bytes) -> bytes | None:
+    """The note's bytes with its links to the moved note rewritten; None when none needed it
+    (or it is not text)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    new_text, count = rewrite_links(text, note, move)
+    if count == 0:
+        return None
+    new = new_text.encode("utf-8")
+    check_size(note, new)
+    return new
+
+
+def _count_links(move: Move, note: str, data: bytes) -> int:
+    return rewrite_links(data.decode("utf-8", "replace"), note, move)[1]
+
+
+def _plan_rewrites(vault: Vault, linking: set[str], move: Move) -> list[Planned]:
+    plan = []
+    for note in sorted(linking):
+        try:
+            data = vault.read_note(note)
+        except (VaultError, OSError):
+            continue  # gone, or unreadable: it holds no link the cache can rewrite
+        new = _rewritten(move, note, data)
+        if new is not None:
+            plan.append(Planned(note, data, new))
+    return plan
+
+
+def _relinker(move: Move) -> Any:
+    def replan(note: str, data: bytes) -> bytes | None:
+        return _rewritten(move, note, data)
+
+    return replan
+
+
+def _move_entries(
+    source: str, target: str, moving: bytes, own: bytes | None, plan: Sequence[Planned]
+) -> list[journal.PlannedNote]:
+    """The source goes; the target holds the moved bytes (its own links rewritten, when it
+    links to itself); every linking note gets its planned text."""
+    moved = sha256(moving)
+    entries = [
+        journal.PlannedNote(source, moved, ABSENT),
+        journal.PlannedNote(
+            target,
+            moved,
+            sha256(own) if own is not None else moved,
+            old_data=moving if own is not None else None,
+            new_data=own,
+        ),
+    ]
+    entries += [
+        journal.PlannedNote(p.path, sha256(p.old), sha256(p.new), old_data=p.old, new_data=p.new)
+        for p in plan
+    ]
+    return entries
+
+
+def _rename(app: App, run_id: int | None, source: str, target: str, moving: bytes) -> None:
+    writer = VaultWriter(app.vault, on_write=unchanged_check(app.vault, {source: sha256(moving)}))
     try:
         writer.move(source, target)
-    except OSError as exc:
-        raise NoteWriteError(source, exc) from exc
-    hashes: dict[str, str | None] = {source: None, target: sha256(moving)}
-    rewritten: dict[str, int] = {}
-    failed: list[str] = []
-    for note in sorted(linking | {source}):
-        on_disk = target if note == source else note
-        try:
-            result = _rewrite_file(app.vault, on_disk, note, move)
-        except (VaultError, OSError):
-            failed.append(on_disk)
-            continue
-        if result is not None:
-            hashes[on_disk], rewritten[on_disk] = result
-    return Moved(target, source, hashes[target] or "", rewritten, tuple(failed), sync(hashes))
+    except (VaultError, OSError) as exc:
+        error = exc if isinstance(exc, VaultError) else NoteWriteError(source, exc)
+        status = journal.SKIPPED if isinstance(exc, NoteChangedError) else journal.FAILED
+        finish_run(app, run_id, [(source, status, str(error)), (target, status, str(error))])
+        raise error from None
+
+
+def _rewrite_own(vault: Vault, target: str, moving: bytes, own: bytes | None) -> NoteOutcome:
+    if own is None:
+        return NoteOutcome(target, journal.WRITTEN, None, sha256(moving))
+    try:
+        guarded_write(vault, target, own, sha256(moving))
+    except VaultError as exc:
+        return NoteOutcome(target, journal.FAILED, str(exc), None)
+    return NoteOutcome(target, journal.WRITTEN, None, sha256(own))
 
 
 def delete_note(app: App, path: str, sync: CacheSync) -> Trashed:
     """Move a note to the vault's `.trash/` (recoverable); a missing note is no error."""
-    clean = app.vault.check_note_path(path)
-    if not (app.vault.root / clean).is_file():
-        return Trashed(clean, None, True)
-    try:
-        trash_path = VaultWriter(app.vault).trash(clean)
-    except OSError as exc:
-        raise NoteWriteError(clean, exc) from exc
-    return Trashed(clean, trash_path, sync({clean: None}))
-
-
-def _rewrite_file(vault: Vault, on_disk: str, note: str, move: Move) -> tuple[str, int] | None:
-    """Rewrite the links of the file at `on_disk` (the note `note` before the move): its new
-    hash and the count, or None when no link needed it. Raises NoteChangedError when the file
-    changed under every attempt."""
-    for _ in range(REWRITE_ATTEMPTS):
-        try:
-            data = (vault.root / on_disk).read_bytes()
-            text = data.decode("utf-8")
-        except (FileNotFoundError, UnicodeDecodeError):
-            return None  # gone meanwhile, or not text: it holds no link the cache knows
-        new_text, count = rewrite_links(text, note, move)
-        if count == 0:
-            return None
-        new = new_text.encode("utf-8")
-        try:
-            guarded_write(vault, on_disk, new, expected=sha256(data))
-        except NoteChangedError:
-            continue
-        return sha256(new), count
-    raise NoteChangedError(on_disk, None, None)
-
-
-def guarded_write(
-    vault: Vault, path: str, data: bytes, expected: str, *, sync_folder: bool = True
-) -> None:
-    writer = VaultWriter(vault, on_write=_unchanged_check(vault, {path: expected}))
-    try:
-        writer.write_bytes(path, data, sync_folder=sync_folder)
-    except OSError as exc:
-        raise NoteWriteError(path, exc) from exc
-
-
-def _unchanged_check(vault: Vault, expected: Mapping[str, str]) -> Callable[[str, str], None]:
-    """A writer hook refusing the change when a file no longer hashes as when it was read: it
-    runs just before the rename, the last moment a concurrent save can be noticed."""
-
-    def check(path: str, _new_hash: str) -> None:
-        if path not in expected:
-            return
-        try:
-            actual: str | None = sha256((vault.root / path).read_bytes())
-        except FileNotFoundError:
-            actual = None
-        if actual != expected[path]:
-            raise NoteChangedError(path, expected[path], actual)
-
-    return check
+    change = write_note(
+        app, path, lambda _old: None, operation="delete_file", arguments={}, sync=sync
+    )
+    return Trashed(change.path, change.trash_path, change.cache_synced)
 
 
 # ---------------------------------------------------------------- keeping the cache in step

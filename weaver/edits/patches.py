@@ -11,18 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weaver.edits.notes import (
-    BOM,
-    CacheSync,
-    NoteChangedError,
-    NoteEditError,
-    guarded_write,
-    sha256,
-)
+from weaver.edits.steps import BOM, CacheSync, NoteChangedError, NoteEditError, write_note
 from weaver.errors import NoteDecodeError
 from weaver.host.app import App
 from weaver.markdown import patch, properties
 from weaver.markdown.patch import DiffSummary, Position, TextEditError
+from weaver.vault.fs import MAX_NOTE_BYTES
 
 # A transform: the note's text (LF newlines) -> (new text, matches changed).
 Transform = Callable[[str], tuple[str, int]]
@@ -78,24 +72,46 @@ def patch_note(
     *,
     expected_hash: str | None,
     sync: CacheSync,
+    operation: str = "edit_file",
+    arguments: dict[str, Any] | None = None,
 ) -> Patched:
-    """Apply `transform` to the note at `path` and write the result atomically."""
+    """Apply `transform` to the note at `path` and write the result (one step of
+    `weaver.edits.steps`: locked, journalled, atomic)."""
     clean = app.vault.check_note_path(path)
-    data = app.vault.read_note(clean)
-    actual = sha256(data)
-    if expected_hash is not None and expected_hash.strip().lower() != actual:
-        raise NoteChangedError(clean, expected_hash, actual)
-    text, crlf = decode_text(clean, data)
-    try:
-        new_text, matches = transform(text)
-    except TextEditError as exc:
-        raise NoteEditError(f"{exc} ({clean})") from None
-    new = encode_text(new_text, crlf, data.startswith(BOM))
-    if new != data:
-        guarded_write(app.vault, clean, new, expected=actual)
-    digest = sha256(new)
-    diff = patch.summarize_diff(text, new_text)
-    return Patched(clean, digest, len(new), new != data, matches, diff, sync({clean: digest}))
+    seen: dict[str, Any] = {}
+
+    def edit(data: bytes | None) -> bytes:
+        if data is None:
+            app.vault.note_file(clean)  # raises NoteNotFoundError
+            raise NoteChangedError(clean, expected_hash, None)
+        text, crlf = decode_text(clean, data)
+        try:
+            new_text, seen["matches"] = transform(text)
+        except TextEditError as exc:
+            raise NoteEditError(f"{exc} ({clean})") from None
+        seen["text"], seen["new_text"] = text, new_text
+        return encode_text(new_text, crlf, data.startswith(BOM))
+
+    change = write_note(
+        app,
+        clean,
+        edit,
+        operation=operation,
+        arguments=arguments or {},
+        expected_hash=expected_hash,
+        sync=sync,
+    )
+    diff = patch.summarize_diff(seen["text"], seen["new_text"])
+    new = change.new or b""
+    return Patched(
+        clean,
+        change.content_hash,
+        len(new),
+        change.changed,
+        seen["matches"],
+        diff,
+        change.cache_synced,
+    )
 
 
 # ---------------------------------------------------------------- the transforms
@@ -141,6 +157,7 @@ def replace_transform(change: Replace) -> Transform:
             use_regex=change.use_regex,
             ignore_case=change.ignore_case,
             include_frontmatter=change.include_frontmatter,
+            max_chars=MAX_NOTE_BYTES,
         )
         if count == 0 and not change.allow_no_match:
             where = "the note" if change.include_frontmatter else "the note's body"

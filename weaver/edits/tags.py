@@ -12,25 +12,32 @@ next start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import structlog
 
 from weaver.cache import journal, tag_queries
-from weaver.edits.notes import (
+from weaver.edits import gate
+from weaver.edits.patches import Patched, Transform, decode_text, encode_text, tags_transform
+from weaver.edits.steps import (
     BOM,
     CacheSync,
-    NoteChangedError,
     NoteEditError,
-    NoteWriteError,
-    guarded_write,
+    NoteOutcome,
+    Planned,
+    begin_run,
+    check_size,
+    finish_outcomes,
+    planned_entries,
     sha256,
+    sync_outcomes,
+    write_planned,
 )
-from weaver.edits.patches import Patched, decode_text, encode_text, patch_note, tags_transform
 from weaver.errors import VaultError
 from weaver.host.app import App
+from weaver.markdown import patch
 from weaver.markdown.patterns import is_valid_tag, normalize_tag
 from weaver.markdown.retag import LineChange, rename_tag_in_text
 from weaver.vault.writer import VaultWriter
@@ -39,7 +46,7 @@ log = structlog.get_logger(__name__)
 
 RENAME_TAG = "rename_tag"
 WRITE_THREADS = 16
-WRITTEN, SKIPPED, FAILED = "written", "skipped", "failed"
+WRITTEN, SKIPPED, FAILED = journal.WRITTEN, journal.SKIPPED, journal.FAILED
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +55,6 @@ class TagChange:
     line: int
     before: str
     after: str
-
-
-@dataclass(frozen=True, slots=True)
-class NoteOutcome:
-    path: str
-    status: str  # written, skipped (edited meanwhile, unreadable), failed (the write failed)
-    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +70,7 @@ class TagRename:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    path: str
-    old_hash: str
-    new_data: bytes
+    note: Planned
     changes: tuple[LineChange, ...]
 
 
@@ -113,29 +111,25 @@ def rename_tag(
     if old_clean == new_clean:
         raise NoteEditError(f"{old!r} and {new!r} are the same tag")
     plan, unreadable = _plan(app, old_clean, new_clean)
-    changes = tuple(TagChange(p.path, c.line, c.before, c.after) for p in plan for c in p.changes)
+    changes = tuple(
+        TagChange(p.note.path, c.line, c.before, c.after) for p in plan for c in p.changes
+    )
     if dry_run:
-        outcomes = [NoteOutcome(p.path, "planned") for p in plan] + unreadable
+        outcomes = [NoteOutcome(p.note.path, "planned") for p in plan] + unreadable
         return TagRename(old_clean, new_clean, True, changes, tuple(outcomes), None, True)
     arguments = {"from": old_clean, "to": new_clean}
-    with app.db.begin() as conn:
-        entries = [(p.path, p.old_hash, sha256(p.new_data)) for p in plan]
-        run_id = journal.begin_run(conn, RENAME_TAG, arguments, entries)
+    notes = [p.note for p in plan]
+    gate.commit_point()
+    run_id = begin_run(app, RENAME_TAG, arguments, planned_entries(notes))
     # Each write waits on its own fsync; run side by side, the file
     # system commits them together, which is what keeps 1,000 notes within seconds.
     with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
-        outcomes = list(pool.map(lambda p: _write_planned(app, p, on_written), plan))
+        outcomes = list(pool.map(lambda n: _write_one(app, n, on_written), notes))
     # Each folder's fsync once, before the journal says done: a rename lost in a crash before
     # this leaves its note as read, and the next start writes it again.
     VaultWriter(app.vault).sync_folders(o.path for o in outcomes if o.status == WRITTEN)
-    with app.db.begin() as conn:
-        journal.finish_run(conn, run_id, [(o.path, o.status, o.detail) for o in outcomes])
-    hashes: dict[str, str | None] = {
-        p.path: sha256(p.new_data)
-        for p, o in zip(plan, outcomes, strict=True)
-        if o.status == WRITTEN
-    }
-    synced = sync(hashes) if hashes else True
+    finish_outcomes(app, run_id, outcomes)
+    synced = sync_outcomes(sync, outcomes)
     _log_outcomes(run_id, outcomes)
     return TagRename(
         old_clean, new_clean, False, changes, tuple(outcomes + unreadable), run_id, synced
@@ -160,27 +154,19 @@ def _plan(app: App, old: str, new: str) -> tuple[list[_Planned], list[NoteOutcom
         result = rename_tag_in_text(text, old, new)
         if result.changes:
             new_data = encode_text(result.text, crlf, data.startswith(BOM))
-            plan.append(_Planned(path, sha256(data), new_data, result.changes))
+            check_size(path, new_data)
+            plan.append(_Planned(Planned(path, data, new_data), result.changes))
     return plan, unreadable
 
 
-def _write_planned(
-    app: App, planned: _Planned, on_written: Callable[[str], None] | None
-) -> NoteOutcome:
-    try:
-        guarded_write(
-            app.vault, planned.path, planned.new_data, expected=planned.old_hash, sync_folder=False
-        )
-    except NoteChangedError:
-        return NoteOutcome(planned.path, SKIPPED, "edited since it was read; not overwritten")
-    except (NoteWriteError, VaultError, OSError) as exc:
-        return NoteOutcome(planned.path, FAILED, str(exc))
-    if on_written is not None:
-        on_written(planned.path)
-    return NoteOutcome(planned.path, WRITTEN)
+def _write_one(app: App, note: Planned, on_written: Callable[[str], None] | None) -> NoteOutcome:
+    outcome = write_planned(app, note, sync_folder=False)
+    if outcome.status == WRITTEN and on_written is not None:
+        on_written(note.path)
+    return outcome
 
 
-def _log_outcomes(run_id: int, outcomes: Sequence[NoteOutcome]) -> None:
+def _log_outcomes(run_id: int | None, outcomes: Sequence[NoteOutcome]) -> None:
     for outcome in outcomes:
         if outcome.status != WRITTEN:
             log.warning("note not retagged", run=run_id, path=outcome.path, why=outcome.detail)
@@ -204,24 +190,68 @@ def change_note_tags(
     remove: Sequence[str] = (),
     sync: CacheSync,
 ) -> list[NoteTagsResult]:
-    """Add and/or remove frontmatter tags on each note; an error on one does not stop the rest."""
+    """Add and/or remove frontmatter tags on each note, as one journalled run (finished after
+    a crash); an error on one note does not stop the rest."""
     transform = tags_transform(add, remove)
-    hashes: dict[str, str | None] = {}
-
-    def collect(expected: Mapping[str, str | None]) -> bool:
-        hashes.update(expected)
-        return True
-
-    results = []
+    planned: dict[str, tuple[Planned, Patched]] = {}
+    results: dict[str, NoteTagsResult] = {}
     for path in paths:
         try:
-            patched = patch_note(app, path, transform, expected_hash=None, sync=collect)
+            note, patched = _plan_tags(app, path, transform)
         except VaultError as exc:
-            results.append(NoteTagsResult(path, None, str(exc)))
+            results[path] = NoteTagsResult(path, None, str(exc))
             continue
-        results.append(NoteTagsResult(patched.path, patched, None))
-    synced = sync(hashes) if hashes else True
+        if note is None:
+            results[path] = NoteTagsResult(patched.path, patched, None)
+        else:
+            planned[path] = (note, patched)
+    operation = (
+        "add_tags" if add and not remove else "remove_tags" if remove and not add else "change_tags"
+    )
+    notes = [note for note, _ in planned.values()]
+    outcomes: dict[str, NoteOutcome] = {}
+    if notes:
+        gate.commit_point()
+        run_id = begin_run(
+            app, operation, {"add": list(add), "remove": list(remove)}, planned_entries(notes)
+        )
+        replan = _retagger(transform)
+        outcomes = {n.path: write_planned(app, n, replan=replan) for n in notes}
+        finish_outcomes(app, run_id, list(outcomes.values()))
+    synced = sync_outcomes(sync, list(outcomes.values()))
+    for path, (note, patched) in planned.items():
+        outcome = outcomes[note.path]
+        if outcome.status == WRITTEN:
+            done = replace(patched, content_hash=outcome.new_hash or patched.content_hash)
+            results[path] = NoteTagsResult(note.path, replace(done, cache_synced=synced), None)
+        else:
+            results[path] = NoteTagsResult(note.path, None, outcome.detail)
     return [
         replace(r, patched=replace(r.patched, cache_synced=synced)) if r.patched else r
-        for r in results
+        for r in (results[path] for path in paths)
     ]
+
+
+def _plan_tags(app: App, path: str, transform: Transform) -> tuple[Planned | None, Patched]:
+    """The note's new bytes (None when the tags are already so) and what the answer says."""
+    clean = app.vault.check_note_path(path)
+    data = app.vault.read_note(clean)
+    text, crlf = decode_text(clean, data)
+    try:
+        new_text, matches = transform(text)
+    except patch.TextEditError as exc:
+        raise NoteEditError(f"{exc} ({clean})") from None
+    new = encode_text(new_text, crlf, data.startswith(BOM))
+    check_size(clean, new)
+    diff = patch.summarize_diff(text, new_text)
+    patched = Patched(clean, sha256(new), len(new), new != data, matches, diff, True)
+    return (Planned(clean, data, new) if new != data else None), patched
+
+
+def _retagger(transform: Transform) -> Callable[[str, bytes], bytes | None]:
+    def replan(path: str, data: bytes) -> bytes | None:
+        text, crlf = decode_text(path, data)
+        new = encode_text(transform(text)[0], crlf, data.startswith(BOM))
+        return new if new != data else None
+
+    return replan

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import regex
 
@@ -270,10 +270,13 @@ def replace_text(
     ignore_case: bool = False,
     include_frontmatter: bool = False,
     timeout: float = REGEX_TIMEOUT_S,
+    max_chars: int | None = None,
 ) -> tuple[str, int]:
     """Replace every match of `find` (literal, or a regex with \\1 / \\g<name> in the
     replacement); (new text, matches). The frontmatter is left alone unless included. A regex
-    that runs longer than `timeout` seconds (catastrophic backtracking) is refused."""
+    that runs longer than `timeout` seconds (catastrophic backtracking) is refused, and so is a
+    replacement whose result would pass `max_chars`: it is stopped as soon as it does, so the
+    memory it takes stays within the bound (a 20 KB note cannot be made 381 MiB)."""
     if not find:
         raise TextEditError("the text to find is empty")
     block, body = ("", text) if include_frontmatter else split_body(text)
@@ -286,8 +289,9 @@ def replace_text(
             replacement = replacement.replace("\\", "\\\\")
     except regex.error as exc:
         raise TextEditError(f"invalid regular expression {find!r}: {exc}") from None
+    budget = None if max_chars is None else max_chars - len(block) - len(body)
     try:
-        new, count = pattern.subn(replacement, body, timeout=timeout)
+        new, count = pattern.subn(_bounded(replacement, budget), body, timeout=timeout)
     except TimeoutError:
         raise TextEditError(
             f"the regular expression {find!r} ran longer than {timeout:g} s on this note; "
@@ -296,6 +300,25 @@ def replace_text(
     except (regex.error, IndexError, KeyError) as exc:  # \3 with two groups, \g<missing>
         raise TextEditError(f"invalid replacement {replacement!r}: {exc}") from None
     return block + new, count
+
+
+def _bounded(template: str, budget: int | None) -> Callable[[Any], str]:
+    """The replacement as a function counting what it adds, refusing past `budget` chars."""
+    grown = 0
+
+    def expand(match: Any) -> str:
+        nonlocal grown
+        out: str = match.expand(template)
+        if budget is not None:
+            grown += len(out) - (match.end() - match.start())
+            if grown > budget:
+                raise TextEditError(
+                    "the replacement would make the note bigger than a note may be "
+                    f"(+{grown:,} characters and counting); nothing was changed"
+                )
+        return out
+
+    return expand
 
 
 # ---------------------------------------------------------------- what changed

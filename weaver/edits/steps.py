@@ -1,0 +1,369 @@
+"""Every write by Weaver as one step: serialised per note, journalled, truthful, bounded.
+
+`write_note` is the step behind each edit of one note, `write_planned` behind each note of a
+change to many (a move's link rewrites, a tag renamed or added across notes):
+
+1. the note's lock is taken (`weaver.vault.note_locks`: one writer per note across every
+   thread and process), so the read, the `expected_hash` check, the write and the cache update
+   are never interleaved with another Weaver write of the same note;
+2. the new bytes are computed and bounded (`MAX_NOTE_BYTES`: no write makes a note bigger than
+   the indexer would read);
+3. `gate.commit_point()`: from here the write is finished whatever the call's deadline;
+4. the journal records the run (what the note held: the edit history; what a run of many
+   notes will write: its recovery) before the file changes;
+5. the file is written atomically, refused if it no longer hashes as read (a save made
+   meanwhile by another program is never overwritten);
+6. the journal says what became of it, and the cache is brought along.
+
+A cache that cannot be written (disk full) does not undo a write that landed: the answer says
+the note was written and that the cache catches up (the watcher re-reads it), and, when the
+journal could not be written either, that this edit cannot be undone.
+
+    VaultError (weaver.errors)
+    ├── NoteChangedError   the note on disk is not the version the caller expected
+    ├── NoteEditError      the change cannot be made (bad tag, unparsable frontmatter, too big)
+    └── NoteWriteError     the file system refused (permissions, disk full)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+
+from weaver.cache import journal
+from weaver.edits import gate
+from weaver.errors import NoteNotFoundError, VaultError
+from weaver.host.app import App
+from weaver.vault.fs import MAX_NOTE_BYTES, Vault
+from weaver.vault.note_locks import NoteLocks
+from weaver.vault.writer import VaultWriter
+
+log = structlog.get_logger(__name__)
+
+BOM = b"\xef\xbb\xbf"
+ABSENT = ""  # the hash the journal records for a note that does not exist
+
+# Brings the cache in step with {path: content hash, or None when the note is gone}; returns
+# False when it could not be confirmed in time.
+CacheSync = Callable[[Mapping[str, str | None]], bool]
+# A note's bytes (None: absent) -> its new bytes (None: remove it).
+Edit = Callable[[bytes | None], bytes | None]
+
+
+class NoteChangedError(VaultError):
+    """The note on disk is not the version the caller expected: nothing was written."""
+
+    def __init__(self, path: str, expected: str | None, actual: str | None) -> None:
+        found = f"its hash is now {actual}" if actual else "it no longer exists"
+        super().__init__(
+            f"File changed on disk: {path!r} (expected hash {expected}, but {found}); "
+            "nothing was written. Read it again and retry."
+        )
+        self.path = path
+
+
+class NoteEditError(VaultError):
+    """The change asked for cannot be made to this note."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Cannot make this edit: {reason}")
+
+
+class NoteWriteError(VaultError):
+    """The file system refused the write; the note is as it was."""
+
+    def __init__(self, path: str, exc: OSError) -> None:
+        super().__init__(f"Cannot write file: {path!r} ({exc.strerror or type(exc).__name__})")
+        self.path = path
+
+
+def sha256(data: bytes) -> str:
+    """A note's content hash, as the indexer stores it and `get_file` reports it."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest(data: bytes | None) -> str:
+    return ABSENT if data is None else sha256(data)
+
+
+def check_size(path: str, data: bytes) -> None:
+    if len(data) > MAX_NOTE_BYTES:
+        raise NoteEditError(
+            f"{path!r} would be {len(data):,} bytes, over the {MAX_NOTE_BYTES >> 20} MiB a note "
+            "may have; nothing was written"
+        )
+
+
+@cache
+def note_locks(root: Path) -> NoteLocks:
+    """One set of note locks per vault and process, so its threads queue in order."""
+    return NoteLocks(root)
+
+
+def hold_notes(app: App, paths: Iterable[str]) -> AbstractContextManager[None]:
+    return note_locks(app.vault.root).hold(paths, check=gate.check)
+
+
+# ---------------------------------------------------------------- one note
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What `write_note` did to one note."""
+
+    path: str
+    old: bytes | None  # None: the note did not exist
+    new: bytes | None  # None: it was removed
+    changed: bool
+    journal_id: int | None
+    trash_path: str | None
+    cache_synced: bool
+
+    @property
+    def content_hash(self) -> str:
+        return digest(self.new)
+
+
+def write_note(
+    app: App,
+    path: str,
+    edit: Edit,
+    *,
+    operation: str,
+    arguments: dict[str, Any],
+    expected_hash: str | None = None,
+    sync: CacheSync,
+) -> Change:
+    """Read the note at `path`, check `expected_hash`, write what `edit` makes of it (a new
+    note when it was absent, to `.trash/` when `edit` gives None): see the module docstring."""
+    clean = app.vault.check_note_path(path)
+    with hold_notes(app, [clean]):
+        old = _read_or_none(app.vault, clean)
+        if expected_hash is not None and expected_hash.strip().lower() != digest(old):
+            raise NoteChangedError(clean, expected_hash, digest(old) or None)
+        new = edit(old)
+        if new is not None:
+            check_size(clean, new)
+        if new == old:
+            return Change(
+                clean, old, new, False, None, None, sync_safely(sync, {clean: digest(new) or None})
+            )
+        gate.commit_point()
+        planned = journal.PlannedNote(clean, digest(old), digest(new), old_data=old)
+        run_id = begin_run(app, operation, arguments, [planned])
+        try:
+            trash_path = _apply(app.vault, clean, old, new)
+        except NoteChangedError as exc:
+            finish_run(app, run_id, [(clean, journal.SKIPPED, str(exc))])
+            raise
+        except VaultError as exc:
+            finish_run(app, run_id, [(clean, journal.FAILED, str(exc))])
+            raise
+        finish_run(app, run_id, [(clean, journal.WRITTEN, None)])
+        synced = sync_safely(sync, {clean: digest(new) or None})
+    return Change(clean, old, new, True, run_id, trash_path, synced)
+
+
+def _read_or_none(vault: Vault, path: str) -> bytes | None:
+    try:
+        return vault.read_note(path)
+    except NoteNotFoundError:
+        return None
+
+
+def _apply(vault: Vault, path: str, old: bytes | None, new: bytes | None) -> str | None:
+    """Make the file at `path` hold `new` (None: trash it), refused if it is no longer `old`.
+    Returns the trash path of a removed note."""
+    if new is not None:
+        guarded_write(vault, path, new, expected=digest(old))
+        return None
+    writer = VaultWriter(vault, on_write=unchanged_check(vault, {path: digest(old)}))
+    try:
+        return writer.trash(path)
+    except OSError as exc:
+        raise NoteWriteError(path, exc) from exc
+
+
+# ---------------------------------------------------------------- many notes
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A note of a change to many, read and computed before the first write."""
+
+    path: str
+    old: bytes
+    new: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class NoteOutcome:
+    path: str
+    status: str  # written, skipped (edited meanwhile, unreadable), failed (the write failed)
+    detail: str | None = None
+    new_hash: str | None = None  # written: the note's hash now
+
+
+# Re-reads a note that changed since it was planned and computes it anew (None: nothing to do).
+Replan = Callable[[str, bytes], bytes | None]
+
+
+def write_planned(
+    app: App, planned: Planned, *, replan: Replan | None = None, sync_folder: bool = True
+) -> NoteOutcome:
+    """Write one planned note under its lock, only if it still holds what was read. A note
+    changed meanwhile is skipped, or with `replan` computed anew from what it holds now."""
+    with hold_notes(app, [planned.path]):
+        gate.commit_point()
+        try:
+            guarded_write(
+                app.vault, planned.path, planned.new, sha256(planned.old), sync_folder=sync_folder
+            )
+        except NoteChangedError:
+            if replan is None:
+                return NoteOutcome(
+                    planned.path, journal.SKIPPED, "edited since it was read; not overwritten"
+                )
+            return _write_replanned(app, planned.path, replan, sync_folder)
+        except VaultError as exc:
+            return NoteOutcome(planned.path, journal.FAILED, str(exc))
+    return NoteOutcome(planned.path, journal.WRITTEN, None, sha256(planned.new))
+
+
+def _write_replanned(app: App, path: str, replan: Replan, sync_folder: bool) -> NoteOutcome:
+    """Under the note's lock already: Weaver's own writes are excluded, so only another
+    program's save can come between this read and the write."""
+    try:
+        data = app.vault.read_note(path)
+        new = replan(path, data)
+        if new is None:
+            return NoteOutcome(path, journal.SKIPPED, "changed meanwhile; nothing left to do")
+        check_size(path, new)
+        guarded_write(app.vault, path, new, sha256(data), sync_folder=sync_folder)
+    except NoteChangedError:
+        return NoteOutcome(path, journal.SKIPPED, "edited while it was written; not overwritten")
+    except (VaultError, OSError) as exc:
+        return NoteOutcome(path, journal.FAILED, str(exc))
+    return NoteOutcome(path, journal.WRITTEN, "changed meanwhile; computed again", sha256(new))
+
+
+def planned_entries(plan: Sequence[Planned]) -> list[journal.PlannedNote]:
+    return [
+        journal.PlannedNote(p.path, sha256(p.old), sha256(p.new), old_data=p.old, new_data=p.new)
+        for p in plan
+    ]
+
+
+def finish_outcomes(app: App, run_id: int | None, outcomes: Sequence[NoteOutcome]) -> None:
+    corrected = {
+        o.path: o.new_hash for o in outcomes if o.new_hash is not None and o.detail is not None
+    }
+    finish_run(app, run_id, [(o.path, o.status, o.detail) for o in outcomes], corrected)
+
+
+# ---------------------------------------------------------------- the journal and the cache
+
+
+def begin_run(
+    app: App, operation: str, arguments: dict[str, Any], notes: Sequence[journal.PlannedNote]
+) -> int | None:
+    """Journal a run before its first write; None (and a warning) when the cache cannot be
+    written: the write still goes ahead, and the answer says it cannot be undone."""
+    try:
+        with app.db.begin() as conn:
+            return journal.begin_run(conn, operation, arguments, notes)
+    except SQLAlchemyError as exc:
+        gate.warn(
+            f"the edit history could not be written ({_reason(exc)}): this change cannot be "
+            "undone, and is not finished by a restart if it is interrupted"
+        )
+        return None
+
+
+def finish_run(
+    app: App,
+    run_id: int | None,
+    outcomes: Sequence[tuple[str, str, str | None]],
+    new_hashes: dict[str, str] | None = None,
+) -> None:
+    if run_id is None:
+        return
+    try:
+        with app.db.begin() as conn:
+            journal.finish_run(conn, run_id, outcomes, new_hashes=new_hashes)
+    except SQLAlchemyError as exc:
+        # The run stays unfinished: the next start settles it by what is on disk.
+        log.warning("edit journal not finished", run=run_id, why=_reason(exc))
+
+
+def sync_safely(sync: CacheSync, expected: Mapping[str, str | None]) -> bool:
+    """Bring the cache along; a cache that cannot be written says so without undoing the
+    write (the watcher and the indexer's retries catch up)."""
+    try:
+        return sync(expected)
+    except SQLAlchemyError as exc:
+        gate.warn(
+            f"the note was written, but the cache could not be updated ({_reason(exc)}); it "
+            "catches up by itself once it can be written: until then reads may show the "
+            "note as it was"
+        )
+        return False
+
+
+def sync_outcomes(sync: CacheSync, outcomes: Sequence[NoteOutcome]) -> bool:
+    hashes: dict[str, str | None] = {
+        o.path: o.new_hash for o in outcomes if o.status == journal.WRITTEN
+    }
+    return sync_safely(sync, hashes) if hashes else True
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    return str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+
+
+# ---------------------------------------------------------------- guarded writes
+
+
+def guarded_write(
+    vault: Vault, path: str, data: bytes, expected: str, *, sync_folder: bool = True
+) -> None:
+    writer = VaultWriter(vault, on_write=unchanged_check(vault, {path: expected}))
+    try:
+        writer.write_bytes(path, data, sync_folder=sync_folder)
+    except OSError as exc:
+        raise NoteWriteError(path, exc) from exc
+
+
+def unchanged_check(vault: Vault, expected: Mapping[str, str]) -> Callable[[str, str], None]:
+    """A writer hook refusing the change when a file no longer hashes as when it was read: it
+    runs just before the rename, the last moment a concurrent save can be noticed. The file is
+    stat'ed before and after it is hashed, so a save landing during the read is seen too."""
+
+    def check(path: str, _new_hash: str) -> None:
+        if path not in expected:
+            return
+        full = vault.root / path
+        try:
+            before = _identity(full)
+            actual: str | None = sha256(full.read_bytes())
+            if _identity(full) != before:
+                actual = "changing"
+        except FileNotFoundError:
+            actual = None
+        if (actual or ABSENT) != expected[path]:
+            raise NoteChangedError(path, expected[path] or None, actual)
+
+    return check
+
+
+def _identity(full: Path) -> tuple[int, int, int]:
+    st = full.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
