@@ -97,8 +97,8 @@ def digest(data: bytes | None) -> str:
 def check_size(path: str, data: bytes) -> None:
     if len(data) > MAX_NOTE_BYTES:
         raise NoteEditError(
-            f"{path!r} would be {len(data):,} bytes, over the {MAX_NOTE_BYTES >> 20} MiB a note "
-            "may have; nothing was written"
+            f"{path!r} would be {len(data):,} bytes, over the {MAX_NOTE_BYTES:,} bytes a note may "
+            "have; nothing was written"
         )
 
 

@@ -316,7 +316,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
             result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
             return patch_data(result)
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def replace_in_file(
         path: NotePath,
@@ -338,7 +338,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
             result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
             return patch_data(result)
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def update_frontmatter(
         path: NotePath,
@@ -357,7 +357,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
             result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
             return patch_data(result)
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     def tag_edit(paths: list[str], add: list[str], remove: list[str]) -> TagEditData:
         results = tags.change_note_tags(app, paths, add=add, remove=remove, sync=sync)
@@ -375,12 +375,12 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
     async def add_tags(
         paths: Paths, tags: TagList
     ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
-        return await answer(state, lambda: tag_edit(paths, tags, []), cache_hit=False)
+        return await answer(state, lambda: tag_edit(paths, tags, []), cache_hit=False, writes=True)
 
     async def remove_tags(
         paths: Paths, tags: TagList
     ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
-        return await answer(state, lambda: tag_edit(paths, [], tags), cache_hit=False)
+        return await answer(state, lambda: tag_edit(paths, [], tags), cache_hit=False, writes=True)
 
     async def rename_tag(
         tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
@@ -420,7 +420,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
                 }
             )
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def append_to_daily_note(
         text: Annotated[str, Field(description="Markdown to append")],
@@ -430,7 +430,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
             result = daily.append_to_daily_note(app, text, date, sync)
             return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     specs: list[tuple[Callable[..., Any], str, str, bool, bool]] = [
         (edit_file, "Edit part of a note", EDIT_FILE, True, False),

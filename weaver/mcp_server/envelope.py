@@ -36,6 +36,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from weaver.cache.db import deadline_passed, query_deadline
 from weaver.cache.recovery import is_corruption
+from weaver.edits.gate import WriteCancelledError, WriteGate, gated
 from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
@@ -52,9 +53,9 @@ READ_ONLY = ToolAnnotations(
 )
 
 
-def _metadata(started: float, cache_hit: bool) -> dict[str, Any]:
+def _metadata(started: float, cache_hit: bool, warnings: list[str] | None = None) -> dict[str, Any]:
     elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
-    return Metadata(execution_time=elapsed_ms, cache_hit=cache_hit).to_wire()
+    return Metadata(execution_time=elapsed_ms, cache_hit=cache_hit, warnings=warnings).to_wire()
 
 
 def _result(envelope: dict[str, Any]) -> CallToolResult:
@@ -72,9 +73,12 @@ def _result(envelope: dict[str, Any]) -> CallToolResult:
 Data = BaseModel | dict[str, Any]
 
 
-def ok(data: Data, started: float, cache_hit: bool) -> CallToolResult:
+def ok(
+    data: Data, started: float, cache_hit: bool, warnings: list[str] | None = None
+) -> CallToolResult:
     payload = data if isinstance(data, dict) else data.model_dump(mode="json", by_alias=True)
-    return _result({"success": True, "data": payload, "metadata": _metadata(started, cache_hit)})
+    metadata = _metadata(started, cache_hit, warnings or None)
+    return _result({"success": True, "data": payload, "metadata": metadata})
 
 
 def fail(message: str, started: float, cache_hit: bool) -> CallToolResult:
@@ -148,31 +152,25 @@ async def answer(
     cache_hit: bool = True,
     wait_ready: bool = True,
     deadline: float | None = SETTINGS_DEADLINE,
+    writes: bool = False,
 ) -> CallToolResult:
     """Run `work` in a worker thread (after the initial reconcile) and wrap what it returns.
 
     After `deadline` seconds (`tool_timeout_s` by default; None for none) the call answers a
     timeout error and stops waiting: the event loop is never held by a call, and the thread's
-    cache queries are interrupted by SQLite (`cache.db.query_deadline`) so it ends soon too."""
+    cache queries are interrupted by SQLite (`cache.db.query_deadline`) so it ends soon too.
+    A call that `writes` is never abandoned once its write has begun (`weaver.edits.gate`):
+    past the deadline it is stopped if it has not, else waited for and answered as it ended."""
     started = time.perf_counter()
     seconds = state.app.settings.tool_timeout_s if deadline == SETTINGS_DEADLINE else deadline
     if wait_ready:
         await state.wait_ready()
-
-    def bounded() -> Data:
-        with query_deadline(seconds):
-            try:
-                return work()
-            except OperationalError:
-                if deadline_passed():
-                    raise CallTimeoutError(seconds or 0.0) from None
-                raise
-
+    warnings: list[str] = []
     try:
-        with anyio.fail_after(seconds):
-            data = await anyio.to_thread.run_sync(
-                bounded, abandon_on_cancel=True, limiter=state.read_threads() if cache_hit else None
-            )
+        if writes:
+            data, warnings = await _run_write(work, seconds)
+        else:
+            data = await _run_read(state, work, seconds, cache_hit)
     except TimeoutError:
         log.warning("tool call timed out", seconds=seconds)
         return fail(str(CallTimeoutError(seconds or 0.0)), started, cache_hit)
@@ -189,7 +187,76 @@ async def answer(
     except Exception as exc:  # still an envelope, with the details left in the server's log
         log.exception("tool failed")
         return fail(f"Internal error: {type(exc).__name__}", started, cache_hit)
-    return ok(data, started, cache_hit)
+    return ok(data, started, cache_hit, warnings)
+
+
+def _bounded(work: Callable[[], Data], seconds: float | None) -> Callable[[], Data]:
+    def run() -> Data:
+        with query_deadline(seconds):
+            try:
+                return work()
+            except OperationalError:
+                if deadline_passed():
+                    raise CallTimeoutError(seconds or 0.0) from None
+                raise
+
+    return run
+
+
+async def _run_read(
+    state: ServerState, work: Callable[[], Data], seconds: float | None, cache_hit: bool
+) -> Data:
+    with anyio.fail_after(seconds):
+        return await anyio.to_thread.run_sync(
+            _bounded(work, seconds),
+            abandon_on_cancel=True,
+            limiter=state.read_threads() if cache_hit else None,
+        )
+
+
+async def _run_write(work: Callable[[], Data], seconds: float | None) -> tuple[Data, list[str]]:
+    """`work` under a write gate: stopped at the deadline only if its write has not begun."""
+    write_gate = WriteGate(seconds or 0.0)
+    outcome: dict[str, Any] = {}
+    ended = anyio.Event()
+    bounded = _bounded(work, seconds)
+
+    def in_gate() -> Data:
+        with gated(write_gate):
+            return bounded()
+
+    async def run() -> None:
+        try:
+            outcome["data"] = await anyio.to_thread.run_sync(in_gate, abandon_on_cancel=True)
+        except Exception as exc:  # handed to the caller below, translated by `answer`
+            outcome["error"] = exc
+        finally:
+            ended.set()
+
+    late = cancelled = False
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        with anyio.move_on_after(seconds):
+            await ended.wait()
+        if not ended.is_set():
+            cancelled = write_gate.cancel()
+            if cancelled:
+                group.cancel_scope.cancel()
+            else:
+                late = True
+                log.warning("write past its deadline: finishing it", seconds=seconds)
+                await ended.wait()
+    if cancelled:
+        raise WriteCancelledError(seconds or 0.0)
+    if "error" in outcome:
+        raise outcome["error"]
+    warnings = list(write_gate.warnings)
+    if late:
+        warnings.append(
+            f"the call took longer than its {seconds:g} s deadline; its write had begun, so "
+            "it was finished rather than abandoned: the answer is what it did"
+        )
+    return outcome["data"], warnings
 
 
 class EnvelopeTool(Tool):

@@ -79,6 +79,14 @@ def _nullable_as_type(node: dict[str, Any]) -> dict[str, Any]:
 class Metadata(WireModel):
     execution_time: float = Field(description="Time spent answering, in milliseconds")
     cache_hit: bool = Field(description="True when the answer came from the shadow cache")
+    warnings: list[str] | None = Field(
+        default=None,
+        description="What to know about a write that was made (the cache catching up, a "
+        "deadline passed while it was finished); absent when there is nothing",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class Envelope(WireModel, Generic[D]):

@@ -164,7 +164,7 @@ def build_write_tools(state: ServerState) -> list[Tool]:
                 text = filled + ("\n" + content if content and filled else content)
             return written(notes.create_note(app, path, text, frontmatter, tags, sync))
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def update_file(
         path: NotePath,
@@ -189,7 +189,7 @@ def build_write_tools(state: ServerState) -> list[Tool]:
             )
             return written(result)
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def move_file(
         path: NotePath,
@@ -208,7 +208,7 @@ def build_write_tools(state: ServerState) -> list[Tool]:
                 cache_synced=result.cache_synced,
             )
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     async def delete_file(path: NotePath) -> Annotated[CallToolResult, Envelope[DeleteData]]:
         def work() -> DeleteData:
@@ -220,7 +220,7 @@ def build_write_tools(state: ServerState) -> list[Tool]:
                 cache_synced=result.cache_synced,
             )
 
-        return await answer(state, work, cache_hit=False)
+        return await answer(state, work, cache_hit=False, writes=True)
 
     specs: list[tuple[Callable[..., Any], str, str, bool]] = [
         (create_file, "Create note", CREATE_FILE, False),
