@@ -24,6 +24,7 @@ from rich.console import Console
 
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
+from weaver.cli_edits import add_edit_commands
 from weaver.cli_tags import add_tag_commands
 from weaver.config import Settings, find_config_file, load_settings
 from weaver.console import (
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_index_commands(commands)
     add_workflow_commands(commands)
     add_tag_commands(commands)  # weaver.cli_tags
+    add_edit_commands(commands)  # weaver.cli_edits
     add_search_command(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).

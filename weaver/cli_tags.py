@@ -57,7 +57,7 @@ def add_tag_commands(commands: Any) -> None:
 
 
 def cmd_tags_list(args: argparse.Namespace, settings: Settings) -> int:
-    with _fresh_app(settings) as (app, _):
+    with fresh_app(settings) as (app, _):
         found = tags.list_tags(app)
     if args.json:
         print(json.dumps([asdict(t) for t in found]))
@@ -70,7 +70,7 @@ def cmd_tags_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
-    with _fresh_app(settings) as (app, holds):
+    with fresh_app(settings) as (app, holds):
 
         def sync(expected: Mapping[str, str | None]) -> bool:
             return notes.sync_cache(app, expected, holds_writer=holds)
@@ -96,14 +96,14 @@ def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
 
 
 @contextmanager
-def _fresh_app(settings: Settings) -> Iterator[tuple[App, bool]]:
-    """The app, its cache reconciled first unless a daemon or server keeps it fresh; the flag
-    says whether this process holds the writer lock meanwhile."""
+def fresh_app(settings: Settings, *, reconcile: bool = True) -> Iterator[tuple[App, bool]]:
+    """The app, its cache reconciled first (unless `reconcile` is off) when no daemon or server
+    keeps it fresh; the flag says whether this process holds the writer lock meanwhile."""
     lock = writer_lock_for(settings)
     holds = lock.try_acquire()
     app = open_app(settings)
     try:
-        if holds:
+        if holds and reconcile:
             app.indexer.reconcile()
         yield app, holds
     finally:

@@ -7,7 +7,7 @@ import http.client
 import json
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from tests.dashboard.server import HOSTILE_NOTES, Served, request, serve_dashboa
 from tests.helpers import wait_for
 from weaver.dashboard.data import DAY_MS, RunFilters
 from weaver.dashboard.security import CSRF_COOKIE, SESSION_COOKIE, session_value
+from weaver.edits import notes, patches
 
 DEMO = Path(__file__).resolve().parents[2] / "demo-vault"
 TOKEN = "s3cret-token-for-tests"
@@ -123,6 +124,32 @@ def test_trigger_input_is_validated_as_trigger_workflow_validates_it(served: Ser
     not_json = request(url, {"input": "{nope", "csrf": token}, headers=headers)
     assert not_json.status == 400
     assert "Input is not JSON" in not_json.body
+
+
+def test_the_note_page_lists_weavers_edits_and_undoes_the_latest(served: Served) -> None:
+    app = served.app
+    path = "Projects.md"
+    before = (app.vault.root / path).read_bytes()
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return notes.sync_cache(app, expected, holds_writer=True)
+
+    transform = patches.insert_transform("append", "added by an assistant")
+    done = patches.patch_note(app, path, transform, expected_hash=None, sync=sync)
+    page = served.get(f"/notes/{path}").body
+    assert "Edits by Weaver (1)" in page and "edit_file" in page and "undo-button" in page
+    edit_id = re.search(r'action="/edits/(\d+)/restore"', page)
+    assert edit_id is not None
+    cookie, token = csrf_of(served, f"/notes/{path}")
+    headers = {"Cookie": f"{CSRF_COOKIE}={cookie}"}
+    url = f"{served.base}/edits/{edit_id.group(1)}/restore"
+    assert request(url, {"path": path}, headers=headers).status == 403  # no CSRF token
+    assert done.changed and (app.vault.root / path).read_bytes() != before
+    undone = request(url, {"path": path, "csrf": token}, headers=headers)
+    assert undone.status == 303 and undone.header("location") == [f"/notes/{path}"]
+    assert (app.vault.root / path).read_bytes() == before
+    again = request(url, {"path": path, "csrf": token}, headers=headers)
+    assert again.status == 400 and "has changed since edit" in again.body
 
 
 def test_cancel_a_pending_run_and_rerun_it(served: Served) -> None:

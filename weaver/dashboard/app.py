@@ -13,7 +13,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import anyio.to_thread
 from jinja2 import Environment
@@ -43,6 +43,7 @@ from weaver.dashboard.security import (
     session_value,
     token_matches,
 )
+from weaver.edits.steps import NoteChangedError, NoteEditError
 from weaver.engine.errors import (
     ExecutionNotFoundError,
     WorkflowNotFoundError,
@@ -98,6 +99,7 @@ class Dashboard:
             Route("/vault", self._page(self.vault_health)),
             Route("/search", self._page(self.search)),
             Route("/notes/{path:path}", self._page(self.note)),
+            Route("/edits/{edit_id:int}/restore", self._page(self.restore_edit), methods=["POST"]),
             Route("/graph", self._page(self.graph)),
             Route("/graph/data", self._page(self.graph_data)),
             Route("/events", self.events),
@@ -194,6 +196,17 @@ class Dashboard:
         execution_id = request.path_params["execution_id"]
         await anyio.to_thread.run_sync(lambda: data.engine_of(self.state).cancel(execution_id))
         return RedirectResponse(f"/runs/{execution_id}", status_code=303)
+
+    async def restore_edit(self, request: Request) -> Response:
+        """Undo one of a note's edits by Weaver (the note page's button), as restore_edit."""
+        fields = await self.read_form(request)
+        if self.settings.read_only:
+            raise FormError(403, "read_only is set: notes cannot be changed here")
+        edit_id = request.path_params["edit_id"]
+        path = await anyio.to_thread.run_sync(
+            data.restore_note_edit, self.state, fields.get("path", ""), edit_id
+        )
+        return RedirectResponse(f"/notes/{quote(path)}", status_code=303)
 
     async def workflows(self, request: Request) -> Response:
         listed = await anyio.to_thread.run_sync(data.load_workflows, self.state)
@@ -333,6 +346,8 @@ def _status_of(error: WeaverError) -> int:
         return 404
     if isinstance(error, EngineUnavailableError):
         return 503
-    if isinstance(error, WorkflowRequestError | InvalidPathError):
+    if isinstance(error, WorkflowRequestError | InvalidPathError | NoteEditError):
         return 400
+    if isinstance(error, NoteChangedError):
+        return 409
     return 500

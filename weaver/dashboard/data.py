@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy import Connection
 from weaver.cache import executions, fts, read, vault_health
 from weaver.cache import graph as cache_graph
 from weaver.cache.read import FileDetail, VaultStats
+from weaver.edits import history, notes
 from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import (
     ExecutionSummary,
@@ -45,6 +47,7 @@ RUNS_PER_PAGE = 50
 PROBLEMS_PER_PAGE = 50
 SEARCH_PER_PAGE = 20
 NEIGHBOURS_SHOWN = 50
+EDITS_SHOWN = 10  # the note page's recent edits by Weaver; `weaver edits` lists the rest
 GRAPH_NODES = 300
 NOTE_CHARS = 200_000  # the note page shows this much text; get_file_content reads on
 PERIODS: dict[str, int | None] = {
@@ -431,6 +434,7 @@ class NotePage:
     neighbours: list[g.Neighbor]
     neighbour_total: int
     titles: dict[str, str]
+    edits: history.NoteEdits
 
 
 class GraphCache:
@@ -459,7 +463,19 @@ def load_note(state: ServerState, graphs: GraphCache, path: str) -> NotePage:
         neighbours=found,
         neighbour_total=total,
         titles=titles,
+        edits=history.list_edits(state.app, clean, limit=EDITS_SHOWN, offset=0),
     )
+
+
+def restore_note_edit(state: ServerState, path: str, edit_id: int) -> str:
+    """Undo edit `edit_id` of the note at `path` (refused if the note changed since); the
+    note's path, for the page to show next."""
+    app = state.app
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return notes.sync_cache(app, expected, holds_writer=state.writer)
+
+    return history.restore_edit(app, path, edit_id, expected_hash=None, sync=sync).path
 
 
 def load_graph(

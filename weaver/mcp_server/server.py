@@ -22,6 +22,7 @@ from weaver.mcp_server.completions import install_completions
 from weaver.mcp_server.edit_tools import build_edit_tools, build_read_edit_tools
 from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
+from weaver.mcp_server.history_tools import build_history_tools
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.record_tools import build_record_tools
@@ -114,8 +115,9 @@ def withheld_tools(state: ServerState) -> list[str]:
         *build_workflow_tools(writing),
         *build_write_tools(writing),
         *build_edit_tools(writing),
+        *build_history_tools(writing),
     ]
-    kept = {tool.name for tool in build_workflow_tools(state)}
+    kept = {tool.name for tool in (*build_workflow_tools(state), *build_history_tools(state))}
     return [tool.name for tool in tools if tool.name not in kept]
 
 
@@ -169,6 +171,7 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
             *build_write_tools(state),  # none when read_only
             *build_read_edit_tools(state),
             *build_edit_tools(state),  # none when read_only
+            *build_history_tools(state),  # list_edits; restore_edit unless read_only
         ],
         lifespan=make_lifespan(state),
         token_verifier=verifier,

@@ -1,0 +1,124 @@
+"""A note's edits by Weaver (list_edits) and undoing one (restore_edit). Thin edges over
+`weaver.edits.history`. list_edits only reads and is always offered; restore_edit writes and
+is not registered when the settings say `read_only = true`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from weaver.edits import history, notes
+from weaver.mcp_server.arguments import HistoryLimit, NotePath, Offset
+from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.state import ServerState
+
+
+class EditItem(WireModel):
+    edit_id: int = Field(description="restore_edit's editId")
+    operation: str = Field(description="The tool or command that wrote (edit_file, move_file, ...)")
+    at: str = Field(description="When it was written (ISO 8601, UTC)")
+    old_hash: str | None = Field(description="The note's hash before; null: the edit created it")
+    new_hash: str | None = Field(description="Its hash after; null: the edit removed or moved it")
+    restorable: bool = Field(description="What it replaced is still kept")
+    current: bool = Field(description="The note is exactly as this edit left it")
+
+
+class EditsData(WireModel):
+    path: str
+    current_hash: str | None = Field(description="The note's hash now; null: no note there")
+    edits: list[EditItem]
+    total: int
+    offset: int
+    has_more: bool = Field(description="More edits: call again with offset + len(edits)")
+
+
+class RestoreData(WireModel):
+    path: str
+    content_hash: str | None = Field(description="The note's hash now; null: it went to .trash")
+    changed: bool
+    restored_edit: int
+    trash_path: str | None = Field(
+        default=None, description="Where a note the edit had created went"
+    )
+    cache_synced: bool
+
+
+LIST_EDITS = """The recent writes of one note by Weaver (any tool, workflow recovery or
+`weaver` command), newest first, with what each replaced kept for 30 days: the edits
+restore_edit can undo. `current` marks the edit the note is still exactly as. Notes edited in
+Obsidian or elsewhere have no entries for those saves. Example: {"path": "Projects/Weaver.md"}."""
+
+RESTORE_EDIT = """Undo one of a note's edits by Weaver: put the note back exactly as it was
+before edit `editId` (from list_edits). A note the edit created goes to .trash; a note it
+deleted comes back. By default the note must still be exactly as that edit left it, so
+nothing written since is thrown away; to restore over later changes, pass the note's current
+contentHash as `expectedHash`. The restore is itself an edit (listed, and undoable). Example:
+{"path": "Projects/Weaver.md", "editId": 42}."""
+
+
+def build_history_tools(state: ServerState) -> list[Tool]:
+    """list_edits always; restore_edit unless the vault is configured read-only."""
+    app = state.app
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return notes.sync_cache(app, expected, holds_writer=state.writer)
+
+    async def list_edits(
+        path: NotePath, limit: HistoryLimit = 20, offset: Offset = 0
+    ) -> Annotated[CallToolResult, Envelope[EditsData]]:
+        def work() -> EditsData:
+            found = history.list_edits(app, path, limit=limit, offset=offset)
+            return EditsData(
+                path=found.path,
+                current_hash=found.current_hash,
+                edits=[EditItem.model_validate(edit, from_attributes=True) for edit in found.edits],
+                total=found.total,
+                offset=offset,
+                has_more=offset + len(found.edits) < found.total,
+            )
+
+        return await answer(state, work)
+
+    async def restore_edit(
+        path: NotePath,
+        editId: Annotated[int, Field(ge=1, description="The edit to undo, from list_edits")],  # noqa: N803
+        expectedHash: Annotated[  # noqa: N803
+            str | None,
+            Field(description="The note's contentHash now, to restore over later changes"),
+        ] = None,
+    ) -> Annotated[CallToolResult, Envelope[RestoreData]]:
+        def work() -> RestoreData:
+            change = history.restore_edit(app, path, editId, expected_hash=expectedHash, sync=sync)
+            return RestoreData(
+                path=change.path,
+                content_hash=change.content_hash or None,
+                changed=change.changed,
+                restored_edit=editId,
+                trash_path=change.trash_path,
+                cache_synced=change.cache_synced,
+            )
+
+        return await answer(state, work, cache_hit=False, writes=True)
+
+    tools: list[Tool] = [
+        make_tool(list_edits, state, title="A note's edits by Weaver", description=LIST_EDITS)
+    ]
+    if not app.settings.read_only:
+        tool = make_tool(
+            restore_edit, state, title="Undo an edit", description=RESTORE_EDIT, cache_hit=False
+        )
+        tool.annotations = ToolAnnotations(
+            title="Undo an edit",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+        tools.append(tool)
+    return tools
