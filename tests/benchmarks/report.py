@@ -22,6 +22,7 @@ SECTIONS = (
     "freshness",
     "subscriptions",
     "editing",
+    "integrity",
     "query latency",
     "PostgreSQL beside SQLite",
     "search ranking",

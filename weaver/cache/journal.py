@@ -96,6 +96,7 @@ def begin_run(
                 "new_hash": n.new_hash,
                 "status": PENDING,
                 "old_data": n.old_data,
+                "old_size": None if n.old_data is None else len(n.old_data),
                 "new_data": n.new_data,
             }
             for n in notes
@@ -140,7 +141,7 @@ def finish_run(
     conn.execute(
         update(EditJournalNote)
         .where(EditJournalNote.journal_id == run_id, EditJournalNote.status != WRITTEN)
-        .values(old_data=None)
+        .values(old_data=None, old_size=None)
     )
     conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=now))
     prune(conn, now)
@@ -152,27 +153,29 @@ def prune(conn: Connection, now: int, max_bytes: int = HISTORY_MAX_BYTES) -> Non
     old = select(EditJournal.id).where(EditJournal.finished < now - RETAIN_MS)
     conn.execute(delete(EditJournalNote).where(EditJournalNote.journal_id.in_(old)))
     conn.execute(delete(EditJournal).where(EditJournal.finished < now - RETAIN_MS))
+    total = conn.execute(select(func.sum(EditJournalNote.old_size))).scalar_one()
+    if total is None or total <= max_bytes:
+        return  # the common case: one sum over the index, no text read
     kept = (
         select(
             EditJournalNote.journal_id,
             EditJournalNote.path,
-            func.sum(func.length(EditJournalNote.old_data))
+            func.sum(EditJournalNote.old_size)
             .over(order_by=(EditJournalNote.journal_id.desc(), EditJournalNote.path))
             .label("running"),
         )
-        .where(EditJournalNote.old_data.is_not(None))
+        .where(EditJournalNote.old_size.is_not(None))
         .subquery()
     )
     over = select(kept.c.journal_id, kept.c.path).where(kept.c.running > max_bytes)
     doomed = conn.execute(over).all()
-    if doomed:
-        conn.execute(
-            update(EditJournalNote)
-            .where(EditJournalNote.journal_id == bindparam("j"))
-            .where(EditJournalNote.path == bindparam("p"))
-            .values(old_data=None),
-            [{"j": j, "p": p} for j, p in doomed],
-        )
+    conn.execute(
+        update(EditJournalNote)
+        .where(EditJournalNote.journal_id == bindparam("j"))
+        .where(EditJournalNote.path == bindparam("p"))
+        .values(old_data=None, old_size=None),
+        [{"j": j, "p": p} for j, p in doomed],
+    )
 
 
 _RUN_COLUMNS = (

@@ -322,10 +322,14 @@ class EditJournalNote(Base):
     status: Mapped[str] = mapped_column(String)
     detail: Mapped[str | None] = mapped_column(Text)
     old_data: Mapped[bytes | None] = mapped_column(LargeBinary)
+    old_size: Mapped[int | None] = mapped_column(BigInteger)  # len(old_data), for the size cap
     new_data: Mapped[bytes | None] = mapped_column(LargeBinary)
     written_at: Mapped[int | None] = mapped_column(BigInteger)
 
-    __table_args__ = (Index("ix_edit_journal_notes_path", "path"),)
+    __table_args__ = (
+        Index("ix_edit_journal_notes_path", "path"),
+        Index("ix_edit_journal_notes_old_size", "old_size"),
+    )
 
 
 class NoteEmbedding(Base):

@@ -28,6 +28,7 @@ journal could not be written either, that this edit cannot be undone.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
+from weaver.cache import graph as cache_graph
 from weaver.cache import journal
 from weaver.edits import gate
 from weaver.errors import NoteNotFoundError, VaultError
@@ -49,7 +51,10 @@ from weaver.vault.writer import VaultWriter
 log = structlog.get_logger(__name__)
 
 BOM = b"\xef\xbb\xbf"
-ABSENT = ""  # the hash the journal records for a note that does not exist
+ABSENT = ""
+# A note another program changed more recently than this may be in the middle of its save.
+SETTLE_S = 0.1
+SETTLE_MAX_S = 2.0  # the hash the journal records for a note that does not exist
 
 # Brings the cache in step with {path: content hash, or None when the note is gone}; returns
 # False when it could not be confirmed in time.
@@ -146,7 +151,7 @@ def write_note(
     note when it was absent, to `.trash/` when `edit` gives None): see the module docstring."""
     clean = app.vault.check_note_path(path)
     with hold_notes(app, [clean]):
-        old = _read_or_none(app.vault, clean)
+        old = read_settled(app, clean)
         if expected_hash is not None and expected_hash.strip().lower() != digest(old):
             raise NoteChangedError(clean, expected_hash, digest(old) or None)
         new = edit(old)
@@ -177,6 +182,37 @@ def _read_or_none(vault: Vault, path: str) -> bytes | None:
         return vault.read_note(path)
     except NoteNotFoundError:
         return None
+
+
+def read_settled(app: App, path: str) -> bytes | None:
+    """The note's bytes, once another program has finished saving it. An editor saving in
+    place truncates the file, then writes it: read in between, an empty or half file would
+    be taken as the note, and the edit made on it would drop the save. Bytes the cache already
+    holds are settled (Weaver's own writes, the indexed note); other bytes changed less than
+    `SETTLE_S` ago are read again once the file has been quiet that long."""
+    with app.db.connect() as conn:
+        known = cache_graph.note_hashes(conn, [path]).get(path)
+    give_up = time.monotonic() + SETTLE_MAX_S
+    while True:
+        data = _read_or_none(app.vault, path)
+        if data is None or sha256(data) == known:
+            return data
+        quiet = _quiet_for(app.vault, path)
+        if quiet >= SETTLE_S:
+            return data
+        if time.monotonic() > give_up:
+            raise NoteChangedError(path, None, "still being saved by another program")
+        gate.check()
+        time.sleep(SETTLE_S - quiet)
+
+
+def _quiet_for(vault: Vault, path: str) -> float:
+    """Seconds since the file last changed (a vault without files: settled)."""
+    try:
+        changed = vault.note_file(path).stat().st_mtime_ns
+    except (VaultError, OSError):
+        return SETTLE_S
+    return max(0.0, (time.time_ns() - changed) / 1e9)
 
 
 def _apply(vault: Vault, path: str, old: bytes | None, new: bytes | None) -> str | None:
@@ -242,7 +278,9 @@ def _write_replanned(app: App, path: str, replan: Replan, sync_folder: bool) -> 
     """Under the note's lock already: Weaver's own writes are excluded, so only another
     program's save can come between this read and the write."""
     try:
-        data = app.vault.read_note(path)
+        data = read_settled(app, path)
+        if data is None:
+            return NoteOutcome(path, journal.SKIPPED, "removed meanwhile; nothing left to do")
         new = replan(path, data)
         if new is None:
             return NoteOutcome(path, journal.SKIPPED, "changed meanwhile; nothing left to do")
