@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import event
+from structlog.testing import capture_logs
 
 from tests.conftest import WriteNotes
 from weaver.cache import journal, read
@@ -298,8 +299,11 @@ def test_a_move_killed_midway_is_finished_at_the_next_start(
     assert died.returncode == -signal.SIGKILL
     app = open_app(Settings(vault=root))
     try:
-        recovered = recover_edits(app, sync_for(app))
+        with capture_logs() as logs:
+            recovered = recover_edits(app, sync_for(app))
         assert [r.operation for r in recovered] == ["move_file"]
+        [said] = [e for e in logs if e["event"] == "interrupted edit settled"]
+        assert said["operation"] == "move_file" and said["written"] == 302
         assert not (root / "Topic.md").exists()
         assert (root / "Archive/Topic Renamed.md").is_file()
         assert links_to(root, "Archive/Topic Renamed.md") == (601, 0)

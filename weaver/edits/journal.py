@@ -72,16 +72,31 @@ def _recover_run(app: App, run: journal.JournalRun, sync: CacheSync) -> Recovere
         o.path: (o.new_hash or None) for o in outcomes if o.status == journal.WRITTEN
     }
     synced = sync_safely(sync, hashes) if hashes else True
-    for outcome in outcomes:
-        log.warning(
-            "interrupted edit settled",
-            run=run.id,
-            operation=run.operation,
-            path=outcome.path,
-            status=outcome.status,
-            why=outcome.detail,
-        )
+    _log_settled(run, outcomes)
     return Recovered(run.id, run.operation, run.arguments, tuple(outcomes), synced)
+
+
+def _log_settled(run: journal.JournalRun, outcomes: list[NoteOutcome]) -> None:
+    """One line for the run (what was finished), one more per note left as it was."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    log.warning(
+        "interrupted edit settled",
+        run=run.id,
+        operation=run.operation,
+        arguments=run.arguments,
+        **counts,
+    )
+    for outcome in outcomes:
+        if outcome.status != journal.WRITTEN:
+            log.warning(
+                "interrupted edit: note left as it was",
+                run=run.id,
+                path=outcome.path,
+                status=outcome.status,
+                why=outcome.detail,
+            )
 
 
 def _finish_rename(app: App, run: journal.JournalRun) -> None:
