@@ -9,8 +9,9 @@ is judged (≤ 200 ms); the floor is one such edit alone, measured in the same r
 
 Concurrent saves: another process saves the note in place as an editor does (read, append a
 line, truncate and write), 3 to 50 times a second, while Weaver appends through `patch_note`
-without a hash in a loop. A save is lost when its line is missing from the final note: what the check just before
-Weaver's rename leaves open (a save landing between the check and the rename). The count is printed; docs/guarantees.md states the window.
+without a hash in a loop. A save is lost when its line is missing from the final note: what
+the check just before Weaver's rename leaves open (a save landing between the check and the
+rename). The count is printed; docs/guarantees.md states the window.
 """
 
 from __future__ import annotations
