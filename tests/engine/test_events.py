@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import EngineFactory, WriteNotes
 from weaver.cache import executions
+from weaver.edits import history
 from weaver.engine import (
     FileTrigger,
     OnFile,
@@ -202,3 +203,29 @@ def test_a_file_trigger_is_rebuilt_from_its_stored_row() -> None:
     )
     stored = json.loads(json.dumps(trigger_detail(trigger)))
     assert trigger_from_row("file", stored) == trigger
+
+
+def test_a_workflows_writes_are_in_the_notes_edit_history_and_can_be_undone(
+    app: App, make_engine: EngineFactory, write_notes: WriteNotes
+) -> None:
+    @workflow(id="rewriter")
+    def rewriter(ctx: WorkflowContext[Any]) -> None:
+        ctx.vault.write_text("inbox/note.md", "rewritten by a workflow\n")
+        ctx.vault.delete("inbox/old.md")
+
+    write_notes({"inbox/note.md": "my words\n", "inbox/old.md": "old\n"})
+    app.indexer.reconcile()
+    engine = make_engine(rewriter, background="queue", subscribe=False)
+    run = engine.trigger("rewriter")
+    assert run.status == "completed"
+    [edit] = history.list_edits(app, "inbox/note.md", limit=5, offset=0).edits
+    assert edit.operation == "workflow rewriter" and edit.current and edit.restorable
+    history.restore_edit(
+        app, "inbox/note.md", edit.edit_id, expected_hash=None, sync=lambda _: True
+    )
+    assert (app.vault.root / "inbox/note.md").read_text() == "my words\n"
+    [deleted] = history.list_edits(app, "inbox/old.md", limit=5, offset=0).edits
+    history.restore_edit(
+        app, "inbox/old.md", deleted.edit_id, expected_hash=None, sync=lambda _: True
+    )
+    assert (app.vault.root / "inbox/old.md").read_text() == "old\n"

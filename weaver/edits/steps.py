@@ -34,9 +34,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import graph as cache_graph
@@ -107,13 +108,24 @@ def check_size(path: str, data: bytes) -> None:
         )
 
 
+class Notes(Protocol):
+    """What a step needs of its surroundings: the vault's files and the cache (an `App`, or
+    the workflow engine's pair)."""
+
+    @property
+    def db(self) -> Engine: ...
+
+    @property
+    def vault(self) -> Vault: ...
+
+
 @cache
 def note_locks(root: Path) -> NoteLocks:
     """One set of note locks per vault and process, so its threads queue in order."""
     return NoteLocks(root)
 
 
-def hold_notes(app: App, paths: Iterable[str]) -> AbstractContextManager[None]:
+def hold_notes(app: Notes, paths: Iterable[str]) -> AbstractContextManager[None]:
     return note_locks(app.vault.root).hold(paths, check=gate.check)
 
 
@@ -184,7 +196,7 @@ def _read_or_none(vault: Vault, path: str) -> bytes | None:
         return None
 
 
-def read_settled(app: App, path: str) -> bytes | None:
+def read_settled(app: Notes, path: str) -> bytes | None:
     """The note's bytes, once another program has finished saving it. An editor saving in
     place truncates the file, then writes it: read in between, an empty or half file would
     be taken as the note, and the edit made on it would drop the save. Bytes the cache already
@@ -300,7 +312,7 @@ def planned_entries(plan: Sequence[Planned]) -> list[journal.PlannedNote]:
     ]
 
 
-def finish_outcomes(app: App, run_id: int | None, outcomes: Sequence[NoteOutcome]) -> None:
+def finish_outcomes(app: Notes, run_id: int | None, outcomes: Sequence[NoteOutcome]) -> None:
     corrected = {
         o.path: o.new_hash for o in outcomes if o.new_hash is not None and o.detail is not None
     }
@@ -311,7 +323,7 @@ def finish_outcomes(app: App, run_id: int | None, outcomes: Sequence[NoteOutcome
 
 
 def begin_run(
-    app: App, operation: str, arguments: dict[str, Any], notes: Sequence[journal.PlannedNote]
+    app: Notes, operation: str, arguments: dict[str, Any], notes: Sequence[journal.PlannedNote]
 ) -> int | None:
     """Journal a run before its first write; None (and a warning) when the cache cannot be
     written: the write still goes ahead, and the answer says it cannot be undone."""
@@ -327,7 +339,7 @@ def begin_run(
 
 
 def finish_run(
-    app: App,
+    app: Notes,
     run_id: int | None,
     outcomes: Sequence[tuple[str, str, str | None]],
     new_hashes: dict[str, str] | None = None,
@@ -405,3 +417,110 @@ def unchanged_check(vault: Vault, expected: Mapping[str, str]) -> Callable[[str,
 def _identity(full: Path) -> tuple[int, int, int]:
     st = full.stat()
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+# ---------------------------------------------------------------- writes by workflows
+
+
+@dataclass(frozen=True, slots=True)
+class VaultAndCache:
+    db: Engine
+    vault: Vault
+
+
+class JournalledWriter(VaultWriter):
+    """The `VaultWriter` a workflow writes through: each change a step like the tools' (the
+    note's lock, a settled read, the size bound, the journal keeping what it replaced), so a
+    workflow's edit is serialised with every other write of the note and can be undone."""
+
+    def __init__(
+        self,
+        notes: Notes,
+        operation: str,
+        arguments: dict[str, Any],
+        on_write: Callable[[str, str], None] | None = None,
+    ) -> None:
+        super().__init__(notes.vault, on_write=on_write)
+        self._notes = notes
+        self._operation = operation
+        self._arguments = arguments
+
+    def write_bytes(
+        self, path: str, data: bytes, *, create_only: bool = False, sync_folder: bool = True
+    ) -> str:
+        clean = self.vault.check_note_path(path)
+        check_size(clean, data)
+        with hold_notes(self._notes, [clean]):
+            old = read_settled(self._notes, clean)
+            if create_only and old is not None:
+                raise VaultError(f"File already exists: {clean!r}")
+            writer = VaultWriter(self.vault, on_write=self._guarded(clean, old))
+            return self._journalled(
+                clean,
+                old,
+                data,
+                lambda: writer.write_bytes(
+                    clean, data, create_only=create_only, sync_folder=sync_folder
+                ),
+            )
+
+    def _guarded(self, path: str, old: bytes | None) -> Callable[[str, str], None]:
+        """The engine's hook, after the check that the note is still as read."""
+        check, announce = unchanged_check(self.vault, {path: digest(old)}), self._on_write
+
+        def hook(changed: str, content_hash: str) -> None:
+            check(changed, content_hash)
+            if announce is not None:
+                announce(changed, content_hash)
+
+        return hook
+
+    def delete(self, path: str) -> str:
+        return self._remove(path, lambda clean: super(JournalledWriter, self).delete(clean))
+
+    def trash(self, path: str) -> str:
+        return self._remove(path, lambda clean: super(JournalledWriter, self).trash(clean))
+
+    def move(self, source: str, destination: str, *, overwrite: bool = False) -> str:
+        src, dst = self.vault.check_note_path(source), self.vault.check_note_path(destination)
+        with hold_notes(self._notes, [src, dst]):
+            moving = _read_or_none(self.vault, src)
+            replaced = _read_or_none(self.vault, dst)
+            entries = [
+                journal.PlannedNote(src, digest(moving), ABSENT, old_data=moving),
+                journal.PlannedNote(dst, digest(replaced), digest(moving), old_data=replaced),
+            ]
+            arguments = self._arguments | {"from": src, "to": dst}
+            run_id = begin_run(self._notes, self._operation, arguments, entries)
+            try:
+                moved = super().move(src, dst, overwrite=overwrite)
+            except BaseException as exc:
+                finish_run(
+                    self._notes,
+                    run_id,
+                    [(src, journal.FAILED, str(exc)), (dst, journal.FAILED, str(exc))],
+                )
+                raise
+            finish_run(
+                self._notes, run_id, [(src, journal.WRITTEN, None), (dst, journal.WRITTEN, None)]
+            )
+            return moved
+
+    def _remove(self, path: str, remove: Callable[[str], str]) -> str:
+        clean = self.vault.check_note_path(path)
+        with hold_notes(self._notes, [clean]):
+            old = _read_or_none(self.vault, clean)
+            return self._journalled(clean, old, None, lambda: remove(clean))
+
+    def _journalled(
+        self, path: str, old: bytes | None, new: bytes | None, write: Callable[[], str]
+    ) -> str:
+        planned = journal.PlannedNote(path, digest(old), digest(new), old_data=old)
+        run_id = begin_run(self._notes, self._operation, self._arguments, [planned])
+        try:
+            result = write()
+        except BaseException as exc:
+            finish_run(self._notes, run_id, [(path, journal.FAILED, str(exc))])
+            raise
+        finish_run(self._notes, run_id, [(path, journal.WRITTEN, None)])
+        return result

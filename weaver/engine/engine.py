@@ -43,6 +43,7 @@ from weaver.cache import executions, feed
 from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
 from weaver.cache.records import WorkflowRecords, prune_superseded
 from weaver.config import Settings
+from weaver.edits.steps import JournalledWriter, VaultAndCache
 from weaver.engine.context import (
     CacheReader,
     FileTrigger,
@@ -75,7 +76,6 @@ from weaver.engine.registry import Registry
 from weaver.engine.runner import Completed, Failed, Outcome, run_attempt
 from weaver.vault.events import EventBus, VaultEvent
 from weaver.vault.fs import Vault
-from weaver.vault.writer import VaultWriter
 
 if TYPE_CHECKING:
     from weaver.engine.jobs import JobQueue
@@ -951,7 +951,12 @@ class WorkflowEngine:
             settings=workflow.settings,
             weaver_settings=self.settings,
             cache=CacheReader(self.db),
-            vault=VaultWriter(self.vault, on_write=record_write),
+            vault=JournalledWriter(
+                VaultAndCache(self.db, self.vault),
+                f"workflow {workflow.id}",
+                {"execution": execution_id},
+                on_write=record_write,
+            ),
             records=WorkflowRecords(
                 self.db, workflow.id, execution_id=execution_id, before_write=refuse_if_cancelled
             ),
