@@ -41,6 +41,7 @@ def append(text: str) -> patches.Transform:
 # -- one writer per note ----------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_same_hash_edits_from_twenty_threads_accept_exactly_one(
     app: App, write_notes: WriteNotes
 ) -> None:
@@ -317,6 +318,7 @@ def test_a_move_killed_midway_is_finished_at_the_next_start(
         app.close()
 
 
+@pytest.mark.both_backends
 def test_add_tags_on_many_notes_is_one_journalled_run_finished_after_a_crash(
     app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
 ) -> None:

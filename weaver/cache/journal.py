@@ -116,33 +116,25 @@ def finish_run(
     keeps what it replaced; `new_hashes` corrects a note written with other text than planned
     (re-read after a concurrent save). The planned texts are dropped: nothing is left to do."""
     now = now_ms()
-    if outcomes:
-        statement = (
-            update(EditJournalNote)
-            .where(EditJournalNote.journal_id == run_id)
-            .where(EditJournalNote.path == bindparam("p"))
-            .values(status=bindparam("s"), detail=bindparam("d"), written_at=bindparam("w"))
+    written = [o for o in outcomes if o[1] == WRITTEN]
+    others = [o for o in outcomes if o[1] != WRITTEN]
+    note = (EditJournalNote.journal_id == run_id, EditJournalNote.path == bindparam("p"))
+    if written:  # keeps what it replaced (the history); the planned text is no longer needed
+        statement = update(EditJournalNote).where(*note)
+        conn.execute(
+            statement.values(status=WRITTEN, detail=bindparam("d"), written_at=now, new_data=None),
+            [{"p": p, "d": d} for p, _, d in written],
         )
-        rows = [
-            {"p": p, "s": s, "d": d, "w": now if s == WRITTEN else None} for p, s, d in outcomes
-        ]
-        conn.execute(statement, rows)
+    if others:  # not an edit after all: nothing to keep
+        statement = update(EditJournalNote).where(*note)
+        values = {"new_data": None, "old_data": None, "old_size": None}
+        conn.execute(
+            statement.values(status=bindparam("s"), detail=bindparam("d"), **values),
+            [{"p": p, "s": s, "d": d} for p, s, d in others],
+        )
     if new_hashes:
-        statement = (
-            update(EditJournalNote)
-            .where(EditJournalNote.journal_id == run_id)
-            .where(EditJournalNote.path == bindparam("p"))
-            .values(new_hash=bindparam("h"))
-        )
+        statement = update(EditJournalNote).where(*note).values(new_hash=bindparam("h"))
         conn.execute(statement, [{"p": p, "h": h} for p, h in new_hashes.items()])
-    conn.execute(
-        update(EditJournalNote).where(EditJournalNote.journal_id == run_id).values(new_data=None)
-    )
-    conn.execute(
-        update(EditJournalNote)
-        .where(EditJournalNote.journal_id == run_id, EditJournalNote.status != WRITTEN)
-        .values(old_data=None, old_size=None)
-    )
     conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=now))
     prune(conn, now)
 
