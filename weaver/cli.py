@@ -25,7 +25,7 @@ from rich.console import Console
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.cli_tags import add_tag_commands
-from weaver.config import Settings, find_config_file, load_settings
+from weaver.config import Settings, expected, find_config_file, load_settings, shown
 from weaver.console import (
     IndexDisplay,
     add_command,
@@ -369,8 +369,11 @@ def _add_processes_option(parser: argparse.ArgumentParser) -> None:
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
+    from weaver.mcp_server.serve import check_http_settings
 
     settings = _with_flags(settings, {"http_processes": args.http_processes})
+    if not args.no_http:  # before the daemon's lock file is made
+        check_http_settings(settings)
     run_daemon(settings, http=not args.no_http, standby=args.standby)
     return 0
 
@@ -378,8 +381,13 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.worker import run_worker
 
-    run_worker(settings, concurrency=args.concurrency)
+    settings = _with_flags(settings, {"workflow_workers": args.concurrency})
+    run_worker(settings, concurrency=settings.workflow_workers)
     return 0
+
+
+# The options that override a setting, where the flag's name is not the setting's.
+FLAG_OF_SETTING = {"http_host": "host", "http_port": "port", "workflow_workers": "concurrency"}
 
 
 def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
@@ -389,10 +397,11 @@ def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
     try:
         return Settings.model_validate({**settings.model_dump(), **updates})
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = exc.errors(include_url=False)[0]
         key = str(error["loc"][0]) if error["loc"] else "option"
-        flag = {"http_host": "host", "http_port": "port"}.get(key, key).replace("_", "-")
-        raise ConfigError(f"invalid --{flag}: {error['msg']}") from exc
+        flag = FLAG_OF_SETTING.get(key, key).replace("_", "-")
+        value = shown(key, error["input"])
+        raise ConfigError(f"invalid --{flag}: {value}: {expected(error)}") from exc
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
