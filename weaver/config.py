@@ -54,6 +54,7 @@ class Settings(BaseModel):
     http_port: int = Field(default=8765, ge=0, le=65535)
     http_token: str | None = None
     http_processes: int = Field(default=1, ge=1, le=32)
+    http_session_idle_s: float = Field(default=1800.0, gt=0, le=30 * 86_400)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)
