@@ -41,6 +41,7 @@ from weaver.console import (
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
 from weaver.host.app import App, open_app
+from weaver.json_nesting import load_json
 from weaver.log import configure_logging
 
 if TYPE_CHECKING:
@@ -567,8 +568,8 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.locks import daemon_running
 
     try:
-        data = json.loads(args.input) if args.input is not None else None
-    except json.JSONDecodeError as exc:
+        data = load_json(args.input) if args.input is not None else None
+    except ValueError as exc:  # not JSON, or nested too deep to parse
         print(f"weaver: --input is not valid JSON: {exc}", file=sys.stderr)
         return EXIT_USAGE
     outputs = None
