@@ -569,7 +569,7 @@ def test_http_processes_is_checked_before_anything_starts(
     vault_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--vault", str(vault_dir), "daemon", "--http-processes", "0"]) == 2
-    assert "invalid --http-processes: Input should be greater than or equal to 1" in (
+    assert "invalid --http-processes: 0: Input should be greater than or equal to 1" in (
         capsys.readouterr().err
     )
     assert main(["--vault", str(vault_dir), "serve", "--http-processes", "2"]) == 2

@@ -26,7 +26,7 @@ from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.cli_edits import add_edit_commands
 from weaver.cli_tags import add_tag_commands
-from weaver.config import Settings, find_config_file, load_settings
+from weaver.config import Settings, expected, find_config_file, load_settings, shown
 from weaver.console import (
     IndexDisplay,
     add_command,
@@ -42,6 +42,7 @@ from weaver.console import (
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
 from weaver.host.app import App, open_app
+from weaver.json_nesting import load_json
 from weaver.log import configure_logging
 
 if TYPE_CHECKING:
@@ -371,8 +372,11 @@ def _add_processes_option(parser: argparse.ArgumentParser) -> None:
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
+    from weaver.mcp_server.serve import check_http_settings
 
     settings = _with_flags(settings, {"http_processes": args.http_processes})
+    if not args.no_http:  # before the daemon's lock file is made
+        check_http_settings(settings)
     run_daemon(settings, http=not args.no_http, standby=args.standby)
     return 0
 
@@ -380,8 +384,13 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.worker import run_worker
 
-    run_worker(settings, concurrency=args.concurrency)
+    settings = _with_flags(settings, {"workflow_workers": args.concurrency})
+    run_worker(settings, concurrency=settings.workflow_workers)
     return 0
+
+
+# The options that override a setting, where the flag's name is not the setting's.
+FLAG_OF_SETTING = {"http_host": "host", "http_port": "port", "workflow_workers": "concurrency"}
 
 
 def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
@@ -391,10 +400,11 @@ def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
     try:
         return Settings.model_validate({**settings.model_dump(), **updates})
     except ValidationError as exc:
-        error = exc.errors()[0]
+        error = exc.errors(include_url=False)[0]
         key = str(error["loc"][0]) if error["loc"] else "option"
-        flag = {"http_host": "host", "http_port": "port"}.get(key, key).replace("_", "-")
-        raise ConfigError(f"invalid --{flag}: {error['msg']}") from exc
+        flag = FLAG_OF_SETTING.get(key, key).replace("_", "-")
+        value = shown(key, error["input"])
+        raise ConfigError(f"invalid --{flag}: {value}: {expected(error)}") from exc
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -560,8 +570,8 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.locks import daemon_running
 
     try:
-        data = json.loads(args.input) if args.input is not None else None
-    except json.JSONDecodeError as exc:
+        data = load_json(args.input) if args.input is not None else None
+    except ValueError as exc:  # not JSON, or nested too deep to parse
         print(f"weaver: --input is not valid JSON: {exc}", file=sys.stderr)
         return EXIT_USAGE
     outputs = None

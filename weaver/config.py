@@ -8,21 +8,33 @@ the shipped `config/weaver.toml` finds the demo vault wherever the command runs 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import ErrorDetails
 
 from weaver.errors import ConfigError
 from weaver.vault.obsidian_app import list_known_vaults
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 CACHE_DIR_NAME = ".weaver"
+# A host name as RFC 1123 allows it: dot-separated labels of letters, digits and inner hyphens.
+HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
+SHOWN_VALUE_CHARS = 100  # a bad value is quoted in the error up to this length
 
 
 class Settings(BaseModel):
@@ -42,6 +54,7 @@ class Settings(BaseModel):
     http_port: int = Field(default=8765, ge=0, le=65535)
     http_token: str | None = None
     http_processes: int = Field(default=1, ge=1, le=32)
+    http_session_idle_s: float = Field(default=1800.0, gt=0, le=30 * 86_400)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)
@@ -67,6 +80,27 @@ class Settings(BaseModel):
     @classmethod
     def _absolute_path(cls, path: Path | None) -> Path | None:
         return path.expanduser().resolve() if path is not None else None
+
+    @field_validator("database_url")
+    @classmethod
+    def _usable_database_url(cls, url: str | None) -> str | None:
+        # Imported here: the cache's package is not needed to read settings (and imports this).
+        from weaver.cache.db import database_url_problem
+
+        problem = database_url_problem(url) if url else None
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+    @field_validator("http_host")
+    @classmethod
+    def _host_or_address(cls, host: str) -> str:
+        try:
+            ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+        except ValueError:
+            if len(host) > 253 or not HOST_NAME.fullmatch(host):
+                raise ValueError("expected an IP address or a host name") from None
+        return host
 
     @property
     def db_url(self) -> str:
@@ -98,9 +132,116 @@ def load_settings(
     if "vault" not in values:
         raise ConfigError(no_vault_message(env))
     settings = _validate(values, sources)
-    if (vault_here or not settings.database_url) and not settings.vault.is_dir():
-        raise ConfigError(f"vault not found: {settings.vault}")
+    problem = (
+        _worker_timing_problem(settings, sources)
+        or _folder_problem(settings, vault_here)
+        or _database_file_problem(settings)
+        or _embedding_problem(settings)
+        or _workflow_table_problem(settings)
+    )
+    if problem is not None:
+        name, value, why = problem
+        source = sources.get(name.split(".")[0], "in settings")
+        raise ConfigError(f"invalid setting {name!r} {source}: {shown(name, value)}: {why}")
     return settings
+
+
+# A refused setting: its name, its bad value, what is wrong or expected. The checks below look
+# at this host's files and create nothing, so nothing is made on disk for refused settings
+# (no cache folder, no parent folder of a SQLite file).
+Problem = tuple[str, object, str]
+
+
+def shown(name: str, value: object) -> str:
+    """A bad value as the error quotes it: clipped, and with no secret in it."""
+    if name == "http_token":
+        return "(hidden)"
+    if name == "database_url" and isinstance(value, str):
+        value = _without_password(value)
+    if isinstance(value, Path):  # whole: a path clipped would not say which
+        return repr(str(value))
+    text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def _without_password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _worker_timing_problem(settings: Settings, sources: Mapping[str, str]) -> Problem | None:
+    """A heartbeat slower than the stall time would have live workers taken for dead."""
+    beat, stalled = settings.worker_heartbeat_s, settings.worker_stalled_s
+    if beat < stalled:
+        return None
+    if "worker_stalled_s" in sources and "worker_heartbeat_s" not in sources:
+        return "worker_stalled_s", stalled, f"expected more than worker_heartbeat_s ({beat:g})"
+    return "worker_heartbeat_s", beat, f"expected less than worker_stalled_s ({stalled:g})"
+
+
+def _folder_problem(settings: Settings, vault_here: bool) -> Problem | None:
+    if (vault_here or not settings.database_url) and not settings.vault.is_dir():
+        return "vault", settings.vault, _not_a_folder(settings.vault, "the folder of notes")
+    for folder in settings.workflow_dirs:
+        if not folder.is_dir():
+            return "workflow_dirs", folder, _not_a_folder(folder, "a folder of workflow plugins")
+    return None
+
+
+def _not_a_folder(path: Path, expected: str) -> str:
+    return f"{'a file' if path.exists() else 'not found'}; expected {expected}"
+
+
+def _database_file_problem(settings: Settings) -> Problem | None:
+    """A SQLite file named by `database_url` must be in a folder that exists: Weaver makes
+    only the default one (`.weaver/` in the vault)."""
+    from weaver.cache.recovery import sqlite_file
+
+    cache_file = sqlite_file(settings.database_url) if settings.database_url else None
+    if cache_file is None:
+        return None
+    if not cache_file.parent.is_dir():
+        why = f"no folder {cache_file.parent}; create it, or name a file in a folder that exists"
+        return "database_url", settings.database_url, why
+    if cache_file.is_dir():
+        return "database_url", settings.database_url, "a folder; expected the cache's file"
+    return None
+
+
+def _embedding_problem(settings: Settings) -> Problem | None:
+    from weaver.semantic.model import DEFAULT_MODEL, TRANSFORMER_MODEL
+
+    model_path, cache_dir = settings.embedding_model_path, settings.embedding_cache_dir
+    if model_path is not None and not model_path.is_file():
+        return "embedding_model_path", model_path, "no such file; expected an ONNX model file"
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        return "embedding_cache_dir", cache_dir, "a file; expected a folder (made when needed)"
+    model = settings.embedding_model
+    if model_path is None and model not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
+        why = (
+            f"expected {DEFAULT_MODEL!r} or {TRANSFORMER_MODEL!r} (they ship with the semantic "
+            "extra), or another model's ONNX file as embedding_model_path"
+        )
+        return "embedding_model", model, why
+    return None
+
+
+def _workflow_table_problem(settings: Settings) -> Problem | None:
+    """A `[workflows.<id>]` table that no workflow could take (a bad cron, time zone or key):
+    refused here, where it would otherwise only drop its workflow when the plugins load."""
+    from weaver.engine.registry import override_problem  # the engine imports this module
+
+    for workflow_id, table in settings.workflows.items():
+        problem = override_problem(table)
+        if problem is not None:
+            key, value, why = problem
+            return f"workflows.{workflow_id}.{key}", value, why
+    return None
 
 
 def no_vault_message(env: Mapping[str, str], platform: str | None = None) -> str:
@@ -163,16 +304,21 @@ def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
         if raw is None or name == "workflows":
             continue
         is_list = "list" in str(field.annotation)
-        values[name] = _parse_list(raw) if is_list else raw
+        values[name] = _parse_list(name, raw) if is_list else raw
     return values
 
 
-def _parse_list(raw: str) -> list[str]:
+def _parse_list(name: str, raw: str) -> list[str]:
     if raw.lstrip().startswith("["):
         try:
             parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"environment list is not valid JSON: {raw!r}") from exc
+        except (json.JSONDecodeError, RecursionError):
+            parsed = None
+        if not isinstance(parsed, list):
+            raise ConfigError(
+                f"invalid setting {name!r} in WEAVER_{name.upper()}: {shown(name, raw)}: "
+                "expected a JSON list of strings, or values separated by commas"
+            )
         return [str(item) for item in parsed]
     return [part.strip() for part in raw.split(",") if part.strip()]
 
@@ -181,9 +327,19 @@ def _validate(values: dict[str, Any], sources: Mapping[str, str]) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
         source = sources.get(str(first["loc"][0]) if first["loc"] else "", "in settings")
         if first["type"] == "extra_forbidden":
             raise ConfigError(f"unknown setting {where!r} {source}") from exc
-        raise ConfigError(f"invalid setting {where!r} {source}: {first['msg']}") from exc
+        value = shown(where, first["input"])
+        raise ConfigError(
+            f"invalid setting {where!r} {source}: {value}: {expected(first)}"
+        ) from exc
+
+
+def expected(error: ErrorDetails) -> str:
+    """Pydantic's message for one error, without its `Value error, ` for our own checks."""
+    if error["type"] == "value_error":
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    return error["msg"]

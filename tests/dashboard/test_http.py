@@ -152,6 +152,16 @@ def test_the_note_page_lists_weavers_edits_and_undoes_the_latest(served: Served)
     assert again.status == 400 and "has changed since edit" in again.body
 
 
+def test_trigger_input_nested_too_deep_is_refused_not_a_500(served: Served) -> None:
+    url = served.base + "/workflows/test-slow-echo/trigger"
+    cookie, token = csrf_of(served)
+    headers = {"Cookie": f"{CSRF_COOKIE}={cookie}"}
+    deep = "[" * 100_000 + "]" * 100_000  # RecursionError in json.loads: a 500 before
+    refused = request(url, {"input": deep, "csrf": token}, headers=headers)
+    assert refused.status == 400
+    assert "Input is not JSON: nested deeper than 512 levels" in refused.body
+
+
 def test_cancel_a_pending_run_and_rerun_it(served: Served) -> None:
     engine = served.engine
     cookie, token = csrf_of(served)

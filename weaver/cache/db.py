@@ -11,6 +11,7 @@ start, for a cache that is nearly always up to date already.
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from weaver.cache import recovery
 from weaver.cache.bulk import restore_indexes_of
@@ -43,6 +44,30 @@ BUSY_TIMEOUT_MS = 10_000
 # index stopped updating the link indexes row by row.
 BULK_CACHE_KIB = 8 * 1024
 BULK_CHECKPOINT_PAGES = 16 * 1024
+
+
+# The URLs the cache can live at: SQLite through Python's own driver, PostgreSQL through psycopg
+# 3 (`open_engine` passes it psycopg's `prepare_threshold`), with the job system beside it.
+DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+POSTGRES_MODULES = ("psycopg", "procrastinate")
+POSTGRES_EXTRA = "pip install 'weaver-mcp[postgres]'"
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why the cache cannot live at `url`, or None: checked before anything is opened (no
+    connection, no file), so that a bad URL is a configuration error, not a failure midway."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return f"not a database URL; expected {DATABASE_URL_FORMS}"
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        return None
+    if parsed.drivername != "postgresql+psycopg":
+        return f"not a database Weaver can use; expected {DATABASE_URL_FORMS}"
+    missing = [name for name in POSTGRES_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"PostgreSQL support is not installed (no {missing[0]} module): {POSTGRES_EXTRA}"
+    return None
 
 
 def open_engine(url: str, writes: bool = True) -> Engine:

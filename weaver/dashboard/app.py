@@ -9,7 +9,6 @@ the three actions (trigger, re-run, cancel) are POSTs with a CSRF token, refused
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, get_args
@@ -50,6 +49,7 @@ from weaver.engine.errors import (
     WorkflowRequestError,
 )
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
+from weaver.json_nesting import load_json
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.workflow_tools import EngineUnavailableError
 from weaver.semantic.pages import SearchMode
@@ -223,8 +223,8 @@ class Dashboard:
         workflow_id = request.path_params["workflow_id"]
         text = form.get("input", "").strip() or "{}"
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
+            value = load_json(text)
+        except ValueError as exc:  # not JSON, or nested too deep to parse
             return await self._trigger_refused(
                 request, workflow_id, text, f"Input is not JSON: {exc}"
             )

@@ -317,10 +317,7 @@ def cron_trigger(expression: str, timezone: str | None) -> CronTrigger:
         )
     second = fields[0] if len(fields) == 6 else "0"
     minute, hour, day, month, weekday = fields[-5:]
-    try:
-        zone = zoneinfo.ZoneInfo(timezone) if timezone else None
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise WorkflowDefinitionError(f"unknown time zone {timezone!r}") from None
+    zone = time_zone(timezone)
     try:
         return CronTrigger(
             second=second,
@@ -333,6 +330,14 @@ def cron_trigger(expression: str, timezone: str | None) -> CronTrigger:
         )
     except ValueError as exc:
         raise WorkflowDefinitionError(f"invalid cron {expression!r}: {exc}") from None
+
+
+def time_zone(name: str | None) -> zoneinfo.ZoneInfo | None:
+    """The IANA time zone `name` (None: the machine's own), or `WorkflowDefinitionError`."""
+    try:
+        return zoneinfo.ZoneInfo(name) if name else None
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise WorkflowDefinitionError(f"unknown time zone {name!r}") from None
 
 
 def crontab_weekdays(spec: str) -> str:

@@ -15,7 +15,7 @@ WeaverError
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from weaver.errors import WeaverError, did_you_mean, suggest
 
@@ -48,13 +48,18 @@ class WorkflowRequestError(WorkflowError):
 
 
 class WorkflowNotFoundError(WorkflowRequestError):
-    """`known`: the registered ids, to name the one a misspelt id probably meant."""
+    """`known`: the registered ids, to name the one a misspelt id probably meant; `broken`:
+    the plugins that failed to load, one of which may have declared it."""
 
-    def __init__(self, workflow_id: str, known: Iterable[str] = ()) -> None:
+    def __init__(
+        self, workflow_id: str, known: Iterable[str] = (), broken: Sequence[str] = ()
+    ) -> None:
         message = f"Workflow not found: {workflow_id!r}"
         close = suggest(workflow_id, known)
         if close:
             message += f" ({did_you_mean(close)})"
+        if broken:
+            message += f"; these failed to load (the workflow list says why): {', '.join(broken)}"
         super().__init__(message)
         self.workflow_id = workflow_id
 

@@ -25,6 +25,7 @@ from weaver.engine.definition import (
     Workflow,
     accepts_empty,
     describe_validation_error,
+    time_zone,
 )
 from weaver.engine.errors import (
     DuplicateWorkflowError,
@@ -75,7 +76,8 @@ class Registry:
         """The workflow, or `WorkflowNotFoundError` naming the ids it probably meant."""
         workflow = self._workflows.get(workflow_id)
         if workflow is None:
-            raise WorkflowNotFoundError(workflow_id, self._workflows)
+            broken = list(dict.fromkeys(error.source for error in self.errors))
+            raise WorkflowNotFoundError(workflow_id, self._workflows, broken)
         return workflow
 
     def add_error(self, source: str, error: str) -> None:
@@ -125,6 +127,28 @@ def apply_overrides(registry: Registry, tables: Mapping[str, Mapping[str, Any]])
         except WorkflowDefinitionError as exc:
             registry.remove(workflow.id)
             registry.add_error(f"config [workflows.{workflow.id}]", str(exc))
+
+
+def override_problem(table: Mapping[str, Any]) -> tuple[str, Any, str] | None:
+    """What is wrong with a `[workflows.<id>]` table as far as can be told without its workflow
+    (a key, a type, the cron, the time zone), as (key, value, why), or None: so that
+    `load_settings` refuses a bad table before anything runs, rather than the workflow being
+    dropped when the plugins load."""
+    try:
+        override = WorkflowOverride.model_validate(dict(table))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        return ".".join(str(part) for part in error["loc"]), error["input"], error["msg"]
+    try:
+        time_zone(override.timezone)
+    except WorkflowDefinitionError as exc:
+        return "timezone", override.timezone, str(exc)
+    if override.schedule and override.schedule.strip():
+        try:
+            OnSchedule(override.schedule, override.timezone)
+        except WorkflowDefinitionError as exc:
+            return "schedule", override.schedule, str(exc)
+    return None
 
 
 def configure(workflow: Workflow, table: Mapping[str, Any]) -> Workflow:

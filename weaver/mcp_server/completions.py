@@ -15,11 +15,13 @@ its level lets info through.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
+from mcp.server.connection import Connection
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import (
@@ -34,7 +36,7 @@ from mcp_types import (
 from weaver.cache import browse, read
 from weaver.engine import WorkflowEngine
 from weaver.errors import suggest
-from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions
+from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions, client_connection
 from weaver.mcp_server.state import ServerState
 from weaver.vault.events import VaultEvent
 
@@ -73,12 +75,16 @@ def complete(state: ServerState, argument: str, value: str) -> Completion:
 
 @dataclass
 class LogLevels:
-    """The level each session asked for; what the vault's changes are told to them at."""
+    """The level each client asked for; what the vault's changes are told to them at. By
+    their connections, held weakly as `resources.Subscriptions` holds them: a session that
+    ended is forgotten with it."""
 
-    by_session: dict[Any, str] = field(default_factory=dict)
+    by_client: weakref.WeakKeyDictionary[Connection, str] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
-    def hears(self, session: Any, level: str) -> bool:
-        wanted = self.by_session.get(session)
+    def hears(self, connection: Connection, level: str) -> bool:
+        wanted = self.by_client.get(connection)
         return wanted is not None and LEVELS.index(level) >= LEVELS.index(wanted)
 
     async def tell(self, events: Sequence[VaultEvent]) -> None:
@@ -86,15 +92,12 @@ class LogLevels:
         for event in events:
             kinds.setdefault(event.kind, []).append(event.path)
         data = {"event": "vault changed", **{k: v[:20] for k, v in kinds.items()}}
-        for session in [s for s in list(self.by_session) if self.hears(s, "info")]:
-            try:
-                with warnings.catch_warnings():
-                    # The SDK warns that 2026-07-28 drops logging; clients of the 2025
-                    # versions, which asked for it with logging/setLevel, still take it.
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await session.send_log_message("info", data, logger="weaver")
-            except Exception:  # a session gone away
-                self.by_session.pop(session, None)
+        for connection in [c for c in list(self.by_client) if self.hears(c, "info")]:
+            with warnings.catch_warnings():
+                # The SDK warns that 2026-07-28 drops logging; clients of the 2025
+                # versions, which asked for it with logging/setLevel, still take it.
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await connection.log("info", data, logger="weaver")  # never raises
 
 
 def install_completions(
@@ -119,7 +122,7 @@ def install_completions(
 
     async def on_set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
         if sessions:
-            levels.by_session[ctx.session] = params.level
+            levels.by_client[client_connection(ctx)] = params.level
             subscriptions.watch(state)
         return EmptyResult()
 

@@ -7,6 +7,9 @@
 - **JSON-RPC ids.** A request whose `id` is neither a string, a number nor null is invalid
   (JSON-RPC 2.0, section 4); the SDK took it for a notification and answered 202 with no
   reply. Here it gets a JSON-RPC "Invalid Request" error (HTTP 400) naming the id.
+- **Nesting.** A body nested deeper than `MAX_JSON_DEPTH` (200,000 levels raised
+  `RecursionError` in the parser, a 500) gets a JSON-RPC "Parse error" (HTTP 400) before
+  anything parses it.
 """
 
 from __future__ import annotations
@@ -18,12 +21,17 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from weaver.json_nesting import JSONTooDeepError, too_deep
+
 # Bodies bigger than this are not looked into (the SDK applies its own limits to them).
 MAX_INSPECTED_BODY = 4 * 1024 * 1024
+PARSE_ERROR = -32700  # JSON-RPC 2.0's codes
+INVALID_REQUEST = -32600
 
 
 class RequestGuard:
-    """ASGI middleware: strict Host/Origin for a loopback server, valid JSON-RPC ids."""
+    """ASGI middleware: strict Host/Origin for a loopback server, bodies nested within
+    bounds, valid JSON-RPC ids."""
 
     def __init__(self, app: ASGIApp, names: Iterable[str] | None, path: str) -> None:
         self.app = app
@@ -53,9 +61,12 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         body, replay = await _read_body(receive)
+        if too_deep(body):
+            await _json_rpc_error(send, f"Parse error: {JSONTooDeepError()}", PARSE_ERROR)
+            return
         problem = _invalid_id(body)
         if problem is not None:
-            await _json_rpc_error(send, problem)
+            await _json_rpc_error(send, problem, INVALID_REQUEST)
             return
         await self.app(scope, replay, send)
 
@@ -104,8 +115,8 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await _respond(send, status, text.encode(), b"text/plain; charset=utf-8")
 
 
-async def _json_rpc_error(send: Send, message: str) -> None:
-    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+async def _json_rpc_error(send: Send, message: str, code: int) -> None:
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     await _respond(send, 400, json.dumps(error).encode(), b"application/json")
 
 

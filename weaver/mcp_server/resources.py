@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ from urllib.parse import quote, unquote
 
 import anyio.to_thread
 import structlog
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.models import InitializationOptions
@@ -97,12 +100,24 @@ VAULT_RESOURCES = [
 ]
 
 
+def client_connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The client's `Connection`, which lives as long as its session and sends on its own
+    stream. Not `ctx.session`: that is a proxy built for each request, so keeping those kept
+    one per request (and a client listing resources twice heard of each change twice). The
+    SDK (2.3) hands low-level handlers no public way to it; its `Context` has `.connection`."""
+    connection: Connection = ctx.session._connection
+    return connection
+
+
 @dataclass
 class Subscriptions:
-    """Which sessions want to hear of which URIs, and of list changes; owned by the loop."""
+    """Which clients want to hear of which URIs, and of list changes; owned by the loop.
 
-    by_uri: dict[str, set[Any]] = field(default_factory=dict)
-    listening: set[Any] = field(default_factory=set)
+    Their connections are held weakly: a session the SDK ended (closed by its client, or idle
+    past `http_session_idle_s`) is gone from here with it, not kept with its streams."""
+
+    by_uri: dict[str, weakref.WeakSet[Connection]] = field(default_factory=dict)
+    listening: weakref.WeakSet[Connection] = field(default_factory=weakref.WeakSet)
     loop: asyncio.AbstractEventLoop | None = None
     list_changed_due: bool = False
     others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
@@ -141,32 +156,18 @@ class Subscriptions:
                     listed = True
         for path in sorted(changed):
             uri = note_uri(path)
-            for session in list(self.by_uri.get(uri, ())):
-                await self._send(session, uri)
+            for connection in list(self.by_uri.get(uri, ())):
+                await connection.send_resource_updated(uri)  # never raises: best effort
         if listed and not self.list_changed_due:
             self.list_changed_due = True
             asyncio.get_running_loop().call_later(
                 LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._list_changed())
             )
 
-    async def _send(self, session: Any, uri: str) -> None:
-        try:
-            await session.send_resource_updated(uri)
-        except Exception:  # a session gone away: forget it
-            self.forget(session)
-
     async def _list_changed(self) -> None:
         self.list_changed_due = False
-        for session in list(self.listening):
-            try:
-                await session.send_resource_list_changed()
-            except Exception:
-                self.forget(session)
-
-    def forget(self, session: Any) -> None:
-        self.listening.discard(session)
-        for sessions in self.by_uri.values():
-            sessions.discard(session)
+        for connection in list(self.listening):
+            await connection.send_resource_list_changed()
 
 
 def install_resources(
@@ -184,7 +185,7 @@ def install_resources(
     async def list_resources(ctx: Any, params: PaginatedRequestParams) -> ListResourcesResult:
         await state.wait_ready()
         if sessions:
-            subscriptions.listening.add(ctx.session)
+            subscriptions.listening.add(client_connection(ctx))
             subscriptions.watch(state)
         after = _after(params.cursor)
 
@@ -227,12 +228,15 @@ def install_resources(
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         subscriptions.watch(state)
-        subscriptions.listening.add(ctx.session)
-        subscriptions.by_uri.setdefault(str(params.uri), set()).add(ctx.session)
+        connection = client_connection(ctx)
+        subscriptions.listening.add(connection)
+        subscriptions.by_uri.setdefault(str(params.uri), weakref.WeakSet()).add(connection)
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
-        subscriptions.by_uri.get(str(params.uri), set()).discard(ctx.session)
+        subscribed = subscriptions.by_uri.get(str(params.uri))
+        if subscribed is not None:
+            subscribed.discard(client_connection(ctx))
         return EmptyResult()
 
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)

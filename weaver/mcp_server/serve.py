@@ -103,7 +103,12 @@ def http_app(
 
     `stateless` when several processes share the port (`host.processes`): a 2025-11-25 session
     lives in the process that created it, and the next request of the session may reach
-    another, so none is kept (the 2026-07-28 protocol keeps none anyway)."""
+    another, so none is kept (the 2026-07-28 protocol keeps none anyway).
+
+    A kept session that has had no request in flight (none being answered, no open GET
+    stream) for `http_session_idle_s` is closed and forgotten: the SDK's idle timeout, which
+    never closes a session under a request; its id then answers 404, and the client opens a
+    new session, as the spec prescribes."""
 
     async def health(_request: Request) -> Response:
         report = await anyio.to_thread.run_sync(compute_health, state)
@@ -123,6 +128,7 @@ def http_app(
         host=host,
         transport_security=transport_security(host),
         stateless_http=stateless,
+        session_idle_timeout=state.app.settings.http_session_idle_s,
     )
     app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
     if site is not None:
