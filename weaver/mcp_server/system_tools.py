@@ -1,9 +1,11 @@
 """`health_check`, and the same report for the HTTP `GET /health` route.
 
 - `unhealthy`: the cache cannot be queried, or the vault folder cannot be read.
-- `degraded`: it works, partly: the initial index is still running or failed, this process
-  should be watching but its watcher stopped, a migration is pending, or the workflow engine
-  (once there is one) stopped or failed to load a plugin.
+- `degraded`: it works, partly: the initial index failed, this process should be watching but
+  its watcher stopped, a migration is pending, or the workflow engine stopped or failed to
+  load a plugin.
+- `starting`: nothing is wrong, but the initial index is still running (tools wait for it):
+  a server just started is not reported for faults it does not have.
 - `healthy` otherwise. A reader process (another one holds the writer lock) is healthy: the
   cache is kept fresh, just not by it.
 """
@@ -37,7 +39,8 @@ HealthResult = Annotated[CallToolResult, Envelope[HealthData]]
 
 HEALTH_CHECK = """Report whether Weaver is working.
 
-Returns `status` ("healthy", "degraded" or "unhealthy"), `components` (shadowCache,
+Returns `status` ("healthy", "starting" while the initial index runs, "degraded" or
+"unhealthy"), `components` (shadowCache,
 workflowEngine, fileSystem as booleans), `uptime` in milliseconds, `requestCount` (tool calls
 since start), `version`, `role` ("writer" when this server keeps the cache fresh, "reader" when
 another process does, "unwatched" when nothing here watches the vault) and `problems` explaining
@@ -131,12 +134,15 @@ def _vault_ok(state: ServerState, problems: list[str]) -> bool:
     return True
 
 
+STARTING = "the initial index of the vault is still running"
+
+
 def _indexing_problems(state: ServerState) -> list[str]:
     problems: list[str] = []
     if state.cache_fault:
         problems.append(state.cache_fault)
     if not state.ready:
-        problems.append("the initial index of the vault is still running")
+        problems.append(STARTING)
     if state.reconcile_error:
         problems.append(f"indexing the vault failed: {state.reconcile_error}")
     watcher = state.watcher
@@ -144,7 +150,7 @@ def _indexing_problems(state: ServerState) -> list[str]:
         detail = f": {watcher.last_error}" if watcher.last_error else ""
         if watcher.healing:
             problems.append(f"changes not yet in the cache, retrying{detail}")
-        if not watcher.running:
+        if watcher.stopped:
             problems.append(f"the file watcher stopped{detail}")
         elif watcher.restarting:
             problems.append(f"the file watcher is restarting after an error{detail}")
@@ -187,9 +193,11 @@ def compute_health(state: ServerState) -> HealthData:
         problems.append(f"the workflow engine cannot report: {type(exc).__name__}")
     problems.extend(_indexing_problems(state))
     embedding = _embedding(state, problems) if cache_ok else ""
-    status: Literal["healthy", "degraded", "unhealthy"]
+    status: Literal["healthy", "starting", "degraded", "unhealthy"]
     if not (cache_ok and vault_ok):
         status = "unhealthy"
+    elif problems == [STARTING]:
+        status = "starting"
     elif problems:
         status = "degraded"
     else:
