@@ -267,13 +267,18 @@ def replace_corrupt_cache(engine: Engine, path: Path, problem: str) -> recovery.
         cache=str(path),
     )
     upgrade_to_head(engine)
-    copied, lost = recovery.salvage(engine, moved)
+    salvaged = recovery.salvage(engine, moved)
     log.warning(
         "workflow history salvaged from the corrupt cache",
-        copied=copied,
-        lost=list(lost) or None,
+        kept={table: found.kept for table, found in salvaged.items()},
+        lost={
+            table: "unknown" if found.lost is None else found.lost
+            for table, found in salvaged.items()
+            if found.lost != 0
+        }
+        or None,
     )
-    return recovery.Recovery(problem, moved, copied, lost)
+    return recovery.Recovery(problem, moved, salvaged)
 
 
 def schema_revision(engine: Engine) -> str | None:
