@@ -7,16 +7,21 @@ import contextlib
 import json
 import shutil
 import sqlite3
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
 from tests.helpers import statements_run
-from weaver.cache import executions, recovery
+from weaver.cache import db, executions, recovery
 from weaver.cli import main
 from weaver.config import Settings
+from weaver.errors import CacheError
 from weaver.host.app import open_app
+from weaver.host.locks import WriterLock
 
 
 @pytest.fixture
@@ -169,3 +174,51 @@ def test_a_readable_table_is_copied_in_one_statement(vault_dir: Path, tmp_path: 
     assert salvaged["executions"] == recovery.Salvaged(1, 0)
     inserts = [s for s in statements if s.startswith("INSERT")]
     assert len(inserts) == 1  # and none for the empty tables
+
+
+@pytest.fixture
+def writer_elsewhere(tmp_path: Path) -> Iterator[Path]:
+    """A cache path whose writer lock is held, as by another process (its pid in the file),
+    and no cache file: the state after `rm -rf .weaver` under a daemon."""
+    cache = tmp_path / "cache" / "cache.db"
+    lock = WriterLock(Path(str(cache) + ".writer.lock"))
+    assert lock.try_acquire()
+    lock.path.write_text("4242")
+    yield cache
+    lock.release()
+
+
+def test_no_other_process_makes_the_cache_its_writer_lost(
+    writer_elsewhere: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    settings = Settings(vault=vault_dir, database_url=f"sqlite:///{writer_elsewhere}")
+    for opening in (
+        lambda: open_app(settings, check=True),
+        lambda: open_app(settings, files=False),
+        lambda: db.schema_revision(db.open_engine(settings.db_url)),
+    ):
+        with pytest.raises((CacheError, OperationalError), match="being rebuilt"):
+            opening()
+        assert not writer_elsewhere.exists()
+
+
+def test_a_cache_being_made_again_is_waited_for(writer_elsewhere: Path, vault_dir: Path) -> None:
+    """Every opening waits for the writer's file rather than make an empty one beside it."""
+    settings = Settings(vault=vault_dir, database_url=f"sqlite:///{writer_elsewhere}")
+    maker = threading.Timer(0.5, db.create_cache_file, (writer_elsewhere,))
+    maker.start()
+    try:
+        app = open_app(settings, check=True)
+        reader = open_app(settings, files=False)
+    finally:
+        maker.join()
+    made = writer_elsewhere.stat().st_ino
+    try:
+        with app.db.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM notes").scalar_one() == 0
+        assert db.schema_revision(reader.db) == db.SCHEMA_HEAD
+    finally:
+        app.close()
+        reader.close()
+    assert writer_elsewhere.stat().st_ino == made

@@ -125,6 +125,17 @@ def test_a_deleted_cache_is_reported_unhealthy(app: App) -> None:
     assert any("cache file is missing" in p for p in report.problems), report.problems
 
 
+def test_a_deleted_cache_its_writer_makes_again_is_reported_degraded(app: App) -> None:
+    cache = app.settings.vault / ".weaver" / "cache.db"
+    shutil.rmtree(cache.parent)
+    with WriterLock(Path(str(cache) + ".writer.lock")) as writer:  # as the daemon remakes it
+        assert writer.try_acquire()
+        report = health_of(ServerState(app, watch=True))
+    assert report.status == "degraded"
+    assert report.problems == [f"the cache file is missing ({cache} was deleted): being made again"]
+    assert not cache.exists()  # health made nothing either
+
+
 def test_a_corrupt_cache_is_reported_unhealthy(app: App, write_notes: WriteNotes) -> None:
     write_notes({f"n{i}.md": "words " * 300 for i in range(100)})
     app.indexer.reconcile()

@@ -17,6 +17,9 @@ report the cache `corrupt` (unhealthy); the next start moves it aside.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import sqlite3
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -60,6 +63,64 @@ def sqlite_file(url: str) -> Path | None:
     if parsed.database == ":memory:" or parsed.database.startswith("file:"):
         return None
     return Path(parsed.database)
+
+
+# Beside a SQLite cache, the file whose `flock` makes one process its writer (`host.locks`).
+WRITER_LOCK_SUFFIX = ".writer.lock"
+
+
+def writer_of(path: Path) -> str | None:
+    """The pid (as its lock file says) of the process holding the writer lock of the cache at
+    `path`, this one included; None when nobody holds it. Probes without creating anything:
+    the lock is taken for an instant (shared) when free."""
+    try:
+        fd = os.open(str(path) + WRITER_LOCK_SUFFIX, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def file_identity(path: Path | None) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none: a file deleted or
+    replaced has another identity than the one a connection opened."""
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+# How often a connection waiting for its writer to make a missing cache file again looks.
+MISSING_POLL_S = 0.05
+
+
+def wait_for_cache_file(path: Path, timeout_s: float) -> None:
+    """Return once the cache file at `path` exists, or at once when no process writes it (the
+    caller may create it). While a writer holds the lock (this process too), no connection
+    makes the file: the writer makes it, whole, by its own means (`create_cache_file`,
+    `host.rebuild`), and this waits up to `timeout_s` for it, then raises
+    `sqlite3.OperationalError` saying so. Never creates anything."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        holder = writer_of(path)
+        if holder is None:
+            return
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError(
+                f"the cache file {path} is missing and its writer (process {holder}) has not "
+                "made it again yet: it is being rebuilt, try again in a moment"
+            )
+        time.sleep(MISSING_POLL_S)
 
 
 # Beside the cache: a reader process that met a corruption error leaves the cause here for the
