@@ -4,16 +4,24 @@ salvaged where readable; no CLI path prints a traceback."""
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
 import sqlite3
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from tests.conftest import write_files
-from weaver.cache import executions
+from tests.helpers import statements_run
+from weaver.cache import db, executions, recovery
 from weaver.cli import main
 from weaver.config import Settings
+from weaver.errors import CacheError
 from weaver.host.app import open_app
+from weaver.host.locks import WriterLock
 
 
 @pytest.fixture
@@ -109,3 +117,108 @@ def test_other_commands_on_a_corrupt_cache_say_so_in_one_line(
     assert "Traceback" not in err
     assert err.splitlines()[-1].startswith("weaver: ")
     assert "weaver index" in err
+
+
+def test_a_damaged_table_keeps_every_row_sqlite_can_still_read(
+    config: Path, vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three leaf pages of a 6,000-run history overwritten: the runs on them are lost, every
+    other one is kept (the salvage used to give up the whole table at the first bad page)."""
+    cache = build_cache(vault_dir)
+    with contextlib.closing(sqlite3.connect(cache)) as db, db:
+        db.executemany(
+            "INSERT INTO executions (id, workflow_id, workflow_name, trigger_kind, "
+            "trigger_detail, input, status, created, attempt, progress, message) "
+            "VALUES (?, 'wf', 'Wf', 'manual', '{}', '{}', 'completed', ?, 1, 100, ?)",
+            [(f"run{i:05}", i, "done " * 20) for i in range(6_000)],
+        )
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [
+            page
+            for (page,) in db.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'executions' AND pagetype = 'leaf' "
+                "ORDER BY pageno"
+            )
+        ]
+    middle = len(leaves) // 2
+    for page in leaves[middle : middle + 3]:
+        damage(cache, (page - 1) * page_size, page_size)
+    assert main(["--config", str(config), "index"]) == 0
+    notes, runs = note_count_and_runs(vault_dir)
+    assert notes == 150
+    assert 5_800 < len(runs) < 6_001, len(runs)
+    (said,) = [
+        json.loads(line)
+        for line in capsys.readouterr().err.splitlines()
+        if "workflow history salvaged" in line
+    ]
+    assert (said["kept"]["executions"], said["lost"]) == (
+        len(runs),
+        {"executions": 6_001 - len(runs)},
+    )
+
+
+def test_a_readable_table_is_copied_in_one_statement(vault_dir: Path, tmp_path: Path) -> None:
+    """Set-based where nothing is damaged: one INSERT per table, whatever its size."""
+    cache = build_cache(vault_dir)
+    old = tmp_path / "old.db"
+    shutil.copy(cache, old)
+    app = open_app(Settings(vault=tmp_path / "other", database_url=f"sqlite:///{tmp_path}/new.db"))
+    try:
+        with statements_run(app.db) as statements:
+            salvaged = recovery.salvage(app.db, old)
+    finally:
+        app.close()
+    assert salvaged["executions"] == recovery.Salvaged(1, 0)
+    inserts = [s for s in statements if s.startswith("INSERT")]
+    assert len(inserts) == 1  # and none for the empty tables
+
+
+@pytest.fixture
+def writer_elsewhere(tmp_path: Path) -> Iterator[Path]:
+    """A cache path whose writer lock is held, as by another process (its pid in the file),
+    and no cache file: the state after `rm -rf .weaver` under a daemon."""
+    cache = tmp_path / "cache" / "cache.db"
+    lock = WriterLock(Path(str(cache) + ".writer.lock"))
+    assert lock.try_acquire()
+    lock.path.write_text("4242")
+    yield cache
+    lock.release()
+
+
+def test_no_other_process_makes_the_cache_its_writer_lost(
+    writer_elsewhere: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)
+    settings = Settings(vault=vault_dir, database_url=f"sqlite:///{writer_elsewhere}")
+    for opening in (
+        lambda: open_app(settings, check=True),
+        lambda: open_app(settings, files=False),
+        lambda: db.schema_revision(db.open_engine(settings.db_url)),
+    ):
+        with pytest.raises((CacheError, OperationalError), match="being rebuilt"):
+            opening()
+        assert not writer_elsewhere.exists()
+
+
+def test_a_cache_being_made_again_is_waited_for(writer_elsewhere: Path, vault_dir: Path) -> None:
+    """Every opening waits for the writer's file rather than make an empty one beside it."""
+    settings = Settings(vault=vault_dir, database_url=f"sqlite:///{writer_elsewhere}")
+    maker = threading.Timer(0.5, db.create_cache_file, (writer_elsewhere,))
+    maker.start()
+    try:
+        app = open_app(settings, check=True)
+        reader = open_app(settings, files=False)
+    finally:
+        maker.join()
+    made = writer_elsewhere.stat().st_ino
+    try:
+        with app.db.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM notes").scalar_one() == 0
+        assert db.schema_revision(reader.db) == db.SCHEMA_HEAD
+    finally:
+        app.close()
+        reader.close()
+    assert writer_elsewhere.stat().st_ino == made

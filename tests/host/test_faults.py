@@ -13,8 +13,10 @@ import anyio
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import EngineFactory, WriteNotes
+from tests.conftest import EngineFactory, WriteNotes, write_files
 from tests.helpers import wait_for
+from tests.host.test_daemon import Daemon, free_port
+from tests.host.test_http_processes import Connection, health
 from weaver.cache import executions
 from weaver.config import Settings
 from weaver.engine import WorkflowContext, workflow
@@ -123,6 +125,17 @@ def test_a_deleted_cache_is_reported_unhealthy(app: App) -> None:
     assert any("cache file is missing" in p for p in report.problems), report.problems
 
 
+def test_a_deleted_cache_its_writer_makes_again_is_reported_degraded(app: App) -> None:
+    cache = app.settings.vault / ".weaver" / "cache.db"
+    shutil.rmtree(cache.parent)
+    with WriterLock(Path(str(cache) + ".writer.lock")) as writer:  # as the daemon remakes it
+        assert writer.try_acquire()
+        report = health_of(ServerState(app, watch=True))
+    assert report.status == "degraded"
+    assert report.problems == [f"the cache file is missing ({cache} was deleted): being made again"]
+    assert not cache.exists()  # health made nothing either
+
+
 def test_a_corrupt_cache_is_reported_unhealthy(app: App, write_notes: WriteNotes) -> None:
     write_notes({f"n{i}.md": "words " * 300 for i in range(100)})
     app.indexer.reconcile()
@@ -192,3 +205,45 @@ def test_a_writer_whose_lock_was_taken_meanwhile_is_told(tmp_path: Path) -> None
     assert newcomer.try_acquire()  # it came first, on a new file
     assert not mine.reassert()
     newcomer.release()
+
+
+@pytest.mark.slow
+def test_a_starting_daemon_reports_no_fault_it_does_not_have(tmp_path: Path) -> None:
+    """From the moment it answers until its first index is done, health (MCP and HTTP) says
+    `starting` or `healthy`: never `degraded` because the watcher has not begun yet."""
+    vault = write_files(
+        tmp_path / "vault", {f"n/{i}.md": f"# {i}\n[[{i + 1}]]\n" for i in range(1500)}
+    )
+    port = free_port()
+    config = tmp_path / "weaver.toml"
+    config.write_text(
+        f'vault = "{vault}"\nhttp_port = {port}\nhttp_processes = 2\nsemantic = false\n'
+    )
+    daemon = Daemon(vault, config, port, tmp_path / "daemon.log")
+    with daemon.log.open("a") as log:
+        process = subprocess.Popen(
+            daemon.command("daemon"), stderr=log, stdout=log, text=True, env=daemon.env()
+        )
+    seen: list[tuple[str, str, list[str]]] = []
+
+    def healthy_at_last() -> bool:
+        assert process.poll() is None, daemon.log.read_text()
+        body = health(port)
+        if body is None:
+            return False  # not answering yet
+        seen.append(("http", body["status"], []))
+        connection = Connection(port)
+        try:
+            report = connection.call("health_check")["data"]
+        finally:
+            connection.http.close()
+        seen.append(("mcp", report["status"], report["problems"]))
+        return bool(body["status"] == report["status"] == "healthy")
+
+    try:
+        wait_for(healthy_at_last, 60, "the daemon healthy", every=0.02)
+    finally:
+        daemon.stop(process)
+    faults = [entry for entry in seen if entry[1] not in ("starting", "healthy")]
+    assert not faults, faults
+    assert ("mcp", "starting", ["the initial index of the vault is still running"]) in seen

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sqlite3
+import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -146,4 +149,89 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
             connection.http.close()
         time.sleep(0.1)
     finally:
+        daemon.stop(process)
+
+
+def cache_notes(cache: Path) -> int | None:
+    """The notes in the cache file at `cache`, read without ever creating it; None if none."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
+            return int(db.execute("SELECT count(*) FROM notes").fetchone()[0])
+    except sqlite3.Error:
+        return None
+
+
+def cache_runs(cache: Path) -> int:
+    with contextlib.closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
+        return int(db.execute("SELECT count(*) FROM executions").fetchone()[0])
+
+
+def total_notes(port: int) -> int | None:
+    """`query_files`' total as one process on `port` answers it (None while none answers)."""
+    connection = Connection(port)
+    try:
+        return int(connection.call("query_files", limit=1)["data"]["total"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    finally:
+        connection.http.close()
+
+
+def total_is(port: int, expected: int) -> bool:
+    return total_notes(port) == expected
+
+
+@pytest.mark.slow
+def test_a_deleted_cache_is_made_again_by_its_writer_alone(tmp_path: Path) -> None:
+    """`rm -rf .weaver` under a running daemon: the daemon makes its cache again within
+    seconds, whole (copied from the file it still had open), without a restart; a `weaver
+    serve` and a `weaver index` started meanwhile make no empty cache of their own but wait
+    for it; a note written afterwards reaches every reader."""
+    vault = write_files(tmp_path / "vault", notes(NOTES))
+    port, serve_port = free_port(), free_port()
+    config = tmp_path / "weaver.toml"
+    config.write_text(
+        f'vault = "{vault}"\nhttp_port = {port}\nhttp_processes = 2\nsemantic = false\n'
+    )
+    daemon = Daemon(vault, config, port, tmp_path / "daemon.log")
+    process = daemon.start()
+    serve = None
+    try:
+        wait_for(lambda: children_of(process.pid), 60, "the reader process")
+        cache = vault / ".weaver" / "cache.db"
+        runs = cache_runs(cache)
+        shutil.rmtree(vault / ".weaver")
+        with (tmp_path / "serve.log").open("w") as serve_log:
+            serve = subprocess.Popen(
+                daemon.command("serve", "--transport", "http", "--port", str(serve_port)),
+                stdout=serve_log,
+                stderr=serve_log,
+                env=daemon.env(),
+            )
+        index = daemon.weaver("index", "--json")
+        assert index.returncode == 0, index.stderr
+        assert json.loads(index.stdout)["notes"] == NOTES  # the daemon's, whole
+        wait_for(lambda: cache_notes(cache) == NOTES, 30, "the daemon's cache made again")
+        made = cache.stat().st_ino
+        wait_for(lambda: total_notes(serve_port) == NOTES, 60, "the second server answering")
+        assert cache_runs(cache) >= runs  # the workflow history kept
+        write_files(vault, {"n/new.md": "# New\nwritten after the cache was made again\n"})
+        for answering in (port, port, port, serve_port):
+            wait_for(partial(total_is, answering, NOTES + 1), 30, "the new note read")
+        wait_for(lambda: (health(port) or {}).get("status") == "healthy", 30, "healthy again")
+        assert cache.stat().st_ino == made  # nobody put another file in its place
+        assert process.poll() is None and serve.poll() is None  # no restart, no crash
+        log = daemon.log.read_text()
+        assert "made again from the copy still open" in log
+        assert "took the writer lock" not in log
+        assert sorted(p.name for p in cache.parent.glob("cache.db*")) == [
+            "cache.db",
+            "cache.db-shm",
+            "cache.db-wal",
+            "cache.db.writer.lock",
+        ]
+    finally:
+        if serve is not None:
+            serve.terminate()
+            serve.wait(timeout=20)
         daemon.stop(process)

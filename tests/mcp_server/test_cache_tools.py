@@ -781,6 +781,8 @@ async def test_health_reports_a_watcher_that_stopped_or_is_restarting(tmp_path: 
         watcher.running, watcher.restarting = True, True
         restarting = compute_health(served.state)
         watcher.running, watcher.restarting = False, False
+        starting = compute_health(served.state)  # set up, catching up: not a fault
+        watcher.stopped = True
         stopped = compute_health(served.state)
     finally:
         served.app.close()
@@ -788,6 +790,7 @@ async def test_health_reports_a_watcher_that_stopped_or_is_restarting(tmp_path: 
     assert restarting.problems == [
         "the file watcher is restarting after an error: Unable to decode path"
     ]
+    assert (starting.status, starting.problems) == ("healthy", [])
     assert stopped.problems == ["the file watcher stopped: Unable to decode path"]
 
 

@@ -250,7 +250,7 @@ def http_server(
 
 
 def wait_until_healthy(base: str) -> None:
-    """/health says `degraded` while the first reconcile runs; tools would wait for it anyway."""
+    """/health says `starting` while the first reconcile runs; tools would wait for it anyway."""
     deadline = time.monotonic() + 10
     while http_get(base + "/health")[1]["status"] != "healthy":
         assert time.monotonic() < deadline

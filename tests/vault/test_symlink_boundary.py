@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from structlog.testing import capture_logs
 from watchfiles import Change
 
-from tests.conftest import WriteNotes
+from tests.conftest import WriteNotes, write_files
 from tests.helpers import wait_for
 from weaver.cache.models import Note
 from weaver.errors import InvalidPathError
@@ -118,3 +119,74 @@ def test_the_real_watcher_ignores_writes_through_a_symlinked_folder(
 
     anyio.run(scenario)
     assert cached_paths(app) == ["a.md", "b.md"]
+
+
+def make_loops(root: Path) -> None:
+    """A file loop, a self-loop, and folder loops (one of each kind a user trips over)."""
+    (root / "l1.md").symlink_to(root / "l2.md")
+    (root / "l2.md").symlink_to(root / "l1.md")
+    (root / "self.md").symlink_to(root / "self.md")
+    (root / "d1").symlink_to(root / "d2", target_is_directory=True)
+    (root / "d2").symlink_to(root / "d1", target_is_directory=True)
+    (root / "itself").symlink_to(root / "itself", target_is_directory=True)
+
+
+LOOP_NOTES = ["l1.md", "l2.md", "self.md"]
+
+
+def errors(app: App) -> dict[str, str | None]:
+    with app.db.connect() as conn:
+        query = select(Note.path, Note.error).where(Note.error.is_not(None))
+        return {row.path: row.error for row in conn.execute(query)}
+
+
+def test_symlink_loops_are_skipped_and_the_scan_goes_on(app: App, write_notes: WriteNotes) -> None:
+    write_notes({f"n/{i}.md": f"# {i}" for i in range(200)})
+    root = app.settings.vault
+    make_loops(root)
+    make_loops(root / "n")
+    with capture_logs() as logs:
+        report = app.indexer.reconcile()
+        app.indexer.reconcile(full=True)
+    assert report.added == 200 + 2 * len(LOOP_NOTES)
+    loops = sorted([*LOOP_NOTES, *(f"n/{name}" for name in LOOP_NOTES)])
+    # Listed where broken notes are (list_problems errors), saying why they are empty.
+    assert sorted(errors(app)) == loops
+    assert all("symbolic links" in (error or "") for error in errors(app).values())
+    told = [entry["path"] for entry in logs if "symlink loop" in entry["event"]]
+    assert sorted(told) == sorted([*loops, "d1", "d2", "itself", "n/d1", "n/d2", "n/itself"])
+    for name in ("l1", "l2", "self"):
+        (root / f"{name}.md").unlink()
+    app.indexer.reconcile()
+    assert sorted(errors(app)) == [f"n/{name}" for name in LOOP_NOTES]
+
+
+def test_the_watcher_skips_loops_and_heals_when_they_go(app: App, write_notes: WriteNotes) -> None:
+    import anyio
+
+    write_notes({"a.md": "inside"})
+    root = app.settings.vault
+    watcher = VaultWatcher(app.indexer, debounce_ms=20)
+
+    def indexed(expected: list[str]) -> None:
+        wait_for(lambda: cached_paths(app) == expected, 20, f"the cache holding {expected}")
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            await anyio.to_thread.run_sync(lambda: wait_for(lambda: watcher.running, timeout=20))
+            (root / "new").mkdir()
+            make_loops(root / "new")  # a folder arriving with loops in it is scanned whole
+            write_files(root / "new", {f"{i}.md": f"# {i}" for i in range(20)})
+            notes = sorted(["a.md", *(f"new/{i}.md" for i in range(20))])
+            loops = [f"new/{name}" for name in LOOP_NOTES]
+            await anyio.to_thread.run_sync(indexed, sorted([*notes, *loops]))
+            for path in loops:
+                (root / path).unlink()
+            (root / "b.md").write_text("after the loops went", encoding="utf-8")
+            await anyio.to_thread.run_sync(indexed, sorted([*notes, "b.md"]))
+            assert not watcher.healing
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    assert errors(app) == {}

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +93,9 @@ def open_engine(url: str, writes: bool = True) -> Engine:
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
         event.listen(engine, "connect", _configure_sqlite if writes else _configure_reader)
+        path = recovery.sqlite_file(url)
+        if path is not None:
+            event.listen(engine, "do_connect", partial(_await_cache_file, path))
     elif parsed.get_backend_name() == "postgresql":
         event.listen(engine, "before_cursor_execute", _bound_postgres_statement)
         event.listen(engine, "begin", _forget_statement_timeout)
@@ -167,6 +173,14 @@ def _forget_statement_timeout(conn: Connection) -> None:
 
 def _autocommit(conn: Connection) -> bool:
     return conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+
+
+def _await_cache_file(path: Path, *_connect: Any) -> None:
+    """Before SQLite opens (and so would create) the cache file: a file missing while a writer
+    holds the writer lock is the writer's to make again (its folder deleted under it), not an
+    empty cache for this connection to make beside it; wait for it (`BUSY_TIMEOUT_MS`, as
+    for a lock). None: connect as usual."""
+    recovery.wait_for_cache_file(path, BUSY_TIMEOUT_MS / 1000)
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -297,14 +311,96 @@ def replace_corrupt_cache(engine: Engine, path: Path, problem: str) -> recovery.
         f"the cache was corrupt ({problem}): moved to {moved.name}, rebuilt from the notes",
         cache=str(path),
     )
-    upgrade_to_head(engine)
-    copied, lost = recovery.salvage(engine, moved)
+    create_cache_file(path, replace=True)
+    engine.dispose()  # a connection that made an empty file meanwhile is not reused
+    salvaged = recovery.salvage(engine, moved)
     log.warning(
         "workflow history salvaged from the corrupt cache",
-        copied=copied,
-        lost=list(lost) or None,
+        kept={table: found.kept for table, found in salvaged.items()},
+        lost={
+            table: "unknown" if found.lost is None else found.lost
+            for table, found in salvaged.items()
+            if found.lost != 0
+        }
+        or None,
     )
-    return recovery.Recovery(problem, moved, copied, lost)
+    return recovery.Recovery(problem, moved, salvaged)
+
+
+def create_cache_file(path: Path, replace: bool = False) -> None:
+    """Make a new, empty cache at `path` in one step: migrated beside it, then moved into
+    place, so that whoever waits for the file (`recovery.wait_for_cache_file`) never opens it
+    half made. Without `replace`, a file someone made meanwhile is kept."""
+    fresh = _fresh_file(path)
+    engine = open_engine(f"sqlite:///{fresh}")
+    try:
+        upgrade_to_head(engine)
+    finally:
+        engine.dispose()  # the last connection: its WAL goes into the file
+    _put_in_place(fresh, path, replace)
+
+
+def remake_deleted_cache(engine: Engine, path: Path, kept: sqlite3.Connection | None) -> bool:
+    """The writer's cache file was deleted (its folder with it) while `kept`, a connection
+    opened on it before, still reads it: copy it whole from there into a new file at `path`
+    (notes, workflow history, change feed: nothing lost but what was written after the
+    copy), or without `kept` make an empty one for the notes to fill. `engine`'s connections
+    to the deleted file are dropped. True when the copy was made."""
+    fresh = _fresh_file(path)
+    copied = False
+    if kept is not None:
+        try:
+            with closing(sqlite3.connect(fresh)) as target:
+                kept.backup(target)
+            copied = True
+        except sqlite3.Error as exc:
+            log.warning("the deleted cache cannot be copied from its open file", error=str(exc))
+            _remove_file(fresh)
+    if copied:
+        _put_in_place(fresh, path, replace=True)
+    else:
+        create_cache_file(path, replace=True)
+    engine.dispose()
+    if copied:
+        log.warning(
+            "the cache file was deleted: made again from the copy still open, then brought "
+            "up to date with the notes",
+            cache=str(path),
+        )
+    else:
+        log.warning(
+            "the cache file was deleted: made again and rebuilt from the notes; the workflow "
+            "history it held is lost",
+            cache=str(path),
+        )
+    return copied
+
+
+def _fresh_file(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_name(f"{path.name}.new-{os.getpid()}")
+    _remove_file(fresh)  # a leftover of a process that died making it
+    return fresh
+
+
+def _put_in_place(fresh: Path, path: Path, replace: bool) -> None:
+    """`fresh` becomes the cache at `path` at once (its WAL, if any, was emptied into it)."""
+    if replace:
+        for suffix in ("-wal", "-shm"):  # of a file made by another process meanwhile
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        fresh.replace(path)
+        return
+    try:
+        os.link(fresh, path)  # fails if the file is there: never over someone else's
+    except FileExistsError:
+        pass
+    finally:
+        _remove_file(fresh)
+
+
+def _remove_file(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -320,6 +416,11 @@ def open_reader_engine(url: str) -> Engine:
     written here; a cache that is missing or not at this Weaver's schema is the writer's to
     make or migrate first."""
     path = recovery.sqlite_file(url)
+    if path is not None and not path.exists():
+        try:  # its writer may be making it again: waited for, as any connection does
+            recovery.wait_for_cache_file(path, BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.OperationalError as exc:
+            raise CacheError(str(exc)) from exc
     if path is not None and not path.exists():
         raise CacheError(
             f"no cache at {path}: a reader serves the cache a writer keeps; start the writer "
@@ -344,8 +445,12 @@ def open_cache_engine(url: str, check: bool = False) -> Engine:
     """Open and migrate: the one call every entry point makes. With `check` (the daemon,
     `serve`, `weaver index`), a corrupt SQLite cache is first moved aside and rebuilt
     (`cache.recovery`)."""
-    engine = open_engine(url)
     path = recovery.sqlite_file(url)
+    if path is not None and not path.exists() and recovery.writer_of(path) == str(os.getpid()):
+        # This process writes the cache (`weaver index`): its connections wait for the file
+        # like everyone's, so it makes the file itself first.
+        create_cache_file(path)
+    engine = open_engine(url)
     if check and path is not None and path.exists():
         engine = _recover_if_corrupt(engine, path)
     # Before migrating: migrations expect the indexes a first index may have left dropped.

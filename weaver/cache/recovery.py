@@ -5,8 +5,9 @@ their records, what they wrote (to know their own changes), the change feed's cu
 cache SQLite calls corrupt (garbage in the file, a truncated file, "file is not a database")
 is not repaired in place: it is renamed `cache.db.corrupt-<time>` (with its WAL), a new one is
 created and filled from the notes by the first index, and the workflow tables are copied
-over from the old file, table by table, as far as SQLite can still read them; what could not
-be read is named in the log.
+over from the old file, row by row as far as SQLite can still read them (a damaged page of
+rows costs its own rows, not the table's); the log says per table how many rows were kept and
+lost.
 
 `check_cache` runs SQLite's `quick_check` (which reads every page: a fraction of a second
 for a 10,000-note cache): the long-running entry points (daemon, serve, `weaver index`) run
@@ -16,10 +17,14 @@ report the cache `corrupt` (unhealthy); the next start moves it aside.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import sqlite3
 import time
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 from sqlalchemy import Connection, Engine, inspect, text
@@ -40,8 +45,7 @@ class Recovery:
 
     cause: str
     moved_to: Path
-    salvaged: dict[str, int]
-    lost: tuple[str, ...]
+    salvaged: dict[str, Salvaged]
 
 
 def is_corruption(exc: BaseException) -> bool:
@@ -59,6 +63,64 @@ def sqlite_file(url: str) -> Path | None:
     if parsed.database == ":memory:" or parsed.database.startswith("file:"):
         return None
     return Path(parsed.database)
+
+
+# Beside a SQLite cache, the file whose `flock` makes one process its writer (`host.locks`).
+WRITER_LOCK_SUFFIX = ".writer.lock"
+
+
+def writer_of(path: Path) -> str | None:
+    """The pid (as its lock file says) of the process holding the writer lock of the cache at
+    `path`, this one included; None when nobody holds it. Probes without creating anything:
+    the lock is taken for an instant (shared) when free."""
+    try:
+        fd = os.open(str(path) + WRITER_LOCK_SUFFIX, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def file_identity(path: Path | None) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none: a file deleted or
+    replaced has another identity than the one a connection opened."""
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+# How often a connection waiting for its writer to make a missing cache file again looks.
+MISSING_POLL_S = 0.05
+
+
+def wait_for_cache_file(path: Path, timeout_s: float) -> None:
+    """Return once the cache file at `path` exists, or at once when no process writes it (the
+    caller may create it). While a writer holds the lock (this process too), no connection
+    makes the file: the writer makes it, whole, by its own means (`create_cache_file`,
+    `host.rebuild`), and this waits up to `timeout_s` for it, then raises
+    `sqlite3.OperationalError` saying so. Never creates anything."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        holder = writer_of(path)
+        if holder is None:
+            return
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError(
+                f"the cache file {path} is missing and its writer (process {holder}) has not "
+                "made it again yet: it is being rebuilt, try again in a moment"
+            )
+        time.sleep(MISSING_POLL_S)
 
 
 # Beside the cache: a reader process that met a corruption error leaves the cause here for the
@@ -108,11 +170,9 @@ def move_aside(path: Path) -> Path:
     return target
 
 
-def salvage(engine: Engine, old: Path) -> tuple[dict[str, int], tuple[str, ...]]:
-    """Copy the workflow tables from `old` into the new cache, each table in its own
-    transaction; returns the rows copied per table and the tables that could not be read."""
-    copied: dict[str, int] = {}
-    lost: list[str] = []
+def salvage(engine: Engine, old: Path) -> dict[str, Salvaged]:
+    """Copy the workflow tables from `old` into the new cache, row by row as far as SQLite
+    can read them (`_copy_table`); returns what was kept and lost per table."""
     with engine.connect() as conn:
         try:
             conn.exec_driver_sql("ATTACH DATABASE ? AS old", (str(old),))
@@ -121,30 +181,81 @@ def salvage(engine: Engine, old: Path) -> tuple[dict[str, int], tuple[str, ...]]
             conn.rollback()
             with suppress(SQLAlchemyError):
                 conn.exec_driver_sql("DETACH DATABASE old")
-            return {}, SALVAGED_TABLES
+            return {table: Salvaged(0, None) for table in SALVAGED_TABLES}
         try:
-            for table in SALVAGED_TABLES:
-                try:
-                    copied[table] = _copy_table(conn, table)
-                    conn.commit()
-                except SQLAlchemyError:
-                    conn.rollback()
-                    lost.append(table)
+            found = {table: _copy_table(conn, table) for table in SALVAGED_TABLES}
             # The cursors pointed into the old change feed, which is not salvaged: the new one
             # starts again at 1, and a cursor left at 5,000 would skip its first 5,000 events.
             # From its start, as for a cache made anew (the refill's adds are `initial`).
-            if "event_cursors" in copied:
+            if found["event_cursors"].kept:
                 conn.exec_driver_sql("UPDATE main.event_cursors SET position = 0")
                 conn.commit()
         finally:
             conn.exec_driver_sql("DETACH DATABASE old")
-    return copied, tuple(lost)
+    return found
 
 
-def _copy_table(conn: Connection, table: str) -> int:
+@dataclass(frozen=True, slots=True)
+class Salvaged:
+    """Rows of one table copied from a corrupt cache, and rows that could not be read (None
+    when not even their number could be)."""
+
+    kept: int
+    lost: int | None
+
+
+# Failed statements one table's salvage may spend narrowing down damaged ranges: a page of
+# rows costs about two per row in it, so this is some 50 damaged pages. Past it, what is left
+# of a failing range is given up whole rather than searched.
+SALVAGE_FAILURES = 10_000
+
+
+def _copy_table(conn: Connection, table: str) -> Salvaged:
+    """Copy `table` by rowid ranges: the whole table in one statement when it reads well; a
+    range that fails is halved until the rows SQLite cannot read are alone, so a damaged
+    table loses only those, for a few statements per damaged page."""
     columns = [c["name"] for c in inspect(conn).get_columns(table)]
     names = ", ".join(f'"{c}"' for c in columns)
-    result = conn.execute(
-        text(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM old.{table}")
+    insert = text(
+        f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM old.{table} "
+        "WHERE rowid BETWEEN :lo AND :hi"
     )
-    return int(result.rowcount or 0)
+    bounds = _read_or_none(conn, f"SELECT min(rowid), max(rowid), count(*) FROM old.{table}")
+    lo, hi, total = bounds if bounds is not None else (MIN_ROWID, MAX_ROWID, None)
+    if lo is None:  # an empty table
+        return Salvaged(0, 0)
+    kept, unreadable, budget = 0, 0, SALVAGE_FAILURES
+    ranges = [(int(lo), int(hi))]
+    while ranges:
+        first, last = ranges.pop()
+        try:
+            kept += int(conn.execute(insert, {"lo": first, "hi": last}).rowcount or 0)
+            conn.commit()
+            continue
+        except SQLAlchemyError:
+            conn.rollback()
+        budget -= 1
+        if first == last or budget <= 0:
+            unreadable += last - first + 1
+            continue
+        middle = first + (last - first) // 2
+        ranges += [(middle + 1, last), (first, middle)]
+    if total is not None:
+        lost: int | None = max(int(total) - kept, 0)
+    else:  # rowids that failed: the rows lost, where rowids are dense (these tables' are)
+        lost = unreadable if bounds is not None else None
+    log.info("salvaged from the corrupt cache", table=table, kept=kept, lost=lost)
+    return Salvaged(kept, lost)
+
+
+MIN_ROWID, MAX_ROWID = -(2**63), 2**63 - 1
+
+
+def _read_or_none(conn: Connection, sql: str) -> tuple[Any, ...] | None:
+    try:
+        row = conn.exec_driver_sql(sql).one()
+    except SQLAlchemyError:
+        conn.rollback()
+        return None
+    conn.commit()
+    return tuple(row)

@@ -17,15 +17,13 @@ one.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import anyio.to_thread
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import feed
-from weaver.cache.recovery import mark_corrupt, sqlite_file
+from weaver.cache.recovery import file_identity, mark_corrupt, sqlite_file
 from weaver.host.app import App
 from weaver.host.rebuild import CorruptionWatch
 
@@ -35,16 +33,6 @@ log = structlog.get_logger(__name__)
 # client hears of a change made through another process.
 FOLLOW_S = 0.1
 FOLLOW_BATCH = 1_000
-
-
-def file_identity(path: Path | None) -> tuple[int, int] | None:
-    if path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class FeedFollower:

@@ -39,12 +39,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from weaver.cache import writer_lock
+from weaver.cache.recovery import WRITER_LOCK_SUFFIX
 from weaver.config import CACHE_DIR_NAME, Settings
 from weaver.errors import DaemonError
 
 log = structlog.get_logger(__name__)
 
-WRITER_LOCK_SUFFIX = ".writer.lock"
 DEFAULT_RETRY_SECONDS = 3.0
 
 

@@ -18,12 +18,25 @@ a database", "database disk image is malformed") is seen here, whichever thread 
 
 Reader processes reopen the new file by themselves (`host.follow`). A cache on another
 database than SQLite is not a file to move: there the fault is only reported.
+
+A cache file deleted under the writer (`rm -rf .weaver`) is seen by the same watch, which
+looks every `WATCH_S` whether the file at the cache's path is still the one it opened
+(`OpenCache`). The writer then, without a restart: makes its writer lock file again (before
+another process would take a new one), reports the cache `degraded`, and makes the file
+again (`cache.db.remake_deleted_cache`): copied whole from the connection `OpenCache` kept
+open on the deleted file (SQLite still reads an unlinked file), so notes, workflow history
+and change feed are kept; only when there is no such copy (the file was already missing
+when this process became the writer) is it made empty, the history lost. Then the notes
+bring it up to date (`Indexer.refill`). Meanwhile no other process makes a cache beside it:
+their connections wait for the writer's file (`cache.recovery.wait_for_cache_file`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,9 +46,10 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import recovery
-from weaver.cache.db import replace_corrupt_cache
+from weaver.cache.db import remake_deleted_cache, replace_corrupt_cache
 from weaver.errors import WeaverError
 from weaver.host.app import App
+from weaver.host.locks import CacheWriterLock
 
 log = structlog.get_logger(__name__)
 
@@ -89,21 +103,91 @@ def rebuild_corrupt_cache(app: App, cause: str) -> bool:
     return True
 
 
-async def heal_corruption(app: App, report: Callable[[str | None], None]) -> None:
+class OpenCache:
+    """A connection the writer keeps open on its cache file, and that file's identity: should
+    the file be deleted (or another put in its place), it still reads the one this process
+    wrote, for `remake_deleted_cache` to copy."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.identity: tuple[int, int] | None = None
+        self.connection: sqlite3.Connection | None = None
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Keep the file at `path` now (after this process made or replaced it)."""
+        self.close()
+        self.identity = recovery.file_identity(self.path)
+        if self.identity is None:
+            return
+        try:  # mode=rw: never creates the file
+            self.connection = sqlite3.connect(
+                f"file:{self.path}?mode=rw", uri=True, check_same_thread=False
+            )
+            self.connection.execute("PRAGMA query_only=ON")
+            # A first read opens the WAL and its index, which SQLite then keeps open: once
+            # the folder is gone, they could not be opened any more.
+            self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            log.warning("cannot keep the cache file open", error=str(exc))
+            self.close()
+
+    def gone(self) -> bool:
+        """Whether the file at `path` is missing, or another than the one kept."""
+        now = recovery.file_identity(self.path)
+        return now is None or now != self.identity
+
+    def close(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
+
+
+def remake_deleted(app: App, kept: OpenCache) -> bool:
+    """Make the deleted cache file again and bring it up to date with the notes; True if it
+    was copied from the file still open. Blocking: call it in a worker thread."""
+    copied = [False]
+
+    def replace() -> None:
+        copied[0] = remake_deleted_cache(app.db, kept.path, kept.connection)
+
+    report = app.indexer.refill(replace)
+    kept.reopen()
+    log.info("the deleted cache was made again", copied=copied[0], notes_added=report.added)
+    return copied[0]
+
+
+async def heal_corruption(
+    app: App, report: Callable[[str | None], None], lock: CacheWriterLock | None = None
+) -> None:
     """The writer's watch (until cancelled): rebuild on a corruption error, again after a
-    pause while rebuilding fails. `report(cause)` sets what health says meanwhile (None once
-    it is over)."""
+    pause while rebuilding fails; make the cache file again if it is deleted. `report(cause)`
+    sets what health says meanwhile (None once it is over). `lock`, the writer lock, is made
+    again first when the cache's folder went with it."""
     watch = CorruptionWatch(app.db)
+    path = recovery.sqlite_file(app.settings.db_url)
+    kept = await anyio.to_thread.run_sync(OpenCache, path) if path is not None else None
     try:
-        await _heal(app, report, watch)
+        await _heal(app, report, watch, kept, lock)
     finally:
         watch.close()
+        if kept is not None:
+            kept.close()
 
 
-async def _heal(app: App, report: Callable[[str | None], None], watch: CorruptionWatch) -> None:
+async def _heal(
+    app: App,
+    report: Callable[[str | None], None],
+    watch: CorruptionWatch,
+    kept: OpenCache | None,
+    lock: CacheWriterLock | None,
+) -> None:
     path = recovery.sqlite_file(app.settings.db_url)
     while True:
         await anyio.sleep(WATCH_S)
+        if kept is not None and kept.gone():
+            await _remake(app, report, kept, lock)
+            continue
         cause = watch.take() or (recovery.take_corrupt_mark(path) if path else None)
         while cause is not None:
             report(f"the cache is corrupt ({cause}): moved aside, being rebuilt from the notes")
@@ -118,5 +202,30 @@ async def _heal(app: App, report: Callable[[str | None], None], watch: Corruptio
             watch.take()  # errors of connections to the old file, seen while it was replaced
             if path is not None:
                 recovery.take_corrupt_mark(path)  # and the readers' notes of them
+            if kept is not None:
+                await anyio.to_thread.run_sync(kept.reopen)
             report(None)
             cause = None
+
+
+async def _remake(
+    app: App, report: Callable[[str | None], None], kept: OpenCache, lock: CacheWriterLock | None
+) -> None:
+    """The cache file was deleted: the lock file first (others must find it taken), then the
+    cache; tried again after a pause while that fails."""
+    if lock is not None and not await anyio.to_thread.run_sync(lock.reassert):
+        return  # another process took the lock: the lifespan stops this writer
+    report(f"the cache file is missing ({kept.path} was deleted): being made again")
+    while True:
+        try:
+            await anyio.to_thread.run_sync(remake_deleted, app, kept)
+        except (WeaverError, SQLAlchemyError, OSError, sqlite3.Error) as exc:
+            error = str(exc).partition("\n")[0]
+            log.error("making the deleted cache again failed; trying again", error=error)
+            report(
+                f"the cache file is missing ({kept.path} was deleted); making it failed: {error}"
+            )
+            await anyio.sleep(RETRY_S)
+            continue
+        report(None)
+        return

@@ -12,7 +12,8 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
 4. A reader process (`may_write` false) never takes the lock: it answers at once and follows
    the writer's changes through the change feed (`host.follow`), as a server waiting for the
    lock does meanwhile.
-5. The writer rebuilds a cache found corrupt while running (`host.rebuild`).
+5. The writer rebuilds a cache found corrupt while running, and makes its cache file again
+   should it be deleted (`host.rebuild`).
 6. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
    when its extra is installed and `semantic` is on); it stops with the writer role.
 """
@@ -84,7 +85,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
         if state.watch:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_keep_lock, lock, tg.cancel_scope)
-                tg.start_soon(heal_corruption, state.app, partial(_report_fault, state))
+                tg.start_soon(heal_corruption, state.app, partial(_report_fault, state), lock)
                 await _watch(state)
         else:
             await _catch_up(state)

@@ -277,7 +277,7 @@ class Components(WireModel):
 
 
 class HealthData(WireModel):
-    status: Literal["healthy", "degraded", "unhealthy"]
+    status: Literal["healthy", "starting", "degraded", "unhealthy"]
     components: Components
     uptime: int = Field(description="Milliseconds since the server started")
     request_count: int = Field(description="Tool calls handled since start")

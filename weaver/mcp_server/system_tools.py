@@ -1,9 +1,13 @@
 """`health_check`, and the same report for the HTTP `GET /health` route.
 
-- `unhealthy`: the cache cannot be queried, or the vault folder cannot be read.
-- `degraded`: it works, partly: the initial index is still running or failed, this process
-  should be watching but its watcher stopped, a migration is pending, or the workflow engine
-  (once there is one) stopped or failed to load a plugin.
+- `unhealthy`: the cache cannot be queried, or the vault folder cannot be read, or its file was
+  deleted with no writer to make it again.
+- `degraded`: it works, partly: the cache file was deleted and its writer makes it again, the
+  initial index failed, this process should be watching but
+  its watcher stopped, a migration is pending, or the workflow engine stopped or failed to
+  load a plugin.
+- `starting`: nothing is wrong, but the initial index is still running (tools wait for it):
+  a server just started is not reported for faults it does not have.
 - `healthy` otherwise. A reader process (another one holds the writer lock) is healthy: the
   cache is kept fresh, just not by it.
 """
@@ -25,7 +29,7 @@ from sqlalchemy import select
 import weaver
 from weaver.cache.db import pending_migrations
 from weaver.cache.models import Note
-from weaver.cache.recovery import is_corruption, sqlite_file
+from weaver.cache.recovery import is_corruption, sqlite_file, writer_of
 from weaver.mcp_server.envelope import fail, make_tool, ok
 from weaver.mcp_server.schemas import Components, Envelope, HealthData
 from weaver.mcp_server.state import ServerState
@@ -37,7 +41,8 @@ HealthResult = Annotated[CallToolResult, Envelope[HealthData]]
 
 HEALTH_CHECK = """Report whether Weaver is working.
 
-Returns `status` ("healthy", "degraded" or "unhealthy"), `components` (shadowCache,
+Returns `status` ("healthy", "starting" while the initial index runs, "degraded" or
+"unhealthy"), `components` (shadowCache,
 workflowEngine, fileSystem as booleans), `uptime` in milliseconds, `requestCount` (tool calls
 since start), `version`, `role` ("writer" when this server keeps the cache fresh, "reader" when
 another process does, "unwatched" when nothing here watches the vault) and `problems` explaining
@@ -54,13 +59,26 @@ DISK_FULL_BYTES = 1024 * 1024
 PROBE_REUSE_S = 1.0
 
 
+def _missing_cache(state: ServerState, problems: list[str]) -> bool | None:
+    """None when the cache file is there (or the cache is no file). Missing: True (degraded)
+    while a writer makes it again, this process (which says so in `cache_fault`) or another;
+    False (unhealthy) when nobody will. Its connections would wait for it: none is made."""
+    path = sqlite_file(state.app.settings.db_url)
+    if path is None or path.exists():
+        return None
+    if state.writer or writer_of(path) is not None:
+        if not state.cache_fault:
+            problems.append(f"the cache file is missing ({path} was deleted): being made again")
+        return True
+    problems.append(
+        f"the cache file is missing ({path} was deleted) and no process writes this cache: "
+        "start weaver daemon (or run weaver index) to make it again"
+    )
+    return False
+
+
 def _cache_ok(state: ServerState, problems: list[str]) -> bool:
     path = sqlite_file(state.app.settings.db_url)
-    if path is not None and not path.exists():
-        problems.append(
-            f"the cache file is missing ({path} was deleted): restart the daemon to rebuild it"
-        )
-        return False
     try:
         with state.app.db.connect() as conn:
             conn.execute(select(Note.path).limit(1)).all()
@@ -131,12 +149,15 @@ def _vault_ok(state: ServerState, problems: list[str]) -> bool:
     return True
 
 
+STARTING = "the initial index of the vault is still running"
+
+
 def _indexing_problems(state: ServerState) -> list[str]:
     problems: list[str] = []
     if state.cache_fault:
         problems.append(state.cache_fault)
     if not state.ready:
-        problems.append("the initial index of the vault is still running")
+        problems.append(STARTING)
     if state.reconcile_error:
         problems.append(f"indexing the vault failed: {state.reconcile_error}")
     watcher = state.watcher
@@ -144,7 +165,7 @@ def _indexing_problems(state: ServerState) -> list[str]:
         detail = f": {watcher.last_error}" if watcher.last_error else ""
         if watcher.healing:
             problems.append(f"changes not yet in the cache, retrying{detail}")
-        if not watcher.running:
+        if watcher.stopped:
             problems.append(f"the file watcher stopped{detail}")
         elif watcher.restarting:
             problems.append(f"the file watcher is restarting after an error{detail}")
@@ -178,7 +199,8 @@ def _engine_ok(state: ServerState, problems: list[str]) -> bool:
 def compute_health(state: ServerState) -> HealthData:
     """The health report; never raises (it runs blocking checks: call it in a thread)."""
     problems: list[str] = []
-    cache_ok = _cache_ok(state, problems)
+    missing = _missing_cache(state, problems)
+    cache_ok = _cache_ok(state, problems) if missing is None else missing
     vault_ok = _vault_ok(state, problems)
     try:
         engine_ok = _engine_ok(state, problems)
@@ -186,10 +208,12 @@ def compute_health(state: ServerState) -> HealthData:
         engine_ok = False
         problems.append(f"the workflow engine cannot report: {type(exc).__name__}")
     problems.extend(_indexing_problems(state))
-    embedding = _embedding(state, problems) if cache_ok else ""
-    status: Literal["healthy", "degraded", "unhealthy"]
+    embedding = _embedding(state, problems) if cache_ok and missing is None else ""
+    status: Literal["healthy", "starting", "degraded", "unhealthy"]
     if not (cache_ok and vault_ok):
         status = "unhealthy"
+    elif problems == [STARTING]:
+        status = "starting"
     elif problems:
         status = "degraded"
     else:

@@ -18,6 +18,7 @@ here, as the scan never saw those paths.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +85,7 @@ class Vault:
         self.root = root.resolve()
         self.ignore = tuple(ignore)
         self._root_prefix = str(self.root) + os.sep  # for reads without building a Path
+        self._loops_told: set[str] = set()  # symlink loops already warned of, once each
 
     def is_ignored(self, path: str) -> bool:
         """Hidden components, or the path or one of its folders matching an ignore pattern."""
@@ -126,10 +128,25 @@ class Vault:
                 yield file_stat
 
     def _stat_entry(self, entry: os.DirEntry[str], rel: str) -> FileStat | None:
-        if entry.is_symlink() and not self._inside(Path(entry.path).resolve()):
-            return None
-        st = entry.stat(follow_symlinks=True)
+        try:
+            st = entry.stat(follow_symlinks=True)
+            if entry.is_symlink() and not self._inside(Path(entry.path).resolve()):
+                return None
+        except (OSError, RuntimeError) as exc:  # 3.11's resolve raises RuntimeError on a loop
+            if not _is_loop(exc):
+                raise
+            return self._looping(rel, entry.stat(follow_symlinks=False))
         return _file_stat(rel, st) if stat.S_ISREG(st.st_mode) else None
+
+    def _looping(self, rel: str, link: os.stat_result) -> FileStat | None:
+        """A symlink that leads back to itself (`l -> l`, `a -> b -> a`, folders alike) is
+        no file: one warning names it, and the walk goes on. Named as a note, it is listed
+        (the indexer records it with its read error, as `list_problems` shows broken notes),
+        so that it is seen, and dropped from the cache once removed or repaired."""
+        if rel not in self._loops_told:
+            self._loops_told.add(rel)
+            log.warning("symlink loop: not indexed until it is removed or repaired", path=rel)
+        return _file_stat(rel, link) if is_note_path(rel) else None
 
     def stat(self, path: str) -> FileStat | None:
         """The file at `path` if it is part of the vault and exists now, else None."""
@@ -138,11 +155,21 @@ class Vault:
         full = self.root / path
         try:
             if not self.within(full):
-                return None
+                return self._loop_at(path, full)
             st = full.stat()
-        except OSError:
-            return None
+        except OSError as exc:
+            return self._loop_at(path, full) if _is_loop(exc) else None
         return _file_stat(path, st) if stat.S_ISREG(st.st_mode) else None
+
+    def _loop_at(self, path: str, full: Path) -> FileStat | None:
+        """What `stat` finds at a symlink loop: what the walk finds there (`_looping`)."""
+        try:
+            if full.parent.resolve() != full.parent or not full.is_symlink():
+                return None
+            full.stat()
+        except (OSError, RuntimeError) as exc:
+            return self._looping(path, full.lstat()) if _is_loop(exc) else None
+        return None
 
     def is_dir(self, path: str) -> bool:
         """A real folder of the vault (not a symlink, nor below one)."""
@@ -222,6 +249,12 @@ class Vault:
 
     def _inside(self, resolved: Path) -> bool:
         return resolved == self.root or self.root in resolved.parents
+
+
+def _is_loop(exc: BaseException) -> bool:
+    """Whether following a symlink failed because it leads back to itself: ELOOP from the
+    system, or the RuntimeError Python 3.11's `Path.resolve` raises instead."""
+    return isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
 
 
 def _log_not_utf8(path: str) -> None:

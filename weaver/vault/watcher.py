@@ -50,6 +50,9 @@ class VaultWatcher:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
         self.running = False
+        # Set once `run` has ended: until then a watcher not yet `running` is starting (its
+        # watch set up, its catch-up under way), which is no fault.
+        self.stopped = False
         self.restarting = False  # waiting to watch again after a failure (health says so)
         self.batches = 0
         self.last_error: str | None = None
@@ -92,6 +95,7 @@ class VaultWatcher:
                         await self._apply(changes)
         finally:
             self.running = False
+            self.stopped = True
 
     async def _watch(self, send: MemoryObjectSendStream[Delivery]) -> None:
         """Forward watchfiles' batches, watching again after a failure while the vault is
