@@ -19,6 +19,7 @@ from tests.helpers import statements_run
 from weaver.cache import db, executions, recovery
 from weaver.cli import main
 from weaver.config import Settings
+from weaver.edits import history, patches
 from weaver.errors import CacheError
 from weaver.host.app import open_app
 from weaver.host.locks import WriterLock
@@ -82,6 +83,28 @@ def test_garbage_mid_file_is_moved_aside_rebuilt_and_history_kept(
     assert "the cache was corrupt" in err and "Traceback" not in err
     assert len(list(cache.parent.glob("cache.db.corrupt-*"))) == 1
     assert note_count_and_runs(vault_dir) == (150, ["wf_exec_kept"])
+
+
+def test_the_edit_history_survives_a_corrupt_cache(config: Path, vault_dir: Path) -> None:
+    """What an edit replaced cannot be read back from the notes: it is salvaged too."""
+    cache = build_cache(vault_dir)
+    app = open_app(Settings(vault=vault_dir))
+    try:
+        transform = patches.insert_transform("append", "an assistant's line")
+        patches.patch_note(app, "notes/n1.md", transform, expected_hash=None, sync=lambda _: True)
+    finally:
+        app.close()
+    damage(cache, cache.stat().st_size // 2)
+    assert main(["--config", str(config), "index"]) == 0
+    app = open_app(Settings(vault=vault_dir))
+    try:
+        [edit] = history.list_edits(app, "notes/n1.md", limit=5, offset=0).edits
+        history.restore_edit(
+            app, "notes/n1.md", edit.edit_id, expected_hash=None, sync=lambda _: True
+        )
+    finally:
+        app.close()
+    assert (vault_dir / "notes/n1.md").read_text() == "# Note 1\n" + "words " * 400
 
 
 def test_salvaged_feed_cursors_start_again_with_the_new_feed(config: Path, vault_dir: Path) -> None:

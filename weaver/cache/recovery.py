@@ -36,7 +36,15 @@ log = structlog.get_logger(__name__)
 # Words of SQLite's messages that mean the file itself is damaged (not busy, not full).
 CORRUPTION_MARKERS = ("not a database", "malformed", "corrupt")
 # The tables not rebuilt from the notes, copied from a corrupt cache where readable.
-SALVAGED_TABLES = ("executions", "workflow_writes", "workflow_records", "event_cursors")
+# The edit journal too: what Weaver's edits replaced (undo) cannot be read back from the notes.
+SALVAGED_TABLES = (
+    "executions",
+    "workflow_writes",
+    "workflow_records",
+    "event_cursors",
+    "edit_journal",
+    "edit_journal_notes",
+)
 
 
 @dataclass(frozen=True, slots=True)
