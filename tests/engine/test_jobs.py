@@ -6,6 +6,7 @@ tests/engine/test_worker_schedules.py)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -125,6 +126,65 @@ def test_a_run_of_a_stopped_worker_is_taken_over_as_the_next_attempt(pg_app: App
         record = engine._record(queued.execution_id)
         assert (record.status, record.attempt, record.result) == ("completed", 2, {"attempt": 2})
         assert record.process == engine.process
+        assert [(i.attempt, i.reason) for i in record.interruptions] == [
+            (1, "interrupted: its worker elsewhere:42 stopped")
+        ]
+    finally:
+        engine.stop()
+
+
+def test_a_run_its_worker_stopped_under_runs_again_through_its_own_job(pg_app: App) -> None:
+    """`weaver worker` stopped (SIGTERM) mid-run: the run goes back to pending, its job is
+    retried, and the next worker completes it as attempt 2; one job, one row."""
+    started = threading.Event()
+
+    @workflow(id="long", timeout=None)
+    def long(ctx: WorkflowContext[Any]) -> dict[str, Any]:
+        if ctx.attempt == 1:
+            started.set()
+            ctx.cancelled.wait(60)
+        return {"attempt": ctx.attempt}
+
+    first = engine_of(pg_app, long)
+    queued = first.trigger("long", async_=True).execution_id
+
+    def stop_when_started() -> None:  # as SIGTERM would, while the job runs
+        if started.wait(30):
+            first.stop()
+
+    stopper = threading.Thread(target=stop_when_started)
+    stopper.start()
+    interrupted = lambda: bool(first._record(queued).interruptions)  # noqa: E731
+    asyncio.run(work_until(first, interrupted, timeout=30))
+    stopper.join(30)
+    assert first._record(queued).status == "pending"
+    second = engine_of(pg_app, long)
+    try:
+        completed = lambda: second._record(queued).status == "completed"  # noqa: E731
+        asyncio.run(work_until(second, completed, timeout=30))
+        record = second._record(queued)
+        assert (record.attempt, record.result) == (2, {"attempt": 2})
+        assert [i.reason for i in record.interruptions] == ["interrupted: the engine stopped"]
+    finally:
+        second.stop()
+    assert [(args, status) for _q, _lock, args, status in jobs(pg_app.settings.db_url)] == [
+        ({"execution_id": queued}, "succeeded")
+    ]
+
+
+def test_a_run_left_with_no_job_gets_one_when_queued_again(pg_app: App) -> None:
+    """The worker's job was aborted at its shutdown (not retried): queueing the run again
+    defers a new job, or nothing would ever run it."""
+    engine = engine_of(pg_app, echo)
+    try:
+        queued = engine.trigger("echo", async_=True).execution_id
+        with pg_app.db.begin() as conn:
+            assert executions.claim(conn, queued, 1, engine.process, 1)
+            conn.execute(text("UPDATE procrastinate_jobs SET status = 'aborted'"))
+        assert engine.record_interrupted() == 1
+        assert engine._record(queued).status == "pending"
+        statuses = [status for *_, status in jobs(pg_app.settings.db_url)]
+        assert statuses == ["aborted", "todo"]
     finally:
         engine.stop()
 
@@ -210,7 +270,11 @@ def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App
         queued = engine.trigger("echo", async_=True)
         with pg_app.db.begin() as conn:
             assert executions.claim(conn, queued.execution_id, 1, engine.process, 1)
-            assert executions.take_over(conn, queued.execution_id, engine.process, "b:2", 2) == 2
+        mine = engine._record(queued.execution_id)
+        with pg_app.db.begin() as conn:  # as worker b:2 takes it over, our heartbeat late
+            taken = executions.requeue_interrupted(conn, mine, now=2, reason="late", limit=5)
+            assert taken == "pending"
+            assert executions.claim(conn, queued.execution_id, 1, "b:2", 2)
         engine._record_end(queued.execution_id, {"status": "completed", "message": "late"}, 3)
         assert engine._record(queued.execution_id).status == "running"  # b:2's to end
     finally:

@@ -396,7 +396,9 @@ def test_stop_interrupts_runs_under_way(app: App, make_engine: EngineFactory) ->
     engine.stop()
     wait_for(lambda: woken == [True], 30)
     status = engine.get_status(data.execution_id)
-    assert (status.status, status.error) == ("failed", "interrupted: the engine stopped")
+    # Queued again for the next start (tests/engine/test_resume.py).
+    assert (status.status, status.error) == ("pending", None)
+    assert [i.reason for i in status.interruptions] == ["interrupted: the engine stopped"]
     assert not engine.running
 
 
@@ -421,7 +423,7 @@ def insert_row(app: App, execution_id: str, **values: Any) -> None:
         conn.execute(insert(Execution).values(**row))
 
 
-def test_rows_left_running_by_a_dead_process_fail_as_interrupted(
+def test_rows_left_running_by_a_dead_process_are_queued_again(
     app: App, make_engine: EngineFactory
 ) -> None:
     host, now = socket.gethostname(), int(time.time() * 1000)
@@ -439,15 +441,14 @@ def test_rows_left_running_by_a_dead_process_fail_as_interrupted(
     )
     insert_row(app, "elsewhere", created=now, status="running", process="other-host:1", started=now)
     engine = make_engine(echo)
-    statuses = {r.id: (r.status, r.error) for r in rows(app)}
-    assert statuses["dead"] == (
-        "failed",
-        f"interrupted: the process running it ({host}:999999999) stopped",
-    )
-    assert statuses["mine-before"][0] == "failed"
-    assert statuses["alive"] == ("running", None)
-    assert statuses["elsewhere"] == ("running", None)
-    assert engine.get_status("dead").end_time is not None
+    statuses = {r.id: (r.status, r.process) for r in rows(app)}
+    assert statuses["dead"] == ("pending", None)
+    assert statuses["mine-before"][0] == "pending"
+    assert statuses["alive"] == ("running", f"{host}:{os.getppid()}")
+    assert statuses["elsewhere"] == ("running", "other-host:1")
+    assert [i.reason for i in engine.get_status("dead").interruptions] == [
+        f"interrupted: the process running it ({host}:999999999) stopped"
+    ]
 
 
 def test_a_reused_pid_does_not_keep_a_row_running(app: App, make_engine: EngineFactory) -> None:
@@ -464,7 +465,7 @@ def test_a_reused_pid_does_not_keep_a_row_running(app: App, make_engine: EngineF
         started=1_000,
     )
     make_engine(echo)
-    assert {r.id: r.status for r in rows(app)}["old"] == "failed"
+    assert {r.id: r.status for r in rows(app)}["old"] == "pending"  # queued again
 
 
 def test_history_is_pruned_by_age_and_count(app: App, make_engine: EngineFactory) -> None:

@@ -4,11 +4,17 @@ The `executions` table doubles as the run queue. A row is inserted `pending`; `c
 `running` in one UPDATE whose WHERE clause also counts the workflow's running rows, so two
 processes (the daemon and a `weaver trigger` in a shell) can never both take the last slot:
 the database serialises the two UPDATEs and the second one matches nothing. Portable SQL only.
+
+A run whose engine stopped under it (a clean stop, or a crash found at the next start) is put
+back `pending` as it was asked for, its attempt counted, by `requeue_interrupted`: the next
+claim is its next attempt. Each interruption is listed in its `trigger_detail` under
+`interruptions` (a JSON column, so no schema change), which is how the history shows a run
+that was interrupted and then resumed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast, get_args
 
@@ -43,6 +49,25 @@ ExecutionStatus = Literal["pending", "running", "completed", "failed", "cancelle
 EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = get_args(ExecutionStatus)
 # The `content_hash` recorded for a note the engine deleted.
 DELETED = ""
+# The key of `trigger_detail` listing a run's interruptions (`Interruption`), oldest first.
+INTERRUPTIONS = "interruptions"
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """One attempt of a run that ended because its engine stopped, not by itself."""
+
+    attempt: int
+    at: int
+    reason: str
+
+
+def interruptions_of(detail: dict[str, Any]) -> list[Interruption]:
+    """The interruptions recorded in a row's `trigger_detail`, oldest first."""
+    return [
+        Interruption(int(item["attempt"]), int(item["at"]), str(item["reason"]))
+        for item in detail.get(INTERRUPTIONS, [])
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +96,10 @@ class ExecutionRecord:
     @property
     def done(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def interruptions(self) -> list[Interruption]:
+        return interruptions_of(self.trigger_detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +143,7 @@ def claim(conn: Connection, execution_id: str, max_running: int, process: str, n
     """Make a pending row `running` if its workflow has fewer than `max_running` running rows.
 
     True when this call took it; False when it was not pending any more or no slot was free.
+    The attempt counts on from the row's (0 when queued, the interrupted attempt's when resumed).
     """
     other = _TABLE.alias("other")
     running = (
@@ -125,32 +155,43 @@ def claim(conn: Connection, execution_id: str, max_running: int, process: str, n
     statement = (
         update(_TABLE)
         .where(col.id == execution_id, col.status == PENDING, running < max_running)
-        .values(status=RUNNING, started=now, attempt=1, process=process, message=None)
+        .values(status=RUNNING, started=now, attempt=col.attempt + 1, process=process, message=None)
     )
     return conn.execute(statement).rowcount == 1
 
 
-def take_over(
-    conn: Connection, execution_id: str, previous: str | None, process: str, now: int
-) -> int | None:
-    """Make a `running` row this process's, its process (`previous`) having stopped: the job
-    system handed its job on after that worker's heartbeat stopped. The takeover counts as
-    one more attempt, recorded with who gave it up. Returns the new attempt's number, None
-    when the row was not running under `previous` any more (another worker took it)."""
+def requeue_interrupted(
+    conn: Connection, record: ExecutionRecord, *, now: int, reason: str, limit: int
+) -> str | None:
+    """Put back `pending` a run its engine stopped under (`record`, as read in this
+    transaction, running under `record.process`): the next claim runs it again, same trigger
+    and input, as its next attempt. A run interrupted `limit` times already ends `failed`
+    instead, saying so: a run that takes its process down each time must not loop forever.
+
+    Returns the status written (`pending` or `failed`); None when the row was not running
+    under that process any more (it ended, or another process took it)."""
+    detail = _with_interruption(record, now, reason)
+    count = len(detail[INTERRUPTIONS])
+    values: dict[str, Any] = {"trigger_detail": detail, "progress": 0}
+    if count > limit:
+        error = f"{reason}; given up: interrupted {count} times, more than the {limit} resumed"
+        values |= {"status": FAILED, "finished": now, "duration": now - col.started}
+        values |= {"message": error, "error": error}
+    else:
+        resumes = f"resumes as attempt {record.attempt + 1} at the next start of an engine"
+        values |= {"status": PENDING, "process": None, "message": f"{reason}; {resumes}"}
     statement = (
         update(_TABLE)
-        .where(col.id == execution_id, col.status == RUNNING, col.process == previous)
-        .values(
-            attempt=col.attempt + 1,
-            started=now,
-            process=process,
-            progress=0,
-            message=f"attempt retried on {process}: its worker {previous} stopped",
-        )
-        .returning(col.attempt)
+        .where(col.id == record.id, col.status == RUNNING, col.process == record.process)
+        .values(**values)
     )
-    attempt = conn.execute(statement).scalar()
-    return None if attempt is None else int(attempt)
+    return str(values["status"]) if conn.execute(statement).rowcount == 1 else None
+
+
+def _with_interruption(record: ExecutionRecord, now: int, reason: str) -> dict[str, Any]:
+    entry = {"attempt": record.attempt, "at": now, "reason": reason}
+    listed = list(record.trigger_detail.get(INTERRUPTIONS, []))
+    return {**record.trigger_detail, INTERRUPTIONS: [*listed, entry]}
 
 
 def list_pending(
@@ -322,13 +363,6 @@ def newest_created(conn: Connection) -> int | None:
     return conn.execute(select(func.max(col.created))).scalar()
 
 
-def mark_interrupted(conn: Connection, execution_ids: Iterable[str], now: int, error: str) -> int:
-    done = 0
-    for execution_id in execution_ids:
-        done += finish(conn, execution_id, status=FAILED, now=now, message=error, error=error)
-    return done
-
-
 def prune(conn: Connection, *, older_than: int | None, keep: int | None) -> int:
     """Delete ended rows created before `older_than`, then all but the newest `keep` ended rows.
 
@@ -437,6 +471,17 @@ def get_outputs(
     written = sorted({path for path, digest in writes if digest != DELETED})
     deleted = sorted({path for path, digest in writes if digest == DELETED} - set(written))
     return ExecutionOutputs(written, deleted, {kind: int(count) for kind, count in kinds})
+
+
+def has_live_job(conn: Connection, task_name: str, execution_id: str) -> bool:
+    """Whether the job system holds a job of `task_name` for this execution that will still
+    run (queued, or held by a worker, alive or to be handed back): Procrastinate's table."""
+    statement = text(
+        "SELECT EXISTS (SELECT 1 FROM procrastinate_jobs WHERE task_name = :task "
+        "AND status IN ('todo', 'doing') AND args ->> 'execution_id' = :execution_id)"
+    )
+    found = conn.execute(statement, {"task": task_name, "execution_id": execution_id})
+    return bool(found.scalar_one())
 
 
 def live_job_workers(conn: Connection, heard_within_s: float) -> int:

@@ -19,6 +19,10 @@ is the engine's `background` mode:
 `trigger`, `list_workflows`, `get_status` and `get_history` are the core behind both the MCP
 tools and the CLI. A failing workflow, a timeout, a broken plugin or a database hiccup while
 recording never stops the engine: each is logged and recorded on its execution.
+
+A run its engine stopped under (stdin closed, SIGTERM, a crash) is no failure of its own: it
+goes back to the queue as it was asked for and the next engine to start runs it again, as its
+next attempt (`recover_interrupted`, `cache.executions.requeue_interrupted`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from weaver.cache import executions, feed
-from weaver.cache.executions import COMPLETED, FAILED, PENDING, ExecutionRecord
+from weaver.cache.executions import COMPLETED, FAILED, PENDING, RUNNING, ExecutionRecord
 from weaver.cache.records import WorkflowRecords, prune_superseded
 from weaver.config import Settings
 from weaver.edits.steps import JournalledWriter, VaultAndCache
@@ -73,7 +77,7 @@ from weaver.engine.payloads import (
 )
 from weaver.engine.processes import is_gone, process_label
 from weaver.engine.registry import Registry
-from weaver.engine.runner import Completed, Failed, Outcome, run_attempt
+from weaver.engine.runner import Completed, Failed, Outcome, interrupted, run_attempt
 from weaver.vault.events import EventBus, VaultEvent
 from weaver.vault.fs import Vault
 
@@ -120,6 +124,12 @@ REGISTER_WAIT_SECONDS = 2.0
 FEED_CONSUMER = "workflows"
 # Events taken from the feed per transaction (and at most per file-triggered run).
 FEED_BATCH = 2000
+# A run interrupted by its engine stopping is queued again, up to this many times plus its
+# workflow's retries; one interrupted more often is given up (recorded failed, saying why).
+# Generous: a desktop MCP client starts and closes `weaver serve` per conversation, so a long
+# run can be cut short many times before a session lasts long enough; the bound is for a run
+# that takes its process down each time (a crash, the OOM killer) and would loop forever.
+RESUME_LIMIT = 20
 
 
 class WorkflowEngine:
@@ -262,7 +272,7 @@ class WorkflowEngine:
         self._started = True
 
     def stop(self) -> None:
-        """Stop taking work and end the runs under way (recorded as interrupted)."""
+        """Stop taking work and end the runs under way (queued again, as interrupted)."""
         if self._stopping.is_set():
             return
         self._stopping.set()
@@ -596,30 +606,55 @@ class WorkflowEngine:
     # -- maintenance ---------------------------------------------------------------------------
 
     def recover_interrupted(self) -> list[str]:
-        """Mark `failed` ("interrupted") the running rows whose process is gone."""
+        """Queue again the running rows whose process is gone (it crashed, was killed): each
+        runs at its next attempt, now that an engine starts. Returns their ids."""
         with self.db.begin() as conn:
-            running = executions.list_running(conn)
             gone = [
                 (execution_id, label)
-                for execution_id, label, started in running
+                for execution_id, label, started in executions.list_running(conn)
                 if execution_id not in self._active and is_gone(label, started)
             ]
             for execution_id, label in gone:
-                error = f"interrupted: the process running it ({label}) stopped"
-                executions.mark_interrupted(conn, [execution_id], _now_ms(), error)
+                record = executions.get_execution(conn, execution_id)
+                if record is not None:
+                    reason = f"interrupted: the process running it ({label}) stopped"
+                    self._requeue(conn, record, reason)
         if gone:
-            self._log.warning("interrupted executions recovered", count=len(gone))
+            self._log.warning("interrupted executions queued again", count=len(gone))
         return [execution_id for execution_id, _ in gone]
 
     def record_interrupted(self) -> int:
-        """Mark `failed` ("interrupted") every run this process has under way: for a process
-        about to end without waiting for them (`host.signals`). Returns how many."""
-        error = f"interrupted: the process running it ({self.process}) stopped"
+        """Queue again every run this process has under way: for a process about to end
+        without waiting for them (`host.signals`). Returns how many."""
+        reason = f"interrupted: the process running it ({self.process}) stopped"
         with self.db.begin() as conn:
             mine = [i for i, label, _ in executions.list_running(conn) if label == self.process]
-            done = executions.mark_interrupted(conn, mine, _now_ms(), error)
+            records = [executions.get_execution(conn, i) for i in mine]
+            done = sum(
+                self._requeue(conn, record, reason) is not None
+                for record in records
+                if record is not None
+            )
         self._log.warning("runs recorded as interrupted", count=done)
         return done
+
+    def _requeue(self, conn: Connection, record: ExecutionRecord, reason: str) -> str | None:
+        """In the caller's transaction: `requeue_interrupted` under this workflow's limit; on
+        the job system, with a job to run it unless one will still run (`has_live_job`: the
+        interrupted run's own job, handed back or retried). Returns the status written."""
+        workflow = self.registry.get(record.workflow_id)
+        limit = RESUME_LIMIT + (workflow.policy.retries if workflow is not None else 0)
+        status = executions.requeue_interrupted(
+            conn, record, now=_now_ms(), reason=reason, limit=limit
+        )
+        if status == PENDING and self.jobs is not None and workflow is not None:
+            from weaver.engine.jobs import RUN_TASK
+
+            if not executions.has_live_job(conn, RUN_TASK, record.id):
+                self._defer(conn, record.id, workflow)
+        if status == FAILED:
+            self._log.error("interrupted execution given up", execution_id=record.id)
+        return status
 
     def prune(self, now: int | None = None) -> int:
         """Apply the retention settings (0 means no limit): ended executions by the history
@@ -780,7 +815,7 @@ class WorkflowEngine:
         if record is None:
             with self.db.connect() as conn:
                 record = executions.get_execution(conn, execution_id)
-        if record is None or record.status != PENDING:
+        if record is None or record.status != PENDING or self._stopping.is_set():
             return None
         workflow = self.registry.get(record.workflow_id)
         if workflow is None or not workflow.enabled:
@@ -791,7 +826,8 @@ class WorkflowEngine:
                 conn, execution_id, workflow.policy.max_concurrent, self.process, claimed_at
             ):
                 return None
-        self._execute(workflow, record, claimed_at)
+        # A pending row's attempt is its interrupted attempts' count: the claim counts on.
+        self._execute(workflow, record, claimed_at, record.attempt + 1)
         return workflow.id
 
     def run_job(self, execution_id: str) -> str:
@@ -799,10 +835,14 @@ class WorkflowEngine:
 
         Pending: claimed and run (`SlotBusyError` when the workflow has no free slot: the job
         system tries again shortly). Running: the job came back because the worker running it
-        stopped sending heartbeats: taken over as one more attempt. Ended (cancelled while
-        queued, say): nothing to do."""
-        from weaver.engine.jobs import SlotBusyError
+        stopped sending heartbeats: its attempt is recorded interrupted and the run claimed
+        here as the next one. Ended (cancelled while queued, say): nothing to do. A run this
+        worker's stop interrupts is queued again and `RunInterruptedError` raised, so that
+        the job system runs its job again."""
+        from weaver.engine.jobs import RunInterruptedError, SlotBusyError
 
+        if self._stopping.is_set():  # its run would be interrupted at once: left to the next
+            raise RunInterruptedError(f"{execution_id}: worker {self.process} is stopping")
         record = self._record(execution_id)
         workflow = self.registry.get(record.workflow_id)
         if record.done:
@@ -811,26 +851,26 @@ class WorkflowEngine:
             self._refuse_job(record)
             return "refused"
         now = _now_ms()
-        first_attempt = 1
         with self.db.begin() as conn:
-            if record.status == PENDING:
-                limit = workflow.policy.max_concurrent
-                if not executions.claim(conn, execution_id, limit, self.process, now):
-                    if self._record(execution_id).status == PENDING:
-                        raise SlotBusyError(f"{workflow.id}: all {limit} slot(s) busy")
-                    return "taken by another worker"
-            else:
-                taken = executions.take_over(conn, execution_id, record.process, self.process, now)
-                if taken is None:
-                    return "taken by another worker"
-                first_attempt = taken
+            if record.status == RUNNING:
+                reason = f"interrupted: its worker {record.process} stopped"
+                taken = self._requeue(conn, record, reason)
+                if taken != PENDING:
+                    return "given up" if taken == FAILED else "taken by another worker"
                 self._log.warning(
                     "execution taken over from a stopped worker",
                     execution_id=execution_id,
                     previous=record.process,
-                    attempt=taken,
+                    attempt=record.attempt + 1,
                 )
-        self._execute(workflow, record, now, first_attempt)
+            limit = workflow.policy.max_concurrent
+            if not executions.claim(conn, execution_id, limit, self.process, now):
+                if self._record(execution_id).status == PENDING:
+                    raise SlotBusyError(f"{workflow.id}: all {limit} slot(s) busy")
+                return "taken by another worker"
+        self._execute(workflow, record, now, record.attempt + 1)
+        if self._record(execution_id).status == PENDING:
+            raise RunInterruptedError(f"{execution_id}: interrupted; queued again")
         return "ran"
 
     def _refuse_job(self, record: ExecutionRecord) -> None:
@@ -856,7 +896,7 @@ class WorkflowEngine:
         self, workflow: Workflow, record: ExecutionRecord, claimed_at: int, first_attempt: int = 1
     ) -> None:
         log = self._log.bind(execution_id=record.id, workflow_id=workflow.id)
-        outcome: Outcome = Failed("interrupted: the engine stopped")
+        outcome: Outcome = interrupted()
         attempts = 0
         try:
             outcome, attempts = self._attempts(workflow, record, log, first_attempt)
@@ -877,9 +917,11 @@ class WorkflowEngine:
         log: FilteringBoundLogger,
         first_attempt: int = 1,
     ) -> tuple[Outcome, int]:
-        """Run attempts until one completes or the policy's retries are spent. A run taken
-        over from a stopped worker starts at that worker's attempt + 1 (`first_attempt`) and
-        still has all its retries: the crash was not the workflow's failure."""
+        """Run attempts until one completes or the policy's retries are spent. A run resumed
+        after an interruption (or taken over from a stopped worker) starts at the interrupted
+        attempt + 1 (`first_attempt`) and still has all its retries: the engine's stop was not
+        the workflow's failure. A stop between attempts interrupts the run: its retry is
+        still owed."""
         try:
             model = workflow.input_model.model_validate(record.input)
             trigger = trigger_from_row(record.trigger_kind, record.trigger_detail)
@@ -891,7 +933,7 @@ class WorkflowEngine:
             with self._lock:
                 self._active[record.id] = cancelled
             if self._stopping.is_set():
-                return Failed("interrupted: the engine stopped"), attempt - 1
+                return interrupted(), attempt - 1
             ctx = self._context(workflow, record.id, attempt, model, trigger, cancelled, log)
             outcome = run_attempt(workflow, ctx, self._stopping)
             if isinstance(outcome, Completed) or attempt - first_attempt >= workflow.policy.retries:
@@ -900,7 +942,7 @@ class WorkflowEngine:
                 if record.id in self._cancel_requested:
                     return outcome, attempt
             if self._stopping.is_set():
-                return outcome, attempt
+                return interrupted(), attempt
             attempt += 1
             delay = workflow.policy.delay_before(attempt)
             log.warning("workflow attempt failed; retrying", error=outcome.error, delay=delay)
@@ -908,7 +950,7 @@ class WorkflowEngine:
                 note = f"attempt {attempt} in {delay:g}s after: {outcome.error}"
                 executions.start_attempt(conn, record.id, attempt, note)
             if self._stopping.wait(delay):
-                return Failed("interrupted: the engine stopped"), attempt - 1
+                return interrupted(), attempt - 1
 
     def _context(
         self,
@@ -976,6 +1018,9 @@ class WorkflowEngine:
         with self._lock:
             cancelled = execution_id in self._cancel_requested
             self._cancel_requested.discard(execution_id)
+        if isinstance(outcome, Failed) and outcome.interrupted and not cancelled:
+            self._end_interrupted(execution_id, outcome.error, log, attempts, claimed_at)
+            return
         match outcome:
             case _ if cancelled:
                 fields: dict[str, Any] = {
@@ -1003,6 +1048,37 @@ class WorkflowEngine:
             attempts=attempts,
             duration_ms=now - claimed_at,
             error=fields.get("error"),
+        )
+
+    def _end_interrupted(
+        self,
+        execution_id: str,
+        reason: str,
+        log: FilteringBoundLogger,
+        attempts: int,
+        claimed_at: int,
+    ) -> None:
+        """Queue again a run this engine's stop interrupted. Not recorded (the cache is gone
+        first), it stays `running` under this process, which the next start recovers alike."""
+        try:
+            with self.db.begin() as conn:
+                record = executions.get_execution(conn, execution_id)
+                status = None
+                if record is not None and (record.status, record.process) == (
+                    RUNNING,
+                    self.process,
+                ):
+                    status = self._requeue(conn, record, reason)
+        except Exception as exc:
+            error = str(getattr(exc, "orig", None) or exc).partition("\n")[0]
+            log.error("cannot queue an interrupted run again; the next start will", error=error)
+            return
+        log.warning(
+            "workflow interrupted",
+            status=status,
+            attempts=attempts,
+            duration_ms=_now_ms() - claimed_at,
+            error=reason,
         )
 
     def _record_end(self, execution_id: str, fields: dict[str, Any], now: int) -> bool:

@@ -16,7 +16,8 @@ pending row no job will ever run, nor a job for a row that was rolled back.
 - **Worker death**: every worker sends a heartbeat; each worker also looks, every few seconds,
   for jobs held by a worker whose heartbeat stopped (`worker_stalled_s`) and hands them back to
   the queue. The worker that takes one finds its execution `running` under the dead worker's
-  name, takes it over as one more attempt (`cache.executions.take_over`), and runs it.
+  name, records that attempt interrupted (`cache.executions.requeue_interrupted`) and runs it
+  as the next one. A worker stopping cleanly queues its runs under way again the same way.
 - **Schedules**: each tick is deferred once across all workers as a `SCHEDULE_TASK` job
   (`weaver.engine.worker_schedules`, in the schedule's time zone); the job queues the
   execution, which is deferred like any other.
@@ -73,6 +74,11 @@ class DeferredRun:
 
 class SlotBusyError(Exception):
     """Every slot of the workflow is taken: the job system tries this job again shortly."""
+
+
+class RunInterruptedError(Exception):
+    """The worker stopped under the run, which is queued again: the job system runs this job
+    again (on another worker, or this one's successor)."""
 
 
 class JobQueue:
@@ -139,11 +145,12 @@ def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
 
     app = App(connector=PsycopgConnector(conninfo=conninfo_of(engine.settings.db_url)))
     # A job that failed on the database (a dropped connection, a server restarting) before its
-    # run began would leave the execution pending for no job: it is tried again, as a busy slot.
+    # run began would leave the execution pending for no job: it is tried again, as a busy slot,
+    # and so is one whose run this worker's stop interrupted (queued again, `run_job`).
     retry = RetryStrategy(
         max_attempts=SLOT_RETRY_ATTEMPTS,
         wait=SLOT_RETRY_SECONDS,
-        retry_exceptions={SlotBusyError, OperationalError, InterfaceError},
+        retry_exceptions={SlotBusyError, RunInterruptedError, OperationalError, InterfaceError},
     )
 
     @app.task(name=RUN_TASK, retry=retry)

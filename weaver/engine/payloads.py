@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from weaver.cache.executions import ExecutionRecord
+from weaver.cache.executions import ExecutionRecord, Interruption
 from weaver.cache.records import RecordPage, StoredRecord
 from weaver.engine.definition import Workflow
 from weaver.engine.registry import PluginError
@@ -68,6 +68,16 @@ class TriggerInfo(Wire):
     detail: dict[str, Any]
 
 
+class InterruptionInfo(Wire):
+    attempt: int = Field(description="The attempt its engine stopped under")
+    at: int = Field(description="When it was recorded interrupted")
+    reason: str
+
+    @classmethod
+    def of(cls, interruption: Interruption) -> InterruptionInfo:
+        return cls(attempt=interruption.attempt, at=interruption.at, reason=interruption.reason)
+
+
 class WorkflowStatusData(Wire):
     execution_id: str
     workflow_id: str
@@ -86,6 +96,11 @@ class WorkflowStatusData(Wire):
     input: dict[str, Any]
     created_time: int = Field(description="When it was asked for")
     process: str | None = Field(description="host:pid of the process that ran it")
+    interruptions: list[InterruptionInfo] = Field(
+        default_factory=list,
+        description="Attempts cut short by their engine stopping, oldest first: each was "
+        "queued again and resumed as the next attempt",
+    )
 
     @classmethod
     def of(cls, record: ExecutionRecord) -> WorkflowStatusData:
@@ -107,6 +122,7 @@ class WorkflowStatusData(Wire):
             input=record.input,
             created_time=record.created,
             process=record.process,
+            interruptions=[InterruptionInfo.of(item) for item in record.interruptions],
         )
 
 
@@ -121,6 +137,10 @@ class ExecutionSummary(Wire):
     error: str | None
     trigger: str = Field(description="manual | file | schedule")
     created_time: int
+    interrupted: int = Field(
+        default=0,
+        description="How many of its attempts an engine stopping cut short (each resumed)",
+    )
 
     @classmethod
     def of(cls, record: ExecutionRecord) -> ExecutionSummary:
@@ -135,6 +155,7 @@ class ExecutionSummary(Wire):
             error=record.error,
             trigger=record.trigger_kind,
             created_time=record.created,
+            interrupted=len(record.interruptions),
         )
 
 

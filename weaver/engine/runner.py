@@ -28,6 +28,7 @@ STOP_CHECK_SECONDS = 0.05
 # A coroutine gets this long past its timeout to unwind after being cancelled.
 CANCEL_GRACE_SECONDS = 1.0
 CANCELLED_ERROR = "cancelled by request"
+ENGINE_STOPPED = "interrupted: the engine stopped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +38,17 @@ class Completed:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
+    """`interrupted`: the attempt ended because its engine stopped, no failure of the workflow
+    (the engine queues the run again rather than record it failed)."""
+
     error: str
     traceback: str | None = None
     timed_out: bool = False
+    interrupted: bool = False
+
+
+def interrupted(error: str = ENGINE_STOPPED) -> Failed:
+    return Failed(error, interrupted=True)
 
 
 Outcome = Completed | Failed
@@ -67,7 +76,7 @@ def run_attempt(workflow: Workflow, ctx: WorkflowContext[Any], stop: threading.E
     was_cancelled = ctx.cancelled.is_set()
     ctx.cancelled.set()
     if stop.is_set():
-        return Failed("interrupted: the engine stopped")
+        return interrupted()
     if was_cancelled:
         return Failed(CANCELLED_ERROR)
     return _timed_out(timeout)
