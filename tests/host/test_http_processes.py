@@ -243,6 +243,7 @@ def _data(result: Any) -> dict[str, Any]:
 async def test_serve_no_vault_over_stdio_reads_what_weaver_index_wrote(tmp_path: Path) -> None:
     vault = write_files(tmp_path / "vault", FILES)
     cache = tmp_path / "elsewhere" / "cache.db"
+    cache.parent.mkdir()  # a folder named in database_url is never created by Weaver
     env = {"PATH": "/usr/bin:/bin", "WEAVER_DATABASE_URL": f"sqlite:///{cache}"}
     indexed = subprocess.run(
         [WEAVER, "--vault", str(vault), "index"], env=env, capture_output=True, timeout=60

@@ -317,6 +317,7 @@ def test_cli_index_leaves_the_cache_to_the_process_that_keeps_it(
     settings: Settings, write_notes: WriteNotes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_notes({"a.md": "a"})
+    open_app(settings).close()  # the cache its writer made (none waits for a missing one)
     held = writer_lock_for(settings)  # the advisory lock on PostgreSQL
     try:
         assert held.try_acquire()
