@@ -222,6 +222,17 @@ def _with_notes(conn: Connection, runs: Sequence[Any], *, with_data: bool) -> li
 # ---------------------------------------------------------------- a note's history
 
 
+_EDIT_COLUMNS = (
+    EditJournal.id,
+    EditJournal.operation,
+    EditJournal.arguments,
+    EditJournalNote.path,
+    EditJournalNote.old_hash,
+    EditJournalNote.new_hash,
+    EditJournalNote.written_at,
+)
+
+
 def list_note_edits(
     conn: Connection, path: str, limit: int, offset: int
 ) -> tuple[list[NoteEdit], int]:
@@ -231,16 +242,7 @@ def list_note_edits(
         select(func.count()).select_from(EditJournalNote).where(*written)
     ).scalar_one()
     rows = conn.execute(
-        select(
-            EditJournal.id,
-            EditJournal.operation,
-            EditJournal.arguments,
-            EditJournalNote.path,
-            EditJournalNote.old_hash,
-            EditJournalNote.new_hash,
-            EditJournalNote.written_at,
-            EditJournalNote.old_data.is_not(None),
-        )
+        select(*_EDIT_COLUMNS, EditJournalNote.old_size.is_not(None))
         .join(EditJournal, EditJournal.id == EditJournalNote.journal_id)
         .where(*written)
         .order_by(EditJournal.id.desc())
@@ -258,16 +260,7 @@ def get_replaced_text(
     """One write of `path` and the bytes it replaced (None once pruned or when it created the
     note); None when there is no such write."""
     row = conn.execute(
-        select(
-            EditJournal.id,
-            EditJournal.operation,
-            EditJournal.arguments,
-            EditJournalNote.path,
-            EditJournalNote.old_hash,
-            EditJournalNote.new_hash,
-            EditJournalNote.written_at,
-            EditJournalNote.old_data,
-        )
+        select(*_EDIT_COLUMNS, EditJournalNote.old_data)
         .join(EditJournal, EditJournal.id == EditJournalNote.journal_id)
         .where(
             EditJournalNote.journal_id == run_id,

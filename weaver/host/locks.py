@@ -42,6 +42,7 @@ from weaver.cache import writer_lock
 from weaver.cache.recovery import WRITER_LOCK_SUFFIX
 from weaver.config import CACHE_DIR_NAME, Settings
 from weaver.errors import DaemonError
+from weaver.vault.note_locks import try_flock
 
 log = structlog.get_logger(__name__)
 
@@ -76,7 +77,7 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
     folder = os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with lock_path.open("a+") as handle:
-            if not _try_flock_fd(folder) or not _try_flock(handle):
+            if not try_flock(folder) or not _try_flock(handle):
                 owner = _read_holder(handle)
                 raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
             _write_pid(handle)
@@ -88,14 +89,6 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
         os.close(folder)  # drops the folder's flock
 
 
-def _try_flock_fd(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
 def daemon_running(vault: Path) -> bool:
     """True while some process holds the daemon lock of this vault."""
     try:
@@ -103,7 +96,7 @@ def daemon_running(vault: Path) -> bool:
     except OSError:
         return False
     try:
-        if not _try_flock_fd(folder):
+        if not try_flock(folder):
             return True
     finally:
         os.close(folder)

@@ -76,7 +76,7 @@ class NoteLocks:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                if _try_flock(fd) and _still_there(path, fd):
+                if try_flock(fd) and _still_there(path, fd):
                     return fd
             except BaseException:
                 os.close(fd)
@@ -87,7 +87,8 @@ class NoteLocks:
             time.sleep(POLL_S)
 
 
-def _try_flock(fd: int) -> bool:
+def try_flock(fd: int) -> bool:
+    """Take an exclusive `flock` on `fd` if no one holds it (False when someone does)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
