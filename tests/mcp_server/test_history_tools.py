@@ -192,3 +192,28 @@ async def test_a_write_stopped_by_its_deadline_before_it_began_writes_nothing(
         served.app.close()
     assert not answer["success"] and "nothing was written" in answer["error"]
     assert (served.root / "Plan.md").read_text() == "# Plan\nfirst\n"
+
+
+async def test_a_move_is_undone_by_moving_the_note_back(tmp_path: Path) -> None:
+    root = write_files(
+        tmp_path / "vault",
+        {
+            "Plan.md": "# Plan\n",
+            "Other.md": "x\n",
+            "Dup/Plan.md": "# Another plan\n",
+            "Link.md": "See [[Plan]]\n",
+        },
+    )
+    served = serve(Settings(vault=root))
+    try:
+        async with tools_of(served, "auto") as tools:
+            await tools.ok("move_file", path="Plan.md", newPath="Archive/Plan.md")
+            assert (root / "Link.md").read_text() == "See [[Archive/Plan]]\n"
+            [move] = (await tools.ok("list_edits", path="Plan.md"))["edits"]
+            assert move["operation"] == "move_file" and move["restorable"]
+            back = await tools.ok("restore_edit", path="Plan.md", editId=move["editId"])
+            assert back["path"] == "Plan.md" and (root / "Plan.md").read_text() == "# Plan\n"
+            assert not (root / "Archive/Plan.md").exists()
+            assert (root / "Link.md").read_text() == "See [[Plan]]\n"
+    finally:
+        served.app.close()

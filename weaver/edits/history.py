@@ -1,4 +1,5 @@
-"""A note's edits by Weaver, and putting back what one of them replaced (undo).
+"""A note's edits by Weaver, and putting back what one of them replaced (undo; a move is
+undone by moving the note back).
 
 Every write is journalled with the bytes it replaced (`weaver.edits.steps`); this module lists
 them per note and restores one. A restore is itself an edit, journalled like any other (so it
@@ -16,6 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from weaver.cache import journal
+from weaver.edits.notes import MOVE_FILE, move_note
 from weaver.edits.steps import (
     ABSENT,
     CacheSync,
@@ -63,7 +65,7 @@ def list_edits(app: App, path: str, *, limit: int, offset: int) -> NoteEdits:
             at=_iso(row.written_at),
             old_hash=row.old_hash or None,
             new_hash=row.new_hash or None,
-            restorable=row.restorable or row.old_hash == ABSENT,
+            restorable=row.restorable or row.old_hash == ABSENT or row.operation == MOVE_FILE,
             current=(row.new_hash or None) == current,
         )
         for row in rows
@@ -85,6 +87,8 @@ def restore_edit(
             f"no edit {edit_id} of {clean!r} by Weaver is recorded (list them with list_edits)"
         )
     edit, replaced = found
+    if edit.operation == MOVE_FILE:
+        return _move_back(app, edit, sync)
     if replaced is None and edit.old_hash != ABSENT:
         raise NoteEditError(
             f"what edit {edit_id} replaced in {clean!r} is no longer kept (the edit history "
@@ -109,6 +113,16 @@ def restore_edit(
             "would throw those changes away, so nothing was written. Read it, then pass its "
             "contentHash as expectedHash to restore it anyway"
         ) from exc
+
+
+def _move_back(app: App, edit: journal.NoteEdit, sync: CacheSync) -> Change:
+    """Undo a move: the note goes back where it was, its links rewritten again. Nothing is
+    lost by it, so it needs no hash: it is refused only if the note is gone from where the
+    move put it, or another note took its old place."""
+    source, target = str(edit.arguments["from"]), str(edit.arguments["to"])
+    moved = move_note(app, target, source, sync)
+    data = app.vault.read_note(moved.path)
+    return Change(moved.path, None, data, True, None, None, moved.cache_synced)
 
 
 def _current_hash(app: App, path: str) -> str | None:
