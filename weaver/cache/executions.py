@@ -145,6 +145,15 @@ def claim(conn: Connection, execution_id: str, max_running: int, process: str, n
     True when this call took it; False when it was not pending any more or no slot was free.
     The attempt counts on from the row's (0 when queued, the interrupted attempt's when resumed).
     """
+    if conn.dialect.name == "postgresql":
+        # Two claims of one workflow's rows in concurrent transactions each count the running
+        # rows before the other commits (READ COMMITTED), and both take the last slot: claims
+        # of a workflow queue on a lock of its own until their transaction ends.
+        conn.execute(
+            select(func.pg_advisory_xact_lock(func.hashtext(col.workflow_id))).where(
+                col.id == execution_id
+            )
+        )
     other = _TABLE.alias("other")
     running = (
         select(func.count())
