@@ -17,7 +17,7 @@ from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.engine import Background
 from weaver.engine.registry import apply_overrides
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 
 WriteNotes = Callable[[Mapping[str, str | bytes]], Path]
 EngineFactory = Callable[..., WorkflowEngine]
@@ -67,7 +67,7 @@ def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     worker loads a 23 MB model and embeds every served vault, which would slow every MCP test
     for nothing it checks. The worker's own tests (tests/semantic/) run it for real."""
     if request.node.get_closest_marker("embedding") is None:
-        monkeypatch.setattr("weaver.mcp_server.lifecycle._start_embedding", lambda _state: None)
+        monkeypatch.setattr("weaver.runtime.lifespan._start_embedding", lambda _state: None)
 
 
 @pytest.fixture(scope="session")

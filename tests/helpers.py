@@ -13,7 +13,7 @@ from sqlalchemy import Engine, event
 
 from tests.conftest import write_files
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 
 T = TypeVar("T")
 

@@ -21,10 +21,11 @@ from tests.benchmarks import clients
 from tests.benchmarks.queries import EDIT_CASES, TOOL_CASES
 from tests.benchmarks.vaultgen import VaultFacts, generate_vault
 from weaver.config import Settings
-from weaver.host.app import open_app
 from weaver.markdown.parser import ParsedLink, ParsedNote, parse_note
 from weaver.markdown.resolver import LinkResolver
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import build_server
+from weaver.runtime.app import open_app
+from weaver.runtime.state import ServerState
 
 NOTES = 50
 

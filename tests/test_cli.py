@@ -21,8 +21,8 @@ from weaver import console
 from weaver.cli import build_parser, main
 from weaver.config import load_settings
 from weaver.engine import WorkflowEngine, load_registry
-from weaver.host.app import open_app
-from weaver.host.locks import WriterLock, daemon_lock
+from weaver.runtime.app import open_app
+from weaver.runtime.locks import WriterLock, daemon_lock
 
 PLUGIN = """
 from pydantic import BaseModel

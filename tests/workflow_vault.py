@@ -16,7 +16,7 @@ from weaver.cache.executions import ExecutionRecord
 from weaver.cache.records import RecordFilter, StoredRecord, list_records
 from weaver.engine import Registry, WorkflowEngine, load_registry
 from weaver.engine.payloads import TriggerWorkflowData
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 BUILTIN_IDS = (
     "file-change-logger",

@@ -41,9 +41,10 @@ from weaver.console import (
 )
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
-from weaver.host.app import App, open_app
 from weaver.json_nesting import load_json
 from weaver.log import configure_logging
+from weaver.runtime.app import App, open_app
+from weaver.runtime.settings_checks import SETTINGS_CHECKS
 
 if TYPE_CHECKING:
     from weaver.engine import WorkflowEngine
@@ -82,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_path=args.config,
             overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
             vault_here=not (getattr(args, "no_vault", False) or args.command is cmd_worker),
+            checks=SETTINGS_CHECKS,
         )
         configure_logging(settings.log_level, settings.log_format)
         command: Command = args.command
@@ -289,7 +291,7 @@ def add_index_commands(commands: Any) -> None:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.host.locks import writer_lock_for
+    from weaver.runtime.locks import writer_lock_for
 
     lock = writer_lock_for(settings)
     try:
@@ -372,7 +374,7 @@ def _add_processes_option(parser: argparse.ArgumentParser) -> None:
 
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
-    from weaver.mcp_server.serve import check_http_settings
+    from weaver.runtime.http import check_http_settings
 
     settings = _with_flags(settings, {"http_processes": args.http_processes})
     if not args.no_http:  # before the daemon's lock file is made
@@ -408,7 +410,7 @@ def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.mcp_server.serve import run_serve
+    from weaver.host.serve import run_serve
 
     if args.transport == "stdio" and args.http_processes is not None:
         raise ConfigError("--http-processes applies to --transport http only")
@@ -542,7 +544,7 @@ def _workflow_engine(
     """
     from weaver.engine import Registry, WorkflowEngine, load_registry
     from weaver.engine.engine import background_for
-    from weaver.host.locks import writer_lock_for
+    from weaver.runtime.locks import writer_lock_for
 
     app = open_app(settings)
     try:
@@ -567,7 +569,7 @@ def _workflow_engine(
 def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.cache.executions import get_outputs
     from weaver.engine import WorkflowRequestError
-    from weaver.host.locks import daemon_running
+    from weaver.runtime.locks import daemon_running
 
     try:
         data = load_json(args.input) if args.input is not None else None
@@ -798,7 +800,7 @@ def _unmarked(snippet: str) -> str:
 def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:
     """The cache brought up to date first, as `weaver tags list` does, and with `embed` the
     notes not yet embedded too; unless a daemon or server keeps both fresh already."""
-    from weaver.host.locks import writer_lock_for
+    from weaver.runtime.locks import writer_lock_for
     from weaver.semantic.model import semantic_installed
     from weaver.semantic.worker import embed_pending
 

@@ -13,9 +13,10 @@ from typing import Any
 from weaver.cli_tags import fresh_app
 from weaver.config import Settings
 from weaver.console import add_command
-from weaver.edits import history, notes
+from weaver.edits import history
 from weaver.edits.journal import recover_edits
 from weaver.edits.steps import NoteEditError
+from weaver.runtime.cache_sync import sync_cache
 
 
 def add_edit_commands(commands: Any) -> None:
@@ -72,7 +73,7 @@ def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     with fresh_app(settings, reconcile=False) as (app, holds):
 
         def sync(expected: Mapping[str, str | None]) -> bool:
-            return notes.sync_cache(app, expected, holds_writer=holds)
+            return sync_cache(app, expected, holds_writer=holds)
 
         if holds:  # else the daemon or server holding the cache finished them at its start
             recover_edits(app, sync)

@@ -12,10 +12,11 @@ from typing import Any
 
 from weaver.config import Settings
 from weaver.console import add_command
-from weaver.edits import notes, tags
+from weaver.edits import tags
 from weaver.edits.journal import recover_edits
-from weaver.host.app import App, open_app
-from weaver.host.locks import writer_lock_for
+from weaver.runtime.app import App, open_app
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.locks import writer_lock_for
 
 
 def add_tag_commands(commands: Any) -> None:
@@ -73,7 +74,7 @@ def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
     with fresh_app(settings) as (app, holds):
 
         def sync(expected: Mapping[str, str | None]) -> bool:
-            return notes.sync_cache(app, expected, holds_writer=holds)
+            return sync_cache(app, expected, holds_writer=holds)
 
         if holds:  # else the daemon or server holding the cache finished them at its start
             recover_edits(app, sync)

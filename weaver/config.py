@@ -8,13 +8,14 @@ the shipped `config/weaver.toml` finds the demo vault wherever the command runs 
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import os
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,11 +27,35 @@ from pydantic import (
     field_validator,
 )
 from pydantic_core import ErrorDetails
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from weaver.errors import ConfigError
-from weaver.vault.obsidian_app import list_known_vaults
+from weaver.obsidian_app import list_known_vaults
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
+DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+POSTGRES_MODULES = ("psycopg", "procrastinate")
+POSTGRES_EXTRA = "pip install 'weaver-mcp[postgres]'"
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why the cache cannot live at `url`, or None: checked before anything is opened (no
+    connection, no file), so that a bad URL is a configuration error, not a failure midway."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return f"not a database URL; expected {DATABASE_URL_FORMS}"
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        return None
+    if parsed.drivername != "postgresql+psycopg":
+        return f"not a database Weaver can use; expected {DATABASE_URL_FORMS}"
+    missing = [name for name in POSTGRES_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"PostgreSQL support is not installed (no {missing[0]} module): {POSTGRES_EXTRA}"
+    return None
+
+
 CACHE_DIR_NAME = ".weaver"
 # A host name as RFC 1123 allows it: dot-separated labels of letters, digits and inner hyphens.
 HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
@@ -84,9 +109,6 @@ class Settings(BaseModel):
     @field_validator("database_url")
     @classmethod
     def _usable_database_url(cls, url: str | None) -> str | None:
-        # Imported here: the cache's package is not needed to read settings (and imports this).
-        from weaver.cache.db import database_url_problem
-
         problem = database_url_problem(url) if url else None
         if problem is not None:
             raise ValueError(problem)
@@ -115,10 +137,12 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     vault_here: bool = True,
+    checks: Sequence[SettingsCheck] = (),
 ) -> Settings:
     """Merge file, environment and overrides into validated `Settings`, or raise `ConfigError`.
     `vault_here` false (a reader, `serve --no-vault`, given `database_url`): the vault's folder
-    need not exist on this host."""
+    need not exist on this host. `checks` are the layers' own checks of what they are given
+    (`runtime.settings_checks`): each may refuse a setting as a `Problem`."""
     env = os.environ if environ is None else environ
     path = find_config_file(config_path, env)
     values: dict[str, Any] = _read_config_file(path) if path else {}
@@ -135,9 +159,7 @@ def load_settings(
     problem = (
         _worker_timing_problem(settings, sources)
         or _folder_problem(settings, vault_here)
-        or _database_file_problem(settings)
-        or _embedding_problem(settings)
-        or _workflow_table_problem(settings)
+        or next(filter(None, (check(settings) for check in checks)), None)
     )
     if problem is not None:
         name, value, why = problem
@@ -150,6 +172,7 @@ def load_settings(
 # at this host's files and create nothing, so nothing is made on disk for refused settings
 # (no cache folder, no parent folder of a SQLite file).
 Problem = tuple[str, object, str]
+SettingsCheck = Callable[["Settings"], Problem | None]
 
 
 def shown(name: str, value: object) -> str:
@@ -195,53 +218,6 @@ def _folder_problem(settings: Settings, vault_here: bool) -> Problem | None:
 
 def _not_a_folder(path: Path, expected: str) -> str:
     return f"{'a file' if path.exists() else 'not found'}; expected {expected}"
-
-
-def _database_file_problem(settings: Settings) -> Problem | None:
-    """A SQLite file named by `database_url` must be in a folder that exists: Weaver makes
-    only the default one (`.weaver/` in the vault)."""
-    from weaver.cache.recovery import sqlite_file
-
-    cache_file = sqlite_file(settings.database_url) if settings.database_url else None
-    if cache_file is None:
-        return None
-    if not cache_file.parent.is_dir():
-        why = f"no folder {cache_file.parent}; create it, or name a file in a folder that exists"
-        return "database_url", settings.database_url, why
-    if cache_file.is_dir():
-        return "database_url", settings.database_url, "a folder; expected the cache's file"
-    return None
-
-
-def _embedding_problem(settings: Settings) -> Problem | None:
-    from weaver.semantic.model import DEFAULT_MODEL, TRANSFORMER_MODEL
-
-    model_path, cache_dir = settings.embedding_model_path, settings.embedding_cache_dir
-    if model_path is not None and not model_path.is_file():
-        return "embedding_model_path", model_path, "no such file; expected an ONNX model file"
-    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
-        return "embedding_cache_dir", cache_dir, "a file; expected a folder (made when needed)"
-    model = settings.embedding_model
-    if model_path is None and model not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
-        why = (
-            f"expected {DEFAULT_MODEL!r} or {TRANSFORMER_MODEL!r} (they ship with the semantic "
-            "extra), or another model's ONNX file as embedding_model_path"
-        )
-        return "embedding_model", model, why
-    return None
-
-
-def _workflow_table_problem(settings: Settings) -> Problem | None:
-    """A `[workflows.<id>]` table that no workflow could take (a bad cron, time zone or key):
-    refused here, where it would otherwise only drop its workflow when the plugins load."""
-    from weaver.engine.registry import override_problem  # the engine imports this module
-
-    for workflow_id, table in settings.workflows.items():
-        problem = override_problem(table)
-        if problem is not None:
-            key, value, why = problem
-            return f"workflows.{workflow_id}.{key}", value, why
-    return None
 
 
 def no_vault_message(env: Mapping[str, str], platform: str | None = None) -> str:

@@ -21,9 +21,10 @@ from tests.benchmarks.report import Figure, Target
 from weaver.cache import read
 from weaver.cache.models import Link, Note, TagCounter
 from weaver.config import Settings
-from weaver.host.app import App, open_app
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import build_server
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+from weaver.runtime.app import App, open_app
+from weaver.runtime.state import ServerState
 
 Call = Callable[[str, dict[str, Any]], Awaitable[str]]  # tool, arguments -> the answer's text
 

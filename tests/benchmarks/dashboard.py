@@ -20,8 +20,8 @@ from sqlalchemy import select
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure
 from tests.dashboard.server import Served, fill_history, serve_dashboard
+from weaver import gc_freeze
 from weaver.cache.models import Execution
-from weaver.host import gc_freeze
 
 SECTION = "dashboard"
 TARGET = Target("<=", 200.0, "p95 ≤ 200 ms")

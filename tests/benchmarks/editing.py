@@ -20,7 +20,8 @@ from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure
 from weaver.config import Settings
 from weaver.edits import notes, patches, tags
-from weaver.host.app import App, open_app
+from weaver.runtime import cache_sync
+from weaver.runtime.app import App, open_app
 
 RENAME_TARGET = Target("<=", 5.0, "≤ 5 s")
 EDIT_TARGET = Target("<=", 30, "p95 ≤ 30 ms")
@@ -64,7 +65,7 @@ def _copy_vault(source: Path, target: Path) -> Path:
 
 def _sync(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=True)
+        return cache_sync.sync_cache(app, expected, holds_writer=True)
 
     return sync
 

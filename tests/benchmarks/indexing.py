@@ -80,8 +80,8 @@ def measure_index(vault: str, noop_runs: int, database_url: str | None = None) -
 
     from weaver.cache.models import Link, Tag
     from weaver.config import Settings
-    from weaver.host.app import open_app
     from weaver.log import configure_logging
+    from weaver.runtime.app import open_app
 
     configure_logging("warning", "json")
     root = Path(vault)

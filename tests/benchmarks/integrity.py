@@ -30,11 +30,13 @@ from mcp import Client
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure, percentile
 from weaver.config import Settings
-from weaver.edits import notes, patches
+from weaver.edits import patches
 from weaver.edits.steps import NoteChangedError, sha256
 from weaver.errors import NoteDecodeError
-from weaver.host.app import open_app
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import build_server
+from weaver.runtime import cache_sync
+from weaver.runtime.app import open_app
+from weaver.runtime.state import ServerState
 
 SAME_HASH_TARGET = Target("<=", 200, "p95 ≤ 200 ms")
 LOST_TARGET = Target("<=", 0, "0 lost")
@@ -142,7 +144,7 @@ def _concurrent_saves(vault: Path, seconds: float) -> dict[str, int]:
                     NOTE,
                     transform,
                     expected_hash=None,
-                    sync=lambda e: notes.sync_cache(app, e, holds_writer=True),
+                    sync=lambda e: cache_sync.sync_cache(app, e, holds_writer=True),
                 )
                 written += 1
             except (NoteChangedError, NoteDecodeError):

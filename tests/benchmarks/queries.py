@@ -416,9 +416,11 @@ async def _in_memory(
 ) -> dict[str, Any]:
     from mcp import Client
 
-    from weaver.host import gc_freeze, gil
-    from weaver.host.app import open_app
-    from weaver.mcp_server import ServerState, build_server
+    from weaver import gc_freeze
+    from weaver.host import gil
+    from weaver.mcp_server import build_server
+    from weaver.runtime.app import open_app
+    from weaver.runtime.state import ServerState
 
     validation = _time_client_validation()
     app = open_app(settings)
@@ -485,7 +487,7 @@ def _time_builds(settings: Any) -> dict[str, list[float]]:
     graph), the name index and the tag index, built from the cache."""
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
-    from weaver.host.app import open_app
+    from weaver.runtime.app import open_app
     from weaver.views import graph as g
 
     app = open_app(settings)
@@ -519,8 +521,8 @@ def measure_kept_memory(vault: str) -> dict[str, float]:
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
     from weaver.config import Settings
-    from weaver.host.app import open_app
     from weaver.log import configure_logging
+    from weaver.runtime.app import open_app
     from weaver.views import graph as g
 
     configure_logging("warning", "json")

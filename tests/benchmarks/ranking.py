@@ -20,7 +20,7 @@ from weaver.cache import fts
 from weaver.cache.graph import load_names
 from weaver.cache.read import read_snapshot
 from weaver.config import Settings
-from weaver.host.app import open_app
+from weaver.runtime.app import open_app
 
 RECALL_TARGET = 0.9
 TOP = 5

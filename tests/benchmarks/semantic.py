@@ -45,7 +45,7 @@ from weaver.cache import vectors
 from weaver.cache.models import Note
 from weaver.cache.vectors import ChunkVector, EmbeddedNote
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 from weaver.semantic.chunks import chunk_note
 from weaver.semantic.model import (
     DEFAULT_MODEL,

@@ -27,8 +27,9 @@ from tests.benchmarks.vaultgen import VaultFacts
 from weaver.config import Settings
 from weaver.engine import WorkflowEngine
 from weaver.engine.loader import load_registry
-from weaver.host.app import open_app
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import build_server
+from weaver.runtime.app import open_app
+from weaver.runtime.state import ServerState
 
 TEMPLATE = ResourceTemplateReference(type="ref/resource", uri="weaver://note/{+path}")
 # Completions are by argument name: `folder` is summarize_folder's; `tag` and `workflowId` are

@@ -34,7 +34,7 @@ from tests.benchmarks.worker import clean_env
 from tests.pg_server import PostgresServer, start_server
 from weaver.config import Settings
 from weaver.engine import WorkflowEngine, load_registry
-from weaver.host.app import open_app
+from weaver.runtime.app import open_app
 
 SECTION = "workers"
 WORKER_COUNTS = (1, 2, 4)

@@ -16,8 +16,8 @@ from weaver.cache import changes, read
 from weaver.cache import graph as cache_graph
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.models import NoteChange
-from weaver.host.app import App
 from weaver.index import indexer as indexer_module
+from weaver.runtime.app import App
 from weaver.views.graph import PAGERANK_TOLERANCE, Graph
 from weaver.views.names import NameIndex
 from weaver.views.tags import TagIndex

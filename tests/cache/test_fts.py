@@ -17,7 +17,7 @@ from tests.corpora import require_corpora
 from weaver.cache import fts, read, write
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 from weaver.vault.events import NoteModified, VaultEvent
 
 pytestmark = pytest.mark.both_backends

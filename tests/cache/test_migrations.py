@@ -28,7 +28,7 @@ from weaver.cache.fts import is_search_table
 from weaver.cache.models import Base
 from weaver.cache.read import FileFilters, read_snapshot
 from weaver.config import Settings
-from weaver.host.app import open_app
+from weaver.runtime.app import open_app
 
 pytestmark = pytest.mark.both_backends
 

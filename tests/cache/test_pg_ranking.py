@@ -15,7 +15,7 @@ from tests.conftest import write_files
 from tests.helpers import statements_run
 from weaver.cache import fts, pg_search, read
 from weaver.cache.db import alembic_config, open_engine
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 
 def index(app: App, files: dict[str, str | bytes]) -> None:

@@ -13,7 +13,7 @@ from tests.corpora import require_corpora
 from weaver.cache import fts
 from weaver.cache.read import read_snapshot
 from weaver.config import Settings
-from weaver.host.app import open_app
+from weaver.runtime.app import open_app
 
 pytestmark = pytest.mark.both_backends
 

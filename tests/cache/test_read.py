@@ -16,7 +16,7 @@ from weaver.cache import read
 from weaver.cache.models import Link, Note, Tag
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 from weaver.views.tags import TagIndex
 
 pytestmark = pytest.mark.both_backends

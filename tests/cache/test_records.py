@@ -35,9 +35,9 @@ from weaver.engine import (
     workflow,
 )
 from weaver.engine import engine as engine_module
-from weaver.host.app import App
-from weaver.mcp_server import ServerState
 from weaver.mcp_server.record_tools import build_record_tools
+from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.both_backends
 

@@ -21,8 +21,8 @@ from weaver.cli import main
 from weaver.config import Settings
 from weaver.edits import history, patches
 from weaver.errors import CacheError
-from weaver.host.app import open_app
-from weaver.host.locks import WriterLock
+from weaver.runtime.app import open_app
+from weaver.runtime.locks import WriterLock
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 
 from tests.conftest import WriteNotes
 from weaver.cache import fts
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 LINE = "the quick brown fox jumps over the lazy dog and a widget here\n"
 

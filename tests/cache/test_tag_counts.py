@@ -14,7 +14,7 @@ from tests.conftest import WriteNotes
 from weaver.cache import read
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.read import FileFilters
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 pytestmark = pytest.mark.both_backends
 

@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 from tests.helpers import indexed_app
 from weaver.cache import executions, read, vault_health
 from weaver.cache.executions import ExecutionRecord
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 DAY = 86_400_000
 FILES: dict[str, str | bytes] = {

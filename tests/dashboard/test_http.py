@@ -17,7 +17,8 @@ from tests.dashboard.server import HOSTILE_NOTES, Served, request, serve_dashboa
 from tests.helpers import wait_for
 from weaver.dashboard.data import DAY_MS, RunFilters
 from weaver.dashboard.security import CSRF_COOKIE, SESSION_COOKIE, session_value
-from weaver.edits import notes, patches
+from weaver.edits import patches
+from weaver.runtime import cache_sync
 
 DEMO = Path(__file__).resolve().parents[2] / "demo-vault"
 TOKEN = "s3cret-token-for-tests"
@@ -132,7 +133,7 @@ def test_the_note_page_lists_weavers_edits_and_undoes_the_latest(served: Served)
     before = (app.vault.root / path).read_bytes()
 
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=True)
+        return cache_sync.sync_cache(app, expected, holds_writer=True)
 
     transform = patches.insert_transform("append", "added by an assistant")
     done = patches.patch_note(app, path, transform, expected_hash=None, sync=sync)

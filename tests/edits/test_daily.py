@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import WriteNotes
 from weaver.edits import daily
 from weaver.edits.notes import NoteEditError
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 NOW = dt.datetime(2026, 11, 26, 9, 30, tzinfo=dt.UTC)
 

@@ -23,13 +23,14 @@ from weaver.config import Settings
 from weaver.edits import gate, notes, patches, steps, tags
 from weaver.edits.journal import recover_edits
 from weaver.edits.notes import NoteChangedError, NoteEditError
-from weaver.host.app import App, open_app
 from weaver.markdown.parser import parse_note
+from weaver.runtime import cache_sync
+from weaver.runtime.app import App, open_app
 
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=True)
+        return cache_sync.sync_cache(app, expected, holds_writer=True)
 
     return sync
 
@@ -78,7 +79,7 @@ WRITER_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from weaver.config import Settings
     from weaver.edits import notes, patches
-    from weaver.host.app import open_app
+    from weaver.runtime.app import open_app
 
     vault, go, me, expected = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     app = open_app(Settings(vault=vault))
@@ -248,7 +249,7 @@ MOVE_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from weaver.config import Settings
     from weaver.edits import notes, steps
-    from weaver.host.app import open_app
+    from weaver.runtime.app import open_app
     from weaver.vault.writer import VaultWriter
 
     vault, point, after = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])

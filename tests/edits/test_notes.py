@@ -16,13 +16,14 @@ from weaver.cache import read
 from weaver.edits import notes
 from weaver.edits.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
-from weaver.host.app import App
-from weaver.host.locks import writer_lock_for
+from weaver.runtime import cache_sync
+from weaver.runtime.app import App
+from weaver.runtime.locks import writer_lock_for
 
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=False)
+        return cache_sync.sync_cache(app, expected, holds_writer=False)
 
     return sync
 
@@ -325,11 +326,11 @@ def test_sync_waits_for_the_process_that_writes_the_cache(
     assert other_writer.try_acquire()
     try:
         expected = {"n.md": notes.sha256(b"x")}
-        assert not notes.sync_cache(app, expected, holds_writer=False, timeout=0.2)
+        assert not cache_sync.sync_cache(app, expected, holds_writer=False, timeout=0.2)
         timer = threading.Timer(0.2, app.indexer.apply_paths, [["n.md"]])  # its watcher
         timer.start()
         # True: the other writer's index was seen, before this wait's own timeout.
-        assert notes.sync_cache(app, expected, holds_writer=False, timeout=10)
+        assert cache_sync.sync_cache(app, expected, holds_writer=False, timeout=10)
         timer.join()
     finally:
         other_writer.close()

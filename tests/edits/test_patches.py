@@ -12,13 +12,14 @@ from weaver.cache import read
 from weaver.edits import notes, patches
 from weaver.edits.notes import NoteChangedError, NoteEditError
 from weaver.errors import NoteDecodeError, NoteTooLargeError
-from weaver.host.app import App
+from weaver.runtime import cache_sync
+from weaver.runtime.app import App
 from weaver.vault import fs
 
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=False)
+        return cache_sync.sync_cache(app, expected, holds_writer=False)
 
     return sync
 

@@ -20,14 +20,15 @@ from weaver.config import Settings
 from weaver.edits import notes, tags
 from weaver.edits.journal import recover_edits
 from weaver.edits.notes import NoteEditError
-from weaver.host.app import App, open_app
+from weaver.runtime import cache_sync
+from weaver.runtime.app import App, open_app
 
 pytestmark = pytest.mark.both_backends
 
 
 def sync_for(app: App) -> notes.CacheSync:
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=False)
+        return cache_sync.sync_cache(app, expected, holds_writer=False)
 
     return sync
 
@@ -164,7 +165,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     from weaver.config import Settings
     from weaver.edits import tags
-    from weaver.host.app import open_app
+    from weaver.runtime.app import open_app
 
     app = open_app(Settings(vault=sys.argv[1], database_url=sys.argv[2]))
     written = []

@@ -24,7 +24,7 @@ from weaver.engine import (
     workflow,
 )
 from weaver.engine.context import trigger_detail, trigger_from_row
-from weaver.host.app import App
+from weaver.runtime.app import App
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault.watcher import VaultWatcher
 

@@ -13,8 +13,8 @@ from weaver.cache import executions, feed
 from weaver.config import Settings
 from weaver.engine import FileTrigger, OnFile, Workflow, WorkflowContext, workflow
 from weaver.engine.engine import FEED_CONSUMER
-from weaver.host.app import App, open_app
 from weaver.index import indexer as indexer_module
+from weaver.runtime.app import App, open_app
 from weaver.vault.events import NoteAdded, NoteModified, NoteMoved
 
 pytestmark = pytest.mark.both_backends

@@ -29,7 +29,7 @@ from weaver.engine.jobs import (
     worker_queues,
 )
 from weaver.engine.worker_schedules import worker_schedules
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 
 @workflow(id="echo", name="Echo")

@@ -21,7 +21,7 @@ from weaver.cache import executions
 from weaver.cache.models import Execution
 from weaver.engine import OnFile, WorkflowContext, workflow
 from weaver.engine.engine import RESUME_LIMIT
-from weaver.host.app import App
+from weaver.runtime.app import App
 from weaver.vault.events import NoteModified
 
 pytestmark = pytest.mark.both_backends

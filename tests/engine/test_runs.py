@@ -31,7 +31,7 @@ from weaver.engine import (
     WorkflowNotFoundError,
     workflow,
 )
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 pytestmark = pytest.mark.both_backends
 

@@ -36,7 +36,7 @@ from weaver.engine.scheduler import (
     EnqueueExecutor,
     WorkflowScheduler,
 )
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 
 @workflow(id="daily", triggers=[OnSchedule("0 7 * * *", timezone="UTC")])

@@ -20,7 +20,7 @@ from weaver.engine.worker_schedules import (
     tick_due_at_start,
     worker_schedules,
 )
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 WEEK = timedelta(days=7)
 

@@ -21,11 +21,10 @@ from weaver.cache import executions
 from weaver.config import Settings
 from weaver.engine import WorkflowContext, workflow
 from weaver.errors import DaemonError
-from weaver.host.app import App, open_app
-from weaver.host.locks import WriterLock, daemon_lock, daemon_running
-from weaver.mcp_server.schemas import HealthData
-from weaver.mcp_server.state import ServerState
-from weaver.mcp_server.system_tools import compute_health
+from weaver.runtime.app import App, open_app
+from weaver.runtime.health import Health, compute_health
+from weaver.runtime.locks import WriterLock, daemon_lock, daemon_running
+from weaver.runtime.state import ServerState
 from weaver.vault.watcher import VaultWatcher
 
 
@@ -59,10 +58,10 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-def health_of(state: ServerState) -> HealthData:
+def health_of(state: ServerState) -> Health:
     """`compute_health` of a server whose initial index is done."""
 
-    async def report() -> HealthData:
+    async def report() -> Health:
         return compute_health(ready(state))
 
     return anyio.run(report)

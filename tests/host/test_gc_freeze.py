@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import Connection
 
 from tests.conftest import WriteNotes
+from weaver import gc_freeze
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
-from weaver.host import gc_freeze
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 KEPT: list[Callable[[Connection], Any]] = [
     cache_graph.load_graph,

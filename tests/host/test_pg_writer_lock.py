@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from weaver.config import Settings
 from weaver.errors import DaemonError
 from weaver.host.daemon import take_writer_lock
-from weaver.host.locks import PgWriterLock, WriterLock, writer_lock_for
+from weaver.runtime.locks import PgWriterLock, WriterLock, writer_lock_for
 
 
 def _terminate(url: str, lock: PgWriterLock) -> None:

@@ -1,4 +1,4 @@
-"""A corrupt cache found while running is rebuilt (`host.rebuild`): in-process, the pieces
+"""A corrupt cache found while running is rebuilt (`runtime.rebuild`): in-process, the pieces
 (the error seen on any connection, the file replaced and refilled, the history salvaged, a
 reader's note to the writer); then a real daemon with a reader process, whose cache gets
 garbage mid-file while it serves, answering again after the rebuild without a restart."""
@@ -24,8 +24,8 @@ from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, children_of, health
 from tests.mcp_server.test_transports import free_port
 from weaver.cache import recovery
-from weaver.host.app import App
-from weaver.host.rebuild import CorruptionWatch, rebuild_corrupt_cache
+from weaver.runtime.app import App
+from weaver.runtime.rebuild import CorruptionWatch, rebuild_corrupt_cache
 
 NOTES = 1_500
 

@@ -10,8 +10,8 @@ from tests.conftest import write_files
 from weaver.cli import build_parser, main
 from weaver.config import Settings
 from weaver.errors import ConfigError, NoFilesError
-from weaver.host.app import App, open_app
 from weaver.host.worker import run_worker
+from weaver.runtime.app import App, open_app
 
 
 def test_a_worker_on_sqlite_refuses_and_says_why(tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ from weaver.cache import write
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
 from weaver.cache.db import open_cache_engine, open_engine
 from weaver.config import Settings
-from weaver.host.app import App, open_app
 from weaver.index import indexer
 from weaver.index import workers as parse_workers
+from weaver.runtime.app import App, open_app
 
 LINK_AND_TAG_INDEXES = [
     "ix_links_source_path",

@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import WriteNotes
 from tests.helpers import wait_for
 from weaver.cache import read
-from weaver.host.app import App
 from weaver.index.indexer import IndexReport
+from weaver.runtime.app import App
 
 WRITERS = 5
 

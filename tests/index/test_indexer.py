@@ -17,10 +17,10 @@ from tests.conftest import WriteNotes
 from weaver.cache.models import Link, Note, Tag
 from weaver.cli import main
 from weaver.config import Settings
-from weaver.host.app import App, open_app
-from weaver.host.locks import writer_lock_for
 from weaver.index import indexer as indexer_module
 from weaver.index import workers as parse_workers
+from weaver.runtime.app import App, open_app
+from weaver.runtime.locks import writer_lock_for
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
 pytestmark = pytest.mark.both_backends

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import write_files
 from weaver.cache import feed
 from weaver.config import Settings
-from weaver.host.app import open_app
+from weaver.runtime.app import open_app
 from weaver.vault.events import NoteAdded
 
 pytestmark = pytest.mark.slow

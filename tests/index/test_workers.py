@@ -14,9 +14,9 @@ from structlog.testing import capture_logs
 from tests.conftest import WriteNotes
 from weaver.cache.models import Link, Note, Tag
 from weaver.config import Settings
-from weaver.host.app import open_app
 from weaver.index import workers as parse_workers
 from weaver.index.workers import ParseWorker, ReadChunk, Work, read_notes
+from weaver.runtime.app import open_app
 from weaver.vault.fs import Vault
 
 # Dies after sending its first chunk, as a worker killed by the OOM killer would (whatever

@@ -14,10 +14,11 @@ import httpx2
 from mcp.server.mcpserver import MCPServer
 
 from weaver.config import Settings
-from weaver.host.app import open_app
-from weaver.mcp_server.serve import bind_socket, http_app, serve_http
+from weaver.host.serve import http_app
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import open_app
+from weaver.runtime.http import bind_socket, serve_http
+from weaver.runtime.state import ServerState
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 LEGACY = "2025-11-25"  # the protocol that keeps sessions

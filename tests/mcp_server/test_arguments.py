@@ -9,8 +9,9 @@ import pytest
 from mcp import Client
 from pydantic import TypeAdapter
 
-from weaver.host.app import App
-from weaver.mcp_server import ServerState, arguments, build_server
+from weaver.mcp_server import arguments, build_server
+from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
 

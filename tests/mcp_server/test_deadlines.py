@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from tests.helpers import wait_for
-from weaver.host.app import App
 from weaver.mcp_server.envelope import answer
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,9 @@ from tests.mcp_server.test_cache_tools import serve, tools_of
 from weaver.cache import journal
 from weaver.config import Settings
 from weaver.edits import notes
-from weaver.host.app import open_app
-from weaver.mcp_server.lifecycle import keep_cache_fresh
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import open_app
+from weaver.runtime.lifespan import keep_cache_fresh
+from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
 

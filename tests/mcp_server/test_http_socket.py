@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from weaver.mcp_server.serve import bind_socket
+from weaver.runtime.http import bind_socket
 
 
 def test_the_socket_is_tcp_with_nodelay() -> None:

@@ -21,9 +21,9 @@ from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.engine import reading_engine
 from weaver.engine.jobs import build_worker_app, conninfo_of, ensure_job_schema, worker_queues
-from weaver.host.app import App, open_app, reader_queues
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import App, open_app, reader_queues
+from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +45,7 @@ def registry() -> Registry:
 
 
 def open_reader(settings: Settings) -> App:
-    """As `weaver serve --no-vault` opens its App (`mcp_server.serve.run_serve`)."""
+    """As `weaver serve --no-vault` opens its App (`host.serve.run_serve`)."""
     queue = reader_queues(settings)
     return open_app(settings.model_copy(update={"read_only": True}), files=False, queue=queue)
 

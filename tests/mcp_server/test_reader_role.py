@@ -23,10 +23,10 @@ from weaver.cache.recovery import sqlite_file
 from weaver.config import Settings
 from weaver.engine.engine import reading_engine
 from weaver.errors import CacheError
-from weaver.host.app import App, open_app
-from weaver.host.follow import FeedFollower
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import App, open_app
+from weaver.runtime.follow import FeedFollower
+from weaver.runtime.state import ServerState
 from weaver.vault.fs import CacheOnlyVault
 
 pytestmark = pytest.mark.anyio
@@ -207,7 +207,7 @@ async def test_a_reader_answers_note_text_the_cache_keeps(pair: Pair) -> None:
 
 async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(pair: Pair) -> None:
     """The writer is another process: its change reaches the reader's subscribed client
-    through the change feed the reader follows (`host.follow`)."""
+    through the change feed the reader follows (`runtime.follow`)."""
     updated = anyio.Event()
     uris: list[str] = []
 

@@ -21,7 +21,8 @@ from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowEngine, workflow
-from weaver.mcp_server import ServerState, build_server, resources
+from weaver.mcp_server import build_server, resources
+from weaver.runtime.state import ServerState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 

@@ -27,9 +27,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.conftest import write_files
 from weaver.cli import main
 from weaver.config import Settings
-from weaver.host.app import open_app
-from weaver.host.locks import WriterLock, writer_lock_path
-from weaver.mcp_server import ServerState, build_server
+from weaver.mcp_server import build_server
+from weaver.runtime.app import open_app
+from weaver.runtime.locks import WriterLock, writer_lock_path
+from weaver.runtime.state import ServerState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from tests.helpers import wait_for
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
-from weaver.host.app import App, open_app
-from weaver.mcp_server import ServerState
-from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.workflow_tools import RunBridge, build_workflow_tools
+from weaver.runtime.app import App, open_app
+from weaver.runtime.lifespan import make_lifespan
+from weaver.runtime.state import ServerState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 

@@ -15,7 +15,7 @@ from weaver.cache.models import NoteChunk, NoteEmbedding
 from weaver.cache.read import read_snapshot
 from weaver.cache.vectors import ChunkMatrix
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 from weaver.semantic import worker as worker_module
 from weaver.semantic.model import TRANSFORMER_MODEL
 from weaver.semantic.search import SemanticIndex

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from weaver.config import no_vault_message
-from weaver.vault.obsidian_app import KnownVault, config_files, list_known_vaults
+from weaver.obsidian_app import KnownVault, config_files, list_known_vaults
 
 
 def write_registry(folder: Path, vaults: dict[str, object]) -> None:

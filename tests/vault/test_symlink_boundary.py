@@ -15,7 +15,7 @@ from tests.conftest import WriteNotes, write_files
 from tests.helpers import wait_for
 from weaver.cache.models import Note
 from weaver.errors import InvalidPathError
-from weaver.host.app import App
+from weaver.runtime.app import App
 from weaver.vault.fs import Vault
 from weaver.vault.watcher import VaultWatcher
 from weaver.vault.writer import VaultWriter

@@ -13,7 +13,7 @@ from watchfiles import Change
 
 from tests.conftest import WriteNotes
 from weaver.cache.models import Link, Note
-from weaver.host.app import App
+from weaver.runtime.app import App
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault.watcher import VaultWatcher
 

@@ -18,9 +18,9 @@ from tests.corpora import require_corpora
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
-from weaver.host.app import App, open_app
 from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
 from weaver.mcp_server.graph_tools import graph_wire
+from weaver.runtime.app import App, open_app
 from weaver.views import graph as g
 from weaver.views.names import MatchedOn, NameIndex, NameRow, fold, length_window, resolve_names
 from weaver.views.tags import TagMode

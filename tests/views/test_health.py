@@ -11,6 +11,7 @@ from tests.cache.test_vault_health import FILES
 from tests.helpers import indexed_app
 from weaver.cache import read
 from weaver.cache.graph import load_graph
+from weaver.paging import page_of
 from weaver.views import health
 from weaver.views.graph import Graph
 
@@ -25,7 +26,7 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
 
 
 def test_broken_targets_linked_from_most_notes_first_with_those_notes(graph: Graph) -> None:
-    page = health.page_of(health.broken_targets(graph), 10, 0)
+    page = page_of(health.broken_targets(graph), 0, 10)
     assert page.total == 3
     first, second, third = page.items
     assert (first.target, first.sources, first.source_total) == (
@@ -39,7 +40,7 @@ def test_broken_targets_linked_from_most_notes_first_with_those_notes(graph: Gra
 
 
 def test_pages_go_on_where_the_last_ended(graph: Graph) -> None:
-    page = health.page_of(health.broken_targets(graph), 1, 1)
+    page = page_of(health.broken_targets(graph), 1, 1)
     assert [b.target for b in page.items] == ["Gone"]
     assert (page.total, page.has_more) == (3, True)
 

@@ -11,7 +11,7 @@ from tests.workflow_vault import WorkflowVault, workflow_vault
 from weaver.cache import feed
 from weaver.engine import load_registry
 from weaver.engine.engine import FEED_CONSUMER
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 ID = "concept-tracker"
 

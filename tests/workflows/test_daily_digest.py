@@ -15,7 +15,7 @@ from weaver.cache import executions
 from weaver.cache.records import NewRecord, insert_records
 from weaver.config import Settings
 from weaver.engine import InvalidInputError
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 ID = "proof-daily-digest"
 DAY = dt.date(2026, 1, 5)

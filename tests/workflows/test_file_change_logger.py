@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 ID = "file-change-logger"
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 ID = "file-deletion-monitor"
 

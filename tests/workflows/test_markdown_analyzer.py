@@ -12,7 +12,7 @@ import pytest
 from tests.corpora import require_corpora
 from tests.workflow_vault import WorkflowVault, workflow_vault
 from weaver.config import Settings
-from weaver.host.app import App, open_app
+from weaver.runtime.app import App, open_app
 from weaver.vault.fs import MAX_NOTE_BYTES
 
 ID = "markdown-analyzer"

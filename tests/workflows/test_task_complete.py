@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.workflow_vault import WorkflowVault, workflow_vault
-from weaver.host.app import App
+from weaver.runtime.app import App
 
 ID = "proof-task-complete"
 

@@ -8,16 +8,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, select
 from sqlalchemy.orm import aliased
 
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Link, Note, Tag, TagCounter
 from weaver.cache.read import under_prefix
+from weaver.paging import Page
 
 TagOrder = Literal["name", "count"]
-T = TypeVar("T")
 SAMPLE_SOURCES = 5
 
 
@@ -28,12 +29,6 @@ class TagEntry:
     notes: int  # notes carrying it or a tag nested below it
     own: int  # notes carrying exactly this tag
     children: int  # distinct tags directly below it
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    items: list[T]
-    total: int
 
 
 def _depth(column: Any) -> ColumnElement[int]:
@@ -218,16 +213,15 @@ def orphan_paths(conn: Connection) -> list[str]:
     """Notes with no resolved link to or from another note (as Obsidian's graph shows
     orphans), by path: the whole list, which a server keeps per cache version
     (`cache.graph.orphans_cache`) and pages, as it keeps the broken links' counts."""
-    condition = _orphaned(probe_each=conn.dialect.name == "postgresql")
+    condition = _orphaned(probe_each=is_postgres(conn))
     return list(conn.execute(select(Note.path).where(condition).order_by(Note.path)).scalars())
 
 
 def _orphaned(probe_each: bool) -> ColumnElement[bool]:
     """No link to the note from another, none from it to another. `probe_each`: `OFFSET 0`
-    keeps PostgreSQL from making the tests anti-joins, which hashed all 90,000 resolved links
-    of a 10,000-note vault for every query (~20 ms) where probing the links' indexes for each
-    note takes a few (measured p50 33 against 110-154 ms for the tool's two statements, on a
-    busy host). SQLite probes each note's links anyway."""
+    keeps PostgreSQL from making the tests anti-joins, which hash every resolved link for each
+    query, where probing the links' indexes per note is cheaper (figures in
+    docs/benchmarks-notes.md). SQLite probes each note's links anyway."""
     linked_in = select(Link.id).where(Link.target_path == Note.path, Link.source_path != Note.path)
     linked_out = select(Link.id).where(
         and_(

@@ -11,7 +11,6 @@ start, for a cache that is nearly always up to date already.
 from __future__ import annotations
 
 import importlib.resources
-import importlib.util
 import os
 import sqlite3
 import threading
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import recovery
 from weaver.cache.bulk import restore_indexes_of
@@ -51,28 +50,6 @@ BULK_CHECKPOINT_PAGES = 16 * 1024
 
 # The URLs the cache can live at: SQLite through Python's own driver, PostgreSQL through psycopg
 # 3 (`open_engine` passes it psycopg's `prepare_threshold`), with the job system beside it.
-DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
-POSTGRES_MODULES = ("psycopg", "procrastinate")
-POSTGRES_EXTRA = "pip install 'weaver-mcp[postgres]'"
-
-
-def database_url_problem(url: str) -> str | None:
-    """Why the cache cannot live at `url`, or None: checked before anything is opened (no
-    connection, no file), so that a bad URL is a configuration error, not a failure midway."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return f"not a database URL; expected {DATABASE_URL_FORMS}"
-    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
-        return None
-    if parsed.drivername != "postgresql+psycopg":
-        return f"not a database Weaver can use; expected {DATABASE_URL_FORMS}"
-    missing = [name for name in POSTGRES_MODULES if importlib.util.find_spec(name) is None]
-    if missing:
-        return f"PostgreSQL support is not installed (no {missing[0]} module): {POSTGRES_EXTRA}"
-    return None
-
-
 def open_engine(url: str, writes: bool = True) -> Engine:
     """An engine for `url`; for a SQLite file, its folder is created and WAL is switched on.
     Without `writes` (a reader process), every connection refuses to write: SQLite's
@@ -85,10 +62,9 @@ def open_engine(url: str, writes: bool = True) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         # No server-side prepared statements (psycopg prepares a query run 5 times): each
         # statement is planned with its values, as SQLite plans it. Prepared, PostgreSQL went
-        # over to a generic plan that cannot see how many notes a tag or a word has, at
-        # 10,000 notes: `search_notes` with a tag 58-81 ms against 11-21, `query_files` with
-        # three filters 20-34 against 8, with `where=` tests up to 298 against 10. Planning
-        # anew costs 0.1-0.7 ms a statement (docs/benchmarks-notes.md).
+        # over to a generic plan that cannot see how many notes a tag or a word has, several
+        # times slower for filtered searches; planning anew costs far less
+        # (docs/benchmarks-notes.md).
         connect_args["prepare_threshold"] = None
     engine = create_engine(url, connect_args=connect_args)
     if is_sqlite:
@@ -109,7 +85,8 @@ class _Deadline(threading.local):
 
 
 _deadline = _Deadline()
-# SQLite virtual-machine steps between looks at the calling thread's deadline (~1 ms of work).
+# SQLite virtual-machine steps between looks at the calling thread's deadline (about a
+# millisecond of work: docs/benchmarks-notes.md).
 DEADLINE_CHECK_STEPS = 20_000
 
 
@@ -301,7 +278,7 @@ def replace_corrupt_cache(engine: Engine, path: Path, problem: str) -> recovery.
     """Move the corrupt cache file aside (one line in the log says why and where), and make a
     new one at `path` through the same `engine`, its workflow history salvaged where readable;
     the notes are the indexer's to fill in. At start (`open_cache_engine`) and while running
-    (`host.rebuild`). Raises `CacheError` when the file cannot be moved."""
+    (`runtime.rebuild`). Raises `CacheError` when the file cannot be moved."""
     engine.dispose()  # connections open on the old file are not reused
     try:
         moved = recovery.move_aside(path)

@@ -32,6 +32,7 @@ from sqlalchemy import (
     update,
 )
 
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Execution, Note, WorkflowRecord, WorkflowWrite
 
 # Core table and columns rather than ORM attributes: the engine runs several of these
@@ -145,7 +146,7 @@ def claim(conn: Connection, execution_id: str, max_running: int, process: str, n
     True when this call took it; False when it was not pending any more or no slot was free.
     The attempt counts on from the row's (0 when queued, the interrupted attempt's when resumed).
     """
-    if conn.dialect.name == "postgresql":
+    if is_postgres(conn):
         # Two claims of one workflow's rows in concurrent transactions each count the running
         # rows before the other commits (READ COMMITTED), and both take the last slot: claims
         # of a workflow queue on a lock of its own until their transaction ends.

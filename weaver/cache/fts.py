@@ -56,6 +56,7 @@ from sqlalchemy import (
 )
 
 from weaver.cache import pg_search
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Note, Tag
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
@@ -128,7 +129,7 @@ def is_search_table(name: str) -> bool:
 
 
 def supported(conn: Connection) -> bool:
-    return conn.dialect.name == "sqlite" or pg_search.supported(conn)
+    return conn.dialect.name == "sqlite" or is_postgres(conn)
 
 
 # ---------------------------------------------------------------- writes (from cache.write)
@@ -139,7 +140,7 @@ def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: 
     (the ones their `notes` rows carry)."""
     if not records or not supported(conn):
         return
-    if pg_search.supported(conn):
+    if is_postgres(conn):
         pg_search.insert_texts(conn, records, [_names(r) for r in records], segment)
         return
     rows = [
@@ -174,7 +175,7 @@ def delete_search(conn: Connection, paths: Collection[str]) -> None:
     their `notes` rows go, which hold the rowids."""
     if not paths or not supported(conn):
         return
-    if pg_search.supported(conn):
+    if is_postgres(conn):
         pg_search.delete_texts(conn, paths)
         return
     paths = list(paths)
@@ -187,7 +188,7 @@ def note_bodies(conn: Connection, paths: Sequence[str]) -> dict[str, str]:
     """The indexed body of each note in `paths` (one query per 900 paths)."""
     if not paths or not supported(conn):
         return {}
-    if pg_search.supported(conn):
+    if is_postgres(conn):
         return pg_search.note_bodies(conn, paths)
     found: dict[str, str] = {}
     for start in range(0, len(paths), _CHUNK):
@@ -250,7 +251,7 @@ def search(
         raise CacheError(
             f"full-text search needs a SQLite or PostgreSQL cache, not {conn.dialect.name}"
         )
-    if pg_search.supported(conn):
+    if is_postgres(conn):
         return _search_postgres(conn, expression, limit, offset, directory, tag, pinned)
     statements = _search_statements(bool(directory), tag is not None)
     values = _search_values(expression, limit, offset, directory, tag, _rowids(conn, pinned))
@@ -281,7 +282,7 @@ def ranked_paths(
     """The paths of the `depth` best matches, best first, as `search` ranks them: what a fusion
     of rankings needs, without `search`'s snippets and count (for a word most notes hold,
     those cost more than the ranking)."""
-    if pg_search.supported(conn):
+    if is_postgres(conn):
         return pg_search.ranked_paths(conn, expression, depth, directory=directory, tag=tag)
     statements = _search_statements(bool(directory), tag is not None)
     values = _search_values(expression, depth, 0, directory, tag, [-1])
@@ -341,7 +342,7 @@ def _joined_marks(snippet: str) -> str:
 def get_note_text(conn: Connection, path: str) -> str | None:
     """The note as it was read, from the cache: PostgreSQL caches keep it (for readers on
     hosts without the files); None elsewhere, or for a path the cache has no text of."""
-    return pg_search.get_note_text(conn, path) if pg_search.supported(conn) else None
+    return pg_search.get_note_text(conn, path) if is_postgres(conn) else None
 
 
 def _body_head(conn: Connection, rowid: int) -> str:

@@ -19,11 +19,12 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
+from weaver import gc_freeze
 from weaver.cache import browse, changes, read
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
-from weaver.host import gc_freeze
 from weaver.views.graph import Graph, NodeInfo
 from weaver.views.names import NameIndex, NameRow
 from weaver.views.prefixes import PrefixIndex
@@ -128,7 +129,7 @@ def broken_cache() -> ByVersion[list[browse.BrokenCount]]:
 
 def orphans_cache() -> ByVersion[list[str]]:
     """`list_problems orphans`' notes, found once per version: two anti-joins over every note
-    and link (~20 ms at 10,000 notes on PostgreSQL) that a page of them repeated per call."""
+    and link, which a page of them would otherwise repeat per call."""
     return ByVersion(browse.orphan_paths, settle=False)
 
 
@@ -159,7 +160,7 @@ def load_tag_index(conn: Connection) -> TagIndex:
     A row per key with its paths joined by NUL (which no path holds): SQLite hands over a few
     hundred strings instead of a tuple per tag of every note, a third of the time. PostgreSQL
     text cannot hold a NUL; it hands over an array per key instead."""
-    if conn.dialect.name == "postgresql":
+    if is_postgres(conn):
         lists = conn.execute(select(Tag.key, func.array_agg(Tag.note_path)).group_by(Tag.key))
         return TagIndex({key: list(paths) for key, paths in lists})
     joined = func.group_concat(Tag.note_path, func.char(0))

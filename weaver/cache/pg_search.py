@@ -7,7 +7,7 @@ weights as `RANK_WEIGHTS`, the same 10 : 8 : 3 : 1 as FTS5's column weights in `
 so a note named for the query outranks notes that only mention it.
 
 Ranking by `ts_rank_cd` reads each ranked note's whole `tsvector`, which a GIN index cannot
-rank: a word most of 10,000 notes hold (4,532 matches) took ~30 ms. So only the best
+rank: slow for a word most notes hold. So only the best
 `RANK_CANDIDATES` matches are ranked in full, chosen by what each narrow row holds (`0018`):
 `ts_rank_cd` over its `lead` (title, names, headings and the body's first `LEAD_CHARS`
 characters, weighted as in `document`; small enough to stay in the row), the same function
@@ -26,7 +26,7 @@ keep `search_notes`' query language.) CJK runs are indexed a character a token, 
 Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB). A page
 hands back the first `SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the
 snippet in Python (`bounded_snippet`, around the first hit): `ts_headline` parsed and stemmed
-each whole body again, 4-6 ms of a 20-hit page of 2 KB notes, a third of the search.
+each whole body again, a third of the search's time.
 """
 
 from __future__ import annotations
@@ -86,10 +86,6 @@ note_texts = table(
     column("document", postgresql.TSVECTOR),
     column("ctid"),  # the row's address (a system column)
 )
-
-
-def supported(conn: Connection) -> bool:
-    return conn.dialect.name == "postgresql"
 
 
 # ---------------------------------------------------------------- writes
@@ -298,7 +294,7 @@ def _index_scans(conn: Connection) -> Iterator[None]:
     """No sequential scan of `note_texts` for these statements (the setting as it was after
     them, for the rest of the transaction). The planner does not count reading a document
     out of TOAST: to it, the narrow rows of a few thousand notes look cheaper to scan than
-    the GIN index, and such a scan reads every note's document (31-47 ms at 10,000).
+    the GIN index, and such a scan reads every note's document.
 
     Put back only when the statements succeeded: after a failed one (a deadline's
     `statement_timeout`, say) the transaction is aborted, and setting it back would fail too,
@@ -408,8 +404,7 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
     # MATERIALIZED: the planner cannot see the tsquery, so it finds the matches through the
     # GIN index. Inlined (as PostgreSQL inlines a CTE used once, the count's), a word in half
     # the notes looked to it like a case for a sequential scan, which reads every note's
-    # `tsvector` out of its TOAST table, where the index needs no document at all: counting
-    # 4,532 matches of 10,000 took 31-47 ms so, 2 ms through the index.
+    # `tsvector` out of its TOAST table, where the index needs no document at all.
     query_cte = (
         select(query.label("q"), any_term.label("any")).cte("query").prefix_with("MATERIALIZED")
     )

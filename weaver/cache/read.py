@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from weaver.cache import tag_counts
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
 
 Direction = Literal["outgoing", "incoming", "both"]
@@ -202,7 +203,7 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql("BEGIN")
-        elif conn.dialect.name == "postgresql":
+        elif is_postgres(conn):
             conn.execution_options(isolation_level="REPEATABLE READ")
         conn.info[_SNAPSHOT_STAMPS] = {}
         try:
@@ -286,7 +287,7 @@ def tag_pattern_condition(pattern: str, column: Any = Tag.key) -> ColumnElement[
 def like_folded(conn: Connection, column: Any, pattern: str) -> ColumnElement[bool]:
     """`column LIKE pattern` (escaped with `LIKE_ESCAPE`) ignoring case, as SQLite's LIKE does
     for ASCII letters; PostgreSQL's LIKE respects case, its ILIKE ignores it."""
-    if conn.dialect.name == "postgresql":
+    if is_postgres(conn):
         return column.ilike(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
     return column.like(pattern, escape=LIKE_ESCAPE)  # type: ignore[no-any-return]
 
@@ -373,9 +374,8 @@ def matched_notes(conn: Connection, where: Iterable[PropertyCondition]) -> _Wher
 
     The narrowest test (fewest rows, counted up to `DRIVER_PROBE_ROWS` each) lists its notes
     from the property index and each other test is looked up for those notes only. As one
-    IN-list per test, SQLite listed every test's notes in full and intersected them: where
-    45,000 of 100,000 notes have one of two statuses and 873 carry a tag, ~50 ms for 449
-    notes, against ~2 ms this way. The bounds of one property's range (`{"due": {"gte": a,
+    IN-list per test, SQLite listed every test's notes in full and intersected them, many
+    times slower where a test matches half the vault. The bounds of one property's range (`{"due": {"gte": a,
     "lt": b}}`) are one test, so the index reads the range between them; `exists: false`
     tests are notes missing from the property's list."""
     tests: dict[tuple[str, int], list[PropertyCondition]] = {}
@@ -408,8 +408,8 @@ def _count_properties_only(
     conn: Connection, filters: FileFilters, where: _WhereMatch
 ) -> int | None:
     """The total of a query filtered by `where` alone, counted in the property index: a path
-    listed there is a note's (its rows go with it), so the notes need not be read (7,500 of
-    100,000 notes: 4 ms against 9). None for any other query."""
+    listed there is a note's (its rows go with it), so the notes need not be read. None for
+    any other query."""
     if not filters.where or filters != FileFilters(where=filters.where):
         return None
     matched, absent = where
@@ -711,3 +711,14 @@ def last_updated(conn: Connection) -> int | None:
 def count_notes(conn: Connection) -> int:
     """The notes in the cache (one count over the smallest index)."""
     return int(conn.execute(select(func.count()).select_from(Note)).scalar_one())
+
+
+def linking_to(conn: Connection, target: str, sources: Sequence[str]) -> set[str]:
+    """Those of `sources` that link to the note `target`."""
+    rows = select(Link.source_path).where(Link.target_path == target, Link.source_path.in_(sources))
+    return set(conn.execute(rows).scalars())
+
+
+def probe(conn: Connection) -> None:
+    """Read one row: raises if the cache cannot be queried (missing, corrupt, unreachable)."""
+    conn.execute(select(Note.path).limit(1)).all()

@@ -73,7 +73,7 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-# Beside a SQLite cache, the file whose `flock` makes one process its writer (`host.locks`).
+# Beside a SQLite cache, the file whose `flock` makes one process its writer (`runtime.locks`).
 WRITER_LOCK_SUFFIX = ".writer.lock"
 
 
@@ -116,7 +116,7 @@ def wait_for_cache_file(path: Path, timeout_s: float) -> None:
     """Return once the cache file at `path` exists, or at once when no process writes it (the
     caller may create it). While a writer holds the lock (this process too), no connection
     makes the file: the writer makes it, whole, by its own means (`create_cache_file`,
-    `host.rebuild`), and this waits up to `timeout_s` for it, then raises
+    `runtime.rebuild`), and this waits up to `timeout_s` for it, then raises
     `sqlite3.OperationalError` saying so. Never creates anything."""
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -132,7 +132,7 @@ def wait_for_cache_file(path: Path, timeout_s: float) -> None:
 
 
 # Beside the cache: a reader process that met a corruption error leaves the cause here for the
-# writer, which alone may replace the file (`host.rebuild`).
+# writer, which alone may replace the file (`runtime.rebuild`).
 SEEN_SUFFIX = ".corrupt-seen"
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import JSON, ColumnElement, Connection, String, func, literal_column, select, union
 
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Note, Tag, TagCounter
 from weaver.cache.read import like_folded, tag_condition
 
@@ -25,7 +26,7 @@ def list_tag_counts(conn: Connection) -> list[tuple[str, int, int]]:
 
 def _string_tags(conn: Connection) -> tuple[ColumnElement[Any], ColumnElement[bool]]:
     """The frontmatter's `tags` value as text, and whether it is one JSON string."""
-    if conn.dialect.name == "postgresql":
+    if is_postgres(conn):
         key: ColumnElement[str] = literal_column("'tags'")
         tags = Note.frontmatter.op("->", return_type=JSON)(key)
         as_text = Note.frontmatter.op("->>", return_type=String)(key)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, func, select
 
 from weaver.cache.models import Note
-from weaver.views.health import Page
+from weaver.paging import Page
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ def list_parse_failures(conn: Connection, limit: int, offset: int) -> Page[Parse
         select(Note.path, Note.error).where(Note.error.is_not(None)).order_by(Note.path)
     ).all()
     items = [ParseFailure(path, error or "") for path, error in rows[offset : offset + limit]]
-    return Page(items, len(rows), limit, offset)
+    return Page(items, len(rows), offset, limit)
 
 
 def count_modified_by_day(conn: Connection, since: int, day_ms: int) -> dict[int, int]:

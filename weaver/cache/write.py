@@ -22,6 +22,7 @@ from sqlalchemy import (
 )
 
 from weaver.cache import fts
+from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
 from weaver.cache.tag_counts import TagDelta, keys_by_note
 from weaver.index.workers import NoteRecord, StoredFile
@@ -302,7 +303,7 @@ def refresh_statistics(conn: Connection) -> None:
     page's tags (5 ms against 0.5). So every table a pass fills is analyzed with the notes."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("ANALYZE notes")
-    elif conn.dialect.name == "postgresql":
+    elif is_postgres(conn):
         conn.exec_driver_sql(f"ANALYZE {', '.join(PG_ANALYZED)}")
 
 
@@ -311,7 +312,7 @@ def statistics_missing(conn: Connection) -> bool:
     reached since big passes began to end with `refresh_statistics` (any made before). On
     PostgreSQL: a table of `PG_ANALYZED` that neither ANALYZE nor VACUUM has read since it was
     created (its `reltuples` is -1 until then)."""
-    if conn.dialect.name == "postgresql":
+    if is_postgres(conn):
         unread = conn.execute(
             text(
                 "SELECT 1 FROM pg_class WHERE relname = ANY(:tables) AND reltuples < 0 "

@@ -44,14 +44,14 @@ from weaver.dashboard.security import (
 )
 from weaver.edits.steps import NoteChangedError, NoteEditError
 from weaver.engine.errors import (
+    EngineUnavailableError,
     ExecutionNotFoundError,
     WorkflowNotFoundError,
     WorkflowRequestError,
 )
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.json_nesting import load_json
-from weaver.mcp_server.state import ServerState
-from weaver.mcp_server.workflow_tools import EngineUnavailableError
+from weaver.runtime.state import ServerState
 from weaver.semantic.pages import SearchMode
 
 MAX_FORM_BYTES = 1_000_000

@@ -21,8 +21,9 @@ from sqlalchemy import Connection
 from weaver.cache import executions, fts, read, vault_health
 from weaver.cache import graph as cache_graph
 from weaver.cache.read import FileDetail, VaultStats
-from weaver.edits import history, notes
+from weaver.edits import history
 from weaver.engine import WorkflowEngine
+from weaver.engine.errors import EngineUnavailableError
 from weaver.engine.payloads import (
     ExecutionSummary,
     ListWorkflowsData,
@@ -32,10 +33,10 @@ from weaver.engine.payloads import (
 )
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.log import EXECUTION_LOGS
-from weaver.mcp_server.schemas import HealthData
-from weaver.mcp_server.state import ServerState
-from weaver.mcp_server.system_tools import compute_health
-from weaver.mcp_server.workflow_tools import EngineUnavailableError
+from weaver.paging import Page, page_of
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.health import Health, compute_health
+from weaver.runtime.state import ServerState
 from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
 from weaver.views import graph as g
 from weaver.views import health
@@ -92,7 +93,7 @@ class NextRun:
 
 @dataclass(frozen=True, slots=True)
 class Overview:
-    health: HealthData
+    health: Health
     components: dict[str, str]  # component -> "ok" | "off" | "down" | a short problem
     stats: VaultStats
     runs_24h: dict[str, int]
@@ -143,7 +144,7 @@ def _day_label(day: int) -> str:
 
 
 def _components(
-    state: ServerState, health: HealthData, engine: WorkflowEngine | None
+    state: ServerState, health: Health, engine: WorkflowEngine | None
 ) -> dict[str, str]:
     parts = health.components
     watcher = state.watcher
@@ -322,10 +323,10 @@ def load_workflow(state: ServerState, workflow_id: str) -> WorkflowPage:
 
 @dataclass(frozen=True, slots=True)
 class VaultHealth:
-    broken: health.Page[health.BrokenTarget]
-    orphans: health.Page[str]
-    failures: health.Page[vault_health.ParseFailure]
-    shared: health.Page[health.SharedName]
+    broken: Page[health.BrokenTarget]
+    orphans: Page[str]
+    failures: Page[vault_health.ParseFailure]
+    shared: Page[health.SharedName]
 
 
 class HealthMemo:
@@ -365,10 +366,10 @@ def load_vault_health(
             return kept
         graph = graphs.graphs.get(conn)
         report = VaultHealth(
-            broken=health.page_of(health.broken_targets(graph), size, key[0]),
-            orphans=health.page_of(health.orphans(graph), size, key[1]),
+            broken=page_of(health.broken_targets(graph), key[0], size),
+            orphans=page_of(health.orphans(graph), key[1], size),
             failures=vault_health.list_parse_failures(conn, size, key[2]),
-            shared=health.page_of(health.shared_names(graph), size, key[3]),
+            shared=page_of(health.shared_names(graph), key[3], size),
         )
     if memo is not None:
         memo.keep(version, key, report)
@@ -473,7 +474,7 @@ def restore_note_edit(state: ServerState, path: str, edit_id: int) -> str:
     app = state.app
 
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=state.writer)
+        return sync_cache(app, expected, holds_writer=state.writer)
 
     return history.restore_edit(app, path, edit_id, expected_hash=None, sync=sync).path
 

@@ -23,7 +23,7 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from weaver.mcp_server.serve import is_loopback
+from weaver.runtime.http import is_loopback
 
 SESSION_COOKIE = "weaver_session"
 CSRF_COOKIE = "weaver_csrf"

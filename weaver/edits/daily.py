@@ -18,8 +18,8 @@ from typing import Any
 
 from weaver.edits.notes import CacheSync, NoteEditError, create_note, sha256
 from weaver.edits.patches import Patched, changed_once, decode_text, patch_note
+from weaver.edits.steps import Notes
 from weaver.errors import NoteNotFoundError, VaultError
-from weaver.host.app import App
 from weaver.markdown import patch
 from weaver.markdown.dates import (
     DEFAULT_DATE_FORMAT,
@@ -118,7 +118,7 @@ def _with_md(path: str) -> str:
     return path if path.lower().endswith(".md") else path + ".md"
 
 
-def _template_text(app: App, path: str) -> str:
+def _template_text(app: Notes, path: str) -> str:
     clean = app.vault.check_note_path(_with_md(path))
     try:
         data = app.vault.read_note(clean)
@@ -127,7 +127,7 @@ def _template_text(app: App, path: str) -> str:
     return decode_text(clean, data)[0]
 
 
-def resolve_template(app: App, template: str) -> str:
+def resolve_template(app: Notes, template: str) -> str:
     """A template named as in Obsidian's picker ("Meeting"), or by its vault path."""
     settings = read_template_settings(app.vault)
     name = _with_md(template.strip().removeprefix("/"))
@@ -138,7 +138,7 @@ def resolve_template(app: App, template: str) -> str:
     return name
 
 
-def render_template_note(app: App, template: str, path: str, now: dt.datetime) -> str:
+def render_template_note(app: Notes, template: str, path: str, now: dt.datetime) -> str:
     """The text of a template note with its variables filled in for a note at `path`."""
     settings = read_template_settings(app.vault)
     text = _template_text(app, resolve_template(app, template))
@@ -152,7 +152,7 @@ def render_template_note(app: App, template: str, path: str, now: dt.datetime) -
     )
 
 
-def get_daily_note(app: App, day: str | None, today: dt.date | None = None) -> DailyNote:
+def get_daily_note(app: Notes, day: str | None, today: dt.date | None = None) -> DailyNote:
     """The daily note of a day (today by default): where it is, and its text if it exists."""
     date = parse_day(day, today or dt.date.today())
     path = app.vault.check_note_path(daily_note_path(read_daily_settings(app.vault), date))
@@ -164,7 +164,7 @@ def get_daily_note(app: App, day: str | None, today: dt.date | None = None) -> D
 
 
 def append_to_daily_note(
-    app: App, text: str, day: str | None, sync: CacheSync, now: dt.datetime | None = None
+    app: Notes, text: str, day: str | None, sync: CacheSync, now: dt.datetime | None = None
 ) -> DailyAppend:
     """Append `text` to a day's daily note, making the note (from its template) if missing."""
     now = now or dt.datetime.now().astimezone()
@@ -186,7 +186,7 @@ def append_to_daily_note(
     return DailyAppend(patched, created)
 
 
-def _daily_template(app: App, settings: DailySettings, path: str, when: dt.datetime) -> str:
+def _daily_template(app: Notes, settings: DailySettings, path: str, when: dt.datetime) -> str:
     if not settings.template:
         return ""
     templates = read_template_settings(app.vault)

@@ -24,11 +24,11 @@ from weaver.edits.steps import (
     Change,
     NoteChangedError,
     NoteEditError,
+    Notes,
     digest,
     write_note,
 )
 from weaver.errors import VaultError
-from weaver.host.app import App
 
 RESTORE_EDIT = "restore_edit"
 
@@ -52,7 +52,7 @@ class NoteEdits:
     current_hash: str | None
 
 
-def list_edits(app: App, path: str, *, limit: int, offset: int) -> NoteEdits:
+def list_edits(app: Notes, path: str, *, limit: int, offset: int) -> NoteEdits:
     """The writes of the note at `path` by Weaver, newest first, a page at a time."""
     clean = app.vault.check_note_path(path)
     with app.db.connect() as conn:
@@ -74,7 +74,7 @@ def list_edits(app: App, path: str, *, limit: int, offset: int) -> NoteEdits:
 
 
 def restore_edit(
-    app: App, path: str, edit_id: int, *, expected_hash: str | None, sync: CacheSync
+    app: Notes, path: str, edit_id: int, *, expected_hash: str | None, sync: CacheSync
 ) -> Change:
     """Put the note back as it was before edit `edit_id` (a note that edit created goes to
     `.trash/`, one it removed comes back). Refused when the note is no longer as that edit
@@ -115,7 +115,7 @@ def restore_edit(
         ) from exc
 
 
-def _move_back(app: App, edit: journal.NoteEdit, sync: CacheSync) -> Change:
+def _move_back(app: Notes, edit: journal.NoteEdit, sync: CacheSync) -> Change:
     """Undo a move: the note goes back where it was, its links rewritten again. Nothing is
     lost by it, so it needs no hash: it is refused only if the note is gone from where the
     move put it, or another note took its old place."""
@@ -125,7 +125,7 @@ def _move_back(app: App, edit: journal.NoteEdit, sync: CacheSync) -> Change:
     return Change(moved.path, None, data, True, None, None, moved.cache_synced)
 
 
-def _current_hash(app: App, path: str) -> str | None:
+def _current_hash(app: Notes, path: str) -> str | None:
     try:
         return digest(app.vault.read_note(path))
     except (VaultError, OSError):  # gone, or a reader without the files: not known here

@@ -29,6 +29,7 @@ from weaver.edits.steps import (
     CacheSync,
     NoteChangedError,
     NoteOutcome,
+    Notes,
     digest,
     guarded_write,
     hold_notes,
@@ -36,7 +37,6 @@ from weaver.edits.steps import (
     unchanged_check,
 )
 from weaver.errors import NoteNotFoundError, VaultError
-from weaver.host.app import App
 from weaver.vault.writer import VaultWriter
 
 log = structlog.get_logger(__name__)
@@ -53,14 +53,14 @@ class Recovered:
     cache_synced: bool
 
 
-def recover_edits(app: App, sync: CacheSync) -> list[Recovered]:
+def recover_edits(app: Notes, sync: CacheSync) -> list[Recovered]:
     """Finish every unfinished journalled run; see the module docstring."""
     with app.db.connect() as conn:
         runs = journal.unfinished_runs(conn)
     return [_recover_run(app, run, sync) for run in runs]
 
 
-def _recover_run(app: App, run: journal.JournalRun, sync: CacheSync) -> Recovered:
+def _recover_run(app: Notes, run: journal.JournalRun, sync: CacheSync) -> Recovered:
     if run.operation == MOVE_FILE:
         _finish_rename(app, run)
     # A note's new text first, its removal last: a moved note is never absent from both.
@@ -99,7 +99,7 @@ def _log_settled(run: journal.JournalRun, outcomes: list[NoteOutcome]) -> None:
             )
 
 
-def _finish_rename(app: App, run: journal.JournalRun) -> None:
+def _finish_rename(app: Notes, run: journal.JournalRun) -> None:
     """A move killed before its rename: do the rename, if both files are as planned."""
     source, target = str(run.arguments["from"]), str(run.arguments["to"])
     planned = next((n for n in run.notes if n.path == source), None)
@@ -117,7 +117,7 @@ def _finish_rename(app: App, run: journal.JournalRun) -> None:
             log.warning("interrupted move not finished", source=source, target=target, why=str(exc))
 
 
-def _settle(app: App, note: journal.JournalNote) -> NoteOutcome:
+def _settle(app: Notes, note: journal.JournalNote) -> NoteOutcome:
     if note.status != journal.PENDING:
         return NoteOutcome(note.path, note.status, note.detail)
     with hold_notes(app, [note.path]):
@@ -134,7 +134,7 @@ def _settle(app: App, note: journal.JournalNote) -> NoteOutcome:
         return _redo(app, note, actual)
 
 
-def _redo(app: App, note: journal.JournalNote, actual: str) -> NoteOutcome:
+def _redo(app: Notes, note: journal.JournalNote, actual: str) -> NoteOutcome:
     if note.new_data is None:  # one note's edit, or a move's source not renamed
         return NoteOutcome(note.path, journal.SKIPPED, "interrupted before its write; not applied")
     try:
@@ -146,7 +146,7 @@ def _redo(app: App, note: journal.JournalNote, actual: str) -> NoteOutcome:
     return NoteOutcome(note.path, journal.WRITTEN, "written at recovery", note.new_hash)
 
 
-def _hash_on_disk(app: App, path: str) -> str:
+def _hash_on_disk(app: Notes, path: str) -> str:
     try:
         return digest(app.vault.read_note(path))
     except NoteNotFoundError:

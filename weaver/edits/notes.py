@@ -16,7 +16,6 @@ every link it rewrites, so a move killed midway is finished at the next start
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from weaver.edits.steps import NoteChangedError as NoteChangedError
 from weaver.edits.steps import NoteEditError as NoteEditError
 from weaver.edits.steps import (
     NoteOutcome,
+    Notes,
     Planned,
     begin_run,
     check_size,
@@ -48,8 +48,6 @@ from weaver.edits.steps import NoteWriteError as NoteWriteError
 from weaver.edits.steps import guarded_write as guarded_write
 from weaver.edits.steps import sha256 as sha256
 from weaver.errors import NoteDecodeError, VaultError
-from weaver.host.app import App
-from weaver.host.locks import writer_lock_for
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import is_valid_tag
 from weaver.markdown.relink import Move, rewrite_links
@@ -57,8 +55,6 @@ from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.fs import Vault
 from weaver.vault.writer import VaultWriter
 
-SYNC_TIMEOUT_S = 5.0
-SYNC_POLL_S = 0.05
 MOVE_FILE = "move_file"
 _YAML = ObsidianYAMLHandler()
 
@@ -169,7 +165,7 @@ def _split(text: str) -> tuple[dict[str, Any], str]:
 
 
 def create_note(
-    app: App,
+    app: Notes,
     path: str,
     content: str,
     frontmatter: Mapping[str, Any] | None,
@@ -191,7 +187,7 @@ def create_note(
 
 
 def update_note(
-    app: App,
+    app: Notes,
     path: str,
     *,
     content: str | None = None,
@@ -229,7 +225,7 @@ def update_note(
     return Written(clean, change.content_hash, len(new), change.changed, change.cache_synced)
 
 
-def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
+def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     """Rename or move a note and rewrite every link across the vault that pointed to it.
 
     `new_path` ending in '/' is a folder: the note keeps its file name. Every linking note is
@@ -274,7 +270,7 @@ def move_note(app: App, path: str, new_path: str, sync: CacheSync) -> Moved:
     return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
 
 
-def _plan_move(app: App, source: str, target: str) -> tuple[Move, set[str]]:
+def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:
     with app.db.connect() as conn:
         paths = set(write.load_all_paths(conn)) | {source}
         linking = cache_graph.move_sources(conn, source, path_key(target))
@@ -346,7 +342,7 @@ def _move_entries(
     return entries
 
 
-def _rename(app: App, run_id: int | None, source: str, target: str, moving: bytes) -> None:
+def _rename(app: Notes, run_id: int | None, source: str, target: str, moving: bytes) -> None:
     writer = VaultWriter(app.vault, on_write=unchanged_check(app.vault, {source: sha256(moving)}))
     try:
         writer.move(source, target)
@@ -367,48 +363,9 @@ def _rewrite_own(vault: Vault, target: str, moving: bytes, own: bytes | None) ->
     return NoteOutcome(target, journal.WRITTEN, None, sha256(own))
 
 
-def delete_note(app: App, path: str, sync: CacheSync) -> Trashed:
+def delete_note(app: Notes, path: str, sync: CacheSync) -> Trashed:
     """Move a note to the vault's `.trash/` (recoverable); a missing note is no error."""
     change = write_note(
         app, path, lambda _old: None, operation="delete_file", arguments={}, sync=sync
     )
     return Trashed(change.path, change.trash_path, change.cache_synced)
-
-
-# ---------------------------------------------------------------- keeping the cache in step
-
-
-def sync_cache(
-    app: App,
-    expected: Mapping[str, str | None],
-    *,
-    holds_writer: bool,
-    timeout: float = SYNC_TIMEOUT_S,
-) -> bool:
-    """Bring these paths into the cache now if this process may write it (it holds the writer
-    lock, or takes it for the moment), else wait for the writer to show `expected`."""
-    if holds_writer:
-        app.indexer.apply_paths_together(expected)
-        return True
-    lock = writer_lock_for(app.settings)
-    try:
-        if lock.try_acquire():
-            app.indexer.apply_paths(expected)
-            return True
-    finally:
-        lock.close()
-    return wait_for_cache(app, expected, timeout)
-
-
-def wait_for_cache(app: App, expected: Mapping[str, str | None], timeout: float) -> bool:
-    """Poll until the cache holds each path with its expected hash (None: absent)."""
-    deadline = time.monotonic() + timeout
-    paths = list(expected)
-    while True:
-        with app.db.connect() as conn:
-            current = cache_graph.note_hashes(conn, paths)
-        if all(current.get(path) == digest for path, digest in expected.items()):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(SYNC_POLL_S)

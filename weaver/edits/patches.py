@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weaver.edits.steps import BOM, CacheSync, NoteChangedError, NoteEditError, write_note
+from weaver.edits.steps import BOM, CacheSync, NoteChangedError, NoteEditError, Notes, write_note
 from weaver.errors import NoteDecodeError
-from weaver.host.app import App
 from weaver.markdown import patch, properties
 from weaver.markdown.patch import DiffSummary, Position, TextEditError
 from weaver.vault.fs import MAX_NOTE_BYTES
@@ -66,7 +65,7 @@ def encode_text(text: str, crlf: bool, bom: bool) -> bytes:
 
 
 def patch_note(
-    app: App,
+    app: Notes,
     path: str,
     transform: Transform,
     *,

@@ -44,7 +44,6 @@ from weaver.cache import graph as cache_graph
 from weaver.cache import journal
 from weaver.edits import gate
 from weaver.errors import NoteNotFoundError, VaultError
-from weaver.host.app import App
 from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 from weaver.vault.note_locks import NoteLocks
 from weaver.vault.writer import VaultWriter
@@ -109,7 +108,7 @@ def check_size(path: str, data: bytes) -> None:
 
 
 class Notes(Protocol):
-    """What a step needs of its surroundings: the vault's files and the cache (an `App`, or
+    """What a step needs of its surroundings: the vault's files and the cache (an `Notes`, or
     the workflow engine's pair)."""
 
     @property
@@ -150,7 +149,7 @@ class Change:
 
 
 def write_note(
-    app: App,
+    app: Notes,
     path: str,
     edit: Edit,
     *,
@@ -265,7 +264,7 @@ Replan = Callable[[str, bytes], bytes | None]
 
 
 def write_planned(
-    app: App, planned: Planned, *, replan: Replan | None = None, sync_folder: bool = True
+    app: Notes, planned: Planned, *, replan: Replan | None = None, sync_folder: bool = True
 ) -> NoteOutcome:
     """Write one planned note under its lock, only if it still holds what was read. A note
     changed meanwhile is skipped, or with `replan` computed anew from what it holds now."""
@@ -286,7 +285,7 @@ def write_planned(
     return NoteOutcome(planned.path, journal.WRITTEN, None, sha256(planned.new))
 
 
-def _write_replanned(app: App, path: str, replan: Replan, sync_folder: bool) -> NoteOutcome:
+def _write_replanned(app: Notes, path: str, replan: Replan, sync_folder: bool) -> NoteOutcome:
     """Under the note's lock already: Weaver's own writes are excluded, so only another
     program's save can come between this read and the write."""
     try:

@@ -26,6 +26,7 @@ from weaver.edits.steps import (
     CacheSync,
     NoteEditError,
     NoteOutcome,
+    Notes,
     Planned,
     begin_run,
     check_size,
@@ -36,7 +37,6 @@ from weaver.edits.steps import (
     write_planned,
 )
 from weaver.errors import VaultError
-from weaver.host.app import App
 from weaver.markdown import patch
 from weaver.markdown.patterns import is_valid_tag, normalize_tag
 from weaver.markdown.retag import LineChange, rename_tag_in_text
@@ -81,7 +81,7 @@ class TagCount:
     own: int  # notes carrying exactly this tag
 
 
-def list_tags(app: App) -> list[TagCount]:
+def list_tags(app: Notes) -> list[TagCount]:
     """Every tag of the vault with its note counts, by name."""
     with app.db.connect() as conn:
         return [TagCount(*row) for row in tag_queries.list_tag_counts(conn)]
@@ -97,7 +97,7 @@ def check_tag_name(name: str) -> str:
 
 
 def rename_tag(
-    app: App,
+    app: Notes,
     old: str,
     new: str,
     *,
@@ -136,12 +136,12 @@ def rename_tag(
     )
 
 
-def _candidates(app: App, old: str) -> list[str]:
+def _candidates(app: Notes, old: str) -> list[str]:
     with app.db.connect() as conn:
         return tag_queries.retag_candidates(conn, normalize_tag(old))
 
 
-def _plan(app: App, old: str, new: str) -> tuple[list[_Planned], list[NoteOutcome]]:
+def _plan(app: Notes, old: str, new: str) -> tuple[list[_Planned], list[NoteOutcome]]:
     plan: list[_Planned] = []
     unreadable: list[NoteOutcome] = []
     for path in _candidates(app, old):
@@ -159,7 +159,7 @@ def _plan(app: App, old: str, new: str) -> tuple[list[_Planned], list[NoteOutcom
     return plan, unreadable
 
 
-def _write_one(app: App, note: Planned, on_written: Callable[[str], None] | None) -> NoteOutcome:
+def _write_one(app: Notes, note: Planned, on_written: Callable[[str], None] | None) -> NoteOutcome:
     outcome = write_planned(app, note, sync_folder=False)
     if outcome.status == WRITTEN and on_written is not None:
         on_written(note.path)
@@ -183,7 +183,7 @@ class NoteTagsResult:
 
 
 def change_note_tags(
-    app: App,
+    app: Notes,
     paths: Sequence[str],
     *,
     add: Sequence[str] = (),
@@ -232,7 +232,7 @@ def change_note_tags(
     ]
 
 
-def _plan_tags(app: App, path: str, transform: Transform) -> tuple[Planned | None, Patched]:
+def _plan_tags(app: Notes, path: str, transform: Transform) -> tuple[Planned | None, Patched]:
     """The note's new bytes (None when the tags are already so) and what the answer says."""
     clean = app.vault.check_note_path(path)
     data = app.vault.read_note(clean)

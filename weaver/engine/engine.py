@@ -84,7 +84,7 @@ from weaver.vault.fs import Vault
 if TYPE_CHECKING:
     from weaver.engine.jobs import JobQueue
     from weaver.engine.scheduler import WorkflowScheduler
-    from weaver.host.app import App
+    from weaver.runtime.app import App
 
 Background = Literal["threads", "inline", "queue", "jobs"]
 # Hears a sync run's progress reports: (percent 0..100, message).

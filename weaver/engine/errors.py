@@ -4,6 +4,7 @@ WeaverError
 └── WorkflowError
     ├── WorkflowDefinitionError   a `@workflow(...)` declaration that cannot work
     ├── DuplicateWorkflowError    a second workflow with an id already registered
+    ├── EngineUnavailableError    no running engine in this process to ask
     ├── JobTablesMissingError     PostgreSQL: no writer or worker has made the job tables yet
     └── WorkflowRequestError      a request the caller must fix (CLI exit code 2)
         ├── WorkflowNotFoundError     "Workflow not found: 'x'"
@@ -22,6 +23,13 @@ from weaver.errors import WeaverError, did_you_mean, suggest
 
 class WorkflowError(WeaverError):
     """Anything the workflow engine refuses."""
+
+
+class EngineUnavailableError(WorkflowError):
+    """This process hosts no running workflow engine."""
+
+    def __init__(self) -> None:
+        super().__init__("Workflow engine not available")
 
 
 class WorkflowDefinitionError(WorkflowError):

@@ -1,0 +1,1 @@
+"""The processes Weaver runs as: daemon, serve, HTTP readers, the job worker."""

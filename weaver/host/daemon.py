@@ -9,7 +9,7 @@ fighting the first. SIGINT or SIGTERM stops it cleanly with exit code 0. The web
 (`weaver.dashboard`) is served at `/` beside MCP, its URL logged on start.
 
 On PostgreSQL the daemon is the vault's one writer, across hosts: it takes the database's
-writer lock (`host.locks.PgWriterLock`) before anything else. A second daemon refuses, naming
+writer lock (`runtime.locks.PgWriterLock`) before anything else. A second daemon refuses, naming
 the first; with `standby` it waits for the lock instead, and takes over when the holder's
 session ends (stopped, killed, its host lost), catching up with the files changed meanwhile
 through the usual start-up reconcile.
@@ -23,24 +23,21 @@ from functools import partial
 import anyio
 import structlog
 
+from weaver import gc_freeze
+from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
 from weaver.engine import hosted_engine
 from weaver.errors import DaemonError
-from weaver.host import gc_freeze, gil
-from weaver.host.app import open_app
-from weaver.host.locks import PgWriterLock, daemon_lock, is_postgres
+from weaver.host import gil
+from weaver.host.serve import http_app, reader_children, serve_with_readers
 from weaver.host.signals import run_until_signalled
-from weaver.mcp_server.lifecycle import make_lifespan
-from weaver.mcp_server.serve import (
-    bind_socket,
-    check_http_settings,
-    http_app,
-    reader_children,
-    serve_with_readers,
-)
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import open_app
+from weaver.runtime.http import bind_socket, check_http_settings
+from weaver.runtime.lifespan import make_lifespan
+from weaver.runtime.locks import PgWriterLock, daemon_lock
+from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
 

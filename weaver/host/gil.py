@@ -4,8 +4,8 @@ A thread that lets go of the GIL (for a SQLite query, a socket write, a file sta
 take it back, until the thread holding it gives it up: at the latest after the switch interval,
 5 ms by default. A tool call makes a handful of such round trips, so while something else in
 the process computes (a workflow pass over the vault, a big answer being built, the first
-index) each of them cost up to 5 ms: a 1 ms `health_check` answered in 25 ms. With 1 ms, a
-call waits at most 1 ms per round trip, for a few percent more switching in the busy threads.
+index) each of them may wait that long. With 1 ms, a call waits at most 1 ms per round trip,
+for a little more switching in the busy threads (figures in docs/benchmarks-notes.md).
 """
 
 from __future__ import annotations

@@ -19,13 +19,14 @@ from typing import Any
 import anyio
 import structlog
 
+from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.engine.engine import queueing_engine, reading_engine
-from weaver.host import gc_freeze, gil
-from weaver.host.app import open_app
+from weaver.host import gil
 from weaver.host.processes import inherited_socket
 from weaver.host.signals import run_until_signalled
 from weaver.log import configure_logging
+from weaver.runtime.app import open_app
 
 log = structlog.get_logger(__name__)
 
@@ -57,9 +58,10 @@ def stop_with_parent() -> None:
 def serve_child(order: dict[str, Any], fd: int) -> None:
     # Imported here: the server's modules are what this process is for, but not its order.
     from weaver.dashboard.app import Dashboard
-    from weaver.mcp_server.serve import http_app, serve_http
+    from weaver.host.serve import http_app
     from weaver.mcp_server.server import build_server
-    from weaver.mcp_server.state import ServerState
+    from weaver.runtime.http import serve_http
+    from weaver.runtime.state import ServerState
 
     settings = Settings.model_validate(order["settings"])
     files = bool(order["files"])

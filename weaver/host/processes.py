@@ -75,7 +75,7 @@ class HttpChildren:
     count: int
     files: bool = True  # False: the children are `--no-vault` readers as this process is
     dashboard: bool = False  # the daemon's: its dashboard at `/` in every process
-    queue: bool = False  # `--no-vault` readers that queue workflow runs (`host.app.reader_queues`)
+    queue: bool = False  # readers queueing workflow runs (`runtime.app.reader_queues`)
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
     # Held while a child starts or all are told to stop: none starts once they were told

@@ -23,14 +23,14 @@ from functools import partial
 import anyio
 import structlog
 
+from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
 from weaver.engine import WorkflowEngine, load_registry
 from weaver.engine.jobs import SCHEDULE_TASK, build_worker_app, watch_stalled_jobs, worker_queues
 from weaver.engine.worker_schedules import fire_schedules, worker_schedules
 from weaver.errors import ConfigError
-from weaver.host.app import open_app
-from weaver.host.locks import is_postgres
 from weaver.host.signals import run_until_signalled
+from weaver.runtime.app import open_app
 
 log = structlog.get_logger(__name__)
 

@@ -173,7 +173,7 @@ class Indexer:
 
     def refill(self, replace_cache: Callable[[], object]) -> IndexReport:
         """Run `replace_cache` (a corrupt cache moved aside, a new empty one made: see
-        `host.rebuild`), then fill the new cache from the notes, with no other pass between
+        `runtime.rebuild`), then fill the new cache from the notes, with no other pass between
         the two; passes asked for meanwhile wait, then apply to the new cache."""
         with self._lock:
             self._resolver, self._version = None, None

@@ -1,8 +1,7 @@
 """Weaver's MCP server: the shadow-cache tools and health_check, over stdio or Streamable HTTP.
 
 server.py        build_server(state): the tools on an MCPServer, plus the lifespan
-state.py         ServerState: the App, the watcher, readiness, counters
-lifecycle.py     the lifespan: writer lock, initial reconcile, watcher
+                 (`runtime.lifespan`) over a `runtime.state.ServerState`
 envelope.py      {success, data | error, metadata} results, argument errors, clamping
 hints.py         "did you mean": the note a path that names none probably meant
 schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
@@ -17,13 +16,12 @@ graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records
-system_tools.py  health_check (and the report behind GET /health)
-serve.py         `weaver serve`: stdio, or HTTP at /mcp with /health and bearer auth
+system_tools.py  health_check (the report of `runtime.health`)
+guard.py         Host and Origin checks on HTTP (`host.serve` mounts the app)
 """
 
 from __future__ import annotations
 
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
 
-__all__ = ["ServerState", "build_server"]
+__all__ = ["build_server"]

@@ -22,7 +22,7 @@ from weaver.mcp_server.arguments import (
 )
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 
 MAX_DEPTH = 20
 

@@ -47,8 +47,8 @@ from weaver.mcp_server.schemas import (
     TagCountInfo,
     TaggedFile,
 )
-from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.where import parse_where
+from weaver.runtime.state import ServerState
 from weaver.semantic.search import embedding_status
 
 # get_file's links each way: enough to see a note's neighbourhood; a hub's thousands of

@@ -4,8 +4,7 @@ Completions: the note template's `path` (note paths by prefix, one index range a
 size; ignoring case when nothing starts with it as typed) and prompt arguments by name: `path`
 (notes), `folder`, `tag`, `workflowId`. At most `MAX_VALUES` values, with `total` when known
 and `hasMore`. Paths and folders ignoring case come from indexes kept per cache version
-(`ServerState.path_prefixes`, `folder_prefixes`): a scan ignoring case of 100,000 paths took
-~20 ms, of 2,500 folders (listed, sorted) ~10.
+(`ServerState.path_prefixes`, `folder_prefixes`), not a scan ignoring case per keystroke.
 
 Logging: a session that sets a level hears, as `notifications/message` (logger "weaver"),
 what the indexer applies to the vault (info: notes added, changed, moved, deleted), as long as
@@ -37,7 +36,7 @@ from weaver.cache import browse, read
 from weaver.engine import WorkflowEngine
 from weaver.errors import suggest
 from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions, client_connection
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 from weaver.vault.events import VaultEvent
 
 MAX_VALUES = 100  # the spec's limit per answer

@@ -15,13 +15,14 @@ from pydantic import Field
 
 from weaver.edits import daily, notes, patches, tags
 from weaver.errors import VaultError
-from weaver.host.app import App
 from weaver.markdown import patch
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import App
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.state import ServerState
 
 MAX_FILES = 50
 # About 20,000 tokens: the whole answer of get_files_content stays under the 25,000 bound.
@@ -296,7 +297,7 @@ def build_edit_tools(state: ServerState) -> list[Tool]:
         return []
 
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=state.writer)
+        return sync_cache(app, expected, holds_writer=state.writer)
 
     async def edit_file(
         path: NotePath,

@@ -41,7 +41,7 @@ from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError,
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
 

@@ -54,7 +54,7 @@ from weaver.mcp_server.graph_schemas import (
 from weaver.mcp_server.schemas import Envelope, TaggedFile
 from weaver.mcp_server.semantic_tools import resolve_by_meaning
 from weaver.mcp_server.sizing import estimate_tokens
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 from weaver.views import graph as g
 
 

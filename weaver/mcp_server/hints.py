@@ -22,7 +22,7 @@ from weaver.errors import (
     did_you_mean,
     suggest,
 )
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 from weaver.views.names import MatchedOn
 
 log = structlog.get_logger(__name__)

@@ -12,11 +12,12 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from weaver.edits import history, notes
+from weaver.edits import history
 from weaver.mcp_server.arguments import HistoryLimit, NotePath, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.state import ServerState
 
 
 class EditItem(WireModel):
@@ -67,7 +68,7 @@ def build_history_tools(state: ServerState) -> list[Tool]:
     app = state.app
 
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=state.writer)
+        return sync_cache(app, expected, holds_writer=state.writer)
 
     async def list_edits(
         path: NotePath, limit: HistoryLimit = 20, offset: Offset = 0

@@ -19,16 +19,15 @@ from typing import Annotated, Literal
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from weaver.cache import browse, fts, read
-from weaver.cache.models import Link
 from weaver.cache.read import FileFilters, FileOrder
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.hints import check_folder
 from weaver.mcp_server.sizing import fit_text
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 
 LISTED = 60
 NOTE_CHARS = 12_000
@@ -85,13 +84,7 @@ def connect_note_text(state: ServerState, path: str) -> str:
         if expression is not None:
             hits = fts.search(conn, expression, LISTED, 0).hits
             mentions = [h.path for h in hits if h.path not in linked]
-            linking = set(
-                conn.execute(
-                    select(Link.source_path).where(
-                        Link.target_path == clean, Link.source_path.in_(mentions)
-                    )
-                ).scalars()
-            )
+            linking = read.linking_to(conn, clean, mentions)
             mentions = [m for m in mentions if m not in linking]
         related = _related_by_meaning(state, conn, clean, linked)
     text = _opening(state, clean)

@@ -20,7 +20,7 @@ from weaver.engine.registry import check_known
 from weaver.mcp_server.arguments import Filter, RecordLimit, RecordOffset, Time
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 
 RecordsResult = Annotated[CallToolResult, Envelope[WorkflowRecordsData]]
 

@@ -46,7 +46,7 @@ from mcp_types import (
 from weaver.cache import browse, read
 from weaver.errors import WeaverError
 from weaver.mcp_server.content import decode
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
 log = structlog.get_logger(__name__)

@@ -26,7 +26,7 @@ from weaver.mcp_server.arguments import (
 )
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
 
 MAX_NAME = 200  # longer text is no note's name

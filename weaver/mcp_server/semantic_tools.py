@@ -16,11 +16,11 @@ from sqlalchemy import Connection
 
 from weaver.cache import read, vectors
 from weaver.errors import NoteNotFoundError
-from weaver.host.app import App
 from weaver.mcp_server.arguments import NotePath, SimilarLimit
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
 from weaver.semantic.pages import list_page
 from weaver.views.names import NameMatch
 

@@ -23,16 +23,16 @@ from weaver.mcp_server.edit_tools import build_edit_tools, build_read_edit_tools
 from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.graph_tools import build_graph_tools
 from weaver.mcp_server.history_tools import build_history_tools
-from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.record_tools import build_record_tools
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.search_tools import build_search_tools
 from weaver.mcp_server.semantic_tools import build_semantic_tools
-from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import build_system_tools
 from weaver.mcp_server.workflow_tools import build_workflow_tools
 from weaver.mcp_server.write_tools import build_write_tools
+from weaver.runtime.lifespan import make_lifespan
+from weaver.runtime.state import ServerState
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
 every note's frontmatter, tags and links, kept in step with the files as they change.

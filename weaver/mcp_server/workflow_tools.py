@@ -29,8 +29,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from weaver.cache.executions import ExecutionStatus
-from weaver.engine import WorkflowEngine, WorkflowError
-from weaver.engine.errors import NotCancellableError
+from weaver.engine import WorkflowEngine
+from weaver.engine.errors import EngineUnavailableError, NotCancellableError
 from weaver.engine.payloads import (
     ListWorkflowsData,
     TriggerWorkflowData,
@@ -40,7 +40,7 @@ from weaver.engine.payloads import (
 from weaver.mcp_server.arguments import HistoryLimit, Offset
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, Metadata
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
 
@@ -100,11 +100,6 @@ class TriggerArguments(ArgModelBase):
 
     def model_dump_one_level(self) -> dict[str, Any]:
         return {"workflow_id": self.workflow_id, "input": self.input, "run_async": self.run_async}
-
-
-class EngineUnavailableError(WorkflowError):
-    def __init__(self) -> None:
-        super().__init__("Workflow engine not available")
 
 
 def _engine(state: ServerState) -> WorkflowEngine:
@@ -296,7 +291,7 @@ def build_workflow_tools(state: ServerState) -> list[Tool]:
         ),
     ]
     # A reader with a queue (PostgreSQL) records runs for the workers: the executions' rows
-    # and jobs are all it writes, never the notes (`host.app.reader_queues`).
+    # and jobs are all it writes, never the notes (`runtime.app.reader_queues`).
     if not state.app.settings.read_only or state.app.queue_db is not None:
         tools.insert(0, trigger)
     return tools

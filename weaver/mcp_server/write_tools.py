@@ -22,7 +22,8 @@ from weaver.edits import daily, notes
 from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.state import ServerState
 
 
 class WriteData(WireModel):
@@ -135,7 +136,7 @@ def build_write_tools(state: ServerState) -> list[Tool]:
         return []
 
     def sync(expected: Mapping[str, str | None]) -> bool:
-        return notes.sync_cache(app, expected, holds_writer=state.writer)
+        return sync_cache(app, expected, holds_writer=state.writer)
 
     def written(result: notes.Written) -> WriteData:
         return WriteData(

@@ -15,7 +15,7 @@ from weaver.semantic.model import semantic_installed
 from weaver.semantic.search import SemanticPage, describe_coverage
 
 if TYPE_CHECKING:
-    from weaver.host.app import App
+    from weaver.runtime.app import App
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 

@@ -106,8 +106,8 @@ class EmbeddingWorker:
     `busy` says the server is answering calls: a batch then waits for a pause in them (up to
     `DEFER_MAX_S`, so embedding still moves under constant load). The thread's low priority
     keeps the CPU for the rest of the process, but not the GIL: a batch holds it for its Python
-    parts and, preempted as the lowest-priority thread, made every call wait (a `health_check`
-    of 1 ms answered in 300 ms while 10,000 notes were being embedded)."""
+    parts and, preempted as the lowest-priority thread, made every call wait for it
+    (docs/benchmarks-notes.md)."""
 
     def __init__(
         self,

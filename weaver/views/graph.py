@@ -296,8 +296,8 @@ class Graph:
 
     @functools.cached_property
     def by_degree(self) -> list[str]:
-        """Every note by `degree`, highest first, ties by path; sorted once per graph (the
-        whole vault's `subgraph` ranks them on every call: ~20 ms at 100,000 notes)."""
+        """Every note by `degree`, highest first, ties by path; sorted once per graph, not on
+        every call of the whole vault's `subgraph`."""
         degree = self.degree
         return sorted(sorted(degree), key=degree.__getitem__, reverse=True)
 

@@ -10,25 +10,11 @@ reads tens of thousands of rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from weaver.views.graph import Graph
 
-T = TypeVar("T")
 # Notes named per broken target or shared name; the totals say how many more there are.
 SHOWN = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    items: list[T]
-    total: int
-    limit: int
-    offset: int
-
-    @property
-    def has_more(self) -> bool:
-        return self.offset + len(self.items) < self.total
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +33,6 @@ class SharedName:
     name: str
     paths: tuple[str, ...]  # sorted, at most SHOWN
     total: int
-
-
-def page_of(items: list[T], limit: int, offset: int) -> Page[T]:
-    return Page(items[offset : offset + limit], len(items), limit, offset)
 
 
 def broken_targets(graph: Graph) -> list[BrokenTarget]:

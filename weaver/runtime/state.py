@@ -21,8 +21,8 @@ from weaver.cache.graph import (
     tag_index_cache,
 )
 from weaver.cache.read import VaultStats
-from weaver.host.app import App
-from weaver.host.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
+from weaver.runtime.app import App
+from weaver.runtime.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
@@ -66,7 +66,7 @@ class ServerState:
     app: App
     watch: bool = True
     # False for a reader process, which never takes the writer lock (`weaver serve --no-vault`,
-    # the daemon's extra HTTP processes): it follows the writer's changes (`host.follow`).
+    # the daemon's extra HTTP processes): it follows the writer's changes (`runtime.follow`).
     may_write: bool = True
     lock_retry_seconds: float = DEFAULT_RETRY_SECONDS
     engine: WorkflowEngineStatus | None = None
@@ -76,7 +76,7 @@ class ServerState:
     # start beside another writer); None: the lifespan makes its own.
     writer_lock: CacheWriterLock | None = None
     reconcile_error: str | None = None
-    cache_fault: str | None = None  # a corrupt cache being rebuilt (`host.rebuild`)
+    cache_fault: str | None = None  # a corrupt cache being rebuilt (`runtime.rebuild`)
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0

@@ -39,6 +39,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from weaver.cache import writer_lock
+from weaver.cache.dialect import is_postgres
 from weaver.cache.recovery import WRITER_LOCK_SUFFIX
 from weaver.config import CACHE_DIR_NAME, Settings
 from weaver.errors import DaemonError
@@ -237,10 +238,6 @@ class CacheWriterLock(Protocol):
     def release(self) -> None: ...
 
     def close(self) -> None: ...
-
-
-def is_postgres(url: str) -> bool:
-    return make_url(url).get_backend_name() == "postgresql"
 
 
 def writer_lock_for(settings: Settings) -> CacheWriterLock:

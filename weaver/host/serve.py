@@ -8,20 +8,18 @@ on every address. `GET /health` answers without auth, with the status only.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from typing import Literal, NoReturn
 
 import anyio
 import anyio.to_thread
 import structlog
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -30,52 +28,31 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 from starlette.types import ASGIApp
 
+from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.engine import hosted_engine
 from weaver.engine.engine import reading_engine
-from weaver.errors import ConfigError, DaemonError
-from weaver.host import gc_freeze, gil
-from weaver.host.app import open_app, reader_queues
+from weaver.host import gil
 from weaver.host.processes import HttpChildren, supervise
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
-from weaver.mcp_server.state import ServerState
-from weaver.mcp_server.system_tools import compute_health
+from weaver.mcp_server.system_tools import health_data
+from weaver.runtime.app import open_app, reader_queues
+from weaver.runtime.health import compute_health
+from weaver.runtime.http import (
+    MCP_PATH,
+    bind_socket,
+    check_http_settings,
+    loopback_names,
+    serve_http,
+)
+from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
 
 Transport = Literal["stdio", "http"]
-MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_http_settings(settings: Settings) -> None:
-    """Refuse to expose the vault beyond this machine without a token."""
-    if not is_loopback(settings.http_host) and not settings.http_token:
-        raise ConfigError(
-            f"refusing to serve HTTP on {settings.http_host} without a bearer token: set "
-            "WEAVER_HTTP_TOKEN (or http_token in the config), or bind to 127.0.0.1"
-        )
-
-
-def loopback_names(host: str) -> set[str] | None:
-    """The Host names a loopback server answers to (None for any other bind)."""
-    if not is_loopback(host):
-        return None
-    names = {"127.0.0.1", "localhost", "[::1]"}
-    bare = host.strip("[]")
-    names.add(f"[{bare}]" if ":" in bare else bare)
-    return names
 
 
 def transport_security(host: str) -> TransportSecuritySettings | None:
@@ -114,7 +91,7 @@ def http_app(
         report = await anyio.to_thread.run_sync(compute_health, state)
         body = {
             "status": report.status,
-            "components": report.components.to_wire(),
+            "components": health_data(report).components.to_wire(),
             "uptime": report.uptime,
             "version": report.version,
             # Which of the processes sharing the port answered (`host.processes`).
@@ -134,79 +111,6 @@ def http_app(
     if site is not None:
         app.router.routes.append(Mount("", app=site))  # last: /mcp and /health match first
     return app
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind before serving, so a port in use is a clear error rather than uvicorn's exit."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY on accepted connections only
-    # when the socket says it is TCP. Without it every answer (headers, then the body as
-    # another small write) waited on Nagle's algorithm for the client's delayed ACK, a fixed
-    # delay on every call whatever the tool. NODELAY on the listener too: Linux hands it
-    # down to the connections it accepts.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise DaemonError(
-            f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc} "
-            "(is another Weaver running? set http_port or WEAVER_HTTP_PORT)"
-        ) from exc
-    sock.set_inheritable(True)
-    return sock
-
-
-class _HostedServer(uvicorn.Server):
-    """A uvicorn server that leaves signals to its host, which stops it with `should_exit`.
-
-    uvicorn's own handlers re-raise the signal after shutting down, which would end the process
-    with the signal's status before the host has stopped its other parts.
-    """
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def serve_http(
-    app: Starlette,
-    sock: socket.socket,
-    stop: anyio.Event,
-    on_stop: Callable[[], None] | None = None,
-    announce: bool = True,
-) -> None:
-    """Serve on a bound socket until `stop` is set, then finish the requests under way.
-
-    `on_stop` is called first, to end long-lived responses (the dashboard's event streams)
-    that uvicorn would otherwise wait for (and to stop the reader processes at once)."""
-    host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(
-        app,
-        # Our logging goes to stderr; uvicorn's default config would print access logs to stdout.
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        # Requests under way get this long after a stop signal (the watchdog of `host.signals`
-        # ends the process a little later whatever is still running).
-        timeout_graceful_shutdown=3,
-    )
-    server = _HostedServer(config)
-    if announce:
-        log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
-    async with anyio.create_task_group() as tg:
-
-        async def exit_when_stopped() -> None:
-            await stop.wait()
-            if on_stop is not None:
-                on_stop()
-            server.should_exit = True
-
-        tg.start_soon(exit_when_stopped)
-        await server.serve(sockets=[sock])
-        tg.cancel_scope.cancel()
 
 
 async def serve_with_readers(
@@ -263,7 +167,7 @@ def run_serve(
     `trigger_workflow` works and file events seen by this process's watcher start workflows.
     Without `files` (`--no-vault`), this is a reader: the cache alone, read-only, no writes
     offered, no workflow run here; on PostgreSQL it queues runs for the workers
-    (`host.app.reader_queues`).
+    (`runtime.app.reader_queues`).
     """
     queue = not files and reader_queues(settings)
     if not files:

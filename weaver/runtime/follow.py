@@ -10,7 +10,7 @@ engine waking up to take its runs from the feed (through its own cursor, exactly
 Its kept views (graph, tags, names, stats: `cache.graph.ByVersion`) need no help: they compare
 the cache's version stamp at every call. What they need is a connection to the cache file the
 writer uses now: should the writer move a corrupt cache aside and rebuild it
-(`host.rebuild`), this process still holds connections to the old file, so the follower
+(`runtime.rebuild`), this process still holds connections to the old file, so the follower
 watches the file's identity and drops its pool when it changes; the next query opens the new
 one.
 """
@@ -24,8 +24,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from weaver.cache import feed
 from weaver.cache.recovery import file_identity, mark_corrupt, sqlite_file
-from weaver.host.app import App
-from weaver.host.rebuild import CorruptionWatch
+from weaver.runtime.app import App
+from weaver.runtime.rebuild import CorruptionWatch
 
 log = structlog.get_logger(__name__)
 

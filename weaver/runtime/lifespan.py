@@ -10,10 +10,10 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
    after a pause; `health_check` reports it degraded meanwhile.
 3. With `--no-watch`, reconcile once if the lock is free, then let it go.
 4. A reader process (`may_write` false) never takes the lock: it answers at once and follows
-   the writer's changes through the change feed (`host.follow`), as a server waiting for the
+   the writer's changes through the change feed (`runtime.follow`), as a server waiting for the
    lock does meanwhile.
 5. The writer rebuilds a cache found corrupt while running, and makes its cache file again
-   should it be deleted (`host.rebuild`).
+   should it be deleted (`runtime.rebuild`).
 6. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
    when its extra is installed and `semantic` is on); it stops with the writer role.
 """
@@ -30,11 +30,11 @@ import anyio.to_thread
 import structlog
 
 from weaver.edits.journal import recover_edits
-from weaver.edits.notes import sync_cache
-from weaver.host.follow import follow_feed
-from weaver.host.locks import CacheWriterLock, writer_lock_for
-from weaver.host.rebuild import heal_corruption
-from weaver.mcp_server.state import ServerState
+from weaver.runtime.cache_sync import sync_cache
+from weaver.runtime.follow import follow_feed
+from weaver.runtime.locks import CacheWriterLock, writer_lock_for
+from weaver.runtime.rebuild import heal_corruption
+from weaver.runtime.state import ServerState
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher

@@ -16,7 +16,7 @@ a database", "database disk image is malformed") is seen here, whichever thread 
 4. fills it from the notes (`Indexer.refill`: the watcher's batches wait meanwhile, then
    apply to the new file), and clears the fault.
 
-Reader processes reopen the new file by themselves (`host.follow`). A cache on another
+Reader processes reopen the new file by themselves (`runtime.follow`). A cache on another
 database than SQLite is not a file to move: there the fault is only reported.
 
 A cache file deleted under the writer (`rm -rf .weaver`) is seen by the same watch, which
@@ -48,8 +48,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from weaver.cache import recovery
 from weaver.cache.db import remake_deleted_cache, replace_corrupt_cache
 from weaver.errors import WeaverError
-from weaver.host.app import App
-from weaver.host.locks import CacheWriterLock
+from weaver.runtime.app import App
+from weaver.runtime.locks import CacheWriterLock
 
 log = structlog.get_logger(__name__)
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from functools import partial
 
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 
 from weaver.cache import fts
 from weaver.cache.db import open_cache_engine, open_engine, open_reader_engine
+from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
 from weaver.index.indexer import Indexer
 from weaver.semantic.search import SemanticIndex
@@ -59,7 +59,7 @@ def reader_queues(settings: Settings) -> bool:
     """Whether a reader (`--no-vault`) with these settings queues workflow runs: on PostgreSQL,
     where a run is a row and a job that any worker takes, unless `read_only` is set. On SQLite
     a reader never writes the cache file, which is the writer's alone (docs/readers.md)."""
-    return make_url(settings.db_url).get_backend_name() == "postgresql" and not settings.read_only
+    return is_postgres(settings.db_url) and not settings.read_only
 
 
 def open_app(
