@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, SQLAlchemyError
+
+from weaver.cache.models import Note
 
 log = structlog.get_logger(__name__)
 
@@ -165,6 +167,13 @@ def check_cache(engine: Engine) -> str | None:
     if found == ["ok"]:
         return None
     return str(found[0]) if found else "quick_check answered nothing"
+
+
+def probe_cache(engine: Engine) -> None:
+    """Read one note's path: raises what the database raises when the cache cannot be
+    queried (missing, corrupt, locked, unreachable)."""
+    with engine.connect() as conn:
+        conn.execute(select(Note.path).limit(1)).all()
 
 
 def move_aside(path: Path) -> Path:

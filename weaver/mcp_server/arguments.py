@@ -49,6 +49,7 @@ __all__ = [
     "Time",
     "clamp_to",
     "filter_tag",
+    "has_more",
     "normalize_directory",
     "normalize_path",
     "tag_key",
@@ -240,3 +241,8 @@ def filter_tag(tag: str | None) -> str | None:
     if not key:
         raise ArgumentError("tag", f"{tag!r} is not a tag")
     return key
+
+
+def has_more(offset: int, shown: int, total: int) -> bool:
+    """Whether a page of `shown` items from `offset` on leaves some of `total` after it."""
+    return offset + shown < total

@@ -22,15 +22,13 @@ from typing import Annotated, Literal
 
 import anyio.to_thread
 import structlog
-from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
-from sqlalchemy import select
 
 import weaver
 from weaver.cache.db import pending_migrations
-from weaver.cache.models import Note
-from weaver.cache.recovery import is_corruption, sqlite_file, writer_of
-from weaver.mcp_server.envelope import fail, make_tool, ok
+from weaver.cache.recovery import is_corruption, probe_cache, sqlite_file, writer_of
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.envelope import fail, ok
 from weaver.mcp_server.schemas import Components, Envelope, HealthData
 from weaver.mcp_server.state import ServerState
 from weaver.semantic.search import embedding_status
@@ -80,8 +78,7 @@ def _missing_cache(state: ServerState, problems: list[str]) -> bool | None:
 def _cache_ok(state: ServerState, problems: list[str]) -> bool:
     path = sqlite_file(state.app.settings.db_url)
     try:
-        with state.app.db.connect() as conn:
-            conn.execute(select(Note.path).limit(1)).all()
+        probe_cache(state.app.db)
     except Exception as exc:
         first_line = str(getattr(exc, "orig", exc)).strip().partition("\n")[0]
         if path is None:  # a database server (PostgreSQL): no file to check or rebuild here
@@ -232,14 +229,13 @@ def compute_health(state: ServerState) -> HealthData:
     )
 
 
-def build_system_tools(state: ServerState) -> list[Tool]:
-    async def health_check() -> HealthResult:
-        started = time.perf_counter()
-        try:
-            report = await anyio.to_thread.run_sync(compute_health, state)
-        except Exception as exc:  # compute_health guards each check; this is the last net
-            log.exception("health check failed")
-            return fail(f"health check failed: {type(exc).__name__}", started, False)
-        return ok(report, started, False)
-
-    return [make_tool(health_check, state, title="Health check", description=HEALTH_CHECK)]
+@tool("Health check", HEALTH_CHECK, toolset="system")
+async def health_check(state: ServerState) -> HealthResult:
+    # Not through `answer`: it reports a server still indexing (or stuck) rather than wait.
+    started = time.perf_counter()
+    try:
+        report = await anyio.to_thread.run_sync(compute_health, state)
+    except Exception as exc:  # compute_health guards each check; this is the last net
+        log.exception("health check failed")
+        return fail(f"health check failed: {type(exc).__name__}", started, False)
+    return ok(report, started, False)
