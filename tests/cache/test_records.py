@@ -35,7 +35,8 @@ from weaver.engine import (
     workflow,
 )
 from weaver.engine import engine as engine_module
-from weaver.mcp_server.record_tools import build_record_tools
+from weaver.mcp_server import record_tools
+from weaver.mcp_server.catalog import tools_of
 from weaver.runtime.app import App
 from weaver.runtime.state import ServerState
 
@@ -233,7 +234,7 @@ def anyio_backend() -> str:
 async def client(app: App) -> AsyncIterator[Client]:
     seed(app)
     state = ServerState(app, watch=False)
-    server = MCPServer(name="weaver-test", tools=build_record_tools(state))
+    server = MCPServer(name="weaver-test", tools=tools_of(state, record_tools))
     async with Client(server) as connected:
         yield connected
 
@@ -310,7 +311,7 @@ async def test_a_misspelt_workflow_id_is_named_not_answered_empty(
 ) -> None:
     seed(app)
     state = ServerState(app, watch=False, engine=make_engine(analyzer))
-    async with Client(MCPServer(name="weaver-test", tools=build_record_tools(state))) as client:
+    async with Client(MCPServer(name="weaver-test", tools=tools_of(state, record_tools))) as client:
         typo = await call(client, workflowId="markdown-analyser")
         assert typo["error"] == (
             "Workflow not found: 'markdown-analyser' (did you mean 'markdown-analyzer'?)"

@@ -19,7 +19,9 @@ from pydantic import BaseModel
 from tests.helpers import wait_for
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
-from weaver.mcp_server.workflow_tools import RunBridge, build_workflow_tools
+from weaver.mcp_server import workflow_tools
+from weaver.mcp_server.catalog import tools_of
+from weaver.mcp_server.workflow_tools import RunBridge
 from weaver.runtime.app import App, open_app
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.state import ServerState
@@ -87,7 +89,7 @@ def served(
     engine.start()
     state = ServerState(app, watch=False, engine=engine)
     server = MCPServer(
-        name="weaver-test", tools=build_workflow_tools(state), lifespan=make_lifespan(state)
+        name="weaver-test", tools=tools_of(state, workflow_tools), lifespan=make_lifespan(state)
     )
     GATE.clear()
     yield server, engine, app
@@ -239,7 +241,7 @@ async def test_without_a_running_engine(
 async def test_read_only_servers_offer_no_trigger(tmp_path: Path) -> None:
     app = open_app(Settings(vault=tmp_path, read_only=True))
     state = ServerState(app, watch=False)
-    names = {tool.name for tool in build_workflow_tools(state)}
+    names = {tool.name for tool in tools_of(state, workflow_tools)}
     app.close()
     assert "trigger_workflow" not in names and len(names) == 3
 

@@ -3,6 +3,7 @@
 server.py        build_server(state): the tools on an MCPServer, plus the lifespan
                  (`runtime.lifespan`) over a `runtime.state.ServerState`
 envelope.py      {success, data | error, metadata} results, argument errors, clamping
+catalog.py       @tool and ToolSpec: tools as module-level functions, bound to a server's state
 hints.py         "did you mean": the note a path that names none probably meant
 schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats
@@ -14,6 +15,9 @@ sizing.py        how many tokens an answer is (conservatively), and a page that 
 graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (search_by_tags,
                  random_file, files_exist, resolve_names)
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)
+edit_tools.py    edit_file and the other edits inside notes, tag edits, daily notes,
+                 get_files_content
+history_tools.py list_edits, restore_edit
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records
 system_tools.py  health_check (the report of `runtime.health`)

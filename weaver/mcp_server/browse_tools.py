@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
 from pydantic import Field
 from sqlalchemy import Connection
 
@@ -20,8 +18,9 @@ from weaver.mcp_server.arguments import (
     normalize_directory,
     tag_key,
 )
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.schemas import WireModel
+from weaver.paging import has_more
 from weaver.runtime.state import ServerState
 
 MAX_DEPTH = 20
@@ -115,105 +114,95 @@ its links, search_links for all notes holding a broken link. Example:
 {"kind": "broken_links", "limit": 20}."""
 
 
-def build_browse_tools(state: ServerState) -> list[Tool]:
-    app = state.app
-
-    async def list_tags(
-        prefix: Annotated[Filter, Field(description="A tag and those nested below it")] = None,
-        depth: Depth = None,
-        sortBy: Annotated[  # noqa: N803  (camelCase on the wire, as the contract's arguments)
-            Literal["name", "count"], Field(description="name: the tree's order; count: most first")
-        ] = "name",
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[ListTagsData]]:
-        def work() -> ListTagsData:
-            key = tag_key(prefix) if prefix else None
-            with read.read_snapshot(app.db) as conn:
-                page = browse.list_tags(conn, key or None, depth, limit, offset, sortBy)
-            tags = [
-                TagInfo(
-                    tag=t.tag,
-                    key=t.key,
-                    notes=t.notes,
-                    own=t.own,
-                    children=t.children,
-                    depth=t.key.count("/"),
-                )
-                for t in page.items
-            ]
-            return ListTagsData(
-                prefix=key or None,
-                tags=tags,
-                total=page.total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(tags) < page.total,
-            )
-
-        return await answer(state, work)
-
-    async def list_folders(
-        folder: Annotated[Filter, Field(description="Only folders below this one")] = None,
-        depth: Depth = None,
-        limit: Limit = 200,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[ListFoldersData]]:
-        def work() -> ListFoldersData:
-            clean = normalize_directory(folder)
-            with read.read_snapshot(app.db) as conn:
-                hints.check_folder(state, conn, clean)
-                page = browse.list_folders(conn, clean, depth, limit, offset)
-                root = browse.root_notes(conn)
-            folders = [
-                FolderInfo(
-                    path=f.path,
-                    notes=f.notes,
-                    own=f.own,
-                    subfolders=f.subfolders,
-                    depth=f.path.count("/"),
-                )
-                for f in page.items
-            ]
-            return ListFoldersData(
-                folder=clean,
-                folders=folders,
-                root_notes=root,
-                total=page.total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(folders) < page.total,
-            )
-
-        return await answer(state, work)
-
-    async def list_problems(
-        kind: Annotated[
-            Literal["errors", "broken_links", "orphans"],
-            Field(description="errors, broken_links or orphans"),
-        ] = "errors",
-        limit: Limit = 50,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[ListProblemsData]]:
-        def work() -> ListProblemsData:
-            with read.read_snapshot(app.db) as conn:
-                problems, total = _problems(state, conn, kind, limit, offset)
-            return ListProblemsData(
-                kind=kind,
-                problems=problems,
-                total=total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(problems) < total,
-            )
-
-        return await answer(state, work)
-
-    return [
-        make_tool(list_tags, state, title="List tags", description=LIST_TAGS),
-        make_tool(list_folders, state, title="List folders", description=LIST_FOLDERS),
-        make_tool(list_problems, state, title="List problems", description=LIST_PROBLEMS),
+@tool("List tags", LIST_TAGS, toolset="tags")
+def list_tags(
+    state: ServerState,
+    prefix: Annotated[Filter, Field(description="A tag and those nested below it")] = None,
+    depth: Depth = None,
+    sortBy: Annotated[
+        Literal["name", "count"], Field(description="name: the tree's order; count: most first")
+    ] = "name",
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> ListTagsData:
+    key = tag_key(prefix) if prefix else None
+    with read.read_snapshot(state.app.db) as conn:
+        page = browse.list_tags(conn, key or None, depth, limit, offset, sortBy)
+    tags = [
+        TagInfo(
+            tag=t.tag,
+            key=t.key,
+            notes=t.notes,
+            own=t.own,
+            children=t.children,
+            depth=t.key.count("/"),
+        )
+        for t in page.items
     ]
+    return ListTagsData(
+        prefix=key or None,
+        tags=tags,
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(tags), page.total),
+    )
+
+
+@tool("List folders", LIST_FOLDERS, toolset="notes")
+def list_folders(
+    state: ServerState,
+    folder: Annotated[Filter, Field(description="Only folders below this one")] = None,
+    depth: Depth = None,
+    limit: Limit = 200,
+    offset: Offset = 0,
+) -> ListFoldersData:
+    clean = normalize_directory(folder)
+    with read.read_snapshot(state.app.db) as conn:
+        hints.check_folder(state, conn, clean)
+        page = browse.list_folders(conn, clean, depth, limit, offset)
+        root = browse.root_notes(conn)
+    folders = [
+        FolderInfo(
+            path=f.path,
+            notes=f.notes,
+            own=f.own,
+            subfolders=f.subfolders,
+            depth=f.path.count("/"),
+        )
+        for f in page.items
+    ]
+    return ListFoldersData(
+        folder=clean,
+        folders=folders,
+        root_notes=root,
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(folders), page.total),
+    )
+
+
+@tool("List problems", LIST_PROBLEMS, toolset="notes")
+def list_problems(
+    state: ServerState,
+    kind: Annotated[
+        Literal["errors", "broken_links", "orphans"],
+        Field(description="errors, broken_links or orphans"),
+    ] = "errors",
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> ListProblemsData:
+    with read.read_snapshot(state.app.db) as conn:
+        problems, total = _problems(state, conn, kind, limit, offset)
+    return ListProblemsData(
+        kind=kind,
+        problems=problems,
+        total=total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(problems), total),
+    )
 
 
 def _problems(

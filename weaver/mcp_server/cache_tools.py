@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
 from pydantic import Field
 
 from weaver.cache import graph as cache_graph
@@ -31,10 +29,10 @@ from weaver.mcp_server.arguments import (
     normalize_directory,
     tag_key,
 )
+from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.content import backlink_context, read_page
-from weaver.mcp_server.envelope import ArgumentError, answer, make_tool
+from weaver.mcp_server.envelope import ArgumentError
 from weaver.mcp_server.schemas import (
-    Envelope,
     FileContentData,
     FileData,
     FileInfo,
@@ -48,19 +46,13 @@ from weaver.mcp_server.schemas import (
     TaggedFile,
 )
 from weaver.mcp_server.where import parse_where
+from weaver.paging import has_more
 from weaver.runtime.state import ServerState
 from weaver.semantic.search import embedding_status
 
 # get_file's links each way: enough to see a note's neighbourhood; a hub's thousands of
 # backlinks are search_links' to page through.
 DEFAULT_LINKS = 50
-
-QueryFilesResult = Annotated[CallToolResult, Envelope[QueryFilesData]]
-GetFileResult = Annotated[CallToolResult, Envelope[FileData]]
-FileContentResult = Annotated[CallToolResult, Envelope[FileContentData]]
-SearchTagsResult = Annotated[CallToolResult, Envelope[SearchTagsData]]
-SearchLinksResult = Annotated[CallToolResult, Envelope[SearchLinksData]]
-StatsResult = Annotated[CallToolResult, Envelope[StatsData]]
 
 
 def links_hint(path: str, detail: read.FileDetail, limit: int) -> str | None:
@@ -160,203 +152,185 @@ topTags (the 10 most used, with counts), vaultSize in bytes and lastUpdated (whe
 last changed, Unix epoch milliseconds). Use it first to get a feel for a vault. Example: {}."""
 
 
-def build_cache_tools(state: ServerState) -> list[Tool]:
-    app = state.app
-
-    async def query_files(
-        directory: Directory = None,
-        type: Annotated[Filter, Field(description="Frontmatter `type`, e.g. 'concept'")] = None,
-        status: Annotated[Filter, Field(description="Frontmatter `status`, e.g. 'active'")] = None,
-        tag: Tag = None,
-        limit: Limit = 50,
-        offset: Offset = 0,
-        sortBy: Annotated[  # noqa: N803  (camelCase on the wire, as the contract's arguments)
-            SortField, Field(description="Order by path, or by time modified or created")
-        ] = "path",
-        sortOrder: Annotated[  # noqa: N803
-            Literal["asc", "desc"] | None,
-            Field(description="Default: asc for path, desc (newest first) for the times"),
-        ] = None,
-        modifiedSince: Annotated[  # noqa: N803
-            Time, Field(description="Modified at or after (epoch ms, or ISO date or date-time)")
-        ] = None,
-        modifiedUntil: Annotated[  # noqa: N803
-            Time, Field(description="Modified before (epoch ms, or ISO date or date-time)")
-        ] = None,
-        where: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description="Frontmatter property tests, all of which must hold: "
-                '{"priority": 1, "status": ["a", "b"], "due": {"lt": "2026-12-01"}, '
-                '"tags": {"contains": "x"}, "cover": {"exists": false}}'
-            ),
-        ] = None,
-    ) -> QueryFilesResult:
-        def work() -> QueryFilesData:
-            filters = FileFilters(
-                normalize_directory(directory),
-                type,
-                status,
-                filter_tag(tag),
-                modified_since=modifiedSince,
-                modified_until=modifiedUntil,
-                where=parse_where(where),
-            )
-            descending = sortOrder == "desc" if sortOrder else sortBy != "path"
-            with read.read_snapshot(app.db) as conn:
-                page = read.query_files(conn, filters, limit, offset, FileOrder(sortBy, descending))
-                if page.total == 0:
-                    hints.check_folder(state, conn, filters.directory)
-            return QueryFilesData(
-                files=[FileInfo.of(f) for f in page.files],
-                total=page.total,
-                limit=page.limit,
-                offset=page.offset,
-                has_more=page.has_more,
-            )
-
-        return await answer(state, work)
-
-    async def get_file(
-        path: NotePath,
-        linksLimit: LinksLimit = DEFAULT_LINKS,  # noqa: N803  (camelCase, as the contract's)
-    ) -> GetFileResult:
-        def work() -> FileData:
-            clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.db) as conn:
-                detail = read.get_file(conn, clean, linksLimit)
-            if detail is None:
-                raise NoteNotFoundError(clean)
-            info = FileInfo.of(detail.summary)
-            links = FileLinks(
-                outgoing=[t.target for t in detail.outgoing],
-                incoming=detail.incoming,
-                broken=[t.target for t in detail.outgoing if t.broken],
-                outgoing_total=detail.outgoing_total,
-                incoming_total=detail.incoming_total,
-                broken_total=detail.broken_total,
-                hint=links_hint(clean, detail, linksLimit),
-            )
-            return FileData(
-                **dict(info),
-                aliases=list(detail.aliases),
-                links=links,
-                content_hash=detail.content_hash,
-                error=detail.error,
-                heading=detail.heading,
-            )
-
-        return await answer(state, work)
-
-    async def get_file_content(
-        path: NotePath,
-        offset: ContentOffset = 0,
-        length: ContentLength = DEFAULT_CONTENT_CHARS,
-        section: Annotated[
-            Filter,
-            Field(description="Only this part: 'Heading', 'Heading::Subheading' or '^blockid'"),
-        ] = None,
-    ) -> FileContentResult:
-        def work() -> FileContentData:
-            clean = app.vault.check_note_path(path)
-            return read_page(app.vault, clean, offset, length, section)
-
-        return await answer(state, work, cache_hit=False)
-
-    async def search_tags(
-        tag: Annotated[str, Field(description="Tag to find, e.g. 'project' or '#proj*'")],
-        limit: Limit = 100,
-        offset: Offset = 0,
-    ) -> SearchTagsResult:
-        def work() -> SearchTagsData:
-            key = tag_key(tag)
-            if not key.strip("*?"):
-                raise ArgumentError("tag", f"{tag!r} is not a tag")
-            with read.read_snapshot(app.db) as conn:
-                found = cache_graph.search_tags(conn, state.tag_index, key, limit, offset)
-                hint = hints.tag_hint(conn, [key]) if found.total == 0 else None
-            return SearchTagsData(
-                tag=key,
-                files=[TaggedFile.of(f) for f in found.files],
-                count=found.total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(found.files) < found.total,
-                matched_tags=found.matched_tags,
-                hint=hint,
-            )
-
-        return await answer(state, work)
-
-    async def search_links(
-        path: NotePath,
-        direction: Direction = "both",
-        limit: Limit = 100,
-        offset: Offset = 0,
-        context: Annotated[
-            bool, Field(description="Add the lines on which each listed backlink links here")
-        ] = False,
-    ) -> SearchLinksResult:
-        def work() -> SearchLinksData:
-            clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.db) as conn:
-                if not read.note_exists(conn, clean):
-                    raise NoteNotFoundError(clean)
-                found = read.search_links(conn, clean, direction, limit, offset)
-                lines = read.backlink_lines(conn, clean, found.incoming) if context else {}
-            counts = LinkCounts(
-                outgoing=found.outgoing_total,
-                incoming=found.incoming_total,
-                total=found.outgoing_total + found.incoming_total,
-            )
-            return SearchLinksData(
-                path=clean,
-                direction=direction,
-                outgoing=[t.target for t in found.outgoing],
-                incoming=found.incoming,
-                broken=[t.target for t in found.outgoing if t.broken],
-                count=counts,
-                limit=limit,
-                offset=offset,
-                has_more=offset + limit < max(found.outgoing_total, found.incoming_total),
-                context=backlink_context(app.vault, lines, found.incoming) if context else None,
-            )
-
-        return await answer(state, work)
-
-    async def get_stats() -> StatsResult:
-        def work() -> StatsData:
-            with read.read_snapshot(app.db) as conn:
-                stats = state.stats.get(conn)
-                embedding = embedding_status(app.semantic, conn, app.settings.semantic)
-            return StatsData(
-                total_files=stats.total_files,
-                total_attachments=stats.total_attachments,
-                files_with_errors=stats.files_with_errors,
-                total_tags=stats.total_tags,
-                total_links=stats.total_links,
-                broken_links=stats.broken_links,
-                files_by_type=stats.files_by_type,
-                files_by_status=stats.files_by_status,
-                top_tags=[TagCountInfo(tag=t.tag, count=t.count) for t in stats.top_tags],
-                vault_size=stats.vault_size,
-                last_updated=stats.last_updated,
-                embedding=embedding,
-            )
-
-        return await answer(state, work)
-
-    return [
-        make_tool(query_files, state, title="Query notes", description=QUERY_FILES),
-        make_tool(get_file, state, title="Get note metadata", description=GET_FILE),
-        make_tool(
-            get_file_content,
-            state,
-            title="Read note content",
-            description=GET_FILE_CONTENT,
-            cache_hit=False,
+@tool("Query notes", QUERY_FILES, toolset="notes")
+def query_files(
+    state: ServerState,
+    directory: Directory = None,
+    type: Annotated[Filter, Field(description="Frontmatter `type`, e.g. 'concept'")] = None,
+    status: Annotated[Filter, Field(description="Frontmatter `status`, e.g. 'active'")] = None,
+    tag: Tag = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    sortBy: Annotated[
+        SortField, Field(description="Order by path, or by time modified or created")
+    ] = "path",
+    sortOrder: Annotated[
+        Literal["asc", "desc"] | None,
+        Field(description="Default: asc for path, desc (newest first) for the times"),
+    ] = None,
+    modifiedSince: Annotated[
+        Time, Field(description="Modified at or after (epoch ms, or ISO date or date-time)")
+    ] = None,
+    modifiedUntil: Annotated[
+        Time, Field(description="Modified before (epoch ms, or ISO date or date-time)")
+    ] = None,
+    where: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="Frontmatter property tests, all of which must hold: "
+            '{"priority": 1, "status": ["a", "b"], "due": {"lt": "2026-12-01"}, '
+            '"tags": {"contains": "x"}, "cover": {"exists": false}}'
         ),
-        make_tool(search_tags, state, title="Search by tag", description=SEARCH_TAGS),
-        make_tool(search_links, state, title="Search links", description=SEARCH_LINKS),
-        make_tool(get_stats, state, title="Vault statistics", description=GET_STATS),
-    ]
+    ] = None,
+) -> QueryFilesData:
+    filters = FileFilters(
+        normalize_directory(directory),
+        type,
+        status,
+        filter_tag(tag),
+        modified_since=modifiedSince,
+        modified_until=modifiedUntil,
+        where=parse_where(where),
+    )
+    descending = sortOrder == "desc" if sortOrder else sortBy != "path"
+    with read.read_snapshot(state.app.db) as conn:
+        page = read.query_files(conn, filters, limit, offset, FileOrder(sortBy, descending))
+        if page.total == 0:
+            hints.check_folder(state, conn, filters.directory)
+    return QueryFilesData(
+        files=[FileInfo.of(f) for f in page.files],
+        total=page.total,
+        limit=page.limit,
+        offset=page.offset,
+        has_more=page.has_more,
+    )
+
+
+@tool("Get note metadata", GET_FILE, toolset="notes")
+def get_file(
+    state: ServerState, path: NotePath, linksLimit: LinksLimit = DEFAULT_LINKS
+) -> FileData:
+    app = state.app
+    clean = app.vault.check_note_path(path)
+    with read.read_snapshot(app.db) as conn:
+        detail = read.get_file(conn, clean, linksLimit)
+    if detail is None:
+        raise NoteNotFoundError(clean)
+    info = FileInfo.of(detail.summary)
+    links = FileLinks(
+        outgoing=[t.target for t in detail.outgoing],
+        incoming=detail.incoming,
+        broken=[t.target for t in detail.outgoing if t.broken],
+        outgoing_total=detail.outgoing_total,
+        incoming_total=detail.incoming_total,
+        broken_total=detail.broken_total,
+        hint=links_hint(clean, detail, linksLimit),
+    )
+    return FileData(
+        **dict(info),
+        aliases=list(detail.aliases),
+        links=links,
+        content_hash=detail.content_hash,
+        error=detail.error,
+        heading=detail.heading,
+    )
+
+
+@tool("Read note content", GET_FILE_CONTENT, toolset="notes", cache_hit=False)
+def get_file_content(
+    state: ServerState,
+    path: NotePath,
+    offset: ContentOffset = 0,
+    length: ContentLength = DEFAULT_CONTENT_CHARS,
+    section: Annotated[
+        Filter,
+        Field(description="Only this part: 'Heading', 'Heading::Subheading' or '^blockid'"),
+    ] = None,
+) -> FileContentData:
+    clean = state.app.vault.check_note_path(path)
+    return read_page(state.app.vault, clean, offset, length, section)
+
+
+@tool("Search by tag", SEARCH_TAGS, toolset="tags")
+def search_tags(
+    state: ServerState,
+    tag: Annotated[str, Field(description="Tag to find, e.g. 'project' or '#proj*'")],
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> SearchTagsData:
+    key = tag_key(tag)
+    if not key.strip("*?"):
+        raise ArgumentError("tag", f"{tag!r} is not a tag")
+    with read.read_snapshot(state.app.db) as conn:
+        found = cache_graph.search_tags(conn, state.tag_index, key, limit, offset)
+        hint = hints.tag_hint(conn, [key]) if found.total == 0 else None
+    return SearchTagsData(
+        tag=key,
+        files=[TaggedFile.of(f) for f in found.files],
+        count=found.total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(found.files), found.total),
+        matched_tags=found.matched_tags,
+        hint=hint,
+    )
+
+
+@tool("Search links", SEARCH_LINKS, toolset="graph")
+def search_links(
+    state: ServerState,
+    path: NotePath,
+    direction: Direction = "both",
+    limit: Limit = 100,
+    offset: Offset = 0,
+    context: Annotated[
+        bool, Field(description="Add the lines on which each listed backlink links here")
+    ] = False,
+) -> SearchLinksData:
+    app = state.app
+    clean = app.vault.check_note_path(path)
+    with read.read_snapshot(app.db) as conn:
+        if not read.note_exists(conn, clean):
+            raise NoteNotFoundError(clean)
+        found = read.search_links(conn, clean, direction, limit, offset)
+        lines = read.backlink_lines(conn, clean, found.incoming) if context else {}
+    counts = LinkCounts(
+        outgoing=found.outgoing_total,
+        incoming=found.incoming_total,
+        total=found.outgoing_total + found.incoming_total,
+    )
+    return SearchLinksData(
+        path=clean,
+        direction=direction,
+        outgoing=[t.target for t in found.outgoing],
+        incoming=found.incoming,
+        broken=[t.target for t in found.outgoing if t.broken],
+        count=counts,
+        limit=limit,
+        offset=offset,
+        # Either side going on: the longer side's total against a full page.
+        has_more=has_more(offset, limit, max(found.outgoing_total, found.incoming_total)),
+        context=backlink_context(app.vault, lines, found.incoming) if context else None,
+    )
+
+
+@tool("Vault statistics", GET_STATS, toolset="notes")
+def get_stats(state: ServerState) -> StatsData:
+    app = state.app
+    with read.read_snapshot(app.db) as conn:
+        stats = state.stats.get(conn)
+        embedding = embedding_status(app.semantic, conn, app.settings.semantic)
+    return StatsData(
+        total_files=stats.total_files,
+        total_attachments=stats.total_attachments,
+        files_with_errors=stats.files_with_errors,
+        total_tags=stats.total_tags,
+        total_links=stats.total_links,
+        broken_links=stats.broken_links,
+        files_by_type=stats.files_by_type,
+        files_by_status=stats.files_by_status,
+        top_tags=[TagCountInfo(tag=t.tag, count=t.count) for t in stats.top_tags],
+        vault_size=stats.vault_size,
+        last_updated=stats.last_updated,
+        embedding=embedding,
+    )

@@ -6,22 +6,21 @@ the settings say `read_only = true`; get_files_content and get_daily_note only r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from weaver.edits import daily, notes, patches, tags
+from weaver.edits import daily, notes, patches
+from weaver.edits import tags as tag_edits
 from weaver.errors import VaultError
 from weaver.markdown import patch
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.schemas import WireModel
 from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
+from weaver.mcp_server.write_tools import cache_sync
+from weaver.paging import has_more
 from weaver.runtime.app import App
-from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.state import ServerState
 
 MAX_FILES = 50
@@ -183,16 +182,6 @@ class FileRequest(WireModel):
     section: str | None = Field(default=None, description="Heading path, e.g. 'Project::Tasks'")
 
 
-def _hints(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=False,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
-
-
 def clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
 
@@ -211,57 +200,39 @@ def patch_data(result: patches.Patched) -> PatchData:
     )
 
 
-def build_read_edit_tools(state: ServerState) -> list[Tool]:
-    """get_files_content and get_daily_note: registered even when the vault is read-only."""
-    app = state.app
+@tool("Read several notes", GET_FILES_CONTENT, toolset="notes", cache_hit=False)
+def get_files_content(
+    state: ServerState,
+    paths: Annotated[
+        list[str | FileRequest],
+        Field(min_length=1, max_length=MAX_FILES, description="Note paths or {path, section}"),
+    ],
+) -> FilesContentData:
+    budget = TEXT_TOKEN_BUDGET  # tokens, for all the notes' text together
+    items = []
+    for request in paths:
+        item = _read_one(state.app, request, budget)
+        budget -= estimate_json_string_tokens(item.content or "")
+        items.append(item)
+    return FilesContentData(files=items, truncated=any(i.truncated for i in items))
 
-    async def get_files_content(
-        paths: Annotated[
-            list[str | FileRequest],
-            Field(min_length=1, max_length=MAX_FILES, description="Note paths or {path, section}"),
-        ],
-    ) -> Annotated[CallToolResult, Envelope[FilesContentData]]:
-        def work() -> FilesContentData:
-            budget = TEXT_TOKEN_BUDGET  # tokens, for all the notes' text together
-            items = []
-            for request in paths:
-                item = _read_one(app, request, budget)
-                budget -= estimate_json_string_tokens(item.content or "")
-                items.append(item)
-            return FilesContentData(files=items, truncated=any(i.truncated for i in items))
 
-        return await answer(state, work, cache_hit=False)
-
-    async def get_daily_note(
-        date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
-    ) -> Annotated[CallToolResult, Envelope[DailyNoteData]]:
-        def work() -> DailyNoteData:
-            note = daily.get_daily_note(app, date)
-            content = note.content
-            keep = fit_text(content) if content is not None else 0
-            return DailyNoteData(
-                path=note.path,
-                date=note.date,
-                exists=note.exists,
-                content=None if content is None else content[:keep],
-                content_hash=note.content_hash,
-                truncated=content is not None and len(content) > keep,
-            )
-
-        return await answer(state, work, cache_hit=False)
-
-    return [
-        make_tool(
-            get_files_content,
-            state,
-            title="Read several notes",
-            description=GET_FILES_CONTENT,
-            cache_hit=False,
-        ),
-        make_tool(
-            get_daily_note, state, title="Daily note", description=GET_DAILY_NOTE, cache_hit=False
-        ),
-    ]
+@tool("Daily note", GET_DAILY_NOTE, toolset="notes", cache_hit=False)
+def get_daily_note(
+    state: ServerState,
+    date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
+) -> DailyNoteData:
+    note = daily.get_daily_note(state.app, date)
+    content = note.content
+    keep = fit_text(content) if content is not None else 0
+    return DailyNoteData(
+        path=note.path,
+        date=note.date,
+        exists=note.exists,
+        content=None if content is None else content[:keep],
+        content_hash=note.content_hash,
+        truncated=content is not None and len(content) > keep,
+    )
 
 
 def _read_one(app: App, request: str | FileRequest, budget: int) -> FileContentItem:
@@ -290,161 +261,151 @@ def _read_one(app: App, request: str | FileRequest, budget: int) -> FileContentI
     )
 
 
-def build_edit_tools(state: ServerState) -> list[Tool]:
-    """The writing edit tools, or none at all when the vault is configured read-only."""
-    app = state.app
-    if app.settings.read_only:
-        return []
+@tool(
+    "Edit part of a note",
+    EDIT_FILE,
+    toolset="edit",
+    writes=True,
+    destructive=True,
+    idempotent=False,
+)
+def edit_file(
+    state: ServerState,
+    path: NotePath,
+    position: Annotated[
+        Literal["append", "prepend", "before", "after", "replace"],
+        Field(description="Where the content goes (see the tool's description)"),
+    ],
+    content: Annotated[str, Field(description="Markdown text to insert or put in place")],
+    heading: Annotated[str | None, Field(description="Heading path, e.g. 'Project::Tasks'")] = None,
+    block: Annotated[str | None, Field(description="Block id, e.g. '^abc1'")] = None,
+    expectedHash: ExpectedHash = None,
+) -> PatchData:
+    transform = patches.insert_transform(position, content, heading, block)
+    return _patch(state, path, transform, expectedHash)
 
-    def sync(expected: Mapping[str, str | None]) -> bool:
-        return sync_cache(app, expected, holds_writer=state.writer)
 
-    async def edit_file(
-        path: NotePath,
-        position: Annotated[
-            Literal["append", "prepend", "before", "after", "replace"],
-            Field(description="Where the content goes (see the tool's description)"),
-        ],
-        content: Annotated[str, Field(description="Markdown text to insert or put in place")],
-        heading: Annotated[
-            str | None, Field(description="Heading path, e.g. 'Project::Tasks'")
-        ] = None,
-        block: Annotated[str | None, Field(description="Block id, e.g. '^abc1'")] = None,
-        expectedHash: ExpectedHash = None,  # noqa: N803  (camelCase like update_file's)
-    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
-        def work() -> PatchData:
-            transform = patches.insert_transform(position, content, heading, block)
-            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
-            return patch_data(result)
+@tool(
+    "Find and replace in a note",
+    REPLACE_IN_FILE,
+    toolset="edit",
+    writes=True,
+    destructive=True,
+    idempotent=False,
+)
+def replace_in_file(
+    state: ServerState,
+    path: NotePath,
+    find: Annotated[str, Field(min_length=1, description="Text or pattern to find")],
+    replace: Annotated[str, Field(description="Replacement ('' deletes)")],
+    regex: Annotated[bool, Field(description="`find` is a regular expression")] = False,
+    ignoreCase: bool = False,
+    includeFrontmatter: bool = False,
+    allowNoMatch: Annotated[bool, Field(description="Zero matches is not an error")] = False,
+    expectedHash: ExpectedHash = None,
+) -> PatchData:
+    change = patches.Replace(find, replace, regex, ignoreCase, includeFrontmatter, allowNoMatch)
+    return _patch(state, path, patches.replace_transform(change), expectedHash)
 
-        return await answer(state, work, cache_hit=False, writes=True)
 
-    async def replace_in_file(
-        path: NotePath,
-        find: Annotated[str, Field(min_length=1, description="Text or pattern to find")],
-        replace: Annotated[str, Field(description="Replacement ('' deletes)")],
-        regex: Annotated[bool, Field(description="`find` is a regular expression")] = False,
-        ignoreCase: bool = False,  # noqa: N803
-        includeFrontmatter: bool = False,  # noqa: N803
-        allowNoMatch: Annotated[  # noqa: N803
-            bool, Field(description="Zero matches is not an error")
-        ] = False,
-        expectedHash: ExpectedHash = None,  # noqa: N803
-    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
-        def work() -> PatchData:
-            change = patches.Replace(
-                find, replace, regex, ignoreCase, includeFrontmatter, allowNoMatch
-            )
-            transform = patches.replace_transform(change)
-            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
-            return patch_data(result)
+@tool("Update frontmatter", UPDATE_FRONTMATTER, toolset="edit", writes=True, destructive=True)
+def update_frontmatter(
+    state: ServerState,
+    path: NotePath,
+    set: Annotated[
+        dict[str, Any] | None, Field(description="Keys to set; null deletes a key")
+    ] = None,
+    merge: Annotated[
+        dict[str, Any] | None, Field(description="Lists gain missing items; objects merge")
+    ] = None,
+    delete: Annotated[list[str] | None, Field(description="Keys to remove")] = None,
+    expectedHash: ExpectedHash = None,
+) -> PatchData:
+    change = patches.FrontmatterChange(set or {}, merge or {}, delete or ())
+    return _patch(state, path, patches.frontmatter_transform(change), expectedHash)
 
-        return await answer(state, work, cache_hit=False, writes=True)
 
-    async def update_frontmatter(
-        path: NotePath,
-        set: Annotated[
-            dict[str, Any] | None, Field(description="Keys to set; null deletes a key")
-        ] = None,
-        merge: Annotated[
-            dict[str, Any] | None, Field(description="Lists gain missing items; objects merge")
-        ] = None,
-        delete: Annotated[list[str] | None, Field(description="Keys to remove")] = None,
-        expectedHash: ExpectedHash = None,  # noqa: N803
-    ) -> Annotated[CallToolResult, Envelope[PatchData]]:
-        def work() -> PatchData:
-            change = patches.FrontmatterChange(set or {}, merge or {}, delete or ())
-            transform = patches.frontmatter_transform(change)
-            result = patches.patch_note(app, path, transform, expected_hash=expectedHash, sync=sync)
-            return patch_data(result)
+def _patch(
+    state: ServerState, path: str, transform: patches.Transform, expected_hash: str | None
+) -> PatchData:
+    sync = cache_sync(state)
+    result = patches.patch_note(state.app, path, transform, expected_hash=expected_hash, sync=sync)
+    return patch_data(result)
 
-        return await answer(state, work, cache_hit=False, writes=True)
 
-    def tag_edit(paths: list[str], add: list[str], remove: list[str]) -> TagEditData:
-        results = tags.change_note_tags(app, paths, add=add, remove=remove, sync=sync)
-        items = [
-            TaggedNote(path=r.path, error=r.error)
-            if r.patched is None
-            else TaggedNote(
-                path=r.path, content_hash=r.patched.content_hash, changed=r.patched.changed
-            )
-            for r in results
-        ]
-        synced = all(r.patched.cache_synced for r in results if r.patched is not None)
-        return TagEditData(notes=items, cache_synced=synced)
+@tool("Add tags", ADD_TAGS, toolset="tags", writes=True)
+def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
+    return _tag_edit(state, paths, add=tags, remove=[])
 
-    async def add_tags(
-        paths: Paths, tags: TagList
-    ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
-        return await answer(state, lambda: tag_edit(paths, tags, []), cache_hit=False, writes=True)
 
-    async def remove_tags(
-        paths: Paths, tags: TagList
-    ) -> Annotated[CallToolResult, Envelope[TagEditData]]:
-        return await answer(state, lambda: tag_edit(paths, [], tags), cache_hit=False, writes=True)
+@tool("Remove tags", REMOVE_TAGS, toolset="tags", writes=True, destructive=True)
+def remove_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
+    return _tag_edit(state, paths, add=[], remove=tags)
 
-    async def rename_tag(
-        tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
-        newTag: Annotated[  # noqa: N803  (camelCase like move_file's newPath)
-            str, Field(description="Its new name, spelled as it should be written")
-        ],
-        dryRun: bool = False,  # noqa: N803
-        offset: Offset = 0,
-        limit: Limit = 200,
-    ) -> Annotated[CallToolResult, Envelope[RenameTagData]]:
-        def work() -> RenameTagData:
-            result = tags.rename_tag(app, tag, newTag, dry_run=dryRun, sync=sync)
-            page = result.changes[offset : offset + limit]
-            listed = [o for o in result.outcomes if dryRun or o.status != tags.WRITTEN]
-            return RenameTagData.model_validate(
-                {
-                    "tag": result.old,
-                    "new_tag": result.new,
-                    "dry_run": result.dry_run,
-                    "notes": len({c.path for c in result.changes}),
-                    "total_changes": len(result.changes),
-                    "changes": [
-                        TagLineChange(
-                            path=c.path, line=c.line, before=clip(c.before), after=clip(c.after)
-                        )
-                        for c in page
-                    ],
-                    "offset": offset,
-                    "has_more": offset + len(page) < len(result.changes),
-                    "outcomes": [
-                        TagNoteOutcome(path=o.path, status=o.status, detail=o.detail)
-                        for o in listed[:MAX_CHANGES]
-                    ],
-                    "written": sum(o.status == tags.WRITTEN for o in result.outcomes),
-                    "journal_id": result.journal_id,
-                    "cache_synced": result.cache_synced,
-                }
-            )
 
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    async def append_to_daily_note(
-        text: Annotated[str, Field(description="Markdown to append")],
-        date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
-    ) -> Annotated[CallToolResult, Envelope[DailyAppendData]]:
-        def work() -> DailyAppendData:
-            result = daily.append_to_daily_note(app, text, date, sync)
-            return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)
-
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    specs: list[tuple[Callable[..., Any], str, str, bool, bool]] = [
-        (edit_file, "Edit part of a note", EDIT_FILE, True, False),
-        (replace_in_file, "Find and replace in a note", REPLACE_IN_FILE, True, False),
-        (update_frontmatter, "Update frontmatter", UPDATE_FRONTMATTER, True, True),
-        (add_tags, "Add tags", ADD_TAGS, False, True),
-        (remove_tags, "Remove tags", REMOVE_TAGS, True, True),
-        (rename_tag, "Rename a tag everywhere", RENAME_TAG, True, True),
-        (append_to_daily_note, "Append to the daily note", APPEND_TO_DAILY_NOTE, False, False),
+def _tag_edit(
+    state: ServerState, paths: list[str], add: list[str], remove: list[str]
+) -> TagEditData:
+    results = tag_edits.change_note_tags(
+        state.app, paths, add=add, remove=remove, sync=cache_sync(state)
+    )
+    items = [
+        TaggedNote(path=r.path, error=r.error)
+        if r.patched is None
+        else TaggedNote(path=r.path, content_hash=r.patched.content_hash, changed=r.patched.changed)
+        for r in results
     ]
-    tools: list[Tool] = []
-    for fn, title, description, destructive, idempotent in specs:
-        tool = make_tool(fn, state, title=title, description=description, cache_hit=False)
-        tool.annotations = _hints(title, destructive=destructive, idempotent=idempotent)
-        tools.append(tool)
-    return tools
+    synced = all(r.patched.cache_synced for r in results if r.patched is not None)
+    return TagEditData(notes=items, cache_synced=synced)
+
+
+@tool("Rename a tag everywhere", RENAME_TAG, toolset="tags", writes=True, destructive=True)
+def rename_tag(
+    state: ServerState,
+    tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
+    newTag: Annotated[str, Field(description="Its new name, spelled as it should be written")],
+    dryRun: bool = False,
+    offset: Offset = 0,
+    limit: Limit = 200,
+) -> RenameTagData:
+    result = tag_edits.rename_tag(state.app, tag, newTag, dry_run=dryRun, sync=cache_sync(state))
+    page = result.changes[offset : offset + limit]
+    listed = [o for o in result.outcomes if dryRun or o.status != tag_edits.WRITTEN]
+    return RenameTagData.model_validate(
+        {
+            "tag": result.old,
+            "new_tag": result.new,
+            "dry_run": result.dry_run,
+            "notes": len({c.path for c in result.changes}),
+            "total_changes": len(result.changes),
+            "changes": [
+                TagLineChange(path=c.path, line=c.line, before=clip(c.before), after=clip(c.after))
+                for c in page
+            ],
+            "offset": offset,
+            "has_more": has_more(offset, len(page), len(result.changes)),
+            "outcomes": [
+                TagNoteOutcome(path=o.path, status=o.status, detail=o.detail)
+                for o in listed[:MAX_CHANGES]
+            ],
+            "written": sum(o.status == tag_edits.WRITTEN for o in result.outcomes),
+            "journal_id": result.journal_id,
+            "cache_synced": result.cache_synced,
+        }
+    )
+
+
+@tool(
+    "Append to the daily note",
+    APPEND_TO_DAILY_NOTE,
+    toolset="edit",
+    writes=True,
+    idempotent=False,
+)
+def append_to_daily_note(
+    state: ServerState,
+    text: Annotated[str, Field(description="Markdown to append")],
+    date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
+) -> DailyAppendData:
+    result = daily.append_to_daily_note(state.app, text, date, cache_sync(state))
+    return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)

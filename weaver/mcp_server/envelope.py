@@ -317,13 +317,15 @@ def make_tool(
     title: str,
     description: str,
     cache_hit: bool = True,
+    annotations: ToolAnnotations | None = None,
 ) -> EnvelopeTool:
-    """Register `fn` (named as the tool) with its description, read-only hints and counter."""
+    """Register `fn` (named as the tool) with its description, hints (read-only unless
+    `annotations` says otherwise) and counter."""
     tool = EnvelopeTool.from_function(
         fn,
         title=title,
         description=unwrap(description),
-        annotations=READ_ONLY.model_copy(update={"title": title}),
+        annotations=annotations or READ_ONLY.model_copy(update={"title": title}),
     )
     assert isinstance(tool, EnvelopeTool)  # from_function builds `cls`
     if tool.fn_metadata.output_schema is not None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import pydantic_core
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
 from weaver.cache import fts, read
 from weaver.cache import graph as cache_graph
+from weaver.cache.graph import ByVersion
 from weaver.errors import NoteNotFoundError
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
@@ -34,7 +34,8 @@ from weaver.mcp_server.arguments import (
     normalize_path,
     tag_key,
 )
-from weaver.mcp_server.envelope import ArgumentError, answer, make_tool
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.envelope import ArgumentError
 from weaver.mcp_server.graph_schemas import (
     LIST_CONTENT,
     PRIMARY_CONTENT,
@@ -51,9 +52,10 @@ from weaver.mcp_server.graph_schemas import (
     ResolveNamesData,
     TagsSearchData,
 )
-from weaver.mcp_server.schemas import Envelope, TaggedFile
+from weaver.mcp_server.schemas import TaggedFile
 from weaver.mcp_server.semantic_tools import resolve_by_meaning
 from weaver.mcp_server.sizing import estimate_tokens
+from weaver.paging import has_more
 from weaver.runtime.state import ServerState
 from weaver.views import graph as g
 
@@ -172,268 +174,265 @@ class GraphAnswers:
                 del answers[next(iter(answers))]
 
 
-def build_graph_tools(state: ServerState) -> list[Tool]:
-    app = state.app
-    graphs = cache_graph.graph_cache()
-    graph_answers = GraphAnswers()
-    name_index = state.name_index
-    tag_index = state.tag_index
+@dataclass(frozen=True)
+class GraphViews:
+    """What the graph tools of one server share: its state, the link graph kept per cache
+    version (built once for all four tools) and get_graph's last answers."""
 
-    async def get_neighbors(
-        path: NotePath,
-        direction: Literal["in", "out", "both"] = "both",
-        depth: Annotated[int, Field(ge=1, le=3, description="1-3 links away"), clamp_to(1, 3)] = 1,
-        limit: NeighborLimit = 20,
-        includeContent: Annotated[  # noqa: N803  (the contract's camelCase argument)
-            bool, Field(description="Add each note's text, cut at 500 characters")
-        ] = False,
-        relation: Relation = None,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[NeighborsData]]:
-        def work() -> NeighborsData:
-            clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.db) as conn:
-                graph = graphs.get(conn)
-                if clean not in graph:
-                    raise NoteNotFoundError(clean)
-                found, total = g.neighbors(graph, clean, direction, depth, relation, offset + limit)
-                found = found[offset:]
-                paths = [n.path for n in found]
-                tags = read.tags_of(conn, paths)
-                bodies = fts.note_bodies(conn, paths) if includeContent else {}
-            key = g.relation_key(relation)
-            items = []
-            for n in found:
-                item = NeighborInfo(
-                    path=n.path,
-                    title=graph.nodes[n.path].title,
-                    tags=list(tags.get(n.path, ())),
-                    depth=n.depth,
-                    via=n.via,
-                    direction=n.direction,
-                    relations=list(n.relations),
-                )
-                item.with_content(bodies.get(n.path), LIST_CONTENT)
-                items.append(item)
-            return NeighborsData(
-                path=clean,
-                title=graph.nodes[clean].title,
-                direction=direction,
-                depth=depth,
-                relation=relation,
-                neighbors=items,
-                total=total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(items) < total,
-                incoming_count=len(list(graph.predecessors(clean, key))),
-                outgoing_count=len(list(graph.successors(clean, key))),
-            )
+    state: ServerState
+    graphs: ByVersion[g.Graph]
+    answers: GraphAnswers
 
-        return await answer(state, work)
+    @classmethod
+    def of(cls, state: ServerState) -> GraphViews:
+        return cls(state, cache_graph.graph_cache(), GraphAnswers())
 
-    async def find_path(
-        source: NotePath, target: NotePath, relation: Relation = None
-    ) -> Annotated[CallToolResult, Envelope[PathData]]:
-        def work() -> BaseModel:
-            start, end = app.vault.check_note_path(source), app.vault.check_note_path(target)
-            with read.read_snapshot(app.db) as conn:
-                graph = graphs.get(conn)
-            for note in (start, end):
-                if note not in graph:  # "no chain" would be untrue: the name is wrong
-                    raise NoteNotFoundError(note)
-            found = g.shortest_path(graph, start, end, relation)
-            return NoData() if found is None else PathData(path=found, length=len(found) - 1)
+    def graph(self) -> g.Graph:
+        with read.read_snapshot(self.state.app.db) as conn:
+            return self.graphs.get(conn)
 
-        return await answer(state, work)
 
-    async def get_hubs(
-        metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
-        limit: HubLimit = 10,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[HubsData]]:
-        def work() -> HubsData:
-            with read.read_snapshot(app.db) as conn:
-                graph = graphs.get(conn)
-            ranked = g.hubs(graph, metric, offset + limit)[offset:]
-            ranked_total = len(graph.ranked(metric).paths)
-            hubs = [
-                HubInfo(
-                    path=h.path,
-                    title=graph.nodes[h.path].title,
-                    score=round(h.score, 8) if metric == "pagerank" else int(h.score),
-                )
-                for h in ranked
-            ]
-            return HubsData(
-                metric=metric,
-                hubs=hubs,
-                total_notes=len(graph),
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(hubs) < ranked_total,
-            )
+@tool("Note neighbours", GET_NEIGHBORS, toolset="graph", using=GraphViews.of)
+def get_neighbors(
+    views: GraphViews,
+    path: NotePath,
+    direction: Literal["in", "out", "both"] = "both",
+    depth: Annotated[int, Field(ge=1, le=3, description="1-3 links away"), clamp_to(1, 3)] = 1,
+    limit: NeighborLimit = 20,
+    includeContent: Annotated[
+        bool, Field(description="Add each note's text, cut at 500 characters")
+    ] = False,
+    relation: Relation = None,
+    offset: Offset = 0,
+) -> NeighborsData:
+    app = views.state.app
+    clean = app.vault.check_note_path(path)
+    with read.read_snapshot(app.db) as conn:
+        graph = views.graphs.get(conn)
+        if clean not in graph:
+            raise NoteNotFoundError(clean)
+        found, total = g.neighbors(graph, clean, direction, depth, relation, offset + limit)
+        found = found[offset:]
+        paths = [n.path for n in found]
+        tags = read.tags_of(conn, paths)
+        bodies = fts.note_bodies(conn, paths) if includeContent else {}
+    key = g.relation_key(relation)
+    items = []
+    for n in found:
+        item = NeighborInfo(
+            path=n.path,
+            title=graph.nodes[n.path].title,
+            tags=list(tags.get(n.path, ())),
+            depth=n.depth,
+            via=n.via,
+            direction=n.direction,
+            relations=list(n.relations),
+        )
+        item.with_content(bodies.get(n.path), LIST_CONTENT)
+        items.append(item)
+    return NeighborsData(
+        path=clean,
+        title=graph.nodes[clean].title,
+        direction=direction,
+        depth=depth,
+        relation=relation,
+        neighbors=items,
+        total=total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(items), total),
+        incoming_count=len(list(graph.predecessors(clean, key))),
+        outgoing_count=len(list(graph.successors(clean, key))),
+    )
 
-        return await answer(state, work)
 
-    async def get_graph(
-        directory: Annotated[Filter, Field(description="Folder, with its subfolders")] = None,
-        includeBroken: Annotated[  # noqa: N803  (the contract's camelCase argument)
-            bool, Field(description="Add broken links and their targets")
-        ] = False,
-        relation: Relation = None,
-        limit: GraphLimit = 100,
-    ) -> Annotated[CallToolResult, Envelope[GraphData]]:
-        def work() -> dict[str, Any]:
-            folder = normalize_directory(directory)
-            asked = (folder, includeBroken, relation, limit)
-            with read.read_snapshot(app.db) as conn:
-                graph = graphs.get(conn)
-                kept = graph_answers.get(graph, asked)
-                if kept is not None:
-                    return kept
-                sub = g.subgraph(graph, folder, includeBroken, relation, limit)
-                if sub.total_nodes == 0:
-                    hints.check_folder(state, conn, folder)
-            wire = graph_wire(graph, sub, folder)
-            # The default answer stays within a context window: a dense vault's 100 best
-            # connected notes can have thousands of links between them. Fewer notes then,
-            # the best connected still (an explicit `limit` is the caller's to choose).
-            shown = limit
-            while limit == GRAPH_LIMIT and shown > 1 and _graph_tokens(wire) > GRAPH_TOKENS:
-                shown = max(1, shown * GRAPH_TOKENS // _graph_tokens(wire) * 9 // 10)
-                sub = g.subgraph(graph, folder, includeBroken, relation, shown)
-                wire = graph_wire(graph, sub, folder)
-            graph_answers.keep(graph, asked, wire)
-            return wire
+@tool("Shortest link path", FIND_PATH, toolset="graph", using=GraphViews.of, output=PathData)
+def find_path(
+    views: GraphViews, source: NotePath, target: NotePath, relation: Relation = None
+) -> BaseModel:
+    vault = views.state.app.vault
+    start, end = vault.check_note_path(source), vault.check_note_path(target)
+    graph = views.graph()
+    for note in (start, end):
+        if note not in graph:  # "no chain" would be untrue: the name is wrong
+            raise NoteNotFoundError(note)
+    found = g.shortest_path(graph, start, end, relation)
+    return NoData() if found is None else PathData(path=found, length=len(found) - 1)
 
-        return await answer(state, work)
 
-    async def search_by_tags(
-        tags: TagList,
-        mode: Literal["any", "all"] = "any",
-        limit: TaggedLimit = 20,
-        offset: Offset = 0,
-    ) -> Annotated[CallToolResult, Envelope[TagsSearchData]]:
-        def work() -> TagsSearchData:
-            keys = _tag_keys(tags)
-            with read.read_snapshot(app.db) as conn:
-                index = tag_index.get(conn)
-                page = cache_graph.notes_with_tags(conn, index, keys, mode, limit, offset)
-                hint = hints.tag_hint(conn, keys) if page.total == 0 else None
-            return TagsSearchData(
-                tags=keys,
-                mode=mode,
-                files=[TaggedFile.of(f) for f in page.files],
-                total=page.total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(page.files) < page.total,
-                hint=hint,
-            )
-
-        return await answer(state, work)
-
-    async def random_file(
-        tags: Annotated[
-            list[str] | None, Field(max_length=20, description="Pick among notes with any")
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[RandomFileData]]:
-        def work() -> BaseModel:
-            keys = _tag_keys(tags) if tags else []
-            with read.read_snapshot(app.db) as conn:
-                note = cache_graph.random_note(conn, tag_index.get(conn), keys)
-                body = fts.note_bodies(conn, [note.path]) if note else {}
-            if note is None:
-                return NoData()
-            data = RandomFileData(
-                path=note.path,
-                title=note.title,
-                tags=list(note.tags),
-                frontmatter=note.frontmatter,
-                modified=note.modified,
-            )
-            data.with_content(body.get(note.path), PRIMARY_CONTENT)
-            return data
-
-        return await answer(state, work)
-
-    async def files_exist(
-        paths: Annotated[list[str], Field(min_length=1, max_length=1000)],
-    ) -> Annotated[CallToolResult, Envelope[FilesExistData]]:
-        def work() -> FilesExistData:
-            clean = {p: normalize_path(p.strip()) for p in paths}
-            with read.read_snapshot(app.db) as conn:
-                found = cache_graph.existing_paths(conn, list(set(clean.values())))
-                missing = [p for p in dict.fromkeys(paths) if clean[p] not in found]
-                guesses = {p: _guesses(clean[p]) for p in missing}
-                lowered = sorted({x for gs in guesses.values() for x in gs})
-                by_lower = cache_graph.paths_by_lower(conn, lowered)
-            exists = {p: clean[p] in found for p in paths}
-            suggestions = {}
-            for p, options in guesses.items():
-                hits = [hit for option in options for hit in by_lower.get(option, [])]
-                if hits:
-                    suggestions[p] = hits[0]
-            return FilesExistData(
-                exists=exists,
-                found=sum(exists.values()),
-                missing=missing,
-                suggestions=suggestions,
-            )
-
-        return await answer(state, work)
-
-    async def resolve_names(
-        names: Annotated[list[str], Field(min_length=1, max_length=100)],
-        strategy: Literal["exact", "fuzzy", "semantic"] = "fuzzy",
-        threshold: Annotated[
-            float, Field(ge=0, le=1, description="Lowest fuzzy score kept, 0-1")
-        ] = 0.7,
-        tag: Annotated[Filter, Field(description="Only notes with this tag (nested too)")] = None,
-        directory: Annotated[Filter, Field(description="Only notes in this folder")] = None,
-    ) -> Annotated[CallToolResult, Envelope[ResolveNamesData]]:
-        def work() -> ResolveNamesData:
-            key = _tag_keys([tag], "tag")[0] if tag is not None else None
-            with read.read_snapshot(app.db) as conn:
-                index = name_index.get(conn)
-                folder = normalize_directory(directory)
-                within = cache_graph.notes_within(conn, folder, key)
-                if within is not None and not within:
-                    hints.check_folder(state, conn, folder)
-                if strategy == "semantic":
-                    matches = resolve_by_meaning(app, conn, names, threshold, within)
-            if strategy != "semantic":
-                matches = index.resolve(names, strategy, threshold, within)
-            results = [
-                NameMatchInfo(
-                    name=m.name,
-                    path=m.path,
-                    title=m.title,
-                    matched_on=m.matched_on,
-                    matched_text=m.matched_text,
-                    score=m.score,
-                    alternatives=list(m.alternatives),
-                )
-                for m in matches
-            ]
-            resolved = sum(m.path is not None for m in matches)
-            return ResolveNamesData(
-                strategy=strategy, threshold=threshold, results=results, resolved=resolved
-            )
-
-        return await answer(state, work)
-
-    return [
-        make_tool(get_neighbors, state, title="Note neighbours", description=GET_NEIGHBORS),
-        make_tool(find_path, state, title="Shortest link path", description=FIND_PATH),
-        make_tool(get_hubs, state, title="Central notes", description=GET_HUBS),
-        make_tool(get_graph, state, title="Link graph", description=GET_GRAPH),
-        make_tool(search_by_tags, state, title="Search by tags", description=SEARCH_BY_TAGS),
-        make_tool(random_file, state, title="Random note", description=RANDOM_FILE),
-        make_tool(files_exist, state, title="Check paths exist", description=FILES_EXIST),
-        make_tool(resolve_names, state, title="Resolve note names", description=RESOLVE_NAMES),
+@tool("Central notes", GET_HUBS, toolset="graph", using=GraphViews.of)
+def get_hubs(
+    views: GraphViews,
+    metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
+    limit: HubLimit = 10,
+    offset: Offset = 0,
+) -> HubsData:
+    graph = views.graph()
+    ranked = g.hubs(graph, metric, offset + limit)[offset:]
+    ranked_total = len(graph.ranked(metric).paths)
+    hubs = [
+        HubInfo(
+            path=h.path,
+            title=graph.nodes[h.path].title,
+            score=round(h.score, 8) if metric == "pagerank" else int(h.score),
+        )
+        for h in ranked
     ]
+    return HubsData(
+        metric=metric,
+        hubs=hubs,
+        total_notes=len(graph),
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(hubs), ranked_total),
+    )
+
+
+@tool("Link graph", GET_GRAPH, toolset="graph", using=GraphViews.of, output=GraphData)
+def get_graph(
+    views: GraphViews,
+    directory: Annotated[Filter, Field(description="Folder, with its subfolders")] = None,
+    includeBroken: Annotated[bool, Field(description="Add broken links and their targets")] = False,
+    relation: Relation = None,
+    limit: GraphLimit = 100,
+) -> dict[str, Any]:
+    folder = normalize_directory(directory)
+    asked = (folder, includeBroken, relation, limit)
+    with read.read_snapshot(views.state.app.db) as conn:
+        graph = views.graphs.get(conn)
+        kept = views.answers.get(graph, asked)
+        if kept is not None:
+            return kept
+        sub = g.subgraph(graph, folder, includeBroken, relation, limit)
+        if sub.total_nodes == 0:
+            hints.check_folder(views.state, conn, folder)
+    wire = graph_wire(graph, sub, folder)
+    # The default answer stays within a context window: a dense vault's 100 best
+    # connected notes can have thousands of links between them. Fewer notes then,
+    # the best connected still (an explicit `limit` is the caller's to choose).
+    shown = limit
+    while limit == GRAPH_LIMIT and shown > 1 and _graph_tokens(wire) > GRAPH_TOKENS:
+        shown = max(1, shown * GRAPH_TOKENS // _graph_tokens(wire) * 9 // 10)
+        sub = g.subgraph(graph, folder, includeBroken, relation, shown)
+        wire = graph_wire(graph, sub, folder)
+    views.answers.keep(graph, asked, wire)
+    return wire
+
+
+@tool("Search by tags", SEARCH_BY_TAGS, toolset="tags")
+def search_by_tags(
+    state: ServerState,
+    tags: TagList,
+    mode: Literal["any", "all"] = "any",
+    limit: TaggedLimit = 20,
+    offset: Offset = 0,
+) -> TagsSearchData:
+    keys = _tag_keys(tags)
+    with read.read_snapshot(state.app.db) as conn:
+        index = state.tag_index.get(conn)
+        page = cache_graph.notes_with_tags(conn, index, keys, mode, limit, offset)
+        hint = hints.tag_hint(conn, keys) if page.total == 0 else None
+    return TagsSearchData(
+        tags=keys,
+        mode=mode,
+        files=[TaggedFile.of(f) for f in page.files],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        has_more=has_more(offset, len(page.files), page.total),
+        hint=hint,
+    )
+
+
+@tool("Random note", RANDOM_FILE, toolset="notes", output=RandomFileData)
+def random_file(
+    state: ServerState,
+    tags: Annotated[
+        list[str] | None, Field(max_length=20, description="Pick among notes with any")
+    ] = None,
+) -> BaseModel:
+    keys = _tag_keys(tags) if tags else []
+    with read.read_snapshot(state.app.db) as conn:
+        note = cache_graph.random_note(conn, state.tag_index.get(conn), keys)
+        body = fts.note_bodies(conn, [note.path]) if note else {}
+    if note is None:
+        return NoData()
+    data = RandomFileData(
+        path=note.path,
+        title=note.title,
+        tags=list(note.tags),
+        frontmatter=note.frontmatter,
+        modified=note.modified,
+    )
+    data.with_content(body.get(note.path), PRIMARY_CONTENT)
+    return data
+
+
+@tool("Check paths exist", FILES_EXIST, toolset="notes")
+def files_exist(
+    state: ServerState,
+    paths: Annotated[list[str], Field(min_length=1, max_length=1000)],
+) -> FilesExistData:
+    clean = {p: normalize_path(p.strip()) for p in paths}
+    with read.read_snapshot(state.app.db) as conn:
+        found = cache_graph.existing_paths(conn, list(set(clean.values())))
+        missing = [p for p in dict.fromkeys(paths) if clean[p] not in found]
+        guesses = {p: _guesses(clean[p]) for p in missing}
+        lowered = sorted({x for gs in guesses.values() for x in gs})
+        by_lower = cache_graph.paths_by_lower(conn, lowered)
+    exists = {p: clean[p] in found for p in paths}
+    suggestions = {}
+    for p, options in guesses.items():
+        hits = [hit for option in options for hit in by_lower.get(option, [])]
+        if hits:
+            suggestions[p] = hits[0]
+    return FilesExistData(
+        exists=exists,
+        found=sum(exists.values()),
+        missing=missing,
+        suggestions=suggestions,
+    )
+
+
+@tool("Resolve note names", RESOLVE_NAMES, toolset="notes")
+def resolve_names(
+    state: ServerState,
+    names: Annotated[list[str], Field(min_length=1, max_length=100)],
+    strategy: Literal["exact", "fuzzy", "semantic"] = "fuzzy",
+    threshold: Annotated[
+        float, Field(ge=0, le=1, description="Lowest fuzzy score kept, 0-1")
+    ] = 0.7,
+    tag: Annotated[Filter, Field(description="Only notes with this tag (nested too)")] = None,
+    directory: Annotated[Filter, Field(description="Only notes in this folder")] = None,
+) -> ResolveNamesData:
+    app = state.app
+    key = _tag_keys([tag], "tag")[0] if tag is not None else None
+    with read.read_snapshot(app.db) as conn:
+        index = state.name_index.get(conn)
+        folder = normalize_directory(directory)
+        within = cache_graph.notes_within(conn, folder, key)
+        if within is not None and not within:
+            hints.check_folder(state, conn, folder)
+        if strategy == "semantic":
+            matches = resolve_by_meaning(app, conn, names, threshold, within)
+    if strategy != "semantic":
+        matches = index.resolve(names, strategy, threshold, within)
+    results = [
+        NameMatchInfo(
+            name=m.name,
+            path=m.path,
+            title=m.title,
+            matched_on=m.matched_on,
+            matched_text=m.matched_text,
+            score=m.score,
+            alternatives=list(m.alternatives),
+        )
+        for m in matches
+    ]
+    resolved = sum(m.path is not None for m in matches)
+    return ResolveNamesData(
+        strategy=strategy, threshold=threshold, results=results, resolved=resolved
+    )
 
 
 def _guesses(path: str) -> list[str]:

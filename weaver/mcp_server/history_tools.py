@@ -5,18 +5,16 @@ is not registered when the settings say `read_only = true`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from weaver.edits import history
 from weaver.mcp_server.arguments import HistoryLimit, NotePath, Offset
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.runtime.cache_sync import sync_cache
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.schemas import WireModel
+from weaver.mcp_server.write_tools import cache_sync
+from weaver.paging import has_more
 from weaver.runtime.state import ServerState
 
 
@@ -63,63 +61,39 @@ contentHash as `expectedHash`. The restore is itself an edit (listed, and undoab
 {"path": "Projects/Weaver.md", "editId": 42}."""
 
 
-def build_history_tools(state: ServerState) -> list[Tool]:
-    """list_edits always; restore_edit unless the vault is configured read-only."""
-    app = state.app
+@tool("A note's edits by Weaver", LIST_EDITS, toolset="edit")
+def list_edits(
+    state: ServerState, path: NotePath, limit: HistoryLimit = 20, offset: Offset = 0
+) -> EditsData:
+    found = history.list_edits(state.app, path, limit=limit, offset=offset)
+    return EditsData(
+        path=found.path,
+        current_hash=found.current_hash,
+        edits=[EditItem.model_validate(edit, from_attributes=True) for edit in found.edits],
+        total=found.total,
+        offset=offset,
+        has_more=has_more(offset, len(found.edits), found.total),
+    )
 
-    def sync(expected: Mapping[str, str | None]) -> bool:
-        return sync_cache(app, expected, holds_writer=state.writer)
 
-    async def list_edits(
-        path: NotePath, limit: HistoryLimit = 20, offset: Offset = 0
-    ) -> Annotated[CallToolResult, Envelope[EditsData]]:
-        def work() -> EditsData:
-            found = history.list_edits(app, path, limit=limit, offset=offset)
-            return EditsData(
-                path=found.path,
-                current_hash=found.current_hash,
-                edits=[EditItem.model_validate(edit, from_attributes=True) for edit in found.edits],
-                total=found.total,
-                offset=offset,
-                has_more=offset + len(found.edits) < found.total,
-            )
-
-        return await answer(state, work)
-
-    async def restore_edit(
-        path: NotePath,
-        editId: Annotated[int, Field(ge=1, description="The edit to undo, from list_edits")],  # noqa: N803
-        expectedHash: Annotated[  # noqa: N803
-            str | None,
-            Field(description="The note's contentHash now, to restore over later changes"),
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[RestoreData]]:
-        def work() -> RestoreData:
-            change = history.restore_edit(app, path, editId, expected_hash=expectedHash, sync=sync)
-            return RestoreData(
-                path=change.path,
-                content_hash=change.content_hash or None,
-                changed=change.changed,
-                restored_edit=editId,
-                trash_path=change.trash_path,
-                cache_synced=change.cache_synced,
-            )
-
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    tools: list[Tool] = [
-        make_tool(list_edits, state, title="A note's edits by Weaver", description=LIST_EDITS)
-    ]
-    if not app.settings.read_only:
-        tool = make_tool(
-            restore_edit, state, title="Undo an edit", description=RESTORE_EDIT, cache_hit=False
-        )
-        tool.annotations = ToolAnnotations(
-            title="Undo an edit",
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-            open_world_hint=False,
-        )
-        tools.append(tool)
-    return tools
+@tool("Undo an edit", RESTORE_EDIT, toolset="edit", writes=True, destructive=True, idempotent=False)
+def restore_edit(
+    state: ServerState,
+    path: NotePath,
+    editId: Annotated[int, Field(ge=1, description="The edit to undo, from list_edits")],
+    expectedHash: Annotated[
+        str | None,
+        Field(description="The note's contentHash now, to restore over later changes"),
+    ] = None,
+) -> RestoreData:
+    change = history.restore_edit(
+        state.app, path, editId, expected_hash=expectedHash, sync=cache_sync(state)
+    )
+    return RestoreData(
+        path=change.path,
+        content_hash=change.content_hash or None,
+        changed=change.changed,
+        restored_edit=editId,
+        trash_path=change.trash_path,
+        cache_synced=change.cache_synced,
+    )

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
 from pydantic import Field
 
 from weaver.cache.records import RecordFilter, fetch_page
@@ -18,11 +16,8 @@ from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import WorkflowRecordsData
 from weaver.engine.registry import check_known
 from weaver.mcp_server.arguments import Filter, RecordLimit, RecordOffset, Time
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope
+from weaver.mcp_server.catalog import tool
 from weaver.runtime.state import ServerState
-
-RecordsResult = Annotated[CallToolResult, Envelope[WorkflowRecordsData]]
 
 GET_WORKFLOW_RECORDS = """Read what a workflow recorded, newest first.
 
@@ -43,37 +38,25 @@ timeline; the latest analysis of a note with limit 1); `kind` one sort; `since` 
 {"workflowId": "concept-tracker", "key": "Concepts/Graph.md"}."""
 
 
-def build_record_tools(state: ServerState) -> list[Tool]:
-    async def get_workflow_records(
-        workflowId: Annotated[str, Field(description="The workflow whose records to read")],  # noqa: N803
-        key: Annotated[Filter, Field(description="Only records about this (a note path)")] = None,
-        kind: Annotated[Filter, Field(description="Only records of this kind")] = None,
-        since: Annotated[
-            Time, Field(description="Recorded at or after (epoch ms, or ISO date or date-time)")
-        ] = None,
-        until: Annotated[
-            Time, Field(description="Recorded before (epoch ms, or ISO date or date-time)")
-        ] = None,
-        limit: RecordLimit = 50,
-        offset: RecordOffset = 0,
-    ) -> RecordsResult:
-        where = RecordFilter(workflowId, key, kind, since, until)
-
-        def work() -> WorkflowRecordsData:
-            page = fetch_page(state.app.db, where, limit, offset)
-            engine = state.engine
-            if page.total == 0 and isinstance(engine, WorkflowEngine):
-                # A misspelt id is not "no records" (a removed workflow's records still are).
-                check_known(engine.registry, state.app.db, workflowId)
-            return WorkflowRecordsData.of(page)
-
-        return await answer(state, work, cache_hit=True, wait_ready=False)
-
-    return [
-        make_tool(
-            get_workflow_records,
-            state,
-            title="Workflow records",
-            description=GET_WORKFLOW_RECORDS,
-        )
-    ]
+@tool("Workflow records", GET_WORKFLOW_RECORDS, toolset="records", wait_ready=False)
+def get_workflow_records(
+    state: ServerState,
+    workflowId: Annotated[str, Field(description="The workflow whose records to read")],
+    key: Annotated[Filter, Field(description="Only records about this (a note path)")] = None,
+    kind: Annotated[Filter, Field(description="Only records of this kind")] = None,
+    since: Annotated[
+        Time, Field(description="Recorded at or after (epoch ms, or ISO date or date-time)")
+    ] = None,
+    until: Annotated[
+        Time, Field(description="Recorded before (epoch ms, or ISO date or date-time)")
+    ] = None,
+    limit: RecordLimit = 50,
+    offset: RecordOffset = 0,
+) -> WorkflowRecordsData:
+    where = RecordFilter(workflowId, key, kind, since, until)
+    page = fetch_page(state.app.db, where, limit, offset)
+    engine = state.engine
+    if page.total == 0 and isinstance(engine, WorkflowEngine):
+        # A misspelt id is not "no records" (a removed workflow's records still are).
+        check_known(engine.registry, state.app.db, workflowId)
+    return WorkflowRecordsData.of(page)

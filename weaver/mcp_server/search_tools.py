@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import Field
 from sqlalchemy import Connection
@@ -24,7 +23,8 @@ from weaver.mcp_server.arguments import (
     filter_tag,
     normalize_directory,
 )
-from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.envelope import answer
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.runtime.state import ServerState
 from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
@@ -106,87 +106,84 @@ def named(state: ServerState, conn: Connection, query: str) -> list[str]:
     return [match.path, *match.alternatives] if match.path else []
 
 
-def build_search_tools(state: ServerState) -> list[Tool]:
+@tool("Full-text search", SEARCH_NOTES, toolset="search")
+async def search_notes(
+    state: ServerState,
+    query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+    limit: SearchLimit = 20,
+    offset: Offset = 0,
+    directory: Directory = None,
+    tag: Tag = None,
+    mode: Annotated[
+        SearchMode | None,
+        Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
+    ] = None,
+) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
     app = state.app
 
-    async def search_notes(
-        query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
-        limit: SearchLimit = 20,
-        offset: Offset = 0,
-        directory: Directory = None,
-        tag: Tag = None,
-        mode: Annotated[
-            SearchMode | None,
-            Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
-        def work() -> SearchNotesData:
-            # One snapshot for the mode, the page and its tags: on PostgreSQL each is a
-            # connection's transaction (and round trips) of its own.
-            with read.read_snapshot(app.db) as conn:
-                chosen = choose_mode(app, conn, mode)
-                if chosen == "keyword":
-                    return by_keyword(conn)
-                return by_meaning(conn, chosen)
+    def work() -> SearchNotesData:
+        # One snapshot for the mode, the page and its tags: on PostgreSQL each is a
+        # connection's transaction (and round trips) of its own.
+        with read.read_snapshot(app.db) as conn:
+            chosen = choose_mode(app, conn, mode)
+            if chosen == "keyword":
+                return by_keyword(conn)
+            return by_meaning(conn, chosen)
 
-        def by_keyword(conn: Connection) -> SearchNotesData:
-            expression = fts.fts_query(query)
-            hits: list[SearchHitInfo] = []
-            total = 0
-            if expression is not None:
-                folder = normalize_directory(directory)
-                page = fts.search(
-                    conn,
-                    expression,
-                    limit,
-                    offset,
-                    directory=folder,
-                    tag=filter_tag(tag),
-                    pinned=named(state, conn, query),
-                )
-                if page.total == 0:
-                    hints.check_folder(state, conn, folder)
-                tags = read.tags_of(conn, [h.path for h in page.hits])
-                total = page.total
-                hits = [
-                    SearchHitInfo(
-                        path=h.path,
-                        title=h.title,
-                        snippet=h.snippet,
-                        score=h.score,
-                        tags=list(tags.get(h.path, ())),
-                        modified=h.modified,
-                    )
-                    for h in page.hits
-                ]
-            return SearchNotesData(
-                query=echo(query),
-                fts_query=None if expression is None else echo(fts.unsegment(expression)),
-                results=hits,
-                total=total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(hits) < total,
-            )
-
-        def by_meaning(conn: Connection, chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
+    def by_keyword(conn: Connection) -> SearchNotesData:
+        expression = fts.fts_query(query)
+        hits: list[SearchHitInfo] = []
+        total = 0
+        if expression is not None:
             folder = normalize_directory(directory)
-            page = search_by_meaning(
-                app, conn, query, chosen, limit, offset, folder, filter_tag(tag)
+            page = fts.search(
+                conn,
+                expression,
+                limit,
+                offset,
+                directory=folder,
+                tag=filter_tag(tag),
+                pinned=named(state, conn, query),
             )
-            hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
-            return SearchNotesData(
-                query=echo(query),
-                fts_query=None,
-                results=hits,
-                total=page.total,
-                limit=limit,
-                offset=offset,
-                has_more=offset + len(hits) < page.total,
-                mode=chosen,
-                coverage=page.coverage,
-            )
+            if page.total == 0:
+                hints.check_folder(state, conn, folder)
+            tags = read.tags_of(conn, [h.path for h in page.hits])
+            total = page.total
+            hits = [
+                SearchHitInfo(
+                    path=h.path,
+                    title=h.title,
+                    snippet=h.snippet,
+                    score=h.score,
+                    tags=list(tags.get(h.path, ())),
+                    modified=h.modified,
+                )
+                for h in page.hits
+            ]
+        return SearchNotesData(
+            query=echo(query),
+            fts_query=None if expression is None else echo(fts.unsegment(expression)),
+            results=hits,
+            total=total,
+            limit=limit,
+            offset=offset,
+            has_more=offset + len(hits) < total,
+        )
 
-        return await answer(state, work)
+    def by_meaning(conn: Connection, chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
+        folder = normalize_directory(directory)
+        page = search_by_meaning(app, conn, query, chosen, limit, offset, folder, filter_tag(tag))
+        hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
+        return SearchNotesData(
+            query=echo(query),
+            fts_query=None,
+            results=hits,
+            total=page.total,
+            limit=limit,
+            offset=offset,
+            has_more=offset + len(hits) < page.total,
+            mode=chosen,
+            coverage=page.coverage,
+        )
 
-    return [make_tool(search_notes, state, title="Full-text search", description=SEARCH_NOTES)]
+    return await answer(state, work)

@@ -9,16 +9,15 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
 from pydantic import Field
 from sqlalchemy import Connection
 
 from weaver.cache import read, vectors
 from weaver.errors import NoteNotFoundError
 from weaver.mcp_server.arguments import NotePath, SimilarLimit
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.schemas import WireModel
+from weaver.paging import has_more
 from weaver.runtime.app import App
 from weaver.runtime.state import ServerState
 from weaver.semantic.pages import list_page
@@ -83,46 +82,39 @@ not yet embedded cannot appear). Needs semantic search (pip install 'weaver-mcp[
 Example: {"path": "concepts/graph.md", "limit": 10, "unlinkedOnly": true}."""
 
 
-def build_semantic_tools(state: ServerState) -> list[Tool]:
+@tool("Similar notes", GET_SIMILAR_NOTES, toolset="search")
+def get_similar_notes(
+    state: ServerState,
+    path: NotePath,
+    limit: SimilarLimit = 10,
+    unlinkedOnly: Annotated[
+        bool, Field(description="Leave out notes already linked to or from this one")
+    ] = False,
+) -> SimilarNotesData:
     app = state.app
-
-    async def get_similar_notes(
-        path: NotePath,
-        limit: SimilarLimit = 10,
-        unlinkedOnly: Annotated[  # noqa: N803  (the contract's camelCase arguments)
-            bool, Field(description="Leave out notes already linked to or from this one")
-        ] = False,
-    ) -> Annotated[CallToolResult, Envelope[SimilarNotesData]]:
-        def work() -> SimilarNotesData:
-            clean = app.vault.check_note_path(path)
-            with read.read_snapshot(app.db) as conn:
-                if not read.note_exists(conn, clean):
-                    raise NoteNotFoundError(clean)
-                linked = vectors.linked_paths(conn, clean)
-                page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
-                listed = list_page(conn, page)
-            results = [
-                SimilarNoteInfo(
-                    path=h.path,
-                    title=h.title,
-                    score=h.score,
-                    snippet=h.snippet,
-                    tags=list(h.tags),
-                    linked=h.path in linked,
-                )
-                for h in listed.hits
-            ]
-            return SimilarNotesData(
-                path=clean,
-                results=results,
-                total=page.total,
-                limit=limit,
-                has_more=len(results) < page.total,
-                coverage=listed.coverage,
-            )
-
-        return await answer(state, work)
-
-    return [
-        make_tool(get_similar_notes, state, title="Similar notes", description=GET_SIMILAR_NOTES)
+    clean = app.vault.check_note_path(path)
+    with read.read_snapshot(app.db) as conn:
+        if not read.note_exists(conn, clean):
+            raise NoteNotFoundError(clean)
+        linked = vectors.linked_paths(conn, clean)
+        page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
+        listed = list_page(conn, page)
+    results = [
+        SimilarNoteInfo(
+            path=h.path,
+            title=h.title,
+            score=h.score,
+            snippet=h.snippet,
+            tags=list(h.tags),
+            linked=h.path in linked,
+        )
+        for h in listed.hits
     ]
+    return SimilarNotesData(
+        path=clean,
+        results=results,
+        total=page.total,
+        limit=limit,
+        has_more=has_more(0, len(results), page.total),
+        coverage=listed.coverage,
+    )

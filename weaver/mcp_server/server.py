@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -16,23 +15,42 @@ from mcp_types import CallToolResult, InputRequiredResult
 
 import weaver
 from weaver.errors import did_you_mean, suggest
-from weaver.mcp_server.browse_tools import build_browse_tools
-from weaver.mcp_server.cache_tools import build_cache_tools
+from weaver.mcp_server import (
+    browse_tools,
+    cache_tools,
+    edit_tools,
+    graph_tools,
+    history_tools,
+    record_tools,
+    search_tools,
+    semantic_tools,
+    system_tools,
+    workflow_tools,
+    write_tools,
+)
+from weaver.mcp_server.catalog import defs_of, tools_of
 from weaver.mcp_server.completions import install_completions
-from weaver.mcp_server.edit_tools import build_edit_tools, build_read_edit_tools
 from weaver.mcp_server.envelope import fail, unwrap
-from weaver.mcp_server.graph_tools import build_graph_tools
-from weaver.mcp_server.history_tools import build_history_tools
 from weaver.mcp_server.prompts import install_prompts
-from weaver.mcp_server.record_tools import build_record_tools
 from weaver.mcp_server.resources import install_resources
-from weaver.mcp_server.search_tools import build_search_tools
-from weaver.mcp_server.semantic_tools import build_semantic_tools
-from weaver.mcp_server.system_tools import build_system_tools
-from weaver.mcp_server.workflow_tools import build_workflow_tools
-from weaver.mcp_server.write_tools import build_write_tools
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.state import ServerState
+
+# The modules whose tools a server offers, in the order tools/list names them (a read-only
+# server leaves the writing ones out: `ToolSpec.offered`).
+TOOL_MODULES = (
+    cache_tools,
+    system_tools,
+    search_tools,
+    semantic_tools,
+    browse_tools,
+    graph_tools,
+    workflow_tools,
+    record_tools,
+    write_tools,
+    edit_tools,
+    history_tools,
+)
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
 every note's frontmatter, tags and links, kept in step with the files as they change.
@@ -104,21 +122,8 @@ class WeaverServer(MCPServer[ServerState]):
 
 
 def withheld_tools(state: ServerState) -> list[str]:
-    """The tools a server with writes offers and this read-only one leaves out (none when it
-    writes): built as a writing server would build them, so that the list cannot drift."""
-    settings = state.app.settings
-    if not settings.read_only:
-        return []
-    writable = settings.model_copy(update={"read_only": False})
-    writing = replace(state, app=replace(state.app, settings=writable))
-    tools = [
-        *build_workflow_tools(writing),
-        *build_write_tools(writing),
-        *build_edit_tools(writing),
-        *build_history_tools(writing),
-    ]
-    kept = {tool.name for tool in (*build_workflow_tools(state), *build_history_tools(state))}
-    return [tool.name for tool in tools if tool.name not in kept]
+    """The tools a server with writes offers and this one leaves out (none when it writes)."""
+    return [found.spec.name for found in defs_of(*TOOL_MODULES) if not found.spec.offered(state)]
 
 
 def withheld_reason(state: ServerState, name: str) -> str:
@@ -159,20 +164,7 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
         title="Weaver",
         version=weaver.__version__,
         instructions=server_instructions(state, withheld),
-        tools=[
-            *build_cache_tools(state),
-            *build_system_tools(state),
-            *build_search_tools(state),
-            *build_semantic_tools(state),
-            *build_browse_tools(state),
-            *build_graph_tools(state),
-            *build_workflow_tools(state),
-            *build_record_tools(state),
-            *build_write_tools(state),  # none when read_only
-            *build_read_edit_tools(state),
-            *build_edit_tools(state),  # none when read_only
-            *build_history_tools(state),  # list_edits; restore_edit unless read_only
-        ],
+        tools=tools_of(state, *TOOL_MODULES),
         lifespan=make_lifespan(state),
         token_verifier=verifier,
         auth=auth,

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import anyio.to_thread
 import structlog
-from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 
-from weaver.mcp_server.envelope import fail, make_tool, ok
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.envelope import fail, ok
 from weaver.mcp_server.schemas import Envelope, HealthData
 from weaver.runtime.health import Health, compute_health
 from weaver.runtime.state import ServerState
@@ -35,14 +35,13 @@ def health_data(report: Health) -> HealthData:
     return HealthData.model_validate(report, from_attributes=True)
 
 
-def build_system_tools(state: ServerState) -> list[Tool]:
-    async def health_check() -> HealthResult:
-        started = time.perf_counter()
-        try:
-            report = await anyio.to_thread.run_sync(compute_health, state)
-        except Exception as exc:  # compute_health guards each check; this is the last net
-            log.exception("health check failed")
-            return fail(f"health check failed: {type(exc).__name__}", started, False)
-        return ok(health_data(report), started, False)
-
-    return [make_tool(health_check, state, title="Health check", description=HEALTH_CHECK)]
+@tool("Health check", HEALTH_CHECK, toolset="system")
+async def health_check(state: ServerState) -> HealthResult:
+    # Not through `answer`: it reports a server still indexing (or stuck) rather than wait.
+    started = time.perf_counter()
+    try:
+        report = await anyio.to_thread.run_sync(compute_health, state)
+    except Exception as exc:  # compute_health guards each check; this is the last net
+        log.exception("health check failed")
+        return fail(f"health check failed: {type(exc).__name__}", started, False)
+    return ok(health_data(report), started, False)

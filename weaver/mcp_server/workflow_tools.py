@@ -23,9 +23,8 @@ import anyio.lowlevel
 import anyio.to_thread
 import structlog
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import ConfigDict, Field
 
 from weaver.cache.executions import ExecutionStatus
@@ -38,16 +37,14 @@ from weaver.engine.payloads import (
     WorkflowStatusData,
 )
 from weaver.mcp_server.arguments import HistoryLimit, Offset
-from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.envelope import answer
 from weaver.mcp_server.schemas import Envelope, Metadata
 from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
 
 TriggerResult = Annotated[CallToolResult, Envelope[TriggerWorkflowData]]
-ListResult = Annotated[CallToolResult, Envelope[ListWorkflowsData]]
-StatusResult = Annotated[CallToolResult, Envelope[WorkflowStatusData]]
-HistoryResult = Annotated[CallToolResult, Envelope[WorkflowHistoryData]]
 
 TRIGGER_WORKFLOW = """Run a registered workflow now, with optional input.
 
@@ -178,120 +175,90 @@ def failed_run(data: TriggerWorkflowData, started: float) -> CallToolResult:
     )
 
 
-def build_workflow_tools(state: ServerState) -> list[Tool]:
-    """The four workflow tools; with `read_only`, trigger_workflow (which may write) is left out,
-    but for a reader that queues runs on PostgreSQL."""
+# A workflow may write to the vault, and running it twice runs it twice. A reader with a queue
+# (PostgreSQL) offers it: the executions' rows and jobs are all it writes, never the notes
+# (`host.app.reader_queues`).
+@tool(
+    "Trigger workflow",
+    TRIGGER_WORKFLOW,
+    toolset="workflows",
+    writes=True,
+    destructive=True,
+    idempotent=False,
+    queues_runs=True,
+    arguments=TriggerArguments,
+)
+async def trigger_workflow(
+    state: ServerState,
+    ctx: Context[ServerState, Any],
+    workflow_id: str,
+    input: dict[str, Any] | None = None,
+    run_async: bool = False,
+) -> TriggerResult:
+    started = time.perf_counter()
+    outcome: list[TriggerWorkflowData] = []
+    engine = state.engine
+    # A sync run is tied to the call: its progress goes to the client, and it is cancelled
+    # with the call. An async run outlives the call by design.
+    bridge = None if run_async or not isinstance(engine, WorkflowEngine) else RunBridge(engine, ctx)
 
-    async def trigger_workflow(
-        ctx: Context[ServerState, Any],
-        workflow_id: str,
-        input: dict[str, Any] | None = None,
-        run_async: bool = False,
-    ) -> TriggerResult:
-        started = time.perf_counter()
-        outcome: list[TriggerWorkflowData] = []
-        engine = state.engine
-        # A sync run is tied to the call: its progress goes to the client, and it is cancelled
-        # with the call. An async run outlives the call by design.
-        bridge = (
-            None if run_async or not isinstance(engine, WorkflowEngine) else RunBridge(engine, ctx)
+    def work() -> TriggerWorkflowData:
+        data = _engine(state).trigger(
+            workflow_id,
+            input,
+            async_=run_async,
+            via="mcp",
+            on_queued=bridge.queued if bridge else None,
+            on_progress=bridge.progress if bridge else None,
         )
+        outcome.append(data)
+        return data
 
-        def work() -> TriggerWorkflowData:
-            data = _engine(state).trigger(
-                workflow_id,
-                input,
-                async_=run_async,
-                via="mcp",
-                on_queued=bridge.queued if bridge else None,
-                on_progress=bridge.progress if bridge else None,
-            )
-            outcome.append(data)
-            return data
+    try:
+        # No deadline: a sync run is bounded by its workflow's own timeout.
+        result = await answer(state, work, cache_hit=False, deadline=None)
+    except anyio.get_cancelled_exc_class():
+        if bridge is not None:
+            with anyio.CancelScope(shield=True):
+                await bridge.abandon()
+        raise
+    if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
+        return failed_run(outcome[0], started)
+    return result
 
-        try:
-            # No deadline: a sync run is bounded by its workflow's own timeout.
-            result = await answer(state, work, cache_hit=False, deadline=None)
-        except anyio.get_cancelled_exc_class():
-            if bridge is not None:
-                with anyio.CancelScope(shield=True):
-                    await bridge.abandon()
-            raise
-        if outcome and outcome[0].mode == "sync" and outcome[0].status != "completed":
-            return failed_run(outcome[0], started)
-        return result
 
-    async def list_workflows(
-        enabled: Annotated[
-            bool | None, Field(description="Only enabled (or disabled) ones")
-        ] = None,
-    ) -> ListResult:
-        return await answer(
-            state, lambda: _engine(state).list_workflows(enabled), cache_hit=False, wait_ready=False
-        )
+@tool("List workflows", LIST_WORKFLOWS, toolset="workflows", cache_hit=False, wait_ready=False)
+def list_workflows(
+    state: ServerState,
+    enabled: Annotated[bool | None, Field(description="Only enabled (or disabled) ones")] = None,
+) -> ListWorkflowsData:
+    return _engine(state).list_workflows(enabled)
 
-    async def get_workflow_status(
-        executionId: Annotated[str, Field(description="From trigger_workflow or the history")],  # noqa: N803
-    ) -> StatusResult:
-        return await answer(
-            state, lambda: _engine(state).get_status(executionId), cache_hit=False, wait_ready=False
-        )
 
-    async def get_workflow_history(
-        workflowId: Annotated[str | None, Field(description="Only this workflow")] = None,  # noqa: N803
-        limit: HistoryLimit = 20,
-        offset: Offset = 0,
-        status: Annotated[
-            ExecutionStatus | None, Field(description="Only executions in this state")
-        ] = None,
-    ) -> HistoryResult:
-        def work() -> WorkflowHistoryData:
-            return _engine(state).get_history(workflowId or None, limit, offset, status)
+@tool(
+    "Workflow execution status",
+    GET_WORKFLOW_STATUS,
+    toolset="workflows",
+    cache_hit=False,
+    wait_ready=False,
+)
+def get_workflow_status(
+    state: ServerState,
+    executionId: Annotated[str, Field(description="From trigger_workflow or the history")],
+) -> WorkflowStatusData:
+    return _engine(state).get_status(executionId)
 
-        return await answer(state, work, cache_hit=False, wait_ready=False)
 
-    trigger = make_tool(
-        trigger_workflow,
-        state,
-        title="Trigger workflow",
-        description=TRIGGER_WORKFLOW,
-        cache_hit=False,
-    )
-    trigger.fn_metadata.arg_model = TriggerArguments
-    trigger.parameters = TriggerArguments.model_json_schema(by_alias=True)
-    # A workflow may write to the vault, and running it twice runs it twice.
-    trigger.annotations = ToolAnnotations(
-        title="Trigger workflow",
-        read_only_hint=False,
-        destructive_hint=True,
-        idempotent_hint=False,
-        open_world_hint=False,
-    )
-    tools: list[Tool] = [
-        make_tool(
-            list_workflows,
-            state,
-            title="List workflows",
-            description=LIST_WORKFLOWS,
-            cache_hit=False,
-        ),
-        make_tool(
-            get_workflow_status,
-            state,
-            title="Workflow execution status",
-            description=GET_WORKFLOW_STATUS,
-            cache_hit=False,
-        ),
-        make_tool(
-            get_workflow_history,
-            state,
-            title="Workflow history",
-            description=GET_WORKFLOW_HISTORY,
-            cache_hit=False,
-        ),
-    ]
-    # A reader with a queue (PostgreSQL) records runs for the workers: the executions' rows
-    # and jobs are all it writes, never the notes (`runtime.app.reader_queues`).
-    if not state.app.settings.read_only or state.app.queue_db is not None:
-        tools.insert(0, trigger)
-    return tools
+@tool(
+    "Workflow history", GET_WORKFLOW_HISTORY, toolset="workflows", cache_hit=False, wait_ready=False
+)
+def get_workflow_history(
+    state: ServerState,
+    workflowId: Annotated[str | None, Field(description="Only this workflow")] = None,
+    limit: HistoryLimit = 20,
+    offset: Offset = 0,
+    status: Annotated[
+        ExecutionStatus | None, Field(description="Only executions in this state")
+    ] = None,
+) -> WorkflowHistoryData:
+    return _engine(state).get_history(workflowId or None, limit, offset, status)

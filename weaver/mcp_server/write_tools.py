@@ -11,17 +11,16 @@ delete find their work done and refuse or report it).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any
 
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import AfterValidator, Field
 
 from weaver.edits import daily, notes
+from weaver.edits.steps import CacheSync
 from weaver.mcp_server.arguments import NotePath
-from weaver.mcp_server.envelope import answer, make_tool
-from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.state import ServerState
 
@@ -119,119 +118,97 @@ Links to it become broken links. A path with no note answers `deleted: false`, n
 Example: {"path": "inbox/old draft.md"}."""
 
 
-def _hints(title: str, *, destructive: bool) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=False,
-        destructive_hint=destructive,
-        idempotent_hint=True,
-        open_world_hint=False,
+def cache_sync(state: ServerState) -> CacheSync:
+    """How a writing tool brings the cache along before it answers: at once while this process
+    holds the writer lock (asked at the moment of the sync), else by waiting for the writer."""
+
+    def sync(expected: Mapping[str, str | None]) -> bool:
+        return sync_cache(state.app, expected, holds_writer=state.writer)
+
+    return sync
+
+
+def written(result: notes.Written) -> WriteData:
+    return WriteData(
+        path=result.path,
+        content_hash=result.content_hash,
+        size=result.size,
+        changed=result.changed,
+        cache_synced=result.cache_synced,
     )
 
 
-def build_write_tools(state: ServerState) -> list[Tool]:
-    """The write tools, or none at all when the vault is configured read-only."""
+@tool("Create note", CREATE_FILE, toolset="edit", writes=True)
+def create_file(
+    state: ServerState,
+    path: NotePath,
+    content: Annotated[str, Field(description="Markdown text of the note")] = "",
+    frontmatter: Frontmatter = None,
+    tags: Tags = None,
+    template: Annotated[
+        str | None,
+        Field(description="A note of the templates folder to start from, e.g. 'Meeting'"),
+    ] = None,
+) -> WriteData:
     app = state.app
-    if app.settings.read_only:
-        return []
+    text = content
+    if template is not None:
+        now = dt.datetime.now().astimezone()
+        filled = daily.render_template_note(app, template, path, now)
+        text = filled + ("\n" + content if content and filled else content)
+    return written(notes.create_note(app, path, text, frontmatter, tags, cache_sync(state)))
 
-    def sync(expected: Mapping[str, str | None]) -> bool:
-        return sync_cache(app, expected, holds_writer=state.writer)
 
-    def written(result: notes.Written) -> WriteData:
-        return WriteData(
-            path=result.path,
-            content_hash=result.content_hash,
-            size=result.size,
-            changed=result.changed,
-            cache_synced=result.cache_synced,
-        )
+@tool("Update note", UPDATE_FILE, toolset="edit", writes=True, destructive=True)
+def update_file(
+    state: ServerState,
+    path: NotePath,
+    content: Annotated[
+        str | None, Field(description="New text (the body, unless it has frontmatter)")
+    ] = None,
+    frontmatter: Frontmatter = None,
+    tags: Tags = None,
+    expectedHash: Annotated[
+        str | None, Field(description="contentHash the note must still have, else refused")
+    ] = None,
+) -> WriteData:
+    result = notes.update_note(
+        state.app,
+        path,
+        content=content,
+        frontmatter=frontmatter,
+        tags=tags,
+        expected_hash=expectedHash,
+        sync=cache_sync(state),
+    )
+    return written(result)
 
-    async def create_file(
-        path: NotePath,
-        content: Annotated[str, Field(description="Markdown text of the note")] = "",
-        frontmatter: Frontmatter = None,
-        tags: Tags = None,
-        template: Annotated[
-            str | None,
-            Field(description="A note of the templates folder to start from, e.g. 'Meeting'"),
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[WriteData]]:
-        def work() -> WriteData:
-            text = content
-            if template is not None:
-                now = dt.datetime.now().astimezone()
-                filled = daily.render_template_note(app, template, path, now)
-                text = filled + ("\n" + content if content and filled else content)
-            return written(notes.create_note(app, path, text, frontmatter, tags, sync))
 
-        return await answer(state, work, cache_hit=False, writes=True)
+@tool("Move note", MOVE_FILE, toolset="edit", writes=True, destructive=True)
+def move_file(
+    state: ServerState,
+    path: NotePath,
+    newPath: Annotated[
+        str, Field(description="New path relative to the vault root, or a folder + '/'")
+    ],
+) -> MoveData:
+    result = notes.move_note(state.app, path, newPath, cache_sync(state))
+    return MoveData(
+        path=result.path,
+        old_path=result.old_path,
+        content_hash=result.content_hash,
+        rewritten=[RewrittenNote(path=p, links=n) for p, n in result.rewritten.items()],
+        failed=list(result.failed),
+        cache_synced=result.cache_synced,
+    )
 
-    async def update_file(
-        path: NotePath,
-        content: Annotated[
-            str | None, Field(description="New text (the body, unless it has frontmatter)")
-        ] = None,
-        frontmatter: Frontmatter = None,
-        tags: Tags = None,
-        expectedHash: Annotated[  # noqa: N803  (the contract's camelCase argument)
-            str | None, Field(description="contentHash the note must still have, else refused")
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[WriteData]]:
-        def work() -> WriteData:
-            result = notes.update_note(
-                app,
-                path,
-                content=content,
-                frontmatter=frontmatter,
-                tags=tags,
-                expected_hash=expectedHash,
-                sync=sync,
-            )
-            return written(result)
 
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    async def move_file(
-        path: NotePath,
-        newPath: Annotated[  # noqa: N803  (the contract's camelCase argument)
-            str, Field(description="New path relative to the vault root, or a folder + '/'")
-        ],
-    ) -> Annotated[CallToolResult, Envelope[MoveData]]:
-        def work() -> MoveData:
-            result = notes.move_note(app, path, newPath, sync)
-            return MoveData(
-                path=result.path,
-                old_path=result.old_path,
-                content_hash=result.content_hash,
-                rewritten=[RewrittenNote(path=p, links=n) for p, n in result.rewritten.items()],
-                failed=list(result.failed),
-                cache_synced=result.cache_synced,
-            )
-
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    async def delete_file(path: NotePath) -> Annotated[CallToolResult, Envelope[DeleteData]]:
-        def work() -> DeleteData:
-            result = notes.delete_note(app, path, sync)
-            return DeleteData(
-                path=result.path,
-                deleted=result.trash_path is not None,
-                trash_path=result.trash_path,
-                cache_synced=result.cache_synced,
-            )
-
-        return await answer(state, work, cache_hit=False, writes=True)
-
-    specs: list[tuple[Callable[..., Any], str, str, bool]] = [
-        (create_file, "Create note", CREATE_FILE, False),
-        (update_file, "Update note", UPDATE_FILE, True),
-        (move_file, "Move note", MOVE_FILE, True),
-        (delete_file, "Delete note", DELETE_FILE, True),
-    ]
-    tools: list[Tool] = []
-    for fn, title, description, destructive in specs:
-        tool = make_tool(fn, state, title=title, description=description, cache_hit=False)
-        tool.annotations = _hints(title, destructive=destructive)
-        tools.append(tool)
-    return tools
+@tool("Delete note", DELETE_FILE, toolset="edit", writes=True, destructive=True)
+def delete_file(state: ServerState, path: NotePath) -> DeleteData:
+    result = notes.delete_note(state.app, path, cache_sync(state))
+    return DeleteData(
+        path=result.path,
+        deleted=result.trash_path is not None,
+        trash_path=result.trash_path,
+        cache_synced=result.cache_synced,
+    )

@@ -1,0 +1,218 @@
+"""The tools as module-level functions: `@tool(...)` declares one with its `ToolSpec`, and
+`tools_of(state, *modules)` binds a module's tools to one server's state for the SDK.
+
+A tool function's first parameter is supplied, never asked of the client: the server's
+`ServerState` (or what the spec's `using` makes of it once per server, shared by every tool
+with the same `using`). The other parameters are the tool's arguments; their annotations are
+its input schema, exactly as the SDK reads a plain function's.
+
+A plain function is the tool's work: it runs in a worker thread through `envelope.answer`
+(on the write gate when the spec `writes`), and what it returns is the envelope's `data`, whose
+model (its return annotation, or `output`) is the tool's output schema. An `async` function
+answers for itself with a finished envelope: the few tools that need the event loop (a
+workflow run's progress and cancellation, a health check that must not wait for readiness).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel
+
+from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.schemas import Envelope
+from weaver.runtime.state import ServerState
+
+# The groups a user will pick tools by (docs/tools.md lists which tool is in which).
+Toolset = Literal["notes", "search", "graph", "tags", "edit", "workflows", "records", "system"]
+TOOLSETS: tuple[Toolset, ...] = (
+    "notes",
+    "search",
+    "graph",
+    "tags",
+    "edit",
+    "workflows",
+    "records",
+    "system",
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a tool is, apart from its arguments: how it is listed, grouped and run.
+
+    `writes`: it may change the vault, so it is left out when the settings say `read_only`
+    (unless `queues_runs`: a reader with a PostgreSQL queue records runs for the workers
+    without writing notes) and, when it is a plain function, runs on the write gate.
+    `cache_hit`: answered from the cache (the envelope's `cacheHit`; the shared read threads).
+    `wait_ready`: waits for the initial index before it runs.
+    `output`: the data model of the envelope, where the work returns something else (a
+    lighter model, or the model's wire form already built).
+    `arguments`: an argument model replacing the signature's, for wire names that cannot be
+    Python parameters (`async`).
+    """
+
+    name: str
+    title: str
+    description: str
+    toolset: Toolset
+    writes: bool = False
+    destructive: bool = False
+    idempotent: bool = True
+    cache_hit: bool = True
+    wait_ready: bool = True
+    queues_runs: bool = False
+    output: type[BaseModel] | None = None
+    arguments: type[ArgModelBase] | None = None
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        return ToolAnnotations(
+            title=self.title,
+            read_only_hint=not self.writes,
+            destructive_hint=self.destructive,
+            idempotent_hint=self.idempotent,
+            open_world_hint=False,
+        )
+
+    def offered(self, state: ServerState) -> bool:
+        """Whether a server with this state lists the tool."""
+        app = state.app
+        if not self.writes or not app.settings.read_only:
+            return True
+        return self.queues_runs and app.queue_db is not None
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """A tool function with its spec (what `@tool` makes of the function)."""
+
+    spec: ToolSpec
+    fn: Callable[..., Any]
+    using: Callable[[ServerState], object] | None = None
+
+
+def tool(
+    title: str,
+    description: str,
+    *,
+    toolset: Toolset,
+    writes: bool = False,
+    destructive: bool = False,
+    idempotent: bool = True,
+    cache_hit: bool | None = None,
+    wait_ready: bool = True,
+    queues_runs: bool = False,
+    output: type[BaseModel] | None = None,
+    arguments: type[ArgModelBase] | None = None,
+    using: Callable[[ServerState], object] | None = None,
+) -> Callable[[Callable[..., Any]], ToolDef]:
+    """Declare the function as a tool named after it; `cache_hit` defaults to not `writes`."""
+
+    def declare(fn: Callable[..., Any]) -> ToolDef:
+        spec = ToolSpec(
+            name=fn.__name__,
+            title=title,
+            description=description,
+            toolset=toolset,
+            writes=writes,
+            destructive=destructive,
+            idempotent=idempotent,
+            cache_hit=not writes if cache_hit is None else cache_hit,
+            wait_ready=wait_ready,
+            queues_runs=queues_runs,
+            output=output,
+            arguments=arguments,
+        )
+        return ToolDef(spec, fn, using)
+
+    return declare
+
+
+def defs_of(*modules: ModuleType) -> list[ToolDef]:
+    """The tools the modules declare, module by module in the order given, each in the order
+    of its definitions (the order tools/list answers in). A name declared twice is refused."""
+    found: dict[str, ToolDef] = {}
+    for module in modules:
+        for value in vars(module).values():
+            if not isinstance(value, ToolDef) or value.fn.__module__ != module.__name__:
+                continue  # not a tool, or one imported from another module
+            if value.spec.name in found:
+                raise ValueError(f"two tools are named {value.spec.name!r}")
+            found[value.spec.name] = value
+    return list(found.values())
+
+
+def tools_of(state: ServerState, *modules: ModuleType) -> list[Tool]:
+    """The modules' tools this server offers, bound to its state."""
+    made: dict[Callable[[ServerState], object], object] = {}
+    tools: list[Tool] = []
+    for found in defs_of(*modules):
+        if not found.spec.offered(state):
+            continue
+        supplied: object = state
+        if found.using is not None:
+            if found.using not in made:
+                made[found.using] = found.using(state)
+            supplied = made[found.using]
+        tools.append(bind(found, state, supplied))
+    return tools
+
+
+def bind(found: ToolDef, state: ServerState, supplied: object) -> Tool:
+    spec = found.spec
+    tool = make_tool(
+        BoundTool(found, state, supplied),
+        state,
+        title=spec.title,
+        description=spec.description,
+        cache_hit=spec.cache_hit,
+        annotations=spec.annotations,
+    )
+    if spec.arguments is not None:
+        tool.fn_metadata.arg_model = spec.arguments
+        tool.parameters = spec.arguments.model_json_schema(by_alias=True)
+    return tool
+
+
+class BoundTool:
+    """A tool function with its first parameter supplied: what the SDK registers.
+
+    The SDK reads a callable's `__signature__` for the input schema and its return annotation
+    for the output schema: here the function's own, less the supplied parameter, and, for a
+    plain function, returning the envelope of what it returns."""
+
+    def __init__(self, found: ToolDef, state: ServerState, supplied: object) -> None:
+        self._found = found
+        self._state = state
+        self._supplied = supplied
+        self._is_async = inspect.iscoroutinefunction(found.fn)
+        signature = inspect.signature(found.fn, eval_str=True)
+        parameters = list(signature.parameters.values())[1:]
+        returns = signature.return_annotation
+        if not self._is_async:
+            returns = Annotated[CallToolResult, Envelope[found.spec.output or returns]]  # type: ignore[misc]
+        self.__name__ = found.spec.name
+        self.__signature__ = signature.replace(parameters=parameters, return_annotation=returns)
+        self.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+
+    async def __call__(self, **arguments: Any) -> Any:
+        fn = self._found.fn
+        if self._is_async:
+            return await fn(self._supplied, **arguments)
+        spec = self._found.spec
+        return await answer(
+            self._state,
+            functools.partial(fn, self._supplied, **arguments),
+            cache_hit=spec.cache_hit,
+            wait_ready=spec.wait_ready,
+            writes=spec.writes,
+        )
