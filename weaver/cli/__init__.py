@@ -1,7 +1,7 @@
 """The `weaver` command line: a thin edge over the core; errors become one line and an exit code.
 
 Exit codes: 0 success, 1 a runtime failure, 2 bad usage or configuration (argparse's own code).
-What a command prints for a person is rendered by `weaver.console`; `--json` prints the core's
+What a command prints for a person is rendered by `weaver.cli.console`; `--json` prints the core's
 data as it is.
 """
 
@@ -24,10 +24,7 @@ from rich.console import Console
 
 from weaver import __version__
 from weaver.cache.executions import EXECUTION_STATUSES
-from weaver.cli_edits import add_edit_commands
-from weaver.cli_tags import add_tag_commands
-from weaver.config import Settings, expected, find_config_file, load_settings, shown
-from weaver.console import (
+from weaver.cli.console import (
     IndexDisplay,
     add_command,
     clip,
@@ -39,6 +36,9 @@ from weaver.console import (
     log_stream,
     when,
 )
+from weaver.cli.edit_commands import add_edit_commands
+from weaver.cli.tag_commands import add_tag_commands
+from weaver.config import Settings, expected, find_config_file, load_settings, shown
 from weaver.engine.analysis import parse_moment
 from weaver.errors import CacheError, ConfigError, DaemonError, WeaverError
 from weaver.host.app import App, open_app
@@ -142,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     add_index_commands(commands)
     add_workflow_commands(commands)
-    add_tag_commands(commands)  # weaver.cli_tags
-    add_edit_commands(commands)  # weaver.cli_edits
+    add_tag_commands(commands)  # weaver.cli.tag_commands
+    add_edit_commands(commands)  # weaver.cli.edit_commands
     add_search_command(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
@@ -816,7 +816,3 @@ def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:
 def run() -> None:
     structlog.contextvars.clear_contextvars()
     sys.exit(main())
-
-
-if __name__ == "__main__":
-    run()
