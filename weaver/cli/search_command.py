@@ -40,36 +40,25 @@ def add_search_command(commands: Any) -> None:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """`weaver search`: the same search as the `search_notes` tool, from a shell."""
-    from weaver.cache import fts
-    from weaver.cache.read import read_snapshot
-    from weaver.markdown.patterns import normalize_tag
-    from weaver.semantic.pages import MeaningHit, choose_mode, search_by_meaning
+    from weaver.cache.graph import names_cache
+    from weaver.mcp_server.arguments import normalize_directory, tag_key
+    from weaver.search import SearchRequest, SearchSources, find_notes
 
-    limit = max(1, min(args.limit, 100))
-    folder = args.directory.strip("/") if args.directory else None
-    tag = normalize_tag(args.tag.strip().lstrip("#")) if args.tag else None  # as the tools
+    request = SearchRequest(
+        args.query,
+        args.mode,
+        normalize_directory(args.directory),
+        tag_key(args.tag) if args.tag else None,  # as the tools
+        limit=max(1, min(args.limit, 100)),
+    )
     app = open_app(settings)
     try:
         _refresh_for_search(settings, app, embed=args.update)
-        with read_snapshot(app.db) as conn:
-            mode = choose_mode(app, conn, args.mode)
-            if mode == "keyword":
-                expression = fts.fts_query(args.query)
-                found = (
-                    fts.search(conn, expression, limit, 0, directory=folder, tag=tag)
-                    if expression
-                    else fts.SearchPage([], 0)
-                )
-                hits = [
-                    MeaningHit(h.path, h.title, h.snippet, h.score, (), h.modified)
-                    for h in found.hits
-                ]
-                coverage, partial = None, False
-            else:
-                page = search_by_meaning(app, conn, args.query, mode, limit, 0, folder, tag)
-                hits, coverage, partial = page.hits, page.coverage, not page.complete
+        sources = SearchSources(app.db, names_cache().get, app.semantic, settings.semantic)
+        found = find_notes(sources, request)
     finally:
         app.close()
+    hits, mode, coverage = found.hits, found.mode, found.coverage
     if args.json:
         rows = [
             {"path": h.path, "title": h.title, "score": h.score, "snippet": h.snippet} for h in hits
@@ -86,7 +75,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for h in hits
     ]
     print(format_table(("score", "path", "passage"), table) if table else "no notes found")
-    if partial and not args.update:
+    if not found.complete and not args.update:
         print("(`--update` embeds the rest first, unless a running daemon is doing it)")
     return 0
 

@@ -21,7 +21,8 @@ from weaver.mcp_server.arguments import NotePath, SimilarLimit
 from weaver.mcp_server.envelope import answer, make_tool
 from weaver.mcp_server.schemas import Envelope, WireModel
 from weaver.mcp_server.state import ServerState
-from weaver.semantic.pages import list_page
+from weaver.search import list_hits
+from weaver.semantic.search import describe_coverage
 from weaver.views.names import NameMatch
 
 # Candidates per name for the semantic strategy of resolve_names (the rest are alternatives).
@@ -100,7 +101,7 @@ def build_semantic_tools(state: ServerState) -> list[Tool]:
                     raise NoteNotFoundError(clean)
                 linked = vectors.linked_paths(conn, clean)
                 page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
-                listed = list_page(conn, page)
+                listed = list_hits(conn, page)
             results = [
                 SimilarNoteInfo(
                     path=h.path,
@@ -110,7 +111,7 @@ def build_semantic_tools(state: ServerState) -> list[Tool]:
                     tags=list(h.tags),
                     linked=h.path in linked,
                 )
-                for h in listed.hits
+                for h in listed
             ]
             return SimilarNotesData(
                 path=clean,
@@ -118,7 +119,7 @@ def build_semantic_tools(state: ServerState) -> list[Tool]:
                 total=page.total,
                 limit=limit,
                 has_more=len(results) < page.total,
-                coverage=listed.coverage,
+                coverage=describe_coverage(page.coverage),
             )
 
         return await answer(state, work)
