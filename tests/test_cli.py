@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from weaver import console
-from weaver.cli import build_parser, main
+from weaver.cli import build_parser, console, main
 from weaver.config import load_settings
 from weaver.engine import WorkflowEngine, load_registry
 from weaver.runtime.app import open_app

@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from weaver.console import IndexDisplay, ago, format_state, summarise_result, without_path
+from weaver.cli.console import IndexDisplay, ago, format_state, summarise_result, without_path
 
 
 @pytest.mark.parametrize(

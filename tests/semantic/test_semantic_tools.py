@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_info
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
-from weaver.semantic import pages
+from weaver.search import modes
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import embed_pending
 
@@ -166,7 +166,7 @@ async def test_without_the_extra_semantic_modes_say_how_to_enable_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("weaver.semantic.model.semantic_installed", lambda: False)
-    monkeypatch.setattr(pages, "semantic_installed", lambda: False)
+    monkeypatch.setattr(modes, "semantic_installed", lambda: False)
     root = write_files(tmp_path / "vault", NOTES)
     served = serve(Settings(vault=root))
     try:

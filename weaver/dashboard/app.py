@@ -52,7 +52,7 @@ from weaver.engine.errors import (
 from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
 from weaver.json_nesting import load_json
 from weaver.runtime.state import ServerState
-from weaver.semantic.pages import SearchMode
+from weaver.search import SearchMode, SearchRequest
 
 MAX_FORM_BYTES = 1_000_000
 Handler = Callable[[Request], Awaitable[Response]]
@@ -260,8 +260,11 @@ class Dashboard:
         query = request.query_params.get("q", "")
         offset = _int(request.query_params.get("offset"), 0)
         mode = SEARCH_MODES.get(request.query_params.get("mode", ""))
-        found = await anyio.to_thread.run_sync(data.search_notes, self.state, query, offset, mode)
-        return self.render(request, "search.html", s=found, per_page=data.SEARCH_PER_PAGE)
+        asked = SearchRequest(query, mode, limit=data.SEARCH_PER_PAGE, offset=offset)
+        view = await anyio.to_thread.run_sync(data.search_notes, self.state, asked)
+        return self.render(
+            request, "search.html", s=view.results, error=view.error, per_page=view.results.limit
+        )
 
     async def note(self, request: Request) -> Response:
         path = request.path_params["path"]

@@ -2,7 +2,7 @@
 
 Blocking (SQL, files): the routes call these in a worker thread. Nothing here writes SQL of
 its own: runs come from `WorkflowEngine` (`get_history`, `get_status`, `list_workflows`),
-notes from `cache.read`, `cache.fts` and `views.graph`, vault problems from
+notes from `cache.read`, `weaver.search` and `views.graph`, vault problems from
 `cache.vault_health`, health from `compute_health` (the same report as `GET /health`).
 """
 
@@ -16,9 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from sqlalchemy import Connection
-
-from weaver.cache import executions, fts, read, vault_health
+from weaver.cache import executions, read, vault_health
 from weaver.cache import graph as cache_graph
 from weaver.cache.read import FileDetail, VaultStats
 from weaver.edits import history
@@ -37,7 +35,7 @@ from weaver.paging import Page, page_of
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.health import Health, compute_health
 from weaver.runtime.state import ServerState
-from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
+from weaver.search import SearchRequest, SearchResults, SearchSources, find_notes
 from weaver.views import graph as g
 from weaver.views import health
 
@@ -380,51 +378,22 @@ def load_vault_health(
 
 
 @dataclass(frozen=True, slots=True)
-class SearchHit:
-    path: str
-    title: str
-    snippet: str
-    modified: int
+class SearchView:
+    results: SearchResults
+    error: str | None = None  # why the search could not run (semantic search unavailable)
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResults:
-    query: str
-    hits: list[SearchHit]
-    total: int
-    offset: int
-    mode: SearchMode
-    coverage: str | None = None  # how much of the vault the vectors cover, for those modes
-    error: str | None = None
-
-
-def search_notes(
-    state: ServerState, query: str, offset: int, asked: SearchMode | None = None
-) -> SearchResults:
-    """The `search_notes` tool's search: by words, or by meaning where the semantic extra
-    runs (hybrid by default once every note is embedded, as the tool chooses)."""
+def search_notes(state: ServerState, request: SearchRequest) -> SearchView:
+    """The `search_notes` tool's search, with its ranking, filters and default mode."""
     app = state.app
-    with read.read_snapshot(app.db) as conn:
-        mode = choose_mode(app, conn, asked)
-        if not query.strip():
-            return SearchResults(query, [], 0, 0, mode)
-        if mode == "keyword":
-            return _by_words(conn, query, offset)
-        try:
-            page = search_by_meaning(app, conn, query, mode, SEARCH_PER_PAGE, offset, None, None)
-        except SemanticUnavailableError as exc:
-            return SearchResults(query, [], 0, offset, mode, error=str(exc))
-    hits = [SearchHit(h.path, h.title, h.snippet, h.modified) for h in page.hits]
-    return SearchResults(query, hits, page.total, offset, mode, coverage=page.coverage)
-
-
-def _by_words(conn: Connection, query: str, offset: int) -> SearchResults:
-    expression = fts.fts_query(query)
-    if expression is None:
-        return SearchResults(query, [], 0, 0, "keyword")
-    page = fts.search(conn, expression, SEARCH_PER_PAGE, offset)
-    hits = [SearchHit(h.path, h.title, h.snippet, h.modified) for h in page.hits]
-    return SearchResults(query, hits, page.total, offset, "keyword")
+    sources = SearchSources(app.db, state.name_index.get, app.semantic, app.settings.semantic)
+    try:
+        return SearchView(find_notes(sources, request))
+    except SemanticUnavailableError as exc:  # only a mode asked for: the default falls back
+        failed = SearchResults(
+            request.query, [], 0, request.limit, request.offset, request.mode or "keyword"
+        )
+        return SearchView(failed, error=str(exc))
 
 
 @dataclass(frozen=True, slots=True)

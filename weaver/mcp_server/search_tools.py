@@ -1,19 +1,17 @@
 """`search_notes`: full-text search over the notes' titles and bodies (SQLite FTS5, BM25).
 
-A thin edge over `weaver.cache.fts`: the user's text becomes a safe FTS5 expression there
-(`fts_query`), and the folder and tag filters are the ones `query_files` applies.
+A thin edge over `weaver.search`, whose page `weaver search` and the dashboard show too; the
+folder and tag filters are the ones `query_files` applies.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Literal
+from typing import Annotated
 
-from mcp_types import CallToolResult
 from pydantic import Field
-from sqlalchemy import Connection
 
-from weaver.cache import fts, read
+from weaver.cache import read
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
     Directory,
@@ -24,12 +22,9 @@ from weaver.mcp_server.arguments import (
     normalize_directory,
 )
 from weaver.mcp_server.catalog import tool
-from weaver.mcp_server.envelope import answer
-from weaver.mcp_server.schemas import Envelope, WireModel
+from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.state import ServerState
-from weaver.semantic.pages import SearchMode, choose_mode, search_by_meaning
-
-MAX_NAME = 200  # longer text is no note's name
+from weaver.search import SearchMode, SearchRequest, SearchSources, find_notes
 
 
 class SearchHitInfo(WireModel):
@@ -96,18 +91,8 @@ the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
-def named(state: ServerState, conn: Connection, query: str) -> list[str]:
-    """The notes named exactly `query` (title, file name, alias or path, ignoring case): they
-    rank first when they match it."""
-    words = " ".join(query.replace('"', " ").split())
-    if not words or len(words) > MAX_NAME:
-        return []
-    (match,) = state.name_index.get(conn).resolve([words], "exact")
-    return [match.path, *match.alternatives] if match.path else []
-
-
 @tool("Full-text search", SEARCH_NOTES, toolset="search")
-async def search_notes(
+def search_notes(
     state: ServerState,
     query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
     limit: SearchLimit = 20,
@@ -118,72 +103,24 @@ async def search_notes(
         SearchMode | None,
         Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
     ] = None,
-) -> Annotated[CallToolResult, Envelope[SearchNotesData]]:
+) -> SearchNotesData:
     app = state.app
-
-    def work() -> SearchNotesData:
-        # One snapshot for the mode, the page and its tags: on PostgreSQL each is a
-        # connection's transaction (and round trips) of its own.
+    request = SearchRequest(
+        query, mode, normalize_directory(directory), filter_tag(tag), limit, offset
+    )
+    sources = SearchSources(app.db, state.name_index.get, app.semantic, app.settings.semantic)
+    found = find_notes(sources, request)
+    if found.fts_query is not None and found.total == 0 and request.directory:
         with read.read_snapshot(app.db) as conn:
-            chosen = choose_mode(app, conn, mode)
-            if chosen == "keyword":
-                return by_keyword(conn)
-            return by_meaning(conn, chosen)
-
-    def by_keyword(conn: Connection) -> SearchNotesData:
-        expression = fts.fts_query(query)
-        hits: list[SearchHitInfo] = []
-        total = 0
-        if expression is not None:
-            folder = normalize_directory(directory)
-            page = fts.search(
-                conn,
-                expression,
-                limit,
-                offset,
-                directory=folder,
-                tag=filter_tag(tag),
-                pinned=named(state, conn, query),
-            )
-            if page.total == 0:
-                hints.check_folder(state, conn, folder)
-            tags = read.tags_of(conn, [h.path for h in page.hits])
-            total = page.total
-            hits = [
-                SearchHitInfo(
-                    path=h.path,
-                    title=h.title,
-                    snippet=h.snippet,
-                    score=h.score,
-                    tags=list(tags.get(h.path, ())),
-                    modified=h.modified,
-                )
-                for h in page.hits
-            ]
-        return SearchNotesData(
-            query=echo(query),
-            fts_query=None if expression is None else echo(fts.unsegment(expression)),
-            results=hits,
-            total=total,
-            limit=limit,
-            offset=offset,
-            has_more=offset + len(hits) < total,
-        )
-
-    def by_meaning(conn: Connection, chosen: Literal["semantic", "hybrid"]) -> SearchNotesData:
-        folder = normalize_directory(directory)
-        page = search_by_meaning(app, conn, query, chosen, limit, offset, folder, filter_tag(tag))
-        hits = [SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in page.hits]
-        return SearchNotesData(
-            query=echo(query),
-            fts_query=None,
-            results=hits,
-            total=page.total,
-            limit=limit,
-            offset=offset,
-            has_more=offset + len(hits) < page.total,
-            mode=chosen,
-            coverage=page.coverage,
-        )
-
-    return await answer(state, work)
+            hints.check_folder(state, conn, request.directory)
+    return SearchNotesData(
+        query=echo(query),
+        fts_query=None if found.fts_query is None else echo(found.fts_query),
+        results=[SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in found.hits],
+        total=found.total,
+        limit=limit,
+        offset=offset,
+        has_more=found.has_more,
+        mode=found.mode,
+        coverage=found.coverage,
+    )

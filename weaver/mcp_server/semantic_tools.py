@@ -20,7 +20,8 @@ from weaver.mcp_server.schemas import WireModel
 from weaver.paging import has_more
 from weaver.runtime.app import App
 from weaver.runtime.state import ServerState
-from weaver.semantic.pages import list_page
+from weaver.search import list_hits
+from weaver.semantic.search import describe_coverage
 from weaver.views.names import NameMatch
 
 # Candidates per name for the semantic strategy of resolve_names (the rest are alternatives).
@@ -98,7 +99,7 @@ def get_similar_notes(
             raise NoteNotFoundError(clean)
         linked = vectors.linked_paths(conn, clean)
         page = app.semantic.similar(conn, clean, limit, linked if unlinkedOnly else ())
-        listed = list_page(conn, page)
+        listed = list_hits(conn, page)
     results = [
         SimilarNoteInfo(
             path=h.path,
@@ -108,7 +109,7 @@ def get_similar_notes(
             tags=list(h.tags),
             linked=h.path in linked,
         )
-        for h in listed.hits
+        for h in listed
     ]
     return SimilarNotesData(
         path=clean,
@@ -116,5 +117,5 @@ def get_similar_notes(
         total=page.total,
         limit=limit,
         has_more=has_more(0, len(results), page.total),
-        coverage=listed.coverage,
+        coverage=describe_coverage(page.coverage),
     )

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
+from weaver.cli.console import add_command
 from weaver.config import Settings
-from weaver.console import add_command
 from weaver.edits import tags
 from weaver.edits.journal import recover_edits
 from weaver.runtime.app import App, open_app

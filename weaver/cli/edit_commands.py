@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from weaver.cli_tags import fresh_app
+from weaver.cli.console import add_command
+from weaver.cli.tag_commands import fresh_app
 from weaver.config import Settings
-from weaver.console import add_command
 from weaver.edits import history
 from weaver.edits.journal import recover_edits
 from weaver.edits.steps import NoteEditError

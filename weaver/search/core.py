@@ -1,0 +1,122 @@
+"""`find_notes`: a page of notes by words or by meaning, ranked and filtered the same for every
+edge (the `search_notes` tool, `weaver search`, the dashboard)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sqlalchemy import Connection
+
+from weaver.cache import fts, read, vectors
+from weaver.search.modes import choose_mode
+from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
+from weaver.semantic.search import SemanticPage, describe_coverage
+
+MAX_NAME = 200  # longer text is no note's name
+
+
+def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
+    """One page of notes matching `request`, best first, in the mode it asks for (or the
+    default, `choose_mode`'s)."""
+    # One snapshot for the mode, the page and its tags: on PostgreSQL each is a connection's
+    # transaction (and round trips) of its own.
+    with read.read_snapshot(sources.db) as conn:
+        mode = choose_mode(sources, conn, request.mode)
+        if mode == "keyword":
+            return _by_keyword(sources, conn, request)
+        return _by_meaning(sources, conn, request, mode)
+
+
+def _by_keyword(sources: SearchSources, conn: Connection, request: SearchRequest) -> SearchResults:
+    expression = fts.fts_query(request.query)
+    if expression is None:  # no words to search for
+        return _page(request, [], 0, "keyword")
+    page = fts.search(
+        conn,
+        expression,
+        request.limit,
+        request.offset,
+        directory=request.directory,
+        tag=request.tag,
+        pinned=named(sources, conn, request.query),
+    )
+    tags = read.tags_of(conn, [h.path for h in page.hits])
+    hits = [
+        NoteHit(h.path, h.title, h.snippet, h.score, tags.get(h.path, ()), h.modified)
+        for h in page.hits
+    ]
+    return _page(request, hits, page.total, "keyword", fts_query=fts.unsegment(expression))
+
+
+def named(sources: SearchSources, conn: Connection, query: str) -> list[str]:
+    """The notes named exactly `query` (title, file name, alias or path, ignoring case): they
+    rank first when they match it, where BM25 alone could put them anywhere."""
+    words = " ".join(query.replace('"', " ").split())
+    if not words or len(words) > MAX_NAME:
+        return []
+    (match,) = sources.names(conn).resolve([words], "exact")
+    return [match.path, *match.alternatives] if match.path else []
+
+
+def _by_meaning(
+    sources: SearchSources,
+    conn: Connection,
+    request: SearchRequest,
+    mode: Literal["semantic", "hybrid"],
+) -> SearchResults:
+    run = sources.semantic.search if mode == "semantic" else sources.semantic.hybrid
+    page = run(
+        conn,
+        request.query,
+        request.limit,
+        request.offset,
+        directory=request.directory,
+        tag=request.tag,
+    )
+    coverage = describe_coverage(page.coverage)
+    hits = list_hits(conn, page)
+    return _page(
+        request, hits, page.total, mode, coverage=coverage, complete=page.coverage.complete
+    )
+
+
+def list_hits(conn: Connection, page: SemanticPage) -> list[NoteHit]:
+    """A page of vector hits with each note's title, tags and time."""
+    paths = [hit.path for hit in page.hits]
+    listing = vectors.note_listing(conn, paths)
+    tags = read.tags_of(conn, paths)
+    return [
+        NoteHit(
+            path=hit.path,
+            title=listing[hit.path][0],
+            snippet=hit.snippet,
+            score=hit.score,
+            tags=tags.get(hit.path, ()),
+            modified=listing[hit.path][1],
+        )
+        for hit in page.hits
+        if hit.path in listing  # a note deleted since its vectors were loaded
+    ]
+
+
+def _page(
+    request: SearchRequest,
+    hits: list[NoteHit],
+    total: int,
+    mode: Literal["keyword", "semantic", "hybrid"],
+    *,
+    fts_query: str | None = None,
+    coverage: str | None = None,
+    complete: bool = True,
+) -> SearchResults:
+    return SearchResults(
+        request.query,
+        hits,
+        total,
+        request.limit,
+        request.offset,
+        mode,
+        fts_query=fts_query,
+        coverage=coverage,
+        complete=complete,
+    )
