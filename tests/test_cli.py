@@ -20,9 +20,10 @@ import pytest
 from weaver import console
 from weaver.cli import build_parser, main
 from weaver.config import load_settings
-from weaver.engine import WorkflowEngine, load_registry
+from weaver.engine import load_registry
 from weaver.host.app import open_app
 from weaver.host.locks import WriterLock, daemon_lock
+from weaver.runtime.engines import engine_for
 
 PLUGIN = """
 from pydantic import BaseModel
@@ -147,7 +148,7 @@ def test_async_with_a_daemon_queues_for_it(
     settings = load_settings(config_path=config)
     app = open_app(settings)
     try:
-        daemon = WorkflowEngine.for_app(app, load_registry(settings), background="inline")
+        daemon = engine_for(app, load_registry(settings), background="inline")
         daemon.start()
         assert daemon.run_pending() == 1
         daemon.stop()

@@ -23,12 +23,13 @@ from weaver.cache import executions
 from weaver.cache.executions import ExecutionRecord
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
-from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, hosted_engine, workflow
+from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
 from weaver.host.app import App, open_app
 from weaver.mcp_server.serve import bind_socket, http_app, serve_http
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
+from weaver.runtime.engines import hosted_engine
 
 
 class EchoInput(BaseModel):

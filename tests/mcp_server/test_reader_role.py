@@ -21,12 +21,12 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from tests.conftest import write_files
 from weaver.cache.recovery import sqlite_file
 from weaver.config import Settings
-from weaver.engine.engine import reading_engine
 from weaver.errors import CacheError
 from weaver.host.app import App, open_app
 from weaver.host.follow import FeedFollower
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
+from weaver.runtime.engines import reading_engine
 from weaver.vault.fs import CacheOnlyVault
 
 pytestmark = pytest.mark.anyio

@@ -23,6 +23,7 @@ from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState
 from weaver.mcp_server.lifecycle import make_lifespan
 from weaver.mcp_server.workflow_tools import RunBridge, build_workflow_tools
+from weaver.runtime.engines import engine_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
@@ -83,7 +84,7 @@ def served(
     registry = Registry()
     for item in (greet, broken, gated, off, steps, patient):
         registry.register(item)
-    engine = WorkflowEngine.for_app(app, registry, background="threads")
+    engine = engine_for(app, registry, background="threads")
     engine.start()
     state = ServerState(app, watch=False, engine=engine)
     server = MCPServer(

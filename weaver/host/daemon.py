@@ -25,7 +25,6 @@ import structlog
 
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
-from weaver.engine import hosted_engine
 from weaver.errors import DaemonError
 from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app
@@ -41,6 +40,7 @@ from weaver.mcp_server.serve import (
 )
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
+from weaver.runtime.engines import hosted_engine
 
 log = structlog.get_logger(__name__)
 

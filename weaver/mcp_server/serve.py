@@ -31,8 +31,6 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp
 
 from weaver.config import Settings
-from weaver.engine import hosted_engine
-from weaver.engine.engine import reading_engine
 from weaver.errors import ConfigError, DaemonError
 from weaver.host import gc_freeze, gil
 from weaver.host.app import open_app, reader_queues
@@ -42,6 +40,7 @@ from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.state import ServerState
 from weaver.mcp_server.system_tools import compute_health
+from weaver.runtime.engines import hosted_engine, reading_engine
 
 log = structlog.get_logger(__name__)
 

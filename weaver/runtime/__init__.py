@@ -1,0 +1,1 @@
+"""The runtime layer: what a process runs on, wired from the layers below."""
