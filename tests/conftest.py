@@ -15,7 +15,7 @@ from tests.pg_server import PostgresServer, PostgresUnavailableError, start_serv
 from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
-from weaver.engine.engine import Background
+from weaver.engine.dispatch import Background
 from weaver.engine.registry import apply_overrides
 from weaver.runtime.app import App, open_app
 

@@ -19,8 +19,9 @@ import pytest
 
 from weaver.cli import build_parser, console, main
 from weaver.config import load_settings
-from weaver.engine import WorkflowEngine, load_registry
+from weaver.engine import load_registry
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import engine_for
 from weaver.runtime.locks import WriterLock, daemon_lock
 
 PLUGIN = """
@@ -146,7 +147,7 @@ def test_async_with_a_daemon_queues_for_it(
     settings = load_settings(config_path=config)
     app = open_app(settings)
     try:
-        daemon = WorkflowEngine.for_app(app, load_registry(settings), background="inline")
+        daemon = engine_for(app, load_registry(settings), background="inline")
         daemon.start()
         assert daemon.run_pending() == 1
         daemon.stop()

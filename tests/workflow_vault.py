@@ -17,6 +17,7 @@ from weaver.cache.records import RecordFilter, StoredRecord, list_records
 from weaver.engine import Registry, WorkflowEngine, load_registry
 from weaver.engine.payloads import TriggerWorkflowData
 from weaver.runtime.app import App
+from weaver.runtime.engines import engine_for
 
 BUILTIN_IDS = (
     "file-change-logger",
@@ -98,7 +99,7 @@ def workflow_vault(
     """The engine inline, subscribed to the indexer's events, with these built-ins (all by
     default) and their settings."""
     registry = builtin_registry(app, ids or BUILTIN_IDS, settings or {})
-    engine = WorkflowEngine.for_app(app, registry, background="inline")
+    engine = engine_for(app, registry, background="inline")
     engine.start()
     try:
         yield WorkflowVault(app, engine)

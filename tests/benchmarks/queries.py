@@ -312,7 +312,8 @@ def _bench_engine(app: Any) -> Any:
     """A started engine with one trivial workflow, run on the engine's threads as in a server."""
     from pydantic import BaseModel
 
-    from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
+    from weaver.engine import Registry, WorkflowContext, workflow
+    from weaver.runtime.engines import engine_for
 
     class Count(BaseModel):
         n: int = 0
@@ -323,7 +324,7 @@ def _bench_engine(app: Any) -> Any:
 
     registry = Registry()
     registry.register(noop)
-    engine = WorkflowEngine.for_app(app, registry, background="threads")
+    engine = engine_for(app, registry, background="threads")
     engine.start(subscribe=False)
     return engine
 

@@ -25,10 +25,10 @@ from tests.benchmarks.queries import FAST, TOOL_CASES, ToolCase, timed_call
 from tests.benchmarks.report import Figure, latency_figure, percentile
 from tests.benchmarks.vaultgen import VaultFacts
 from weaver.config import Settings
-from weaver.engine import WorkflowEngine
 from weaver.engine.loader import load_registry
 from weaver.mcp_server import build_server
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import engine_for
 from weaver.runtime.state import ServerState
 
 TEMPLATE = ResourceTemplateReference(type="ref/resource", uri="weaver://note/{+path}")
@@ -153,7 +153,7 @@ def run(ctx: BenchContext) -> list[Figure]:
     app = open_app(Settings(vault=ctx.vault(notes), read_only=True))
     try:
         app.indexer.reconcile()
-        engine = WorkflowEngine.for_app(app, load_registry(app.settings))
+        engine = engine_for(app, load_registry(app.settings))
         server = build_server(ServerState(app, watch=False, engine=engine))
 
         spent: dict[str, list[float]] = {}

@@ -33,8 +33,9 @@ from tests.benchmarks.report import Figure
 from tests.benchmarks.worker import clean_env
 from tests.pg_server import PostgresServer, start_server
 from weaver.config import Settings
-from weaver.engine import WorkflowEngine, load_registry
+from weaver.engine import load_registry
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import engine_for
 
 SECTION = "workers"
 WORKER_COUNTS = (1, 2, 4)
@@ -103,7 +104,7 @@ def _measure(settings: Settings, root: Path, workers: int, workflow_id: str, cou
         "semantic = false\nlog_level = 'warning'\n"
     )
     app = open_app(settings)
-    engine = WorkflowEngine.for_app(app, load_registry(settings), background="jobs")
+    engine = engine_for(app, load_registry(settings), background="jobs")
     engine.start(subscribe=False)
     for _ in range(count):  # queued before any worker runs: the figure is the workers' own
         engine.trigger(workflow_id, async_=True, via="bench")

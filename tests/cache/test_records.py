@@ -30,14 +30,14 @@ from weaver.engine import (
     Registry,
     WorkflowContext,
     WorkflowDefinitionError,
-    WorkflowEngine,
     load_registry,
+    retention,
     workflow,
 )
-from weaver.engine import engine as engine_module
 from weaver.mcp_server import record_tools
 from weaver.mcp_server.catalog import tools_of
 from weaver.runtime.app import App
+from weaver.runtime.engines import engine_for
 from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.both_backends
@@ -111,7 +111,7 @@ def test_a_timed_out_attempt_cannot_write_records(app: App) -> None:
 
     registry = Registry()
     registry.register(slow)
-    engine = WorkflowEngine.for_app(app, registry, background="inline")
+    engine = engine_for(app, registry, background="inline")
     engine.start()
     try:
         assert engine.trigger("slow-recorder").status == "failed"
@@ -170,7 +170,7 @@ def test_pruning_drops_old_superseded_records_and_keeps_each_newest(app: App) ->
 def test_the_engine_prunes_by_each_workflows_retention(
     app: App, make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "PRUNE_BATCH", 1)  # a long history, batch by batch
+    monkeypatch.setattr(retention, "PRUNE_BATCH", 1)  # a long history, batch by batch
 
     @workflow(id="chatty", records_retention_days=30)
     def chatty(ctx: WorkflowContext[Any]) -> None: ...

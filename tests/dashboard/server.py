@@ -23,11 +23,12 @@ from weaver.cache import executions
 from weaver.cache.executions import ExecutionRecord
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
-from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, hosted_engine, workflow
+from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
 from weaver.host.serve import http_app
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import App, open_app
+from weaver.runtime.engines import hosted_engine
 from weaver.runtime.http import bind_socket, serve_http
 from weaver.runtime.state import ServerState
 

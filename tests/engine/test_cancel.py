@@ -50,13 +50,13 @@ def test_cancel_right_after_the_claim_waits_for_the_run_to_register(
     process's worker thread takes a moment; a cancel then must not be refused as though
     another process ran it."""
     engine = make_engine(waits, background="threads")
-    registering = engine._attempts
+    registering = engine.runs.executor._attempts
 
     def late(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.3)
         return registering(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_attempts", late)
+    monkeypatch.setattr(engine.runs.executor, "_attempts", late)
     started = engine.trigger("waits", async_=True)
     wait_for(lambda: engine.get_status(started.execution_id).status == "running", 5, "the claim")
     assert engine.cancel(started.execution_id).status == "cancelled"

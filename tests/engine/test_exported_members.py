@@ -11,7 +11,6 @@ EXPORTED = {
     "ENTRY_POINT_GROUP",
     "Registry",
     "WorkflowEngine",
-    "hosted_engine",
     "load_registry",
     # defining a workflow
     "NoInput",

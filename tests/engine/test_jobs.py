@@ -30,6 +30,7 @@ from weaver.engine.jobs import (
 )
 from weaver.engine.worker_schedules import worker_schedules
 from weaver.runtime.app import App
+from weaver.runtime.engines import engine_for
 
 
 @workflow(id="echo", name="Echo")
@@ -51,7 +52,7 @@ def engine_of(app: App, *workflows: Any, background: Any = "jobs") -> WorkflowEn
     registry = Registry()
     for item in workflows:
         registry.register(item)
-    engine = WorkflowEngine.for_app(app, registry, background=background)
+    engine = engine_for(app, registry, background=background)
     engine.start(subscribe=False)
     return engine
 
@@ -83,7 +84,7 @@ def test_a_rolled_back_row_leaves_no_job(pg_app: App) -> None:
     engine = engine_of(pg_app, echo)
     try:
         with pytest.raises(RuntimeError), pg_app.db.begin() as conn:
-            engine._enqueue(engine.registry.require("echo"), engine_trigger(), {}, conn)
+            engine.runs.enqueue(engine.registry.require("echo"), engine_trigger(), {}, conn)
             raise RuntimeError("rolled back")
     finally:
         engine.stop()
@@ -102,7 +103,7 @@ def test_run_job_runs_a_pending_execution_once(pg_app: App) -> None:
         queued = engine.trigger("echo", async_=True)
         assert engine.run_job(queued.execution_id) == "ran"
         assert engine.run_job(queued.execution_id) == "already completed"
-        record = engine._record(queued.execution_id)
+        record = engine.runs.get(queued.execution_id)
         assert (record.status, record.result, record.process) == (
             "completed",
             {"attempt": 1},
@@ -123,7 +124,7 @@ def test_a_run_of_a_stopped_worker_is_taken_over_as_the_next_attempt(pg_app: App
                 .values(status="running", attempt=1, process="elsewhere:42", started=1)
             )
         assert engine.run_job(queued.execution_id) == "ran"
-        record = engine._record(queued.execution_id)
+        record = engine.runs.get(queued.execution_id)
         assert (record.status, record.attempt, record.result) == ("completed", 2, {"attempt": 2})
         assert record.process == engine.process
         assert [(i.attempt, i.reason) for i in record.interruptions] == [
@@ -154,15 +155,15 @@ def test_a_run_its_worker_stopped_under_runs_again_through_its_own_job(pg_app: A
 
     stopper = threading.Thread(target=stop_when_started)
     stopper.start()
-    interrupted = lambda: bool(first._record(queued).interruptions)  # noqa: E731
+    interrupted = lambda: bool(first.runs.get(queued).interruptions)  # noqa: E731
     asyncio.run(work_until(first, interrupted, timeout=30))
     stopper.join(30)
-    assert first._record(queued).status == "pending"
+    assert first.runs.get(queued).status == "pending"
     second = engine_of(pg_app, long)
     try:
-        completed = lambda: second._record(queued).status == "completed"  # noqa: E731
+        completed = lambda: second.runs.get(queued).status == "completed"  # noqa: E731
         asyncio.run(work_until(second, completed, timeout=30))
-        record = second._record(queued)
+        record = second.runs.get(queued)
         assert (record.attempt, record.result) == (2, {"attempt": 2})
         assert [i.reason for i in record.interruptions] == ["interrupted: the engine stopped"]
     finally:
@@ -182,7 +183,7 @@ def test_a_run_left_with_no_job_gets_one_when_queued_again(pg_app: App) -> None:
             assert executions.claim(conn, queued, 1, engine.process, 1)
             conn.execute(text("UPDATE procrastinate_jobs SET status = 'aborted'"))
         assert engine.record_interrupted() == 1
-        assert engine._record(queued).status == "pending"
+        assert engine.runs.get(queued).status == "pending"
         statuses = [status for *_, status in jobs(pg_app.settings.db_url)]
         assert statuses == ["aborted", "todo"]
     finally:
@@ -208,7 +209,7 @@ def test_a_worker_without_the_workflow_records_why_it_refused(pg_app: App) -> No
     try:
         queued = writer.trigger("echo", async_=True)
         assert worker.run_job(queued.execution_id) == "refused"
-        record = worker._record(queued.execution_id)
+        record = worker.runs.get(queued.execution_id)
         assert record.status == "failed"
         assert f"worker {worker.process} has no enabled workflow 'echo'" in (record.error or "")
     finally:
@@ -235,7 +236,7 @@ def test_the_worker_app_runs_executions_and_fires_each_schedule(pg_app: App) -> 
 def test_a_sync_trigger_waits_for_the_workers(pg_app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker is alive (its heartbeat row) but never takes the run: the sync call answers at
     its deadline, saying the run goes on."""
-    monkeypatch.setattr("weaver.engine.engine.SYNC_JOB_SLACK_SECONDS", 1.5)
+    monkeypatch.setattr("weaver.engine.job_dispatch.SYNC_JOB_SLACK_SECONDS", 1.5)
     fast = workflow(id="quick", name="Quick", timeout=0.2)(lambda _ctx: None)
     engine = engine_of(pg_app, fast)
     try:
@@ -270,20 +271,19 @@ def test_a_run_taken_over_elsewhere_is_not_ended_by_its_first_worker(pg_app: App
         queued = engine.trigger("echo", async_=True)
         with pg_app.db.begin() as conn:
             assert executions.claim(conn, queued.execution_id, 1, engine.process, 1)
-        mine = engine._record(queued.execution_id)
+        mine = engine.runs.get(queued.execution_id)
         with pg_app.db.begin() as conn:  # as worker b:2 takes it over, our heartbeat late
             taken = executions.requeue_interrupted(conn, mine, now=2, reason="late", limit=5)
             assert taken == "pending"
             assert executions.claim(conn, queued.execution_id, 1, "b:2", 2)
-        engine._record_end(queued.execution_id, {"status": "completed", "message": "late"}, 3)
-        assert engine._record(queued.execution_id).status == "running"  # b:2's to end
+        engine.runs.ends.record(queued.execution_id, {"status": "completed", "message": "late"}, 3)
+        assert engine.runs.get(queued.execution_id).status == "running"  # b:2's to end
     finally:
         engine.stop()
 
 
 def test_hosts_on_postgresql_hand_runs_and_schedules_to_the_workers(pg_app: App) -> None:
-    from weaver.engine import hosted_engine
-    from weaver.engine.engine import background_for
+    from weaver.runtime.engines import background_for, hosted_engine
 
     assert background_for(pg_app.settings, "threads") == "jobs"
     assert background_for(Settings(vault=pg_app.settings.vault), "threads") == "threads"
@@ -297,7 +297,7 @@ def test_hosts_on_postgresql_hand_runs_and_schedules_to_the_workers(pg_app: App)
 def test_a_reader_process_beside_the_writer_defers_its_runs_as_jobs(pg_app: App) -> None:
     """The writer's HTTP reader processes (`queueing_engine`): on PostgreSQL a run they queue
     must reach the workers as a job; a bare pending row would wait for nobody."""
-    from weaver.engine.engine import queueing_engine
+    from weaver.runtime.engines import queueing_engine
 
     registry = Registry()
     registry.register(echo)

@@ -20,7 +20,7 @@ from tests.helpers import wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution
 from weaver.engine import OnFile, WorkflowContext, workflow
-from weaver.engine.engine import RESUME_LIMIT
+from weaver.engine.runs import RESUME_LIMIT
 from weaver.runtime.app import App
 from weaver.vault.events import NoteModified
 
@@ -85,7 +85,7 @@ def test_a_run_that_failed_by_itself_is_not_resumed(app: App, make_engine: Engin
     first.stop()
     second = make_engine(explode, slow, background="threads", poll=True, workflow_poll_ms=20)
     time.sleep(0.3)
-    records = [second._record(execution_id) for execution_id in failed]
+    records = [second.runs.get(execution_id) for execution_id in failed]
     assert [(r.status, r.attempt, r.interruptions) for r in records] == [("failed", 1, [])] * 2
     assert second.get_history().total == 2
 

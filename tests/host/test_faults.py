@@ -171,7 +171,7 @@ def test_a_run_end_not_recorded_is_retried_until_it_is(
         return real_finish(*args, **kwargs)
 
     monkeypatch.setattr(executions, "finish", full_disk)
-    monkeypatch.setattr("weaver.engine.engine.END_RETRY_SECONDS", 0.05)
+    monkeypatch.setattr("weaver.engine.run_ends.END_RETRY_SECONDS", 0.05)
     started = engine.trigger("quick", async_=True)
     wait_for(lambda: engine.faults, 30, "the fault reported")
     assert "disk is full" in engine.faults[0]

@@ -19,10 +19,10 @@ from sqlalchemy.engine import make_url
 
 from weaver.config import Settings
 from weaver.engine import Registry, WorkflowContext, WorkflowEngine, workflow
-from weaver.engine.engine import reading_engine
 from weaver.engine.jobs import build_worker_app, conninfo_of, ensure_job_schema, worker_queues
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import App, open_app, reader_queues
+from weaver.runtime.engines import engine_for, reading_engine
 from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
@@ -169,7 +169,7 @@ async def test_the_readers_queue_leaves_the_notes_read_only(
 
 
 def worker_engine(app: App) -> WorkflowEngine:
-    engine = WorkflowEngine.for_app(app, registry(), background="jobs")
+    engine = engine_for(app, registry(), background="jobs")
     engine.start(subscribe=False)
     return engine
 

@@ -21,10 +21,10 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from tests.conftest import write_files
 from weaver.cache.recovery import sqlite_file
 from weaver.config import Settings
-from weaver.engine.engine import reading_engine
 from weaver.errors import CacheError
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import App, open_app
+from weaver.runtime.engines import reading_engine
 from weaver.runtime.follow import FeedFollower
 from weaver.runtime.state import ServerState
 from weaver.vault.fs import CacheOnlyVault

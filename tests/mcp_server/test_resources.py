@@ -20,8 +20,9 @@ from mcp_types import PromptReference, ResourceTemplateReference
 from tests.conftest import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
-from weaver.engine import Registry, WorkflowEngine, workflow
+from weaver.engine import Registry, workflow
 from weaver.mcp_server import build_server, resources
+from weaver.runtime.engines import engine_for
 from weaver.runtime.state import ServerState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
@@ -190,9 +191,7 @@ async def test_completions_of_workflow_ids(served: Served) -> None:
     registry = Registry()
     for name in ("daily-review", "Digest", "tagger"):
         registry.register(workflow(id=name, name=name)(lambda ctx: None))
-    state = ServerState(
-        served.app, watch=False, engine=WorkflowEngine.for_app(served.app, registry)
-    )
+    state = ServerState(served.app, watch=False, engine=engine_for(served.app, registry))
     ref = PromptReference(type="ref/prompt", name="any")
     async with Client(build_server(state), mode="legacy") as client:
         done = (await client.complete(ref, {"name": "workflowId", "value": "d"})).completion

@@ -23,6 +23,7 @@ from weaver.mcp_server import workflow_tools
 from weaver.mcp_server.catalog import tools_of
 from weaver.mcp_server.workflow_tools import RunBridge
 from weaver.runtime.app import App, open_app
+from weaver.runtime.engines import engine_for
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.state import ServerState
 
@@ -85,7 +86,7 @@ def served(
     registry = Registry()
     for item in (greet, broken, gated, off, steps, patient):
         registry.register(item)
-    engine = WorkflowEngine.for_app(app, registry, background="threads")
+    engine = engine_for(app, registry, background="threads")
     engine.start()
     state = ServerState(app, watch=False, engine=engine)
     server = MCPServer(

@@ -124,8 +124,8 @@ def _workflow_engine(
     writer lock (and so keeps it fresh already). Without `plugins`, none are imported (the
     history needs only the executions table).
     """
-    from weaver.engine import Registry, WorkflowEngine, load_registry
-    from weaver.engine.engine import background_for
+    from weaver.engine import Registry, load_registry
+    from weaver.runtime.engines import background_for, engine_for
     from weaver.runtime.locks import writer_lock_for
 
     app = open_app(settings)
@@ -138,7 +138,7 @@ def _workflow_engine(
             finally:
                 lock.close()
         registry = load_registry(settings) if plugins else Registry()
-        engine = WorkflowEngine.for_app(app, registry, background=background_for(settings, "queue"))
+        engine = engine_for(app, registry, background=background_for(settings, "queue"))
         engine.start(subscribe=False)
         try:
             yield engine
@@ -162,7 +162,7 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     with _workflow_engine(settings, fresh_cache=not args.async_) as engine:
         try:
             engine.get_runnable(args.workflow).validate_input(data)
-            if args.async_ and engine.jobs is None and not daemon_running(settings.vault):
+            if args.async_ and engine.background != "jobs" and not daemon_running(settings.vault):
                 print(
                     f"weaver: no daemon is running on {settings.vault}, so nothing would run "
                     "the queued workflow: start `weaver daemon`, or trigger without --async",

@@ -6,7 +6,15 @@
     context     `WorkflowContext` and the triggers a workflow can be started by
                 (its `records` are `weaver.cache.records.WorkflowRecords`)
     runner      one attempt: sync or async, bounded by its timeout
-    engine      `WorkflowEngine`: the queue, the workers, and the core behind MCP and CLI
+    engine      `WorkflowEngine`: the core behind MCP and CLI (trigger, status, history,
+                cancel, the change feed), over the parts below
+    dispatch    one strategy per run mode: threads, inline, queue (`job_dispatch`: jobs)
+    runs        the `executions` table as the queue: enqueue, claim, requeue, recover
+    execution   one claimed run: attempts, their context, recording its end
+    live        this process's runs under way: cancel switches, waiters, progress
+    run_ends    ends the cache refused, tried again in the background
+    retention   pruning of run history, records and the change feed
+    jobs        the job system's glue (PostgreSQL); `worker_schedules` its schedules
     payloads    what the core returns (the MCP tools' `data`)
     processes   which process ran an execution, and whether it is gone
     errors      the engine's part of the `WeaverError` tree
@@ -66,7 +74,7 @@ from weaver.engine.definition import (
     compile_glob,
     workflow,
 )
-from weaver.engine.engine import WorkflowEngine, hosted_engine
+from weaver.engine.engine import WorkflowEngine
 from weaver.engine.errors import (
     DuplicateWorkflowError,
     ExecutionNotFoundError,
@@ -128,7 +136,6 @@ __all__ = [
     "count_links",
     "find_markers",
     "format_duration",
-    "hosted_engine",
     "link_targets",
     "load_registry",
     "missing_fields",

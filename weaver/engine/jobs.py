@@ -30,19 +30,21 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from weaver.cache import job_tables
 from weaver.engine.errors import JobTablesMissingError
 
 if TYPE_CHECKING:
     import procrastinate
 
-    from weaver.engine.engine import WorkflowEngine
+    from weaver.config import Settings
+    from weaver.engine.registry import Registry
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +54,6 @@ QUEUE_PREFIX = "weaver.workflow."
 # A job that found no free slot of its workflow (max_concurrent > 1) is tried again after this.
 SLOT_RETRY_SECONDS = 1
 SLOT_RETRY_ATTEMPTS = 100_000
-# Serialises creating Procrastinate's tables when several processes start at once.
-SCHEMA_LOCK_KEY = "weaver-job-schema"
 
 
 def queue_of(workflow_id: str) -> str:
@@ -79,6 +79,20 @@ class SlotBusyError(Exception):
 class RunInterruptedError(Exception):
     """The worker stopped under the run, which is queued again: the job system runs this job
     again (on another worker, or this one's successor)."""
+
+
+class JobRunner(Protocol):
+    """What a worker's tasks need of the engine (the workflow engine is one)."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def run_job(self, execution_id: str) -> str: ...
+
+    def enqueue_scheduled(self, workflow_id: str, scheduled_time: datetime) -> str | None: ...
 
 
 class JobQueue:
@@ -123,22 +137,11 @@ class JobQueue:
 
 
 def ensure_job_schema(url: str) -> bool:
-    """Create Procrastinate's tables if this database has none yet; True if it did. Guarded by
-    a transaction-level advisory lock: the writer and every worker call it as they start."""
-    import psycopg
-    from procrastinate.schema import SchemaManager
-
-    with psycopg.connect(conninfo_of(url)) as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SCHEMA_LOCK_KEY,))
-        row = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
-        if row is not None and row[0] is not None:
-            return False
-        conn.execute(SchemaManager.get_schema())
-    log.info("job system tables created")
-    return True
+    """Create Procrastinate's tables if this database has none yet; True if it did."""
+    return job_tables.ensure_job_schema(conninfo_of(url))
 
 
-def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
+def build_worker_app(engine: JobRunner) -> procrastinate.App:
     """The worker's Procrastinate app: the run task, and the task a schedule's tick defers
     (`worker_schedules.fire_schedules` defers them)."""
     from procrastinate import App, PsycopgConnector, RetryStrategy
@@ -164,7 +167,7 @@ def build_worker_app(engine: WorkflowEngine) -> procrastinate.App:
     return app
 
 
-def worker_queues(engine: WorkflowEngine) -> list[str]:
+def worker_queues(engine: JobRunner) -> list[str]:
     return [queue_of(workflow.id) for workflow in engine.registry if workflow.enabled]
 
 

@@ -22,14 +22,13 @@ the cache is on a database server. Losing the file only loses pending due times.
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from traceback import format_exc
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from apscheduler.events import (  # type: ignore[import-untyped]
@@ -42,12 +41,13 @@ from apscheduler.executors.base import BaseExecutor  # type: ignore[import-untyp
 from apscheduler.job import Job  # type: ignore[import-untyped]
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore  # type: ignore[import-untyped]
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
-from sqlalchemy import select, update
 
+from weaver.cache.job_tables import rewrite_stored_jobs
 from weaver.config import CACHE_DIR_NAME
 
 if TYPE_CHECKING:
-    from weaver.engine.engine import WorkflowEngine
+    from weaver.config import Settings
+    from weaver.engine.registry import Registry
 
 log = structlog.get_logger(__name__)
 
@@ -63,9 +63,21 @@ JOB_ID_SEPARATOR = "#"
 WAKEUP_EVERY_SECONDS = 30.0
 
 
+class ScheduleTarget(Protocol):
+    """What the scheduler needs of the engine (the workflow engine is one)."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def enqueue_scheduled(self, workflow_id: str, scheduled_time: datetime) -> str | None: ...
+
+
 def dispatch(
     workflow_id: str,
-    engine: WorkflowEngine | None = None,
+    engine: ScheduleTarget | None = None,
     scheduled_time: datetime | None = None,
 ) -> None:
     """What every stored job runs: queue the workflow's scheduled execution.
@@ -89,7 +101,7 @@ class EnqueueExecutor(BaseExecutor):  # type: ignore[misc]  # APScheduler 3 has 
     skipped, as APScheduler's own executors do.
     """
 
-    def __init__(self, engine: WorkflowEngine) -> None:
+    def __init__(self, engine: ScheduleTarget) -> None:
         super().__init__()
         self._engine = engine
 
@@ -129,7 +141,7 @@ class ReconcileReport:
 class WorkflowScheduler:
     """APScheduler over one engine's registry, its jobs in a SQLite file of their own."""
 
-    def __init__(self, engine: WorkflowEngine, store_path: Path | None = None) -> None:
+    def __init__(self, engine: ScheduleTarget, store_path: Path | None = None) -> None:
         settings = engine.settings
         self.engine = engine
         self.store_path = store_path or settings.vault / CACHE_DIR_NAME / "scheduler.db"
@@ -241,15 +253,10 @@ class WorkflowScheduler:
 def upgrade_stored_refs(store: SQLAlchemyJobStore) -> int:
     """Point the stored jobs that name a former `dispatch` at today's, keeping their next run
     time (so a run missed while Weaver was being upgraded still fires); returns how many."""
-    table = store.jobs_t
-    with store.engine.begin() as conn:
-        rows = conn.execute(select(table.c.id, table.c.job_state)).all()
-        moved = 0
-        for job_id, blob in rows:
-            state = pickle.loads(blob)  # a dict of plain values and APScheduler's own classes
-            if state.get("func") in FORMER_DISPATCH_REFS:
-                state["func"] = DISPATCH_REF
-                blob = pickle.dumps(state, store.pickle_protocol)
-                conn.execute(update(table).where(table.c.id == job_id).values(job_state=blob))
-                moved += 1
-    return moved
+    return rewrite_stored_jobs(store, _current_dispatch)
+
+
+def _current_dispatch(state: dict[str, Any]) -> dict[str, Any] | None:
+    if state.get("func") not in FORMER_DISPATCH_REFS:
+        return None
+    return {**state, "func": DISPATCH_REF}

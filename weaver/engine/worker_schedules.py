@@ -24,15 +24,18 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
 
+from weaver.cache.job_tables import last_periodic_defer
+from weaver.engine.jobs import queue_of
+
 if TYPE_CHECKING:
     import procrastinate
 
-    from weaver.engine.engine import WorkflowEngine
+    from weaver.engine.registry import Registry
 
 log = structlog.get_logger(__name__)
 
@@ -50,11 +53,14 @@ class WorkerSchedule:
     trigger: CronTrigger
 
 
-def worker_schedules(engine: WorkflowEngine) -> list[WorkerSchedule]:
+class HasRegistry(Protocol):
+    @property
+    def registry(self) -> Registry: ...
+
+
+def worker_schedules(engine: HasRegistry) -> list[WorkerSchedule]:
     """The schedules of the enabled workflows this worker has (so only workers that can run a
     schedule fire it)."""
-    from weaver.engine.jobs import queue_of
-
     return [
         WorkerSchedule(f"{workflow.id}#{index}", workflow.id, queue_of(workflow.id), trigger)
         for workflow in engine.registry
@@ -136,7 +142,7 @@ async def _fire_missed(
     """On start: each schedule's tick missed while no worker ran; when each was looked at."""
     now = datetime.now(UTC)
     for schedule in schedules:
-        last = await _last_deferred(app, task_name, schedule.periodic_id)
+        last = await last_periodic_defer(app, task_name, schedule.periodic_id)
         missed = tick_due_at_start(schedule.trigger, last, now, grace)
         if missed is not None:
             await _defer(app, task_name, schedule, missed)
@@ -169,24 +175,11 @@ async def _fire_due(
         since[schedule.periodic_id] = now
 
 
-async def _last_deferred(
-    app: procrastinate.App, task_name: str, periodic_id: str
-) -> datetime | None:
-    row = await app.connector.execute_query_one_async(
-        "SELECT max(defer_timestamp) AS last FROM procrastinate_periodic_defers "
-        "WHERE task_name = %(task_name)s AND periodic_id = %(periodic_id)s",
-        task_name=task_name,
-        periodic_id=periodic_id,
-    )
-    last = row["last"]
-    return None if last is None else datetime.fromtimestamp(last, UTC)
-
-
 async def _defer(
     app: procrastinate.App, task_name: str, schedule: WorkerSchedule, tick: datetime
 ) -> None:
     timestamp = int(tick.timestamp())
-    last = await _last_deferred(app, task_name, schedule.periodic_id)
+    last = await last_periodic_defer(app, task_name, schedule.periodic_id)
     if last is not None and int(last.timestamp()) >= timestamp:
         return  # another worker has fired this tick, or a later one
     deferrer = app.tasks[task_name].configure(

@@ -27,13 +27,13 @@ from weaver import gc_freeze
 from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
 from weaver.dashboard.app import Dashboard
-from weaver.engine import hosted_engine
 from weaver.errors import DaemonError
 from weaver.host import gil
 from weaver.host.serve import http_app, reader_children, serve_with_readers
 from weaver.host.signals import run_until_signalled
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import hosted_engine
 from weaver.runtime.http import bind_socket, check_http_settings
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.locks import PgWriterLock, daemon_lock

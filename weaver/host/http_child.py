@@ -21,12 +21,12 @@ import structlog
 
 from weaver import gc_freeze
 from weaver.config import Settings
-from weaver.engine.engine import queueing_engine, reading_engine
 from weaver.host import gil
 from weaver.host.processes import inherited_socket
 from weaver.host.signals import run_until_signalled
 from weaver.log import configure_logging
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import queueing_engine, reading_engine
 
 log = structlog.get_logger(__name__)
 

@@ -30,8 +30,6 @@ from starlette.types import ASGIApp
 
 from weaver import gc_freeze
 from weaver.config import Settings
-from weaver.engine import hosted_engine
-from weaver.engine.engine import reading_engine
 from weaver.host import gil
 from weaver.host.processes import HttpChildren, supervise
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
@@ -39,6 +37,7 @@ from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.system_tools import health_data
 from weaver.runtime.app import open_app, reader_queues
+from weaver.runtime.engines import hosted_engine, reading_engine
 from weaver.runtime.health import compute_health
 from weaver.runtime.http import (
     MCP_PATH,

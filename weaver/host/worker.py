@@ -31,6 +31,7 @@ from weaver.engine.worker_schedules import fire_schedules, worker_schedules
 from weaver.errors import ConfigError
 from weaver.host.signals import run_until_signalled
 from weaver.runtime.app import open_app
+from weaver.runtime.engines import engine_for
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +48,7 @@ def run_worker(settings: Settings, concurrency: int | None = None) -> None:
         )
     app = open_app(settings)
     try:
-        engine = WorkflowEngine.for_app(app, load_registry(settings), background="jobs", poll=True)
+        engine = engine_for(app, load_registry(settings), background="jobs", poll=True)
         engine.start()
         try:
             queues = worker_queues(engine)

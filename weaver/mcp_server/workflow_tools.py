@@ -177,7 +177,7 @@ def failed_run(data: TriggerWorkflowData, started: float) -> CallToolResult:
 
 # A workflow may write to the vault, and running it twice runs it twice. A reader with a queue
 # (PostgreSQL) offers it: the executions' rows and jobs are all it writes, never the notes
-# (`host.app.reader_queues`).
+# (`runtime.app.reader_queues`).
 @tool(
     "Trigger workflow",
     TRIGGER_WORKFLOW,

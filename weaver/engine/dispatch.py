@@ -1,0 +1,161 @@
+"""Where queued runs are run: one strategy per run mode behind `Dispatch`, chosen once when
+the engine is built (`make_dispatch`).
+
+- `threads` (daemon, server): a thread pool runs them; with `poll`, the engine also claims rows
+  queued by other processes every `workflow_poll_ms`.
+- `inline` (tests): in the caller's thread before the call returns, like huey's immediate mode,
+  so a test sees a file event's workflow finished when `publish` returns.
+- `queue` (the CLI, readers): they stay `pending` for the daemon.
+- `jobs` (on PostgreSQL, every process): `JobDispatch`, each row deferred as a job for the
+  `weaver worker` processes (`engine.job_dispatch`).
+
+Sync triggers run in the caller's thread in every mode but `jobs`, where they wait on the row.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, Protocol
+
+from sqlalchemy import Connection
+
+from weaver.cache.executions import ExecutionRecord
+from weaver.engine.definition import Workflow
+from weaver.engine.job_dispatch import JobDispatch
+from weaver.engine.jobs import JobQueue
+from weaver.engine.runs import Deferral, Runs
+
+Background = Literal["threads", "inline", "queue", "jobs"]
+
+STARTED_MESSAGE = "Workflow execution started"
+QUEUED_MESSAGE = "Workflow execution queued for the daemon"
+
+
+class Dispatch(Deferral, Protocol):
+    """One run mode. `polls`: whether the engine's poll loop (the feed, queued rows,
+    retention) runs when asked for; `quiet`: a short-lived process's engine, logged at debug."""
+
+    @property
+    def name(self) -> Background: ...
+
+    @property
+    def queued_message(self) -> str: ...
+
+    @property
+    def polls(self) -> bool: ...
+
+    @property
+    def quiet(self) -> bool: ...
+
+    def start(self, runs: Runs) -> None: ...
+
+    def stop(self) -> None:
+        """Stop taking work; return once the runs under way here have ended."""
+
+    def submit(self, runs: Runs, execution_id: str) -> None:
+        """A pending row to run, as this mode runs them."""
+
+    def submit_pending(self, runs: Runs) -> int:
+        """Take up the pending rows (those queued elsewhere included); how many were taken."""
+
+    def run_sync(self, runs: Runs, queued: ExecutionRecord, workflow: Workflow) -> ExecutionRecord:
+        """The row once it ended, or as it is when the caller stops waiting."""
+
+
+class _LocalDispatch:
+    """What the modes running in this process share: the row itself is the queue (nothing to
+    defer), a sync run is run by its caller, and runs a dead process left are taken up."""
+
+    queued_message = STARTED_MESSAGE
+    polls = False
+    quiet = False
+
+    def defer(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
+        """Nothing: a pending row is found by whoever polls."""
+
+    def requeued(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
+        """Nothing, as for a new row."""
+
+    def start(self, runs: Runs) -> None:
+        runs.recover_interrupted()
+
+    def stop(self) -> None:
+        """Nothing runs but in its caller's thread."""
+
+    def submit(self, runs: Runs, execution_id: str) -> None:
+        """Nothing: it stays pending for whoever polls."""
+
+    def submit_pending(self, runs: Runs) -> int:
+        pending = runs.list_pending()
+        for execution_id in pending:
+            self.submit(runs, execution_id)
+        return len(pending)
+
+    def run_sync(self, runs: Runs, queued: ExecutionRecord, workflow: Workflow) -> ExecutionRecord:
+        return runs.run_to_end(queued)
+
+
+class InlineDispatch(_LocalDispatch):
+    name: Literal["inline"] = "inline"
+
+    def submit(self, runs: Runs, execution_id: str) -> None:
+        runs.drive(execution_id)
+
+
+class QueueDispatch(_LocalDispatch):
+    name: Literal["queue"] = "queue"
+    queued_message = QUEUED_MESSAGE
+    quiet = True
+
+
+class ThreadDispatch(_LocalDispatch):
+    name: Literal["threads"] = "threads"
+    polls = True
+
+    def __init__(self, workers: int) -> None:
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._submitted: set[str] = set()
+
+    def start(self, runs: Runs) -> None:
+        super().start(runs)
+        self._pool = ThreadPoolExecutor(
+            max_workers=self._workers, thread_name_prefix="weaver-engine"
+        )
+
+    def stop(self) -> None:
+        if self._pool is not None:
+            # Runs notice the stop within runner.STOP_CHECK_SECONDS and record themselves.
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, runs: Runs, execution_id: str) -> None:
+        if self._pool is None or runs.live.stopping.is_set():
+            return  # stays pending: a worker process (or this one, once started) takes it
+        with self._lock:
+            if execution_id in self._submitted:
+                return
+            self._submitted.add(execution_id)
+        self._pool.submit(self._drive, runs, execution_id)
+
+    def _drive(self, runs: Runs, execution_id: str) -> None:
+        try:
+            runs.drive(execution_id)
+        finally:
+            with self._lock:
+                self._submitted.discard(execution_id)
+
+
+def make_dispatch(background: Background, workers: int, jobs: JobQueue | None) -> Dispatch:
+    """The strategy of a run mode; `jobs` is the job queue of the `jobs` mode, and only its."""
+    if (background == "jobs") != (jobs is not None):
+        raise ValueError("the jobs background needs a job queue, and only it does")
+    if jobs is not None:
+        return JobDispatch(jobs)
+    strategies: dict[Background, Dispatch] = {
+        "threads": ThreadDispatch(workers),
+        "inline": InlineDispatch(),
+        "queue": QueueDispatch(),
+    }
+    return strategies[background]
