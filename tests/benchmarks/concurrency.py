@@ -13,7 +13,7 @@ driven by the same Python SDK client as Weaver:
   reads' p95 (target: at most 2x), and every write found in the vault and the cache afterwards.
 
 Weaver is measured twice, with one server process and with `PROCESSES` (the writer and its
-reader processes sharing the port: `weaver.host.processes`), side by side; the targets are
+reader processes sharing the port: `weaver.host.http_readers`), side by side; the targets are
 judged on `http_processes`' default.
 
 Why the read mix is judged against the replayed answers rather than against `ping`: on this

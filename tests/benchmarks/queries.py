@@ -489,7 +489,7 @@ def _time_builds(settings: Any) -> dict[str, list[float]]:
     from weaver.cache import graph as cache_graph
     from weaver.cache import read
     from weaver.runtime.app import open_app
-    from weaver.views import graph as g
+    from weaver.views import link_graph as g
 
     app = open_app(settings)
     timings: dict[str, list[float]] = {"graph": [], "pagerank": [], "names": [], "tags": []}
@@ -524,7 +524,7 @@ def measure_kept_memory(vault: str) -> dict[str, float]:
     from weaver.config import Settings
     from weaver.log import configure_logging
     from weaver.runtime.app import open_app
-    from weaver.views import graph as g
+    from weaver.views import link_graph as g
 
     configure_logging("warning", "json")
     app = open_app(Settings(vault=Path(vault)))

@@ -18,9 +18,9 @@ from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.models import NoteChange
 from weaver.index import indexer as indexer_module
 from weaver.runtime.app import App
-from weaver.views.graph import PAGERANK_TOLERANCE, Graph
+from weaver.views.link_graph import PAGERANK_TOLERANCE, Graph
 from weaver.views.names import NameIndex
-from weaver.views.tags import TagIndex
+from weaver.views.tag_tree import TagIndex
 
 pytestmark = pytest.mark.both_backends
 

@@ -17,7 +17,7 @@ from weaver.cache.models import Link, Note, Tag
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
 from weaver.runtime.app import App, open_app
-from weaver.views.tags import TagIndex
+from weaver.views.tag_tree import TagIndex
 
 pytestmark = pytest.mark.both_backends
 

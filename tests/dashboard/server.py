@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from weaver.cache import executions
 from weaver.cache.executions import ExecutionRecord
 from weaver.config import Settings
-from weaver.dashboard.app import Dashboard
+from weaver.dashboard.site import Dashboard
 from weaver.engine import Workflow, WorkflowContext, WorkflowEngine, workflow
 from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
 from weaver.host.serve import http_app

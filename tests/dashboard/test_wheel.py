@@ -44,5 +44,5 @@ def test_the_wheel_holds_the_templates_and_static_assets(tmp_path: Path) -> None
     }
     assert {"weaver/dashboard/static/vendor/cytoscape.min.js"} <= wanted
     assert {"weaver/dashboard/static/vendor/cytoscape.LICENSE.txt"} <= wanted
-    assert {"weaver/dashboard/templates/overview.html", "weaver/dashboard/app.py"} <= wanted
+    assert {"weaver/dashboard/templates/overview.html", "weaver/dashboard/site.py"} <= wanted
     assert wanted - names == set()

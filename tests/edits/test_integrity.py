@@ -21,7 +21,7 @@ from tests.conftest import WriteNotes
 from weaver.cache import journal, read
 from weaver.config import Settings
 from weaver.edits import gate, notes, patches, steps, tags
-from weaver.edits.journal import recover_edits
+from weaver.edits.interrupted import recover_edits
 from weaver.edits.notes import NoteChangedError, NoteEditError
 from weaver.markdown.parser import parse_note
 from weaver.runtime import cache_sync

@@ -18,7 +18,7 @@ from tests.corpora import require_corpora
 from weaver.cache import journal, read, tag_queries
 from weaver.config import Settings
 from weaver.edits import notes, tags
-from weaver.edits.journal import recover_edits
+from weaver.edits.interrupted import recover_edits
 from weaver.edits.notes import NoteEditError
 from weaver.runtime import cache_sync
 from weaver.runtime.app import App, open_app

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import EngineFactory
 from tests.helpers import wait_for
 from weaver.engine import WorkflowContext, workflow
-from weaver.engine.errors import NotCancellableError
+from weaver.engine.workflow_errors import NotCancellableError
 
 released = threading.Event()
 

@@ -22,7 +22,7 @@ from weaver.config import Settings
 from weaver.engine import WorkflowContext, workflow
 from weaver.errors import DaemonError
 from weaver.runtime.app import App, open_app
-from weaver.runtime.health import Health, compute_health
+from weaver.runtime.health_report import Health, compute_health
 from weaver.runtime.locks import WriterLock, daemon_lock, daemon_running
 from weaver.runtime.state import ServerState
 from weaver.vault.watcher import VaultWatcher

@@ -1,4 +1,4 @@
-"""Several server processes on one port (`host.processes`), as real processes: the daemon and
+"""Several server processes on one port (`host.http_readers`), as real processes: the daemon and
 its reader children share the HTTP port, a child killed is started again, the children die
 with the daemon (kill -9) and stop with it on SIGTERM, and a write made through a reader is
 read back at once; `serve --no-vault` over stdio without the vault's folder."""

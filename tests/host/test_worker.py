@@ -10,7 +10,7 @@ from tests.conftest import write_files
 from weaver.cli import build_parser, main
 from weaver.config import Settings
 from weaver.errors import ConfigError, NoFilesError
-from weaver.host.worker import run_worker
+from weaver.host.job_worker import run_worker
 from weaver.runtime.app import App, open_app
 
 
@@ -48,7 +48,9 @@ def test_the_command_line_lets_a_worker_run_without_the_vaults_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     started: list[Settings] = []
-    monkeypatch.setattr("weaver.host.worker.run_worker", lambda s, concurrency: started.append(s))
+    monkeypatch.setattr(
+        "weaver.host.job_worker.run_worker", lambda s, concurrency: started.append(s)
+    )
     url = "postgresql+psycopg://weaver@127.0.0.1:1/db"
     assert main(["--vault", str(tmp_path / "elsewhere"), "--db", url, "worker"]) == 0
     assert [s.vault for s in started] == [tmp_path / "elsewhere"]

@@ -28,9 +28,9 @@ from tests.pg_server import free_port
 from weaver.config import Settings
 from weaver.mcp_server import build_server
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
-from weaver.runtime import health
+from weaver.runtime import health_report
 from weaver.runtime.app import App, open_app
-from weaver.runtime.health import compute_health
+from weaver.runtime.health_report import compute_health
 from weaver.runtime.state import ServerState
 from weaver.vault.watcher import VaultWatcher
 
@@ -808,7 +808,7 @@ async def test_health_reuses_its_disk_probes_for_a_moment_only(
         full = shutil.disk_usage(tmp_path)._replace(free=1024)
         monkeypatch.setattr(shutil, "disk_usage", lambda _path: full)
         assert compute_health(served.state).status == "healthy"  # probed a moment ago
-        monkeypatch.setattr(health, "PROBE_REUSE_S", 0.0)
+        monkeypatch.setattr(health_report, "PROBE_REUSE_S", 0.0)
         report = compute_health(served.state)
         assert report.status == "degraded"
         assert any(p.startswith("disk full") for p in report.problems), report.problems

@@ -19,7 +19,7 @@ from weaver.mcp_server.catalog import TOOLSETS, ToolDef, defs_of, tool, tools_of
 from weaver.mcp_server.server import TOOL_MODULES
 from weaver.runtime.app import open_app
 from weaver.runtime.state import ServerState
-from weaver.views import graph as g
+from weaver.views import link_graph as g
 
 DOCS = Path(__file__).parents[2] / "docs" / "tools.md"
 

@@ -20,7 +20,7 @@ from tests.corpora import require_corpora
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 from weaver.mcp_server.graph_tools import GraphAnswers
-from weaver.views import graph as g
+from weaver.views import link_graph as g
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 

@@ -213,7 +213,7 @@ def http_server(
     vault: Path, log: Path, token: str | None = None, processes: int = 1
 ) -> Iterator[str]:
     """`weaver serve --transport http`; one process unless told (the sessions of 2025-11-25
-    clients, which these tests pin, need one stateful process: `host.processes`)."""
+    clients, which these tests pin, need one stateful process: `host.http_readers`)."""
     port = free_port()
     env = {"PATH": "/usr/bin:/bin"}
     if token:

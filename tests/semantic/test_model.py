@@ -14,7 +14,6 @@ from tests.semantic.conftest import require_semantic
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic import model as model_module
 from weaver.semantic import search as search_module
-from weaver.semantic.loader import load_model
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     TRANSFORMER_MODEL,
@@ -22,6 +21,7 @@ from weaver.semantic.model import (
     TransformerModel,
     locate_model,
 )
+from weaver.semantic.model_loader import load_model
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.static import STATIC_DIMENSIONS, StaticModel
 

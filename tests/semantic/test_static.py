@@ -179,7 +179,7 @@ def test_reduction_keeps_the_top_axes_and_weighs_rare_tokens_more() -> None:
 
 _NO_RUNTIME = """
 import sys
-from weaver.semantic.loader import load_model
+from weaver.semantic.model_loader import load_model
 model = load_model()
 assert model.embed_query("tides and the moon").shape == (model.dimensions,)
 print(",".join(m for m in ("onnxruntime", "torch") if m in sys.modules) or "none")

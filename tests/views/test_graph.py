@@ -21,9 +21,9 @@ from weaver.config import Settings
 from weaver.mcp_server.graph_schemas import GraphData, GraphEdge, GraphNode
 from weaver.mcp_server.graph_tools import graph_wire
 from weaver.runtime.app import App, open_app
-from weaver.views import graph as g
+from weaver.views import link_graph as g
 from weaver.views.names import MatchedOn, NameIndex, NameRow, fold, length_window, resolve_names
-from weaver.views.tags import TagMode
+from weaver.views.tag_tree import TagMode
 
 PATH_ONLY: tuple[MatchedOn, ...] = ("path",)
 

@@ -13,7 +13,7 @@ from weaver.cache import read
 from weaver.cache.graph import load_graph
 from weaver.paging import page_of
 from weaver.views import health
-from weaver.views.graph import Graph
+from weaver.views.link_graph import Graph
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,10 @@ from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
-from weaver.views.graph import Graph, NodeInfo
+from weaver.views.link_graph import Graph, NodeInfo
 from weaver.views.names import NameIndex, NameRow
 from weaver.views.prefixes import PrefixIndex
-from weaver.views.tags import TagIndex, TagMode, first_paths
+from weaver.views.tag_tree import TagIndex, TagMode, first_paths
 
 T = TypeVar("T")
 # Changed notes up to which a kept index is patched rather than built again.

@@ -3,7 +3,7 @@
 A run is one operation (an edit, a move with its link rewrites, a tag renamed across the vault)
 and its notes, each with its hash as read and as it will be ("" for absent). `old_data` keeps
 what the write replaced, for undo; `new_data` what a change to many notes will write, until the
-run finishes, so that `weaver.edits.journal` can finish it after a crash. See that module for
+run finishes, so that `weaver.edits.interrupted` can finish it after a crash. See that module for
 what is guaranteed.
 """
 

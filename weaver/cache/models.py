@@ -293,7 +293,7 @@ class WorkflowRecord(Base):
 class EditJournal(Base):
     """A write by Weaver to one note or many (an edit, a move and its link rewrites, a tag
     renamed across the vault), recorded before its first write so that one interrupted midway
-    is finished or reported at the next start (`weaver.edits.journal`), and kept afterwards as
+    is finished or reported at the next start (`weaver.edits.interrupted`), and kept afterwards as
     the notes' edit history (`restore_edit`). `finished` is NULL while it runs."""
 
     __tablename__ = "edit_journal"

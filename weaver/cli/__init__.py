@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except WeaverError as exc:
         # Imported here: the engine's package is not needed to start most commands.
-        from weaver.engine.errors import WorkflowRequestError
+        from weaver.engine.workflow_errors import WorkflowRequestError
 
         message = str(exc).partition("\n")[0]
         if exc.__cause__ is not None and _is_corruption(exc.__cause__):

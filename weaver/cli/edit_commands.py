@@ -14,7 +14,7 @@ from weaver.cli.console import add_command
 from weaver.cli.tag_commands import fresh_app
 from weaver.config import Settings
 from weaver.edits import history
-from weaver.edits.journal import recover_edits
+from weaver.edits.interrupted import recover_edits
 from weaver.edits.steps import NoteEditError
 from weaver.runtime.cache_sync import sync_cache
 

@@ -127,7 +127,7 @@ def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.host.worker import run_worker
+    from weaver.host.job_worker import run_worker
 
     settings = _with_flags(settings, {"workflow_workers": args.concurrency})
     run_worker(settings, concurrency=settings.workflow_workers)

@@ -13,7 +13,7 @@ from typing import Any
 from weaver.cli.console import add_command
 from weaver.config import Settings
 from weaver.edits import tags
-from weaver.edits.journal import recover_edits
+from weaver.edits.interrupted import recover_edits
 from weaver.runtime.app import App, open_app
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.locks import writer_lock_for

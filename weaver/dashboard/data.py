@@ -2,7 +2,7 @@
 
 Blocking (SQL, files): the routes call these in a worker thread. Nothing here writes SQL of
 its own: runs come from `WorkflowEngine` (`get_history`, `get_status`, `list_workflows`),
-notes from `cache.read`, `weaver.search` and `views.graph`, vault problems from
+notes from `cache.read`, `weaver.search` and `views.link_graph`, vault problems from
 `cache.vault_health`, health from `compute_health` (the same report as `GET /health`).
 """
 
@@ -21,7 +21,6 @@ from weaver.cache import graph as cache_graph
 from weaver.cache.read import FileDetail, VaultStats
 from weaver.edits import history
 from weaver.engine import WorkflowEngine
-from weaver.engine.errors import EngineUnavailableError
 from weaver.engine.payloads import (
     ExecutionSummary,
     ListWorkflowsData,
@@ -29,15 +28,16 @@ from weaver.engine.payloads import (
     WorkflowInfo,
     WorkflowStatusData,
 )
+from weaver.engine.workflow_errors import EngineUnavailableError
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.log import EXECUTION_LOGS
 from weaver.paging import Page, page_of
 from weaver.runtime.cache_sync import sync_cache
-from weaver.runtime.health import Health, compute_health
+from weaver.runtime.health_report import Health, compute_health
 from weaver.runtime.state import ServerState
 from weaver.search import SearchRequest, SearchResults, SearchSources, find_notes
-from weaver.views import graph as g
 from weaver.views import health
+from weaver.views import link_graph as g
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000

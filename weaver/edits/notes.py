@@ -11,7 +11,7 @@ the note's bytes on disk hash otherwise, and every write checks again just befor
 that the file is still the one read, so an edit saved in the editor meanwhile is never lost:
 the write is refused with `NoteChangedError` and nothing changes. A move is journalled with
 every link it rewrites, so a move killed midway is finished at the next start
-(`weaver.edits.journal`).
+(`weaver.edits.interrupted`).
 """
 
 from __future__ import annotations

@@ -75,7 +75,9 @@ from weaver.engine.definition import (
     workflow,
 )
 from weaver.engine.engine import WorkflowEngine
-from weaver.engine.errors import (
+from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
+from weaver.engine.registry import PluginError, Registry
+from weaver.engine.workflow_errors import (
     DuplicateWorkflowError,
     ExecutionNotFoundError,
     InvalidInputError,
@@ -85,8 +87,6 @@ from weaver.engine.errors import (
     WorkflowNotFoundError,
     WorkflowRequestError,
 )
-from weaver.engine.loader import ENTRY_POINT_GROUP, load_registry
-from weaver.engine.registry import PluginError, Registry
 from weaver.errors import NoteNotFoundError, WeaverError
 from weaver.markdown.patterns import normalize_tag
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent

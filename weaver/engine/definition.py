@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from weaver.engine.errors import InvalidInputError, WorkflowDefinitionError
+from weaver.engine.workflow_errors import InvalidInputError, WorkflowDefinitionError
 from weaver.vault.events import VaultEvent
 
 if TYPE_CHECKING:

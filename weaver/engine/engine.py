@@ -36,11 +36,10 @@ from weaver.config import Settings
 from weaver.engine.context import FileTrigger, ManualTrigger, ScheduleTrigger, Trigger
 from weaver.engine.definition import Workflow
 from weaver.engine.dispatch import Background, make_dispatch
-from weaver.engine.errors import NotCancellableError, WorkflowDisabledError
 from weaver.engine.execution import CANCELLED_MESSAGE
 from weaver.engine.job_dispatch import run_job
 from weaver.engine.jobs import JobQueue
-from weaver.engine.live import LiveRuns, ProgressListener
+from weaver.engine.live_runs import LiveRuns, ProgressListener
 from weaver.engine.payloads import (
     ExecutionSummary,
     ListWorkflowsData,
@@ -54,6 +53,7 @@ from weaver.engine.processes import process_label
 from weaver.engine.registry import Registry
 from weaver.engine.retention import Retention
 from weaver.engine.runs import Runs
+from weaver.engine.workflow_errors import NotCancellableError, WorkflowDisabledError
 from weaver.vault.events import EventBus, VaultEvent
 from weaver.vault.fs import Vault
 

@@ -25,10 +25,10 @@ from weaver.config import Settings
 from weaver.edits.steps import JournalledWriter, VaultAndCache
 from weaver.engine.context import CacheReader, Trigger, WorkflowContext, trigger_from_row
 from weaver.engine.definition import Workflow
-from weaver.engine.errors import WorkflowError
-from weaver.engine.live import LiveRuns
+from weaver.engine.live_runs import LiveRuns
 from weaver.engine.run_ends import RunEnds
 from weaver.engine.runner import Completed, Failed, Outcome, interrupted, run_attempt
+from weaver.engine.workflow_errors import WorkflowError
 from weaver.vault.fs import Vault
 
 COMPLETED_MESSAGE = "Workflow completed"

@@ -38,7 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from weaver.cache import job_tables
-from weaver.engine.errors import JobTablesMissingError
+from weaver.engine.workflow_errors import JobTablesMissingError
 
 if TYPE_CHECKING:
     import procrastinate

@@ -27,8 +27,8 @@ import structlog
 
 from weaver.config import Settings
 from weaver.engine.definition import Workflow
-from weaver.engine.errors import DuplicateWorkflowError
 from weaver.engine.registry import Registry, apply_overrides
+from weaver.engine.workflow_errors import DuplicateWorkflowError
 
 log = structlog.get_logger(__name__)
 

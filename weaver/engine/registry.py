@@ -27,7 +27,7 @@ from weaver.engine.definition import (
     describe_validation_error,
     time_zone,
 )
-from weaver.engine.errors import (
+from weaver.engine.workflow_errors import (
     DuplicateWorkflowError,
     WorkflowDefinitionError,
     WorkflowNotFoundError,

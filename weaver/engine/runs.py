@@ -23,12 +23,12 @@ from weaver.cache.executions import FAILED, PENDING, ExecutionRecord
 from weaver.config import Settings
 from weaver.engine.context import Trigger, trigger_detail, trigger_kind
 from weaver.engine.definition import Workflow
-from weaver.engine.errors import ExecutionNotFoundError
 from weaver.engine.execution import Executor, now_ms
-from weaver.engine.live import LiveRuns
+from weaver.engine.live_runs import LiveRuns
 from weaver.engine.processes import is_gone
 from weaver.engine.registry import Registry
 from weaver.engine.run_ends import RunEnds
+from weaver.engine.workflow_errors import ExecutionNotFoundError
 from weaver.vault.fs import Vault
 
 # A run interrupted by its engine stopping is queued again, up to this many times plus its

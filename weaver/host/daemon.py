@@ -1,6 +1,6 @@
 """`weaver daemon`: the background service, everything together on one vault.
 
-With `http_processes` above 1, reader processes share the HTTP port (`host.processes`). It
+With `http_processes` above 1, reader processes share the HTTP port (`host.http_readers`). It
 reconciles the cache and keeps it in step with the disk (the MCP server's lifespan, which
 takes the cache's writer lock, waiting for it while a `weaver serve` writes), runs the workflow
 engine's workers and the scheduler, and serves MCP over Streamable HTTP on loopback. It holds
@@ -26,7 +26,7 @@ import structlog
 from weaver import gc_freeze
 from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
-from weaver.dashboard.app import Dashboard
+from weaver.dashboard.site import Dashboard
 from weaver.errors import DaemonError
 from weaver.host import gil
 from weaver.host.serve import http_app, reader_children, serve_with_readers

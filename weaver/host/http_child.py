@@ -1,4 +1,4 @@
-"""A reader process of `host.processes`: `python -m weaver.host.http_child FD`.
+"""A reader process of `host.http_readers`: `python -m weaver.host.http_child FD`.
 
 It reads its order (settings, whether it has the vault's files, whether it serves the
 dashboard) as one JSON line on stdin, then serves the inherited listening socket `FD` until
@@ -22,7 +22,7 @@ import structlog
 from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.host import gil
-from weaver.host.processes import inherited_socket
+from weaver.host.http_readers import inherited_socket
 from weaver.host.signals import run_until_signalled
 from weaver.log import configure_logging
 from weaver.runtime.app import open_app
@@ -57,7 +57,7 @@ def stop_with_parent() -> None:
 
 def serve_child(order: dict[str, Any], fd: int) -> None:
     # Imported here: the server's modules are what this process is for, but not its order.
-    from weaver.dashboard.app import Dashboard
+    from weaver.dashboard.site import Dashboard
     from weaver.host.serve import http_app
     from weaver.mcp_server.server import build_server
     from weaver.runtime.http import serve_http

@@ -31,14 +31,14 @@ from starlette.types import ASGIApp
 from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.host import gil
-from weaver.host.processes import HttpChildren, supervise
+from weaver.host.http_readers import HttpChildren, supervise
 from weaver.host.signals import STOP_SIGNALS, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.system_tools import health_data
 from weaver.runtime.app import open_app, reader_queues
 from weaver.runtime.engines import hosted_engine, reading_engine
-from weaver.runtime.health import compute_health
+from weaver.runtime.health_report import compute_health
 from weaver.runtime.http import (
     MCP_PATH,
     bind_socket,
@@ -77,7 +77,7 @@ def http_app(
     """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open,
     and `site` (the daemon's dashboard) at `/` for every other path.
 
-    `stateless` when several processes share the port (`host.processes`): a 2025-11-25 session
+    `stateless` when several processes share the port (`host.http_readers`): a 2025-11-25 session
     lives in the process that created it, and the next request of the session may reach
     another, so none is kept (the 2026-07-28 protocol keeps none anyway).
 
@@ -93,7 +93,7 @@ def http_app(
             "components": health_data(report).components.to_wire(),
             "uptime": report.uptime,
             "version": report.version,
-            # Which of the processes sharing the port answered (`host.processes`).
+            # Which of the processes sharing the port answered (`host.http_readers`).
             "process": {"pid": os.getpid(), "role": report.role},
         }
         return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
@@ -120,7 +120,7 @@ async def serve_with_readers(
     stop: anyio.Event,
     on_stop: Callable[[], None] | None = None,
 ) -> None:
-    """`serve_http`, with the reader processes (`host.processes`) when there are any: they
+    """`serve_http`, with the reader processes (`host.http_readers`) when there are any: they
     start once this process's first index is done, are told to stop as soon as it is, and
     are waited for (or killed) before it returns."""
     if children is None:

@@ -20,7 +20,7 @@ edit_tools.py    edit_file and the other edits inside notes, tag edits, daily no
 history_tools.py list_edits, restore_edit
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records
-system_tools.py  health_check (the report of `runtime.health`)
+system_tools.py  health_check (the report of `runtime.health_report`)
 guard.py         Host and Origin checks on HTTP (`host.serve` mounts the app)
 """
 

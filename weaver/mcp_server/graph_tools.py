@@ -1,5 +1,5 @@
 """The graph and lookup tools: get_neighbors, find_path, get_hubs, get_graph, search_by_tags,
-random_file, files_exist, resolve_names. Thin edges over `weaver.views.graph`,
+random_file, files_exist, resolve_names. Thin edges over `weaver.views.link_graph`,
 `weaver.views.names` and `weaver.cache.graph`; the adjacency, the name index and the tag index
 are kept per cache version."""
 
@@ -57,7 +57,7 @@ from weaver.mcp_server.semantic_tools import resolve_by_meaning
 from weaver.mcp_server.sizing import estimate_tokens
 from weaver.paging import has_more
 from weaver.runtime.state import ServerState
-from weaver.views import graph as g
+from weaver.views import link_graph as g
 
 
 def _tag_keys(tags: list[str], argument: str = "tags") -> list[str]:

@@ -175,7 +175,7 @@ def install_resources(
 ) -> Subscriptions:
     """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`.
 
-    Without `sessions` (stateless HTTP, several processes: `host.processes`), a 2025-11-25
+    Without `sessions` (stateless HTTP, several processes: `host.http_readers`), a 2025-11-25
     client has no session to be told anything later: subscribe is not offered, nor are list
     changes advertised, rather than accepted and never delivered."""
     subscriptions = Subscriptions()

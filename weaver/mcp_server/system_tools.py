@@ -1,4 +1,4 @@
-"""`health_check`: the report of `runtime.health`, as the tool answers it."""
+"""`health_check`: the report of `runtime.health_report`, as the tool answers it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mcp_types import CallToolResult
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.envelope import fail, ok
 from weaver.mcp_server.schemas import Envelope, HealthData
-from weaver.runtime.health import Health, compute_health
+from weaver.runtime.health_report import Health, compute_health
 from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)

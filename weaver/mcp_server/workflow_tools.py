@@ -29,13 +29,13 @@ from pydantic import ConfigDict, Field
 
 from weaver.cache.executions import ExecutionStatus
 from weaver.engine import WorkflowEngine
-from weaver.engine.errors import EngineUnavailableError, NotCancellableError
 from weaver.engine.payloads import (
     ListWorkflowsData,
     TriggerWorkflowData,
     WorkflowHistoryData,
     WorkflowStatusData,
 )
+from weaver.engine.workflow_errors import EngineUnavailableError, NotCancellableError
 from weaver.mcp_server.arguments import HistoryLimit, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.envelope import answer

@@ -76,7 +76,7 @@ def reading_engine(app: App, registry: Registry | None = None) -> WorkflowEngine
 
 @contextmanager
 def queueing_engine(app: App, registry: Registry | None = None) -> Iterator[WorkflowEngine]:
-    """The engine of a reader process beside the writer (`host.processes`): a sync trigger
+    """The engine of a reader process beside the writer (`host.http_readers`): a sync trigger
     runs in the caller's thread, everything else is left queued for the writer's engine,
     which alone follows the change feed. Reader processes are there to answer reads: the
     workflows' work stays in the writer's process rather than taking the readers' core.

@@ -29,7 +29,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from weaver.edits.journal import recover_edits
+from weaver.edits.interrupted import recover_edits
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.follow import follow_feed
 from weaver.runtime.locks import CacheWriterLock, writer_lock_for
@@ -101,7 +101,7 @@ def _report_fault(state: ServerState, fault: str | None) -> None:
 
 
 def _recover_edits(state: ServerState) -> None:
-    """Finish a change to many notes that a killed process left midway (`edits.journal`)."""
+    """Finish a change to many notes that a killed process left midway (`edits.interrupted`)."""
     app = state.app
     try:
         recover_edits(app, lambda expected: sync_cache(app, expected, holds_writer=True))

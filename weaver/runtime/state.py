@@ -27,7 +27,7 @@ from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
 from weaver.views.prefixes import PrefixIndex
-from weaver.views.tags import TagIndex
+from weaver.views.tag_tree import TagIndex
 
 
 class WorkflowEngineStatus(Protocol):

@@ -24,13 +24,13 @@ from weaver.cache import fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
-from weaver.semantic.loader import load_model
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     ENABLE_HINT,
     EmbeddingModel,
     semantic_installed,
 )
+from weaver.semantic.model_loader import load_model
 
 RRF_K = 60
 # How long a query waits for the model another thread is loading before answering an error.

@@ -1,4 +1,4 @@
-"""What is wrong with the vault's links, read off the link graph (`views.graph.Graph`, kept per
+"""What is wrong with the vault's links, read off the link graph (`views.link_graph.Graph`, kept per
 cache version): broken link targets with the notes holding them, orphans, and file names several
 notes share (which make `[[name]]` ambiguous). Pure; each list in pages with its total.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from weaver.views.graph import Graph
+from weaver.views.link_graph import Graph
 
 # Notes named per broken target or shared name; the totals say how many more there are.
 SHOWN = 20

@@ -43,7 +43,7 @@ from weaver.dashboard.security import (
     token_matches,
 )
 from weaver.edits.steps import NoteChangedError, NoteEditError
-from weaver.engine.errors import (
+from weaver.engine.workflow_errors import (
     EngineUnavailableError,
     ExecutionNotFoundError,
     WorkflowNotFoundError,
