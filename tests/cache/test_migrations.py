@@ -149,5 +149,5 @@ def test_folders_are_byte_ranges_under_a_linguistic_collation(
     finally:
         app.close()
         postgres_server.drop_database(name)
-    assert [f.path for f in in_a.files] == ["a/b.md"]
-    assert [f.path for f in every.files] == sorted(files)
+    assert [f.path for f in in_a.items] == ["a/b.md"]
+    assert [f.path for f in every.items] == sorted(files)

@@ -16,6 +16,7 @@ from weaver.cache import read
 from weaver.cache.models import Link, Note, Tag
 from weaver.cache.read import FileFilters, LinkTarget
 from weaver.config import Settings
+from weaver.paging import Page
 from weaver.runtime.app import App, open_app
 from weaver.views.tag_tree import TagIndex
 
@@ -46,11 +47,13 @@ def conn(app: App) -> Iterator[Connection]:
         yield connection
 
 
-def paths(page: read.FilePage) -> list[str]:
-    return [f.path for f in page.files]
+def paths(page: Page[read.FileSummary]) -> list[str]:
+    return [f.path for f in page.items]
 
 
-def query(conn: Connection, limit: int = 50, offset: int = 0, **filters: Any) -> read.FilePage:
+def query(
+    conn: Connection, limit: int = 50, offset: int = 0, **filters: Any
+) -> Page[read.FileSummary]:
     return read.query_files(conn, FileFilters(**filters), limit, offset)
 
 
@@ -103,7 +106,7 @@ def test_pagination_total_and_has_more(conn: Connection) -> None:
 
 
 def test_files_carry_tags_and_metadata(conn: Connection) -> None:
-    home = query(conn, limit=1).files[0]
+    home = query(conn, limit=1).items[0]
     assert home.tags == ("inline", "Project/Alpha")
     assert (home.type, home.status, home.title) == ("hub", "active", "Home")
     assert home.frontmatter["aliases"] == ["Start"]
@@ -295,7 +298,7 @@ def test_empty_cache(tmp_path: Path) -> None:
         app.close()
     assert (stats.total_files, stats.total_links, stats.vault_size) == (0, 0, 0)
     assert (stats.last_updated, stats.top_tags, stats.files_by_type) == (None, [], {})
-    assert (page.files, page.total, page.has_more) == ([], 0, False)
+    assert (page.items, page.total, page.has_more) == ([], 0, False)
 
 
 def _encoded(files: dict[str, str | bytes]) -> list[bytes]:

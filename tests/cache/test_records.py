@@ -126,7 +126,7 @@ def test_fetch_page_clamps_and_pages(app: App) -> None:
     seed(app)
     page = fetch_page(app.db, RecordFilter("markdown-analyzer"), limit=2, offset=-5)
     assert (page.total, page.limit, page.offset, page.has_more) == (3, 2, 0, True)
-    assert [r.recorded_at for r in page.records] == [3_000, 2_000]
+    assert [r.recorded_at for r in page.items] == [3_000, 2_000]
     assert fetch_page(app.db, RecordFilter("markdown-analyzer"), limit=10_000).limit == 500
 
 

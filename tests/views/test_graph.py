@@ -462,7 +462,7 @@ def _tagged(app: App, patterns: list[str], mode: TagMode, limit: int = 10) -> tu
     index = cache_graph.tag_index_cache()
     with read.read_snapshot(app.db) as conn:
         page = cache_graph.notes_with_tags(conn, index.get(conn), patterns, mode, limit)
-    return [f.path for f in page.files], page.total
+    return [f.path for f in page.items], page.total
 
 
 def test_notes_with_tags_any_and_all_with_nested_tags_and_wildcards(
@@ -496,8 +496,8 @@ def test_notes_with_tags_follows_edits_and_deletes(
         page = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "all", 10)
         either = cache_graph.notes_with_tags(conn, latest, ["project", "idea"], "any", 10)
     assert latest is not first
-    assert ([f.path for f in page.files], page.total) == (["b.md"], 1)
-    assert [f.path for f in either.files] == ["b.md", "c.md", "d.md"]
+    assert ([f.path for f in page.items], page.total) == (["b.md"], 1)
+    assert [f.path for f in either.items] == ["b.md", "c.md", "d.md"]
 
 
 def test_random_note_picks_uniformly_among_the_tagged_notes(

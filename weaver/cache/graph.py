@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
@@ -25,6 +24,7 @@ from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
+from weaver.paging import Page
 from weaver.views.link_graph import Graph, NodeInfo
 from weaver.views.names import NameIndex, NameRow
 from weaver.views.prefixes import PrefixIndex
@@ -142,12 +142,6 @@ def stats_cache() -> ByVersion[read.VaultStats]:
 # ---------------------------------------------------------------- tags, random picks
 
 
-@dataclass(frozen=True, slots=True)
-class TaggedPage:
-    files: list[FileSummary]
-    total: int
-
-
 def tags_condition(keys: Sequence[str], mode: TagMode) -> ColumnElement[bool]:
     """Notes carrying any (or all) of these normalised tags; nested tags and `*`/`?` match."""
     each = [Note.path.in_(select(Tag.note_path).where(tag_pattern_condition(k))) for k in keys]
@@ -201,7 +195,7 @@ def notes_with_tags(
     mode: TagMode,
     limit: int,
     offset: int = 0,
-) -> TaggedPage:
+) -> Page[FileSummary]:
     """Notes matching the tag patterns (any or all of them), `limit` by path from `offset`
     on, with the total count. `index` is `tag_index_cache().get(conn)`, of the same snapshot."""
     return _first_notes(conn, index.matching(keys_matching(conn, patterns), mode), limit, offset)
@@ -222,15 +216,17 @@ def search_tags(
         return read.search_tag(conn, pattern, limit, offset)
     keys = keys_matching(conn, [pattern])[0]
     page = _first_notes(conn, tag_index.get(conn).carrying(keys), limit, offset)
-    return read.TagSearch(page.files, page.total, sorted(keys))
+    return read.TagSearch(page.items, page.total, sorted(keys))
 
 
-def _first_notes(conn: Connection, found: set[str], limit: int, offset: int = 0) -> TaggedPage:
+def _first_notes(
+    conn: Connection, found: set[str], limit: int, offset: int = 0
+) -> Page[FileSummary]:
     page = first_paths(found, offset + limit)[offset:]
     rows = conn.execute(
         select(*read.SUMMARY_COLUMNS).where(Note.path.in_(page)).order_by(Note.path)
     ).all()
-    return TaggedPage(read.summaries(conn, rows), len(found))
+    return Page(read.summaries(conn, rows), len(found), offset, limit)
 
 
 def random_note(

@@ -34,6 +34,7 @@ from sqlalchemy.orm import aliased
 from weaver.cache import tag_counts
 from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
+from weaver.paging import Page
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
@@ -117,18 +118,6 @@ class FileSummary:
     created: int
     modified: int
     size: int
-
-
-@dataclass(frozen=True, slots=True)
-class FilePage:
-    files: list[FileSummary]
-    total: int
-    limit: int
-    offset: int
-
-    @property
-    def has_more(self) -> bool:
-        return self.offset + len(self.files) < self.total
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +478,7 @@ def query_files(
     limit: int,
     offset: int,
     order: FileOrder = FileOrder(),
-) -> FilePage:
+) -> Page[FileSummary]:
     """One page of notes matching `filters`, in `order`, with the total match count."""
     # With a folder, type, status or time filter, SQLite walks that column's index and
     # checking each note's tags beats listing every tagged note (for a common tag, by far).
@@ -506,7 +495,7 @@ def query_files(
         conditions = _file_conditions(filters, where, scan=True)
     page = select(*SUMMARY_COLUMNS).where(*conditions).order_by(*order.columns())
     rows = conn.execute(page.limit(limit).offset(offset)).all()
-    return FilePage(summaries(conn, rows), total, limit, offset)
+    return Page(summaries(conn, rows), total, offset, limit)
 
 
 def summaries(conn: Connection, rows: Sequence[Any]) -> list[FileSummary]:

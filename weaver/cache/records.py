@@ -36,6 +36,7 @@ from weaver.cache.models import WorkflowRecord
 from weaver.cache.read import read_snapshot
 from weaver.cache.write import chunked
 from weaver.errors import CacheError
+from weaver.paging import Page
 
 _TABLE = cast(Table, WorkflowRecord.__table__)
 col = _TABLE.c
@@ -77,18 +78,6 @@ class RecordFilter:
     kind: str | None = None
     since: int | None = None
     until: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordPage:
-    records: list[StoredRecord]
-    total: int
-    limit: int
-    offset: int
-
-    @property
-    def has_more(self) -> bool:
-        return self.offset + len(self.records) < self.total
 
 
 _COLUMNS = [col[field.name] for field in fields(StoredRecord)]
@@ -160,10 +149,12 @@ def count_records(conn: Connection, where: RecordFilter) -> int:
     return int(conn.execute(statement).scalar_one())
 
 
-def query_records(conn: Connection, where: RecordFilter, limit: int, offset: int) -> RecordPage:
+def query_records(
+    conn: Connection, where: RecordFilter, limit: int, offset: int
+) -> Page[StoredRecord]:
     """One page, newest first, with the total number of matching records."""
     records = list_records(conn, where, limit=limit, offset=offset)
-    return RecordPage(records, count_records(conn, where), limit, offset)
+    return Page(records, count_records(conn, where), offset, limit)
 
 
 def latest_records(
@@ -237,7 +228,9 @@ def move_records(conn: Connection, workflow_id: str, old_key: str, new_key: str)
     return conn.execute(statement).rowcount
 
 
-def fetch_page(db: Engine, where: RecordFilter, limit: int = 50, offset: int = 0) -> RecordPage:
+def fetch_page(
+    db: Engine, where: RecordFilter, limit: int = 50, offset: int = 0
+) -> Page[StoredRecord]:
     """The page `get_workflow_records` and `weaver records` show: `limit` brought into
     1..500 and `offset` to at least 0, the page and its total read from one snapshot."""
     limit = min(max(limit, 1), PAGE_MAX_LIMIT)

@@ -240,7 +240,7 @@ class WorkflowEngine:
             stat = stats.get(workflow.id)
             count, last = (stat.count, stat.last_executed) if stat else (0, None)
             infos.append(WorkflowInfo.of(workflow, last, count))
-        errors = [PluginErrorInfo.of(error) for error in self.registry.errors]
+        errors = [PluginErrorInfo.model_validate(error) for error in self.registry.errors]
         return ListWorkflowsData(workflows=infos, count=len(infos), errors=errors)
 
     def get_status(self, execution_id: str) -> WorkflowStatusData:

@@ -13,14 +13,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from weaver.cache.executions import ExecutionRecord, Interruption
-from weaver.cache.records import RecordPage, StoredRecord
+from weaver.cache.executions import ExecutionRecord
+from weaver.cache.records import StoredRecord
 from weaver.engine.definition import Workflow
-from weaver.engine.registry import PluginError
+from weaver.paging import Page
 
 
 class Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
+    # Built from the core's dataclasses by attribute where the names match (`model_validate`).
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, from_attributes=True)
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -73,10 +74,6 @@ class InterruptionInfo(Wire):
     at: int = Field(description="When it was recorded interrupted")
     reason: str
 
-    @classmethod
-    def of(cls, interruption: Interruption) -> InterruptionInfo:
-        return cls(attempt=interruption.attempt, at=interruption.at, reason=interruption.reason)
-
 
 class WorkflowStatusData(Wire):
     execution_id: str
@@ -122,7 +119,7 @@ class WorkflowStatusData(Wire):
             input=record.input,
             created_time=record.created,
             process=record.process,
-            interruptions=[InterruptionInfo.of(item) for item in record.interruptions],
+            interruptions=[InterruptionInfo.model_validate(item) for item in record.interruptions],
         )
 
 
@@ -233,10 +230,6 @@ class PluginErrorInfo(Wire):
     source: str
     error: str
 
-    @classmethod
-    def of(cls, error: PluginError) -> PluginErrorInfo:
-        return cls(source=error.source, error=error.error)
-
 
 class ListWorkflowsData(Wire):
     workflows: list[WorkflowInfo]
@@ -255,18 +248,6 @@ class RecordInfo(Wire):
     execution_id: str | None = Field(description="The execution that recorded it")
     data: dict[str, Any]
 
-    @classmethod
-    def of(cls, record: StoredRecord) -> RecordInfo:
-        return cls(
-            id=record.id,
-            workflow_id=record.workflow_id,
-            key=record.key,
-            kind=record.kind,
-            recorded_at=record.recorded_at,
-            execution_id=record.execution_id,
-            data=record.data,
-        )
-
 
 class WorkflowRecordsData(Wire):
     records: list[RecordInfo] = Field(description="Newest first")
@@ -276,9 +257,9 @@ class WorkflowRecordsData(Wire):
     has_more: bool
 
     @classmethod
-    def of(cls, page: RecordPage) -> WorkflowRecordsData:
+    def of(cls, page: Page[StoredRecord]) -> WorkflowRecordsData:
         return cls(
-            records=[RecordInfo.of(record) for record in page.records],
+            records=[RecordInfo.model_validate(record) for record in page.items],
             total=page.total,
             limit=page.limit,
             offset=page.offset,

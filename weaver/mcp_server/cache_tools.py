@@ -198,7 +198,7 @@ def query_files(
         if page.total == 0:
             hints.check_folder(state, conn, filters.directory)
     return QueryFilesData(
-        files=[FileInfo.of(f) for f in page.files],
+        files=[FileInfo.model_validate(f) for f in page.items],
         total=page.total,
         limit=page.limit,
         offset=page.offset,
@@ -216,7 +216,7 @@ def get_file(
         detail = read.get_file(conn, clean, linksLimit)
     if detail is None:
         raise NoteNotFoundError(clean)
-    info = FileInfo.of(detail.summary)
+    info = FileInfo.model_validate(detail.summary)
     links = FileLinks(
         outgoing=[t.target for t in detail.outgoing],
         incoming=detail.incoming,
@@ -266,7 +266,7 @@ def search_tags(
         hint = hints.tag_hint(conn, [key]) if found.total == 0 else None
     return SearchTagsData(
         tag=key,
-        files=[TaggedFile.of(f) for f in found.files],
+        files=[TaggedFile.model_validate(f) for f in found.files],
         count=found.total,
         limit=limit,
         offset=offset,

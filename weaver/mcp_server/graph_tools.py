@@ -335,11 +335,11 @@ def search_by_tags(
     return TagsSearchData(
         tags=keys,
         mode=mode,
-        files=[TaggedFile.of(f) for f in page.files],
+        files=[TaggedFile.model_validate(f) for f in page.items],
         total=page.total,
         limit=limit,
         offset=offset,
-        has_more=has_more(offset, len(page.files), page.total),
+        has_more=has_more(offset, len(page.items), page.total),
         hint=hint,
     )
 

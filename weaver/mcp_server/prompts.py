@@ -48,7 +48,7 @@ def review_changes_text(state: ServerState, period: str) -> str:
         )
     rows = [
         f"- {f.path} — {f.title}" + (f" [{', '.join(f.tags)}]" if f.tags else "")
-        for f in page.files
+        for f in page.items
     ]
     return (
         f"Review what changed in my vault over the last {period}. "
@@ -123,9 +123,9 @@ def summarize_folder_text(state: ServerState, folder: str) -> str:
     with read.read_snapshot(app.db) as conn:
         check_folder(state, conn, clean or None)
         page = read.query_files(conn, FileFilters(directory=clean or None), LISTED, 0)
-        bodies = fts.note_bodies(conn, [f.path for f in page.files])
+        bodies = fts.note_bodies(conn, [f.path for f in page.items])
     rows = []
-    for f in page.files:
+    for f in page.items:
         excerpt = " ".join(bodies.get(f.path, "").split())[:EXCERPT]
         tags = f" [{', '.join(f.tags)}]" if f.tags else ""
         rows.append(f"- {f.path} — {f.title}{tags}: {excerpt}")

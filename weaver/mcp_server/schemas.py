@@ -11,13 +11,12 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from weaver.cache.read import FileSummary
-
 D = TypeVar("D", bound=BaseModel)
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True)
+    # Built from the core's dataclasses by attribute where the names match (`model_validate`).
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, from_attributes=True)
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -109,20 +108,6 @@ class FileInfo(WireModel):
     modified: int = Field(description="Unix epoch milliseconds")
     size: int = Field(description="File size in bytes")
 
-    @classmethod
-    def of(cls, summary: FileSummary) -> FileInfo:
-        return cls(
-            path=summary.path,
-            title=summary.title,
-            type=summary.type,
-            status=summary.status,
-            frontmatter=summary.frontmatter,
-            tags=list(summary.tags),
-            created=summary.created,
-            modified=summary.modified,
-            size=summary.size,
-        )
-
 
 class QueryFilesData(WireModel):
     files: list[FileInfo]
@@ -187,18 +172,6 @@ class TaggedFile(WireModel):
     frontmatter: dict[str, Any] | None
     tags: list[str]
     modified: int = Field(description="Unix epoch milliseconds")
-
-    @classmethod
-    def of(cls, summary: FileSummary) -> TaggedFile:
-        return cls(
-            path=summary.path,
-            title=summary.title,
-            type=summary.type,
-            status=summary.status,
-            frontmatter=summary.frontmatter,
-            tags=list(summary.tags),
-            modified=summary.modified,
-        )
 
 
 class SearchTagsData(WireModel):

@@ -6,7 +6,6 @@ folder and tag filters are the ones `query_files` applies.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated
 
 from pydantic import Field
@@ -116,7 +115,7 @@ def search_notes(
     return SearchNotesData(
         query=echo(query),
         fts_query=None if found.fts_query is None else echo(found.fts_query),
-        results=[SearchHitInfo(**{**asdict(h), "tags": list(h.tags)}) for h in found.hits],
+        results=[SearchHitInfo.model_validate(h) for h in found.hits],
         total=found.total,
         limit=limit,
         offset=offset,
