@@ -23,8 +23,8 @@ from sqlalchemy import (
 
 from weaver.cache import fts
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
+from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.cache.tag_counts import TagDelta, keys_by_note
-from weaver.index.workers import NoteRecord, StoredFile
 from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
 from weaver.vault.fs import FileStat, split_path
