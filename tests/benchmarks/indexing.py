@@ -22,7 +22,8 @@ from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target
 from tests.benchmarks.worker import clean_env, peak_rss_mb, run_worker
 
-RATIO_TARGET = Target(">=", 0.5, "≥ 50 % of the floor")
+# The full index's time over the floor's (both cores may be used; the floor uses one).
+TIME_RATIO_TARGET = Target("<=", 1.5, "≤ 1.5x the floor's time")
 NOOP_TARGET = Target("<=", 1.0, "≤ 1 s")
 INDEX_RSS_TARGET = Target("<=", 200, "≤ 200 MB")
 SCALING_TARGET = Target(">=", 0.8, "≥ 80 % of the 10,000 figure")
@@ -228,14 +229,16 @@ def throughput_figures(ctx: BenchContext, notes: int) -> list[Figure]:
         ),
     ]
     if notes == ctx.reference or notes > ctx.reference:
+        floor_best = notes / floor
         figures.append(
             Figure(
                 "full index",
-                f"{notes:,} notes, ratio to the floor",
-                index / floor,
+                f"{notes:,} notes, time over the floor's time",
+                best / floor_best,
                 "ratio",
-                f"{index / floor:.0%} of the floor",
-                RATIO_TARGET,
+                f"{best / floor_best:.2f}x the floor's time ({best:.2f} s / {floor_best:.2f} s; "
+                f"{index / floor:.0%} of its rate)",
+                TIME_RATIO_TARGET,
             )
         )
     return figures

@@ -177,3 +177,25 @@ def test_a_file_name_that_is_not_utf8_does_not_stop_the_watcher(
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_a_note_saved_once_the_watcher_says_watching_reaches_the_cache(
+    app: App, write_notes: WriteNotes
+) -> None:
+    """`watching` is the readiness signal: no settling sleep is needed after it is set."""
+    write_notes({"a.md": "a"})
+    watcher = VaultWatcher(app.indexer, debounce_ms=20)
+    assert not watcher.watching.is_set()
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.run)
+            assert await anyio.to_thread.run_sync(watcher.watching.wait, 10.0)
+            assert paths(app) == ["a.md"]  # the catch-up is done by then
+            write_notes({"right after.md": "saved the moment it was watching"})
+            await wait_until(lambda: paths(app) == ["a.md", "right after.md"])
+            tg.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    assert not watcher.watching.is_set()

@@ -62,7 +62,7 @@ from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
 
 if TYPE_CHECKING:
-    from weaver.index.workers import NoteRecord
+    from weaver.cache.rows import NoteRecord
 
 FTS_TABLE = "notes_fts"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"

@@ -60,7 +60,7 @@ from weaver.cache.models import Tag
 from weaver.cache.read import tag_condition
 
 if TYPE_CHECKING:
-    from weaver.index.workers import NoteRecord
+    from weaver.cache.rows import NoteRecord
 
 TEXT_TABLE = "note_texts"
 CONFIG = "weaver_search"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
@@ -24,8 +24,8 @@ from sqlalchemy import (
 from weaver.cache import fts
 from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
+from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.cache.tag_counts import TagDelta, keys_by_note
-from weaver.index.workers import NoteRecord, StoredFile
 from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
 from weaver.vault.fs import FileStat, split_path
@@ -87,7 +87,10 @@ def replace_notes(
         return
     delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
     first_rowid = next_search_rowid(conn)
-    conn.execute(insert(Note), [_note_row(r, first_rowid + i) for i, r in enumerate(records)])
+    # SQLite stores JSON as text: encoded here as SQLAlchemy's JSON type would (`json.dumps`).
+    encode = json.dumps if conn.dialect.name == "sqlite" else _as_is
+    rows = [_note_row(r, first_rowid + i, encode) for i, r in enumerate(records)]
+    insert_rows(conn, Note, NOTE_COLUMNS, rows)
     fts.insert_search(conn, records, first_rowid)
     tag_rows = [list(_tag_rows(r)) for r in records]
     insert_rows(conn, Tag, TAG_COLUMNS, [row for rows in tag_rows for row in rows])
@@ -125,30 +128,61 @@ def next_search_rowid(conn: Connection) -> int:
     return (highest or 0) + 1
 
 
-def _note_row(record: NoteRecord, search_rowid: int) -> dict[str, Any]:
+NOTE_COLUMNS = (
+    "path",
+    "folder",
+    "name",
+    "title",
+    "heading",
+    "frontmatter",
+    "type",
+    "status",
+    "aliases",
+    "size",
+    "created",
+    "modified",
+    "mtime_ns",
+    "content_hash",
+    "indexed_at",
+    "word_count",
+    "tasks_open",
+    "tasks_done",
+    "error",
+    "search_rowid",
+)
+
+
+def _note_row(
+    record: NoteRecord, search_rowid: int, encode: Callable[[Any], Any]
+) -> tuple[Any, ...]:
+    """The `NOTE_COLUMNS` of a note; `encode` turns its JSON values into what the driver takes."""
     folder, name = split_path(record.path)
-    return {
-        "path": record.path,
-        "folder": folder,
-        "name": name,
-        "title": record.title,
-        "heading": record.heading,
-        "frontmatter": record.frontmatter,
-        "type": record.type,
-        "status": record.status,
-        "aliases": list(record.aliases),
-        "size": record.size,
-        "created": record.created,
-        "modified": record.modified,
-        "mtime_ns": record.mtime_ns,
-        "content_hash": record.content_hash,
-        "indexed_at": record.indexed_at,
-        "word_count": record.word_count,
-        "tasks_open": record.tasks_open,
-        "tasks_done": record.tasks_done,
-        "error": record.error,
-        "search_rowid": search_rowid,
-    }
+    return (
+        record.path,
+        folder,
+        name,
+        record.title,
+        record.heading,
+        encode(record.frontmatter),
+        record.type,
+        record.status,
+        encode(list(record.aliases)),
+        record.size,
+        record.created,
+        record.modified,
+        record.mtime_ns,
+        record.content_hash,
+        record.indexed_at,
+        record.word_count,
+        record.tasks_open,
+        record.tasks_done,
+        record.error,
+        search_rowid,
+    )
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 TAG_COLUMNS = ("note_path", "key", "tag")

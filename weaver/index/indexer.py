@@ -29,7 +29,8 @@ from sqlalchemy import Connection, Engine, RootTransaction
 from weaver.cache import changes, feed, write
 from weaver.cache.bulk import indexes_deferred
 from weaver.cache.db import bulk_writes
-from weaver.index.workers import NoteRecord, ReadChunk, StoredFile, default_workers, read_notes
+from weaver.cache.rows import NoteRecord, StoredFile
+from weaver.index.workers import ReadChunk, default_workers, read_notes
 from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.events import (
     EventBus,

@@ -33,12 +33,13 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO
 
 import structlog
 
+from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.errors import too_large
-from weaver.markdown.parser import ParsedLink, decode_note, parse_note
+from weaver.markdown.parser import decode_note, parse_note
 from weaver.vault.fs import MAX_NOTE_BYTES, FileStat, Vault
 
 log = structlog.get_logger(__name__)
@@ -54,45 +55,6 @@ PARALLEL_MIN = 2000
 MAX_WORKERS = 4
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 _WORKER_CODE = "from weaver.index.workers import serve_worker; serve_worker()"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    """What the cache remembers about a file, enough to tell whether it changed on disk."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    content_hash: str | None  # None for attachments
-    created: int | None
-
-
-class NoteRecord(NamedTuple):
-    """One parsed note, ready to be written. A named tuple (as `ParsedLink`) because records
-    come back from parse workers pickled, and tuples unpickle several times faster."""
-
-    path: str
-    title: str
-    frontmatter: dict[str, Any]
-    type: str | None
-    status: str | None
-    aliases: tuple[str, ...]
-    tags: tuple[str, ...]
-    links: tuple[ParsedLink, ...]
-    size: int
-    created: int
-    modified: int
-    mtime_ns: int
-    content_hash: str
-    indexed_at: int
-    word_count: int
-    tasks_open: int
-    tasks_done: int
-    error: str | None
-    body: str  # the text after the frontmatter, for full-text search
-    heading: str | None = None  # the first H1, as text
-    headings: str = ""  # every heading's text, one a line, for full-text search
-    front: str = ""  # the text before `body` (the frontmatter block): front + body is the note
 
 
 Work = tuple[FileStat, StoredFile | None]  # a file to read, and what the cache had for it

@@ -5,7 +5,8 @@ then applies each batch of changes watchfiles reports. Watching begins before th
 that a change made while it runs is not lost: it is applied right after. A burst is coalesced
 by watchfiles' `step` (quiet time before a batch is yielded, the configurable debounce) and
 capped by `MAX_BATCH_MS`. The batch handler, `handle_changes`, is a plain function of a change
-set so tests can drive it directly.
+set so tests can drive it directly. The watcher is handed what applies the changes (the
+indexer, as a `ChangeApplier`) rather than importing it: `index/` sits above `vault/`.
 
 If watching fails while the vault is still there (watchfiles raises on a file name that is not
 valid UTF-8, and loses the rest of that batch with it), the watch starts again and a reconcile
@@ -15,14 +16,17 @@ catches up with what the lost batch held; a failure once the vault is gone stops
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterable
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol
 
 import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectSendStream
 from watchfiles import Change, awatch
 
-from weaver.index.indexer import Indexer, IndexReport
+from weaver.vault.events import VaultEvent
+from weaver.vault.fs import Vault
 
 log = structlog.get_logger(__name__)
 
@@ -43,13 +47,35 @@ RESTART_DELAY_S = 0.2
 MAX_RESTART_DELAY_S = 30.0
 
 
-class VaultWatcher:
-    """Watches one vault and feeds its changes to an `Indexer`."""
+class AppliedBatch(Protocol):
+    """What applying a batch reports back: the events it published."""
 
-    def __init__(self, indexer: Indexer, debounce_ms: int = 50) -> None:
+    @property
+    def events(self) -> Sequence[VaultEvent]: ...
+
+
+class ChangeApplier(Protocol):
+    """What the watcher calls (`index.indexer.Indexer` in Weaver): the vault it watches, the
+    paths of a batch to apply, and a whole-vault reconcile to catch up."""
+
+    @property
+    def vault(self) -> Vault: ...
+
+    def apply_paths(self, paths: Iterable[str]) -> AppliedBatch: ...
+
+    def reconcile(self) -> object: ...
+
+
+class VaultWatcher:
+    """Watches one vault and feeds its changes to a `ChangeApplier` (the indexer)."""
+
+    def __init__(self, indexer: ChangeApplier, debounce_ms: int = 50) -> None:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
         self.running = False
+        # Set once the watches are in place and the catch-up is done, until `run` ends: a
+        # change made on disk after it is set reaches the cache (tests wait on it).
+        self.watching = threading.Event()
         # Set once `run` has ended: until then a watcher not yet `running` is starting (its
         # watch set up, its catch-up under way), which is no fault.
         self.stopped = False
@@ -59,7 +85,7 @@ class VaultWatcher:
         # Changes failed to reach the cache and a reconcile is being retried (health says so).
         self.healing = False
 
-    def handle_changes(self, changes: Iterable[tuple[Change, str]]) -> IndexReport | None:
+    def handle_changes(self, changes: Iterable[tuple[Change, str]]) -> AppliedBatch | None:
         """Apply one batch of raw watchfiles changes (absolute paths) to the cache."""
         vault = self.indexer.vault
         paths = {rel for _, absolute in changes if (rel := vault.relative(absolute))}
@@ -87,6 +113,7 @@ class VaultWatcher:
                 await anyio.sleep(0)
                 await (catch_up or self._reconcile)()
                 self.running = True
+                self.watching.set()
                 log.info("watching vault", vault=str(self.indexer.vault.root))
                 async for changes in receive:
                     if changes is LOST:
@@ -95,6 +122,7 @@ class VaultWatcher:
                         await self._apply(changes)
         finally:
             self.running = False
+            self.watching.clear()
             self.stopped = True
 
     async def _watch(self, send: MemoryObjectSendStream[Delivery]) -> None:
