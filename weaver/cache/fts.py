@@ -58,6 +58,7 @@ from sqlalchemy import (
 from weaver.cache import pg_search
 from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Note, Tag
+from weaver.cache.pg_search import PIN_SCORE
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
 
@@ -461,9 +462,6 @@ def _search_statements(by_directory: bool, by_tag: bool) -> _SearchStatements:
     )
     count = select(func.count()).select_from(_fts).where(*matches)
     return _SearchStatements(page, count, paths)
-
-
-PIN_SCORE = -1e9
 
 
 def _rowids(conn: Connection, paths: Sequence[str]) -> list[int]:

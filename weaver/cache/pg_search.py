@@ -87,6 +87,11 @@ note_texts = table(
     column("ctid"),  # the row's address (a system column)
 )
 
+# Added to a pinned note's rank (FTS5's bm25() and `ts_rank_cd` turned negative alike: lower
+# ranks first), so a note named exactly as searched leads the page; its score is reported
+# without it. `cache.fts` pins with it too.
+PIN_SCORE = -1e9
+
 
 # ---------------------------------------------------------------- writes
 
@@ -346,8 +351,6 @@ def _values(
     tag: str | None,
     pinned: Sequence[str],
 ) -> dict[str, Any]:
-    from weaver.cache.fts import PIN_SCORE
-
     tail_offset = max(RANK_CANDIDATES, offset)
     values: dict[str, Any] = {
         "query": to_tsquery_text(expression),
