@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from tests.conftest import EngineFactory
+from tests.helpers import EngineFactory
 from weaver.cache.records import (
     NewRecord,
     RecordFilter,

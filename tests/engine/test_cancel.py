@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.engine import WorkflowContext, workflow
 from weaver.engine.errors import NotCancellableError
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import EngineFactory, WriteNotes
+from tests.helpers import EngineFactory, WriteNotes
 from weaver.cache import executions
 from weaver.edits import history
 from weaver.engine import (

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution
 from weaver.engine import OnFile, WorkflowContext, workflow

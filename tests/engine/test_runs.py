@@ -18,8 +18,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution, Note
 from weaver.engine import (

@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.conftest import write_files
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_files
 
 pytestmark = pytest.mark.slow
 

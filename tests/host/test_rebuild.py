@@ -18,8 +18,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DatabaseError
 
-from tests.conftest import WriteNotes, write_files
-from tests.helpers import wait_for
+from tests.helpers import WriteNotes, wait_for, write_files
 from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, children_of, health
 from tests.mcp_server.test_transports import free_port

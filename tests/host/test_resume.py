@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_files
 from tests.host.test_daemon import Daemon, free_port
 
 pytestmark = pytest.mark.slow

@@ -22,8 +22,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import write_files
 from tests.corpora import require_corpora
+from tests.helpers import write_files
 from tests.pg_server import free_port
 from weaver.config import Settings
 from weaver.host.app import App, open_app

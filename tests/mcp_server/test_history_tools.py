@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import serve, tools_of
 from weaver.config import Settings
 from weaver.edits import patches, steps

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from weaver.cache.recovery import sqlite_file
 from weaver.config import Settings
 from weaver.engine.engine import reading_engine

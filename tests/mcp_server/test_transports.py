@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.host.app import open_app

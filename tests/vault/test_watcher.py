@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 from watchfiles import Change
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache.models import Link, Note
 from weaver.host.app import App
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
