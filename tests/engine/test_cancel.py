@@ -52,7 +52,7 @@ def test_cancel_right_after_the_claim_waits_for_the_run_to_register(
     registering = engine._attempts
 
     def late(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the window under test: claimed, its cancel switch not registered yet
         return registering(*args, **kwargs)
 
     monkeypatch.setattr(engine, "_attempts", late)

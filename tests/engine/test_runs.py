@@ -307,7 +307,7 @@ def test_concurrency_limit_queues_runs_beyond_it(app: App, make_engine: EngineFa
 
     ids = [engine.trigger("single", async_=True).execution_id for _ in range(3)]
     wait_for(lambda: len(running_now) == 1)  # whichever the pool claimed first
-    time.sleep(0.05)
+    time.sleep(0.05)  # proving a negative: a second run let through would start meanwhile
     assert sorted(engine.get_status(i).status for i in ids) == ["pending", "pending", "running"]
     gate.set()
     wait_for(lambda: all(engine.get_status(i).status == "completed" for i in ids))
@@ -319,7 +319,7 @@ def test_concurrency_limit_queues_runs_beyond_it(app: App, make_engine: EngineFa
     overlap.clear()
     ids = [engine.trigger("double", async_=True).execution_id for _ in range(3)]
     wait_for(lambda: len(running_now) == 2)
-    time.sleep(0.05)
+    time.sleep(0.05)  # proving a negative: a third run let through would start meanwhile
     assert sorted(engine.get_status(i).status for i in ids) == ["pending", "running", "running"]
     gate.set()
     wait_for(lambda: all(engine.get_status(i).status == "completed" for i in ids))

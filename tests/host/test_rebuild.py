@@ -10,7 +10,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import time
 from functools import partial
 from pathlib import Path
 
@@ -146,7 +145,6 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
             connection = Connection(port)
             assert connection.call("get_stats")["success"]
             connection.http.close()
-        time.sleep(0.1)
     finally:
         daemon.stop(process)
 

@@ -15,6 +15,7 @@ catches up with what the lost batch held; a failure once the vault is gone stops
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 
 import anyio
@@ -50,6 +51,9 @@ class VaultWatcher:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
         self.running = False
+        # Set once the watches are in place and the catch-up is done, until `run` ends: a
+        # change made on disk after it is set reaches the cache (tests wait on it).
+        self.watching = threading.Event()
         # Set once `run` has ended: until then a watcher not yet `running` is starting (its
         # watch set up, its catch-up under way), which is no fault.
         self.stopped = False
@@ -87,6 +91,7 @@ class VaultWatcher:
                 await anyio.sleep(0)
                 await (catch_up or self._reconcile)()
                 self.running = True
+                self.watching.set()
                 log.info("watching vault", vault=str(self.indexer.vault.root))
                 async for changes in receive:
                     if changes is LOST:
@@ -95,6 +100,7 @@ class VaultWatcher:
                         await self._apply(changes)
         finally:
             self.running = False
+            self.watching.clear()
             self.stopped = True
 
     async def _watch(self, send: MemoryObjectSendStream[Delivery]) -> None:
