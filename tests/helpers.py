@@ -3,6 +3,7 @@ in another thread or process, and what the SQL of a block was."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -77,6 +78,14 @@ def indexed_app(root: Path, files: Mapping[str, str | bytes]) -> Iterator[App]:
         yield app
     finally:
         app.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def child_pids(parent: int) -> list[int]:

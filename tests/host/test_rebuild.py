@@ -17,10 +17,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DatabaseError
 
-from tests.helpers import WriteNotes, wait_for, write_files
+from tests.helpers import WriteNotes, free_port, wait_for, write_files
 from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, children_of, health
-from tests.mcp_server.test_transports import free_port
 from weaver.cache import recovery
 from weaver.host.app import App
 from weaver.host.rebuild import CorruptionWatch, rebuild_corrupt_cache

@@ -23,8 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from tests.corpora import require_corpora
-from tests.helpers import write_files
-from tests.pg_server import free_port
+from tests.helpers import free_port, write_files
 from weaver.config import Settings
 from weaver.host.app import App, open_app
 from weaver.mcp_server import ServerState, build_server, system_tools

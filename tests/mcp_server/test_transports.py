@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.helpers import logged, wait_for_async, write_files
+from tests.helpers import free_port, logged, wait_for_async, write_files
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.host.app import open_app
@@ -201,13 +200,6 @@ async def test_a_reader_takes_over_writing_when_the_writer_exits(vault: Path) ->
 
 
 # -- HTTP --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
