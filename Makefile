@@ -22,8 +22,8 @@ serve: $(STAMP)  ## serve MCP over stdio
 index: $(STAMP)  ## bring the cache up to date once and print a summary
 	$(BIN)/weaver index
 
-test: $(STAMP)  ## the whole test suite
-	$(BIN)/pytest
+test: $(STAMP)  ## the whole test suite, with branch coverage and its floor (pyproject.toml)
+	$(BIN)/pytest --cov --cov-report=term:skip-covered
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
 
+from tests.helpers import EngineFactory, WriteNotes, write_files
 from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
 from weaver.cache.db import open_cache_engine
 from weaver.config import Settings
@@ -18,21 +19,6 @@ from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.dispatch import Background
 from weaver.engine.registry import apply_overrides
 from weaver.runtime.app import App, open_app
-
-WriteNotes = Callable[[Mapping[str, str | bytes]], Path]
-EngineFactory = Callable[..., WorkflowEngine]
-
-
-def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
-    """Create `files` (vault-relative path -> text or bytes) under `root`."""
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            target.write_text(content, encoding="utf-8")
-    return root
 
 
 @pytest.fixture(autouse=True)

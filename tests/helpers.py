@@ -1,21 +1,37 @@
-"""What several test modules share: waiting for something that happens in another thread or
-process."""
+"""What several test modules share: vaults written to disk, waiting for something that happens
+in another thread or process, and what the SQL of a block was."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 from sqlalchemy import Engine, event
 
-from tests.conftest import write_files
 from weaver.config import Settings
+from weaver.engine import WorkflowEngine
 from weaver.runtime.app import App, open_app
 
 T = TypeVar("T")
+WriteNotes = Callable[[Mapping[str, str | bytes]], Path]
+EngineFactory = Callable[..., WorkflowEngine]
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Create `files` (vault-relative path -> text or bytes) under `root`."""
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    return root
 
 
 def wait_for(
@@ -32,6 +48,25 @@ def wait_for(
         time.sleep(every)
 
 
+async def wait_for_async(
+    check: Callable[[], T], timeout: float = 5.0, what: str = "the condition", every: float = 0.02
+) -> T:
+    """`wait_for` inside an event loop: the loop keeps running between the calls of `check`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if result := check():
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(every)
+
+
+def logged(log: Path, line: str) -> Callable[[], bool]:
+    """Whether the log file at `log` holds `line` yet: a process's own word that it reached a
+    point (a server's "watching vault"), for `wait_for`."""
+    return lambda: log.exists() and line in log.read_text(errors="replace")
+
+
 @contextmanager
 def indexed_app(root: Path, files: Mapping[str, str | bytes]) -> Iterator[App]:
     """A Weaver app over a new vault of `files` at `root`, indexed once, closed at the end
@@ -43,6 +78,14 @@ def indexed_app(root: Path, files: Mapping[str, str | bytes]) -> Iterator[App]:
         yield app
     finally:
         app.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def child_pids(parent: int) -> list[int]:

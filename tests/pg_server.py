@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -24,6 +23,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from tests.helpers import free_port
 
 SERVER_USER = "postgres"  # the OS account the server runs as when the tests run as root
 SUPERUSER = "weaver"  # the database role the tests connect as (trust auth on loopback)
@@ -74,13 +75,6 @@ def find_bin_dir() -> Path:
         "no PostgreSQL server binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or on PATH:"
         " run .ci/install-postgres"
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from alembic import command
 from sqlalchemy import Connection, func, select
 
-from tests.conftest import WriteNotes, write_files
+from tests.helpers import WriteNotes, write_files
 from weaver.cache import changes, read
 from weaver.cache import graph as cache_graph
 from weaver.cache.db import alembic_config, upgrade_to_head

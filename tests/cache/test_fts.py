@@ -12,8 +12,8 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, event, inspect, text
 
-from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
+from tests.helpers import WriteNotes
 from weaver.cache import fts, read, write
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.config import Settings

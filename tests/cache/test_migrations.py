@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.pg_server import PostgresServer
 from weaver.cache import read
 from weaver.cache.db import (

@@ -11,8 +11,7 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, text
 
-from tests.conftest import write_files
-from tests.helpers import statements_run
+from tests.helpers import statements_run, write_files
 from weaver.cache import fts, pg_search, read
 from weaver.cache.db import alembic_config, open_engine
 from weaver.runtime.app import App

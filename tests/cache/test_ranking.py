@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.ranking import RECALL_TARGET, measure_recall
-from tests.conftest import write_files
 from tests.corpora import require_corpora
+from tests.helpers import write_files
 from weaver.cache import fts
 from weaver.cache.read import read_snapshot
 from weaver.config import Settings

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert, select, text
 
-from tests.conftest import write_files
-from tests.helpers import indexed_app, statements_run
+from tests.helpers import indexed_app, statements_run, write_files
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.cache.models import Link, Note, Tag

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from tests.conftest import EngineFactory
+from tests.helpers import EngineFactory
 from weaver.cache.records import (
     NewRecord,
     RecordFilter,
@@ -102,12 +102,15 @@ def test_another_workflows_records_are_read_only(app: App) -> None:
 
 
 def test_a_timed_out_attempt_cannot_write_records(app: App) -> None:
-    release = threading.Event()
+    release, tried = threading.Event(), threading.Event()
 
     @workflow(id="slow-recorder", timeout=0.1)
     def slow(ctx: WorkflowContext[Any]) -> None:
         release.wait(5)
-        ctx.records.append("late.md", {"too": "late"})
+        try:
+            ctx.records.append("late.md", {"too": "late"})
+        finally:
+            tried.set()
 
     registry = Registry()
     registry.register(slow)
@@ -116,7 +119,7 @@ def test_a_timed_out_attempt_cannot_write_records(app: App) -> None:
     try:
         assert engine.trigger("slow-recorder").status == "failed"
         release.set()
-        time.sleep(0.2)  # the abandoned thread tries its write now, and is refused
+        assert tried.wait(5)  # the abandoned thread tried its write (and was refused)
     finally:
         engine.stop()
     assert WorkflowRecords(app.db, "slow-recorder").history() == []

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import write_files
-from tests.helpers import statements_run
+from tests.helpers import statements_run, write_files
 from weaver.cache import db, executions, recovery
 from weaver.cli import main
 from weaver.config import Settings

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import fts
 from weaver.runtime.app import App
 

@@ -10,7 +10,7 @@ import pytest
 from alembic import command
 from sqlalchemy import Connection, Engine, inspect, text
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import read
 from weaver.cache.db import alembic_config, upgrade_to_head
 from weaver.cache.read import FileFilters

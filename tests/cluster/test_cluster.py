@@ -41,9 +41,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from sqlalchemy import create_engine, text
 
-from tests.helpers import wait_for
+from tests.helpers import free_port, wait_for
 from tests.host.test_http_processes import Connection
-from tests.pg_server import free_port
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

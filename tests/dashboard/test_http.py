@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
 from tests.dashboard.server import HOSTILE_NOTES, Served, request, serve_dashboard
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_files
 from weaver.dashboard.data import DAY_MS, RunFilters
 from weaver.dashboard.security import CSRF_COOKIE, SESSION_COOKIE, session_value
 from weaver.edits import patches

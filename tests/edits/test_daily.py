@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.edits import daily
 from weaver.edits.notes import NoteEditError
 from weaver.runtime.app import App

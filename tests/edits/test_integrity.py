@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import event
 from structlog.testing import capture_logs
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import journal, read
 from weaver.config import Settings
 from weaver.edits import gate, notes, patches, steps, tags

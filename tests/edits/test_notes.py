@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import read
 from weaver.edits import notes
 from weaver.edits.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import read
 from weaver.edits import notes, patches
 from weaver.edits.notes import NoteChangedError, NoteEditError

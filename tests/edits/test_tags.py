@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
+from tests.helpers import WriteNotes
 from weaver.cache import journal, read, tag_queries
 from weaver.config import Settings
 from weaver.edits import notes, tags

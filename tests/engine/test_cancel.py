@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.engine import WorkflowContext, workflow
 from weaver.engine.workflow_errors import NotCancellableError
 
@@ -53,7 +52,7 @@ def test_cancel_right_after_the_claim_waits_for_the_run_to_register(
     registering = engine.runs.executor._attempts
 
     def late(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the window under test: claimed, its cancel switch not registered yet
         return registering(*args, **kwargs)
 
     monkeypatch.setattr(engine.runs.executor, "_attempts", late)

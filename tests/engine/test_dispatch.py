@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.cache.models import Execution
 from weaver.engine import WorkflowContext, workflow
 from weaver.engine.dispatch import Background

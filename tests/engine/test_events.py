@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import EngineFactory, WriteNotes
+from tests.helpers import EngineFactory, WriteNotes, wait_for_async
 from weaver.cache import executions
 from weaver.edits import history
 from weaver.engine import (
@@ -166,23 +165,19 @@ def test_real_file_change_through_the_watcher_starts_the_filtered_workflow(
             >= count
         )
 
-    async def until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            assert time.monotonic() < deadline, "the workflow did not run in time"
-            await anyio.sleep(0.02)
+    async def until(check: Callable[[], bool]) -> None:
+        await wait_for_async(check, 5.0, "the workflow to run")
 
     async def scenario() -> None:
         watcher = VaultWatcher(app.indexer, debounce_ms=20)
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.run)
-            await until(lambda: watcher.running)
-            await anyio.sleep(0.2)  # let inotify settle its watches before the first change
+            await until(watcher.watching.is_set)
             write_notes({"concepts/graph.md": "# Graph"})
             await until(lambda: done("concepts", 1))
             write_notes({"inbox/idea.md": "an idea"})
             await until(lambda: done("inbox", 1))
-            await anyio.sleep(0.3)
+            await anyio.sleep(0.3)  # proving a negative: a second run of either would come now
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)

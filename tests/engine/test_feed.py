@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EngineFactory, WriteNotes
+from tests.helpers import EngineFactory, WriteNotes
 from weaver.cache import executions, feed
 from weaver.config import Settings
 from weaver.engine import FileTrigger, OnFile, Workflow, WorkflowContext, workflow

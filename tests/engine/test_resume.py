@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution
 from weaver.engine import OnFile, WorkflowContext, workflow
@@ -78,13 +77,13 @@ def test_a_run_that_failed_by_itself_is_not_resumed(app: App, make_engine: Engin
 
     @workflow(id="slow", timeout=0.05)
     def slow(_ctx: WorkflowContext[Any]) -> None:
-        time.sleep(0.5)
+        time.sleep(0.5)  # the run's work, longer than its timeout
 
     first = make_engine(explode, slow)
     failed = [first.trigger("explode").execution_id, first.trigger("slow").execution_id]
     first.stop()
     second = make_engine(explode, slow, background="threads", poll=True, workflow_poll_ms=20)
-    time.sleep(0.3)
+    time.sleep(0.3)  # proving a negative: fifteen polls, any of which would take a run again
     records = [second.runs.get(execution_id) for execution_id in failed]
     assert [(r.status, r.attempt, r.interruptions) for r in records] == [("failed", 1, [])] * 2
     assert second.get_history().total == 2

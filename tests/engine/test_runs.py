@@ -18,8 +18,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import OperationalError
 from structlog.testing import capture_logs
 
-from tests.conftest import EngineFactory
-from tests.helpers import wait_for
+from tests.helpers import EngineFactory, wait_for
 from weaver.cache import executions
 from weaver.cache.models import Execution, Note
 from weaver.engine import (
@@ -308,7 +307,7 @@ def test_concurrency_limit_queues_runs_beyond_it(app: App, make_engine: EngineFa
 
     ids = [engine.trigger("single", async_=True).execution_id for _ in range(3)]
     wait_for(lambda: len(running_now) == 1)  # whichever the pool claimed first
-    time.sleep(0.05)
+    time.sleep(0.05)  # proving a negative: a second run let through would start meanwhile
     assert sorted(engine.get_status(i).status for i in ids) == ["pending", "pending", "running"]
     gate.set()
     wait_for(lambda: all(engine.get_status(i).status == "completed" for i in ids))
@@ -320,7 +319,7 @@ def test_concurrency_limit_queues_runs_beyond_it(app: App, make_engine: EngineFa
     overlap.clear()
     ids = [engine.trigger("double", async_=True).execution_id for _ in range(3)]
     wait_for(lambda: len(running_now) == 2)
-    time.sleep(0.05)
+    time.sleep(0.05)  # proving a negative: a third run let through would start meanwhile
     assert sorted(engine.get_status(i).status for i in ids) == ["pending", "running", "running"]
     gate.set()
     wait_for(lambda: all(engine.get_status(i).status == "completed" for i in ids))

@@ -116,7 +116,7 @@ async def _fire_for(engine: WorkflowEngine, workers: int, seconds: float) -> Non
         loops = [
             asyncio.create_task(fire_schedules(app, schedules, SCHEDULE_TASK, WEEK)) for app in apps
         ]
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds)  # the span whose ticks the test counts
         for loop in loops:
             loop.cancel()
         await asyncio.gather(*loops, return_exceptions=True)

@@ -10,10 +10,10 @@ import http.client
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.conftest import write_files
-from tests.helpers import wait_for
+from tests.helpers import free_port, wait_for, write_files
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +31,20 @@ START_TIMEOUT = 30.0
 WAIT_TIMEOUT = 20.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def daemon_with_plugin(tmp_path: Path, vault: Path, name: str, source: str) -> Daemon:
+    """A daemon (not started) over `vault` that loads the workflow module `source` as
+    plugins/`name`.py and looks for queued runs every 100 ms."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    port = free_port()
+    config = tmp_path / "weaver.toml"
+    config.write_text(
+        f'vault = "{vault}"\nhttp_port = {port}\nworkflow_dirs = ["{plugins}"]\n'
+        "workflow_poll_ms = 100\n",
+        encoding="utf-8",
+    )
+    return Daemon(vault, config, port, tmp_path / "daemon.log")
 
 
 @dataclass

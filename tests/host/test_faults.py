@@ -13,9 +13,8 @@ import anyio
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import EngineFactory, WriteNotes, write_files
-from tests.helpers import wait_for
-from tests.host.test_daemon import Daemon, free_port
+from tests.helpers import EngineFactory, WriteNotes, free_port, wait_for, write_files
+from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, health
 from weaver.cache import executions
 from weaver.config import Settings

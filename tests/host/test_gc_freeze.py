@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver import gc_freeze
 from weaver.cache import graph as cache_graph
 from weaver.cache import read

@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import write_files
-from tests.helpers import child_pids, wait_for
+from tests.helpers import child_pids, free_port, wait_for, write_files
 from tests.host.test_daemon import Daemon
-from tests.mcp_server.test_transports import WEAVER, free_port
+from tests.mcp_server.test_transports import WEAVER
 
 PROCESSES = 3
 START_TIMEOUT = 60.0

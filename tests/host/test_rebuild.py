@@ -10,7 +10,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import time
 from functools import partial
 from pathlib import Path
 
@@ -18,11 +17,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DatabaseError
 
-from tests.conftest import WriteNotes, write_files
-from tests.helpers import wait_for
+from tests.helpers import WriteNotes, free_port, wait_for, write_files
 from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, children_of, health
-from tests.mcp_server.test_transports import free_port
 from weaver.cache import recovery
 from weaver.runtime.app import App
 from weaver.runtime.rebuild import CorruptionWatch, rebuild_corrupt_cache
@@ -147,7 +144,6 @@ def test_the_daemon_rebuilds_a_cache_spoilt_while_it_serves(tmp_path: Path) -> N
             connection = Connection(port)
             assert connection.call("get_stats")["success"]
             connection.http.close()
-        time.sleep(0.1)
     finally:
         daemon.stop(process)
 

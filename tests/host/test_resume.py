@@ -11,16 +11,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
-from tests.helpers import wait_for
-from tests.host.test_daemon import Daemon, free_port
+from tests.helpers import wait_for, write_files
+from tests.host.test_daemon import daemon_with_plugin
 
 pytestmark = pytest.mark.slow
 
@@ -166,17 +164,7 @@ def stuck_once(ctx):
 
 def test_a_run_of_a_daemon_killed_mid_run_is_resumed_at_its_restart(tmp_path: Path) -> None:
     vault = write_files(tmp_path / "vault", {"a.md": "# A\n"})
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "stuck_once.py").write_text(textwrap.dedent(ONCE_STUCK), encoding="utf-8")
-    port = free_port()
-    config = tmp_path / "weaver.toml"
-    config.write_text(
-        f'vault = "{vault}"\nhttp_port = {port}\nworkflow_dirs = ["{plugins}"]\n'
-        "workflow_poll_ms = 100\n",
-        encoding="utf-8",
-    )
-    daemon = Daemon(vault, config, port, tmp_path / "daemon.log")
+    daemon = daemon_with_plugin(tmp_path, vault, "stuck_once", ONCE_STUCK)
     process = daemon.start()
     try:
         daemon.weaver_json("trigger", "stuck-once", "--async")

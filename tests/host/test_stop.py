@@ -4,14 +4,13 @@ that ignores every cancellation. Its run is recorded as interrupted and queued a
 
 from __future__ import annotations
 
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_for
-from tests.host.test_daemon import Daemon, free_port
+from tests.helpers import wait_for, write_files
+from tests.host.test_daemon import daemon_with_plugin
 
 pytestmark = pytest.mark.slow
 
@@ -26,20 +25,8 @@ def stuck(ctx):
 
 
 def test_sigterm_during_a_stuck_run_stops_within_ten_seconds(tmp_path: Path) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "a.md").write_text("# A\n", encoding="utf-8")
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "stuck.py").write_text(textwrap.dedent(STUCK), encoding="utf-8")
-    port = free_port()
-    config = tmp_path / "weaver.toml"
-    config.write_text(
-        f'vault = "{vault}"\nhttp_port = {port}\nworkflow_dirs = ["{plugins}"]\n'
-        "workflow_poll_ms = 100\n",
-        encoding="utf-8",
-    )
-    daemon = Daemon(vault, config, port, tmp_path / "daemon.log")
+    vault = write_files(tmp_path / "vault", {"a.md": "# A\n"})
+    daemon = daemon_with_plugin(tmp_path, vault, "stuck", STUCK)
     process = daemon.start()
     try:
         queued = daemon.weaver_json("trigger", "stuck", "--async")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from weaver.cli import build_parser, main
 from weaver.config import Settings
 from weaver.errors import ConfigError, NoFilesError

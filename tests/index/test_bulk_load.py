@@ -17,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, text
 
 from tests.cache.test_migrations import include_name
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache import write
 from weaver.cache.bulk import DEFERRED_KEY, indexes_deferred
 from weaver.cache.db import open_cache_engine, open_engine

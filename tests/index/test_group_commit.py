@@ -7,8 +7,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from tests.conftest import WriteNotes
-from tests.helpers import wait_for
+from tests.helpers import WriteNotes, wait_for
 from weaver.cache import read
 from weaver.index.indexer import IndexReport
 from weaver.runtime.app import App

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from structlog.testing import capture_logs
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache.models import Link, Note, Tag
 from weaver.cli import main
 from weaver.config import Settings

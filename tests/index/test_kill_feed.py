@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from weaver.cache import feed
 from weaver.config import Settings
 from weaver.runtime.app import open_app

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select, text
 from structlog.testing import capture_logs
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.cache.models import Link, Note, Tag
 from weaver.config import Settings
 from weaver.index import workers as parse_workers

@@ -16,8 +16,8 @@ from mcp import Client
 
 from tests.benchmarks.answers import default_answer_sizes, find_extremes
 from tests.benchmarks.vaultgen import generate_vault
-from tests.conftest import write_files
 from tests.corpora import require_corpora
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND

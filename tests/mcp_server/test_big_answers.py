@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 from weaver.mcp_server.envelope import STRUCTURED_CONTENT_SINCE, ok, text_for_window

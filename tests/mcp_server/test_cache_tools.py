@@ -22,9 +22,8 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from tests.conftest import write_files
 from tests.corpora import require_corpora
-from tests.pg_server import free_port
+from tests.helpers import free_port, write_files
 from weaver.config import Settings
 from weaver.mcp_server import build_server
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens

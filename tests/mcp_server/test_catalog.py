@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from sqlalchemy import Connection
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from weaver.cache import graph as cache_graph
 from weaver.config import Settings
 from weaver.mcp_server import build_server

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import serve, tools_of
 from weaver.cache import journal
 from weaver.config import Settings

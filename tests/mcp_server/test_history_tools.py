@@ -4,6 +4,7 @@ cache answered truthfully."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import wait_for_async, write_files
 from tests.mcp_server.test_cache_tools import serve, tools_of
 from weaver.config import Settings
 from weaver.edits import patches, steps
@@ -170,7 +171,8 @@ async def test_a_write_stopped_by_its_deadline_before_it_began_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served = serve(Settings(vault=vault(tmp_path), tool_timeout_s=0.3))
-    original = patches.insert_transform
+    original, patch_note = patches.insert_transform, patches.patch_note
+    ended = threading.Event()
 
     def slow_transform(*args: Any, **kwargs: Any) -> patches.Transform:
         transform = original(*args, **kwargs)
@@ -181,13 +183,21 @@ async def test_a_write_stopped_by_its_deadline_before_it_began_writes_nothing(
 
         return slowly
 
+    def patch_note_then_say(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return patch_note(*args, **kwargs)
+        finally:
+            ended.set()
+
     monkeypatch.setattr(patches, "insert_transform", slow_transform)
+    monkeypatch.setattr(patches, "patch_note", patch_note_then_say)
     try:
         async with tools_of(served, "auto") as tools:
             answer = await tools.raw(
                 "edit_file", {"path": "Plan.md", "position": "append", "content": "late"}
             )
-        await anyio.sleep(1.0)  # the abandoned thread reaches its commit point, and stops
+        # The abandoned thread reaches its commit point, and stops there.
+        await wait_for_async(ended.is_set, 5, "the abandoned edit to end")
     finally:
         served.app.close()
     assert not answer["success"] and "nothing was written" in answer["error"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.served_http import HEADERS, served
 from weaver.json_nesting import MAX_JSON_DEPTH
 

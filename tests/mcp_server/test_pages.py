@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_transports import NOTES, WEAVER, http_server
 
 pytestmark = pytest.mark.slow

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from tests.conftest import write_files
+from tests.helpers import wait_for_async, write_files
 from weaver.cache.recovery import sqlite_file
 from weaver.config import Settings
 from weaver.errors import CacheError
@@ -65,6 +66,22 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     yield Pair(writer, reader, build_server(state), state, root)
     reader.close()
     writer.close()
+
+
+@pytest.fixture
+def looked(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once a feed follower has looked at the feed: its first look sets the position a
+    change must come after to be heard."""
+    looked = threading.Event()
+    poll = FeedFollower.poll
+
+    def poll_and_say(self: FeedFollower) -> int:
+        published = poll(self)
+        looked.set()
+        return published
+
+    monkeypatch.setattr(FeedFollower, "poll", poll_and_say)
+    return looked
 
 
 @pytest.fixture
@@ -148,13 +165,15 @@ async def test_the_reader_follows_what_the_writer_indexes(pair: Pair, client: Cl
     assert home["data"]["links"]["incoming"] == ["New.md"]  # the kept graph followed
 
 
-async def test_the_lifespan_follows_the_feed_by_itself(pair: Pair, client: Client) -> None:
+async def test_the_lifespan_follows_the_feed_by_itself(
+    pair: Pair, looked: threading.Event, client: Client
+) -> None:
     """The served reader's lifespan runs the follower: a subscribed-style bus listener hears
     the writer's change without any call made to the reader."""
     heard = anyio.Event()
     pair.reader.bus.subscribe(lambda events: heard.set())
     await client.call_tool("get_stats", {})  # the lifespan has started following
-    await anyio.sleep(0.3)
+    await wait_for_async(looked.is_set, 5, "the follower's first look")
     (pair.root / "Later.md").write_text("# Later\n", encoding="utf-8")
     await anyio.to_thread.run_sync(pair.writer.indexer.reconcile)
     with anyio.fail_after(5):
@@ -205,7 +224,9 @@ async def test_a_reader_answers_note_text_the_cache_keeps(pair: Pair) -> None:
         assert "needs the note's file" in other["error"]
 
 
-async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(pair: Pair) -> None:
+async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(
+    pair: Pair, looked: threading.Event
+) -> None:
     """The writer is another process: its change reaches the reader's subscribed client
     through the change feed the reader follows (`runtime.follow`)."""
     updated = anyio.Event()
@@ -220,7 +241,7 @@ async def test_a_subscriber_to_a_reader_hears_of_the_writers_change(pair: Pair) 
     async with Client(pair.server, mode="legacy", message_handler=on_message) as client:
         with pytest.warns(MCPDeprecationWarning):  # the 2025 protocols' subscription
             await client.subscribe_resource("weaver://note/Home.md")
-        await anyio.sleep(0.3)  # the follower's first look
+        await wait_for_async(looked.is_set, 5, "the follower's first look")
         (pair.root / "Home.md").write_text("# Home\nedited by the writer\n", encoding="utf-8")
         await anyio.to_thread.run_sync(pair.writer.indexer.reconcile)
         with anyio.fail_after(5):

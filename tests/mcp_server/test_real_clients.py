@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_transports import http_server
 
 pytestmark = pytest.mark.slow

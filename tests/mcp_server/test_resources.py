@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.config import Settings
 from weaver.engine import Registry, workflow

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp.server.connection import Connection
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.served_http import rpc, served
 
 pytestmark = pytest.mark.anyio

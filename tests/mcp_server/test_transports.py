@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import write_files
+from tests.helpers import free_port, logged, wait_for_async, write_files
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.mcp_server import build_server
@@ -97,8 +96,9 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
         async with stdio_server(vault, log) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             data = envelope_of(await client.call_tool("query_files", {"limit": 5}))
-            # query_files answered after the first reconcile; now change the vault under it.
-            await anyio.sleep(0.3)  # let inotify settle its watches before the first change
+            # query_files answered after the first reconcile; once the server says it watches,
+            # change the vault under it.
+            await wait_for_async(logged(tmp_path / "stderr.log", "watching vault"), 10)
             (vault / "sub" / "New.md").write_text("# New\n[[Home]]\n", encoding="utf-8")
             await wait_for_note(client, "sub/New.md")
             home = envelope_of(await client.call_tool("get_file", {"path": "Home.md"}))
@@ -158,7 +158,7 @@ async def test_a_second_server_reads_while_the_first_writes(vault: Path, tmp_pat
             async with stdio_server(vault, log_b) as second:
                 health = envelope_of(await second.call_tool("health_check", {}))["data"]
                 assert (health["role"], health["status"]) == ("reader", "healthy")
-                await anyio.sleep(0.3)
+                await wait_for_async(logged(tmp_path / "a.log", "watching vault"), 10)
                 (vault / "Later.md").write_text("# Later\n#start\n", encoding="utf-8")
                 await wait_for_note(second, "Later.md")
                 data = envelope_of(await second.call_tool("search_tags", {"tag": "start"}))
@@ -187,10 +187,12 @@ async def test_a_reader_takes_over_writing_when_the_writer_exits(vault: Path) ->
                 await client.call_tool("get_stats", {})
                 assert second.role == "reader"
                 stop_first.set()  # the writer goes away
-                with anyio.fail_after(5):
-                    while not second.writer:  # retried every lock_retry_seconds
-                        await anyio.sleep(0.02)
-                await anyio.sleep(0.3)
+                # The lock is retried every lock_retry_seconds; then the new writer watches.
+                await wait_for_async(
+                    lambda: second.writer and second.watcher and second.watcher.watching.is_set(),
+                    5,
+                    "the reader to take over and watch",
+                )
                 (vault / "After.md").write_text("# After\n", encoding="utf-8")
                 await wait_for_note(client, "After.md")
     finally:
@@ -199,13 +201,6 @@ async def test_a_reader_takes_over_writing_when_the_writer_exits(vault: Path) ->
 
 
 # -- HTTP --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

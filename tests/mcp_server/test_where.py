@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.conftest import write_files
-from tests.helpers import statements_run
+from tests.helpers import statements_run, write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.cache import read
 from weaver.config import Settings

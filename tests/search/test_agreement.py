@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.cli import main
 from weaver.config import Settings

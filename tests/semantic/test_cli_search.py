@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.semantic.conftest import require_semantic
 from weaver.cli import main
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
 from tests.dashboard.server import Served, serve_dashboard
+from tests.helpers import write_files
 from tests.semantic.test_semantic_tools import NOTES
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import embed_pending

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from threadpoolctl import threadpool_info
 
-from tests.conftest import write_files
+from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
 from weaver.search import modes

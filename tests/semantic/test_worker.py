@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import write_files
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_files
 from weaver.cache import vectors
 from weaver.cache.models import NoteChunk, NoteEmbedding
 from weaver.cache.read import read_snapshot

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes
 from weaver.errors import InvalidPathError, NoteNotFoundError
 from weaver.vault.fs import Vault
 

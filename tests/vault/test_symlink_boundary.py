@@ -11,8 +11,7 @@ from sqlalchemy import select
 from structlog.testing import capture_logs
 from watchfiles import Change
 
-from tests.conftest import WriteNotes, write_files
-from tests.helpers import wait_for
+from tests.helpers import WriteNotes, wait_for, write_files
 from weaver.cache.models import Note
 from weaver.errors import InvalidPathError
 from weaver.runtime.app import App

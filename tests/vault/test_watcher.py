@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from watchfiles import Change
 
-from tests.conftest import WriteNotes
+from tests.helpers import WriteNotes, wait_for_async
 from weaver.cache.models import Link, Note
 from weaver.runtime.app import App
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
@@ -77,11 +76,7 @@ def test_atomic_save_is_a_modification(app: App, write_notes: WriteNotes, vault_
 async def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
     """Wait for the cache to catch up; the timeout only bounds the wait (how fast the watcher
     is, is `make bench`'s freshness figure)."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise AssertionError("the cache did not catch up in time")
-        await anyio.sleep(0.02)
+    await wait_for_async(check, timeout, "the cache to catch up")
 
 
 @pytest.mark.slow
@@ -94,8 +89,9 @@ def test_real_watcher_follows_the_disk(app: App, write_notes: WriteNotes, vault_
         watcher = VaultWatcher(app.indexer, debounce_ms=20)
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.run)
-            await wait_until(lambda: watcher.running and paths(app) == ["before.md", "stale.md"])
-            await anyio.sleep(0.2)  # let inotify settle its watches before the first change
+            await wait_until(
+                lambda: watcher.watching.is_set() and paths(app) == ["before.md", "stale.md"]
+            )
             write_notes({"sub/later.md": "hello"})
             await wait_until(lambda: target_of(app, "before.md") == "sub/later.md")
             (vault_dir / "stale.md").unlink()
@@ -140,7 +136,9 @@ def test_a_change_made_during_the_catch_up_is_not_lost(
     async def catch_up_with_an_edit_meanwhile() -> None:
         await anyio.to_thread.run_sync(app.indexer.reconcile)
         write_notes({"during.md": "saved while the reconcile ran"})
-        await anyio.sleep(0.1)  # the change is now in the watcher's queue, not in the cache
+        # A catch-up still running when watchfiles reports the edit (the scenario, not a wait):
+        # the change is then in the watcher's queue, not in the cache.
+        await anyio.sleep(0.1)
 
     async def scenario() -> None:
         watcher = VaultWatcher(app.indexer, debounce_ms=20)
@@ -164,8 +162,7 @@ def test_a_file_name_that_is_not_utf8_does_not_stop_the_watcher(
         watcher = VaultWatcher(app.indexer, debounce_ms=20)
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.run)
-            await wait_until(lambda: watcher.running and paths(app) == ["a.md"])
-            await anyio.sleep(0.2)
+            await wait_until(lambda: watcher.watching.is_set() and paths(app) == ["a.md"])
             (vault_dir / "caf\udce9.md").write_bytes(b"named in Latin-1: b'caf\\xe9.md'")
             write_notes({"same batch.md": "x"})
             await wait_until(lambda: paths(app) == ["a.md", "same batch.md"])

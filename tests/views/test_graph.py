@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rapidfuzz import fuzz
 
-from tests.conftest import WriteNotes
 from tests.corpora import require_corpora
+from tests.helpers import WriteNotes
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.config import Settings
