@@ -400,9 +400,9 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
     t = note_texts.alias("t")
     matches = _matches(t, query_cte.c.q, by_directory, by_tag)
     pinned: Any = bindparam("pinned", expanding=True)
-    # `lead` and `head` are in the row: choosing reads no document. `ts_rank_cd` costs
-    # ~2 us a call, over a few thousand matches most of a search's time, and is 0 where the
-    # lead lacks the query, which `@@` checks for far less.
+    # `lead` and `head` are in the row: choosing reads no document. `ts_rank_cd` over a few
+    # thousand matches is most of a search's time, and is 0 where the lead lacks the query,
+    # which `@@` checks for far less (docs/benchmarks-notes.md).
     cheap_rank = case(
         (
             t.c.lead.op("@@")(query_cte.c.q),
