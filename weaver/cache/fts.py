@@ -13,6 +13,9 @@ On PostgreSQL the same functions hand over to `cache.pg_search`, with the same a
 answers; on any other dialect the writers here do nothing and `search_notes` says so. The table
 is made by the migrations (`0014`), not the models: `is_search_table` leaves it out of the
 "models equal migrations" check. Why it is built this way: docs/architecture.md, "cache/fts.py".
+
+It stays whole at ~560 lines as the one entry point of full-text search on both dialects;
+`fts_query`'s query language (with `segment`) is the seam should it grow.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ quoted again: no input reaches tsquery's own syntax or raises. A body is indexed
 `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB); a page hands back the first
 `SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the snippet (`bounded_snippet`).
 Why: docs/architecture.md, "cache/pg_search.py".
+
+It stays whole at ~505 lines: its statements, their values and the tsquery spelling serve the
+one search it implements.
 """
 
 from __future__ import annotations

@@ -65,9 +65,9 @@ def matched_notes(conn: Connection, where: Iterable[PropertyCondition]) -> Where
     such), and those as conditions on notes.
 
     The narrowest test (fewest rows, counted up to `DRIVER_PROBE_ROWS` each) lists its notes
-    from the property index and each other test is looked up for those notes only. As one
-    IN-list per test, SQLite listed every test's notes in full and intersected them, many
-    times slower where a test matches half the vault. The bounds of one property's range
+    from the property index and each other test is looked up for those notes only (one
+    IN-list per test made SQLite list every test's notes in full: docs/benchmarks-notes.md).
+    The bounds of one property's range
     (`{"due": {"gte": a, "lt": b}}`) are one test, so the index reads the range between them;
     `exists: false` tests are notes missing from the property's list."""
     tests: dict[tuple[str, int], list[PropertyCondition]] = {}

@@ -6,6 +6,10 @@ with a range (`x >= :p AND x < :p || '0'`, `'0'` being the character after `'/'`
 OR x >= :p || '/'`), which is portable and lets the database use the column's index. Open
 connections with `read_snapshot` so that a total and the page it describes come from the same
 snapshot.
+
+It stays one module at ~580 lines: its reads share `under_prefix`, `SUMMARY_COLUMNS`,
+`summaries` and the snapshot they run in; the `where=` matching, a responsibility of its own, is
+`cache.property_match`.
 """
 
 from __future__ import annotations

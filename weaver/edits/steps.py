@@ -23,6 +23,9 @@ undone.
     ├── NoteChangedError   the note on disk is not the version the caller expected
     ├── NoteEditError      the change cannot be made (bad tag, unparsable frontmatter, too big)
     └── NoteWriteError     the file system refused (permissions, disk full)
+
+It stays whole at ~525 lines: the steps, the errors they raise and `JournalledWriter` are one
+protocol, read in one place.
 """
 
 from __future__ import annotations

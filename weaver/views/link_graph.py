@@ -11,6 +11,9 @@ Paths follow links in the direction they point (directed, unweighted): `shortest
 differ from the way back. Ties are broken by path order, so every answer is deterministic.
 `Graph.patched` brings a graph up to date with changed notes; PageRank is computed once per
 `Graph`. How: docs/architecture.md, "views/link_graph.py".
+
+It stays whole at ~590 lines: `Graph`, its `Adjacency` and the algorithms share private helpers
+over the same arrays, which a split would make public.
 """
 
 from __future__ import annotations
