@@ -1,20 +1,13 @@
-"""Short garbage-collection pauses in the processes that keep running (`weaver serve`,
-`weaver daemon`).
+"""Short garbage-collection pauses in the processes that keep running (`weaver serve`, `weaver
+daemon`).
 
-CPython's cycle collector runs a full collection whenever the objects that survived into its
-oldest generation have grown by a quarter, and a full collection visits every object it tracks.
-A server holds a great many for its whole life: its modules and, once a graph tool has been
-asked, the graph, name and tag indexes (hundreds of thousands of objects on a big vault). A call
-with a big answer then paid a full collection now and then, on most calls of a large
-`get_graph`.
-
-`gc.freeze()` moves every object alive at that moment out of the collector's sight, so later
-collections visit only what was made since, a small fraction of the work. A frozen object is still
-freed when its last reference goes; only garbage in reference cycles among frozen objects is
-never reclaimed. So a collection runs first, and freezing happens only when something that
-lasts has just been built (start-up, a whole index: at start and after a big indexing pass),
-never per call. What stays for good is the odd object alive at that moment that later ends in
-a cycle: a few of the connection the index was read with, per build.
+`gc.freeze()` moves every object alive at that moment out of the cycle collector's sight, so
+later collections visit only what was made since. A collection runs first, and freezing happens
+only when something that lasts has just been built (start-up, a whole index: at start and after
+a big indexing pass), never per call. A frozen object is still freed when its last reference
+goes; only garbage in reference cycles among frozen objects is never reclaimed: the odd object
+alive at that moment that later ends in a cycle (a few of the connection the index was read
+with, per build). Why: docs/architecture.md, "gc_freeze.py".
 """
 
 from __future__ import annotations

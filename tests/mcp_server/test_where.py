@@ -11,7 +11,7 @@ from mcp import Client
 
 from tests.helpers import statements_run, write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
-from weaver.cache import read
+from weaver.cache import property_match, read
 from weaver.config import Settings
 from weaver.mcp_server.where import parse_where
 
@@ -94,7 +94,7 @@ def test_the_narrowest_test_lists_the_notes(props: Served) -> None:
     # `topics` is on three notes, `cover` on one: `cover`'s notes are listed and each looked
     # up for `topics`, whichever the client wrote first.
     with read.read_snapshot(props.app.db) as conn:
-        matched, absent = read.matched_notes(
+        matched, absent = property_match.matched_notes(
             conn, parse_where({"topics": {"exists": True}, "cover": {"exists": True}})
         )
     assert matched is not None and absent == []

@@ -10,6 +10,9 @@ back `pending` as it was asked for, its attempt counted, by `requeue_interrupted
 claim is its next attempt. Each interruption is listed in its `trigger_detail` under
 `interruptions` (a JSON column, so no schema change), which is how the history shows a run
 that was interrupted and then resumed.
+
+It stays whole at ~505 lines: it is every statement about a run's rows (its execution, the
+notes it wrote, the records it left), as `cache/` keeps one subject's SQL in one module.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The durable change feed: every file event a pass applies, kept in the cache for consumers.
 
-Whoever applies a change to the cache (the daemon's watcher, `weaver serve`, `weaver index`, a
-write tool, the catch-up at start) goes through the indexer, which writes the pass's events
-into `vault_events` in the transactions that write the notes. A big pass commits in several
-transactions: its events are written *provisional* (`sealed = 0`) beside each chunk and
-replaced by the final list (adds and deletes of the same content paired into moves) in the
-transaction that ends the pass. A pass that dies midway leaves provisional rows for notes that
-are in the cache; the next pass seals them as they are (`seal_leftovers`), so that nothing the
-cache holds was applied without its event.
+Every change reaches the cache through the indexer, which writes the pass's events into
+`vault_events` in the transactions that write the notes: nothing the cache holds was applied
+without its event. Events of a pass still under way are provisional (`sealed = 0`); a pass that
+died midway has its provisional rows sealed by the next (`seal_leftovers`).
 
-Consumers read sealed rows after their cursor (`event_cursors`) and move the cursor in the
-transaction that acts on them (the workflow engine queues its runs there), so each consumer
-sees each event exactly once, across processes, crashes and restarts. The cursor moves by
-compare-and-set: of two processes consuming under one name, one wins, the other retries.
+Consumers read sealed rows after their cursor (`event_cursors`) and move it, by compare-and-set,
+in the transaction that acts on them: each consumer sees each event exactly once, across
+processes, crashes and restarts; of two processes consuming under one name, one wins, the other
+retries.
 
 Retention: rows older than `RETAIN_MS` (7 days) and all but the newest `MAX_EVENTS` (100,000)
 go, whether read or not; a consumer that far behind skips what went, with a warning.

@@ -3,32 +3,19 @@
 `notes_fts` holds each note's title, its other names (file name, aliases, first H1), its
 headings and its body (the text after its frontmatter), tokenised by `porter unicode61
 remove_diacritics 2`: case, accents and English inflections are ignored ("Café running" finds
-"cafe run"). Ranking is BM25 with column weights: a word of the title or of a name counts
-`TITLE_WEIGHT`/`NAMES_WEIGHT` times one of the body, a heading's `HEADINGS_WEIGHT` times, so a
-note named for the query outranks notes that only mention it. The table is created by the
-migrations (`0014` for these columns), not by the models, so the "models equal migrations"
-check leaves it out with `is_search_table`.
+"cafe run"). Ranking is BM25 with column weights (`TITLE_WEIGHT`, `NAMES_WEIGHT`,
+`HEADINGS_WEIGHT` times a body word), so a note named for the query outranks notes that only
+mention it. A run of Chinese or Japanese characters is found wherever it stands (`segment`,
+`unsegment`). User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no
+input can reach FTS5's own syntax or raise a syntax error.
 
-Chinese and Japanese are written without spaces, and unicode61 would make a whole run of them
-one token: `插件` would find only notes where it stands alone. So every Han, kana and CJK
-punctuation character is indexed as a token of its own (`segment`: a zero-width space on each
-side, which unicode61 splits on), and a query's run of them becomes the phrase of its
-characters: every note containing the run is found, ranked by BM25 like any other. The
-zero-width spaces are taken out again of bodies and snippets read back (`unsegment`).
+On PostgreSQL the same functions hand over to `cache.pg_search`, with the same arguments and
+answers; on any other dialect the writers here do nothing and `search_notes` says so. The table
+is made by the migrations (`0014`), not the models: `is_search_table` leaves it out of the
+"models equal migrations" check. Why it is built this way: docs/architecture.md, "cache/fts.py".
 
-Each note carries the rowid of its row (`notes.search_rowid`): the search filters go from a
-match to its note by it, and a note's row is found and deleted through it. Rowids are given in
-the order notes are written, one past the highest in use (`cache.write`), so that a batch
-appends to the FTS tables: FTS5 starts a new segment whenever a rowid is lower than the one
-before, and with rowids hashed from paths a first index made a segment per chunk of notes and
-wrote its bodies all over the file.
-
-User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no input can
-reach FTS5's own syntax (column filters, NEAR, ^, parentheses) or raise a syntax error.
-
-On PostgreSQL the same functions hand over to `cache.pg_search` (`tsvector` + GIN,
-`ts_rank_cd`; snippets by `bounded_snippet`, around the first hit), with the same arguments
-and answers; on any other dialect the writers here do nothing and `search_notes` says so.
+It stays whole at ~560 lines as the one entry point of full-text search on both dialects;
+`fts_query`'s query language (with `segment`) is the seam should it grow.
 """
 
 from __future__ import annotations
@@ -233,20 +220,10 @@ def search(
     """Notes matching an FTS5 `expression` (from `fts_query`), best first, with snippets.
 
     `directory` (a folder, with its subfolders) and `tag` (a normalised key; nested tags match)
-    narrow the matches. One statement gives the page: an inner query ranks every match by
-    `bm25()` and keeps the page's rowids, and the outer one makes snippets for those rows
-    only. (FTS5's own `ORDER BY rank` costs a third more when thousands of notes match, and a
-    snippet in the ranking query would be made for every match.) Filters look each match's
-    path up by `notes.search_rowid` (the FTS row would load the body with it) and probe the
-    tags index for it, rather than listing every note in the folder or under the tag first (a
-    list of thousands of paths costs SQLite more than the search).
-    Ties are ordered by rowid, so pages neither overlap nor skip while the cache does not
-    change. The matches are counted only when the page does not show where they end.
-
-    `pinned` notes (those named exactly what was searched for: the caller knows names) come
-    first when they match: where nearly every note holds the query's word ("Tasks" in a
-    tasks plugin's vault), BM25 gives the word no weight, column weights multiply nothing, and
-    the note of that name would rank anywhere.
+    narrow the matches. Ties are ordered by rowid, so pages neither overlap nor skip while the
+    cache does not change. The matches are counted only when the page does not show where they
+    end. `pinned` notes (those named exactly what was searched for: the caller knows names) come
+    first when they match.
     """
     if not supported(conn):
         raise CacheError(

@@ -2,31 +2,20 @@
 
 `note_texts` (migration `0017`) holds each note's frontmatter block and body as read, and a
 weighted `tsvector` of its title (A), other names (B), headings (C) and body (D) in the
-`weaver_search` configuration (English stemming, accents folded). `ts_rank_cd` reads the
-weights as `RANK_WEIGHTS`, the same 10 : 8 : 3 : 1 as FTS5's column weights in `cache.fts`,
-so a note named for the query outranks notes that only mention it.
+`weaver_search` configuration (English stemming, accents folded), ranked with `RANK_WEIGHTS`,
+the column weights of FTS5 in `cache.fts`. Only the best `RANK_CANDIDATES` matches are ranked in
+full; the matches past them follow in the order they were chosen (`_search_statements`). CJK
+runs are indexed a character a token, as on SQLite.
 
-Ranking by `ts_rank_cd` reads each ranked note's whole `tsvector`, which a GIN index cannot
-rank: slow for a word most notes hold. So only the best
-`RANK_CANDIDATES` matches are ranked in full, chosen by what each narrow row holds (`0018`):
-`ts_rank_cd` over its `lead` (title, names, headings and the body's first `LEAD_CHARS`
-characters, weighted as in `document`; small enough to stay in the row), the same function
-over the start of the same document, so equal to the full rank for a body that short and
-close to it for longer ones; then `ts_rank` of its `head` (title, names and headings alone)
-against any wanted term. Past the candidates the matches follow in that choosing order (see
-`_search_statements`).
+`cache.fts` stays the one entry point: its functions hand over to these, with the same
+arguments. `to_tsquery_text` spells `fts_query`'s expression out for `to_tsquery`, every term
+quoted again: no input reaches tsquery's own syntax or raises. A body is indexed up to
+`INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB); a page hands back the first
+`SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the snippet (`bounded_snippet`).
+Why: docs/architecture.md, "cache/pg_search.py".
 
-`cache.fts` stays the one entry point: its functions hand over to these on PostgreSQL, with
-the same arguments. A query arrives as the FTS5 expression `fts_query` made of the user's text
-(every term quoted, OR groups in parentheses, `NOT`, `*` for a prefix), and `to_tsquery_text`
-spells that tree out for `to_tsquery`, every term quoted again: no input reaches tsquery's own
-syntax or raises. (`websearch_to_tsquery` has neither prefixes nor grouping, so it could not
-keep `search_notes`' query language.) CJK runs are indexed a character a token, as on SQLite.
-
-Bounds: a body is indexed up to `INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB). A page
-hands back the first `SNIPPET_READ_CHARS` of each hit's body, and `cache.fts` makes the
-snippet in Python (`bounded_snippet`, around the first hit): `ts_headline` parsed and stemmed
-each whole body again, a third of the search's time.
+It stays whole at ~505 lines: its statements, their values and the tsquery spelling serve the
+one search it implements.
 """
 
 from __future__ import annotations
@@ -414,9 +403,9 @@ def _search_statements(by_directory: bool, by_tag: bool, counted: bool) -> _Stat
     t = note_texts.alias("t")
     matches = _matches(t, query_cte.c.q, by_directory, by_tag)
     pinned: Any = bindparam("pinned", expanding=True)
-    # `lead` and `head` are in the row: choosing reads no document. `ts_rank_cd` costs
-    # ~2 us a call, over a few thousand matches most of a search's time, and is 0 where the
-    # lead lacks the query, which `@@` checks for far less.
+    # `lead` and `head` are in the row: choosing reads no document. `ts_rank_cd` over a few
+    # thousand matches is most of a search's time, and is 0 where the lead lacks the query,
+    # which `@@` checks for far less (docs/benchmarks-notes.md).
     cheap_rank = case(
         (
             t.c.lead.op("@@")(query_cte.c.q),

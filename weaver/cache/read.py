@@ -6,12 +6,16 @@ with a range (`x >= :p AND x < :p || '0'`, `'0'` being the character after `'/'`
 OR x >= :p || '/'`), which is portable and lets the database use the column's index. Open
 connections with `read_snapshot` so that a total and the page it describes come from the same
 snapshot.
+
+It stays one module at ~580 lines: its reads share `under_prefix`, `SUMMARY_COLUMNS`,
+`summaries` and the snapshot they run in; the `where=` matching, a responsibility of its own, is
+`cache.property_match`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,45 +24,24 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    Select,
     and_,
     bindparam,
     exists,
     func,
     or_,
     select,
-    true,
 )
-from sqlalchemy.orm import aliased
 
 from weaver.cache import tag_counts
 from weaver.cache.dialect import is_postgres
-from weaver.cache.models import Attachment, CacheState, Link, Note, NoteProperty, Tag, TagCounter
+from weaver.cache.models import Attachment, CacheState, Link, Note, Tag, TagCounter
+from weaver.cache.property_match import PropertyCondition, WhereMatch, count_matched, matched_notes
 from weaver.paging import Page
 
 Direction = Literal["outgoing", "incoming", "both"]
 TOP_TAGS = 10
 # Characters LIKE treats specially, escaped with this one.
 LIKE_ESCAPE = "\\"
-
-
-PropertyOp = Literal["eq", "in", "lt", "lte", "gt", "gte", "exists", "contains"]
-Scalar = str | int | float | bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class PropertyCondition:
-    """One `query_files where=` test of a frontmatter property (`key` case-folded).
-
-    `eq` (and `contains`, for a list property: one element equal) compares a value as stored
-    (`cache.write.property_value`): text with text, numbers with numbers, booleans as
-    booleans; `in` is any of `values`; `lt`/`lte`/`gt`/`gte` compare numbers, or text (ISO
-    dates compare as dates do); `exists` is whether the note has the property at all."""
-
-    key: str
-    op: PropertyOp
-    values: tuple[Scalar, ...] = ()
-    present: bool = True  # for `exists`
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +293,7 @@ SUMMARY_COLUMNS = (
 
 
 def _file_conditions(
-    filters: FileFilters, where: _WhereMatch, scan: bool = False
+    filters: FileFilters, where: WhereMatch, scan: bool = False
 ) -> list[ColumnElement[bool]]:
     """`filters` as conditions on notes; `where`: its `where` tests, matched once a query
     (`matched_notes` probes the index to choose the narrowest test)."""
@@ -332,124 +315,12 @@ def _file_conditions(
     return conditions
 
 
-RANGE_OPS = ("lt", "lte", "gt", "gte")
-# How far the rows of each `where` test are counted to find the narrowest: enough to tell a
-# rare value from a common one, cheap however common (an index range read up to here).
-DRIVER_PROBE_ROWS = 2_000
-Props = Any  # NoteProperty, or an alias of it
-
-
-@dataclass(frozen=True, slots=True)
-class _PropertyTest:
-    """The rows of one property (by `key`) that pass `test` (one `where` test, or the bounds of
-    one property's range together)."""
-
-    key: str
-    conditions: tuple[PropertyCondition, ...]
-
-    def rows(self, props: Props) -> ColumnElement[bool]:
-        tests = (_value_test(condition, props) for condition in self.conditions)
-        return and_(props.key == self.key, *tests)
-
-
-# What `matched_notes` found: the paths passing the tests (None: no test but `exists: false`
-# ones), and those as conditions on notes.
-_WhereMatch = tuple[Select[str] | None, list[ColumnElement[bool]]]
-
-
-def matched_notes(conn: Connection, where: Iterable[PropertyCondition]) -> _WhereMatch:
-    """The paths passing every `where` test but `exists: false` ones (None when there are only
-    such), and those as conditions on notes.
-
-    The narrowest test (fewest rows, counted up to `DRIVER_PROBE_ROWS` each) lists its notes
-    from the property index and each other test is looked up for those notes only. As one
-    IN-list per test, SQLite listed every test's notes in full and intersected them, many
-    times slower where a test matches half the vault. The bounds of one property's range
-    (`{"due": {"gte": a, "lt": b}}`) are one test, so the index reads the range between them;
-    `exists: false` tests are notes missing from the property's list."""
-    tests: dict[tuple[str, int], list[PropertyCondition]] = {}
-    absent: list[ColumnElement[bool]] = []
-    for n, condition in enumerate(where):
-        if condition.op == "exists" and not condition.present:
-            listed = select(NoteProperty.note_path).where(NoteProperty.key == condition.key)
-            absent.append(Note.path.not_in(listed))
-        else:  # a range's bounds share one test; every other test is its own
-            tests.setdefault((condition.key, -1 if condition.op in RANGE_OPS else n), []).append(
-                condition
-            )
-    if not tests:
-        return None, absent
-    found = [_PropertyTest(key, tuple(conditions)) for (key, _), conditions in tests.items()]
-    driver = found[0]
-    if len(found) > 1:
-        driver = min(found, key=lambda test: _rows_up_to(conn, test, DRIVER_PROBE_ROWS))
-    source = aliased(NoteProperty)
-    matched = select(source.note_path).where(driver.rows(source))
-    for other in found:
-        if other is not driver:
-            props = aliased(NoteProperty)
-            also = select(props.id).where(props.note_path == source.note_path, other.rows(props))
-            matched = matched.where(exists(also))
-    return matched, absent
-
-
-def _count_properties_only(
-    conn: Connection, filters: FileFilters, where: _WhereMatch
-) -> int | None:
-    """The total of a query filtered by `where` alone, counted in the property index: a path
-    listed there is a note's (its rows go with it), so the notes need not be read. None for
-    any other query."""
+def _count_properties_only(conn: Connection, filters: FileFilters, where: WhereMatch) -> int | None:
+    """The total of a query filtered by `where` alone, counted in the property index (None for
+    any other query)."""
     if not filters.where or filters != FileFilters(where=filters.where):
         return None
-    matched, absent = where
-    if matched is None or absent:
-        return None
-    paths = matched.subquery()
-    return int(conn.execute(select(func.count(paths.c.note_path.distinct()))).scalar_one())
-
-
-def _rows_up_to(conn: Connection, test: _PropertyTest, cap: int) -> int:
-    """How many property rows pass `test`, counted no further than `cap`."""
-    rows = select(NoteProperty.id).where(test.rows(NoteProperty)).limit(cap).subquery()
-    return int(conn.execute(select(func.count()).select_from(rows)).scalar_one())
-
-
-def _value_test(condition: PropertyCondition, props: Props) -> ColumnElement[bool]:
-    if condition.op == "exists":  # present: any row of the property
-        return true()
-    if condition.op in ("eq", "contains", "in"):
-        return or_(*(_equals(value, props) for value in condition.values))
-    (value,) = condition.values
-    if isinstance(value, str):
-        return _compare(props.text, condition.op, value)
-    return _compare(props.num, condition.op, float(value or 0))
-
-
-def _compare(column: Any, op: PropertyOp, bound: str | float) -> ColumnElement[bool]:
-    test: ColumnElement[bool]
-    match op:
-        case "lt":
-            test = column < bound
-        case "lte":
-            test = column <= bound
-        case "gt":
-            test = column > bound
-        case _:
-            test = column >= bound
-    return test
-
-
-def _equals(value: Scalar, props: Props) -> ColumnElement[bool]:
-    test: ColumnElement[bool]
-    if value is None:
-        test = and_(props.text.is_(None), props.num.is_(None))
-    elif isinstance(value, bool):
-        test = props.text == ("true" if value else "false")
-    elif isinstance(value, int | float):
-        test = props.num == float(value)
-    else:
-        test = props.text == value
-    return test
+    return count_matched(conn, where)
 
 
 def _tagged(condition: ColumnElement[bool], scan: bool) -> ColumnElement[bool]:

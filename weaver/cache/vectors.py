@@ -6,18 +6,16 @@ from; `note_chunks` holds the chunks (heading path, text, vector as little-endia
 worker, and returns the notes left to embed:
 
 - rows made by another model go (a changed model re-embeds everything);
-- a note whose path vanished while a note with the same content hash and no vectors appeared
-  was moved: its rows are re-keyed, not embedded again;
+- a note whose path vanished while a note with the same content hash and no vectors appeared was
+  moved: its rows are re-keyed, not embedded again;
 - rows of notes that are gone are dropped;
 - a note with no row, or whose content hash changed, is pending.
 
 `store_embeddings` replaces a batch of notes' chunks in one transaction, so a pass stopped at
 any point leaves each note either fully embedded or pending, never with duplicate chunks.
-Nearest-neighbour search itself runs over `load_vectors`'s matrix (`weaver.semantic.search`):
-this Python's sqlite3 cannot load extensions such as sqlite-vec, and a brute-force product
-over 30,000 chunks takes a few milliseconds in numpy. A PostgreSQL cache runs the same SQL, the
-vectors as `bytea` (Debian's PostgreSQL 15 has no pgvector package; docs/postgres.md): with
-pgvector, these same functions would move the product into the database.
+`load_vectors` reads them as one matrix for `weaver.semantic.search`. A PostgreSQL cache runs
+the same SQL, the vectors as `bytea`. Why no vector extension: docs/architecture.md,
+"cache/vectors.py".
 """
 
 from __future__ import annotations

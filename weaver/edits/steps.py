@@ -3,26 +3,29 @@
 `write_note` is the step behind each edit of one note, `write_planned` behind each note of a
 change to many (a move's link rewrites, a tag renamed or added across notes):
 
-1. the note's lock is taken (`weaver.vault.note_locks`: one writer per note across every
-   thread and process), so the read, the `expected_hash` check, the write and the cache update
-   are never interleaved with another Weaver write of the same note;
+1. the note's lock is taken (`weaver.vault.note_locks`: one writer per note across every thread
+   and process), so the read, the `expected_hash` check, the write and the cache update are
+   never interleaved with another Weaver write of the same note;
 2. the new bytes are computed and bounded (`MAX_NOTE_BYTES`: no write makes a note bigger than
    the indexer would read);
 3. `gate.commit_point()`: from here the write is finished whatever the call's deadline;
-4. the journal records the run (what the note held: the edit history; what a run of many
-   notes will write: its recovery) before the file changes;
-5. the file is written atomically, refused if it no longer hashes as read (a save made
-   meanwhile by another program is never overwritten);
+4. the journal records the run (what the note held: the edit history; what a run of many notes
+   will write: its recovery) before the file changes;
+5. the file is written atomically, refused if it no longer hashes as read (a save made meanwhile
+   by another program is never overwritten);
 6. the journal says what became of it, and the cache is brought along.
 
 A cache that cannot be written (disk full) does not undo a write that landed: the answer says
-the note was written and that the cache catches up (the watcher re-reads it), and, when the
-journal could not be written either, that this edit cannot be undone.
+so, the cache catches up, and, when the journal could not be written either, the edit cannot be
+undone.
 
     VaultError (weaver.errors)
     ├── NoteChangedError   the note on disk is not the version the caller expected
     ├── NoteEditError      the change cannot be made (bad tag, unparsable frontmatter, too big)
     └── NoteWriteError     the file system refused (permissions, disk full)
+
+It stays whole at ~525 lines: the steps, the errors they raise and `JournalledWriter` are one
+protocol, read in one place.
 """
 
 from __future__ import annotations

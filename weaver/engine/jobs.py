@@ -1,26 +1,21 @@
 """Workflow executions as jobs of Procrastinate, the PostgreSQL job system (`weaver worker`).
 
-On PostgreSQL the `executions` table stays the record of every run (pending, running, ended)
-and what every tool reads; Procrastinate decides who runs it. Each execution is deferred as one
-job carrying its id, **in the transaction that inserts its row**, so a crash cannot leave a
-pending row no job will ever run, nor a job for a row that was rolled back.
+The `executions` table stays the record of every run and what every tool reads; Procrastinate
+decides who runs it. Each execution is deferred as one job carrying its id, in the transaction
+that inserts its row, so a crash cannot leave a pending row no job will ever run, nor a job for
+a row that was rolled back.
 
-- **Queue per workflow** (`queue_of`): a worker listens only on the queues of the workflows it
-  has loaded and enabled, so a worker missing a plugin never claims its runs; they wait for a
-  worker that has it. A job that reaches a worker without its workflow anyway (its config
-  disabled it since) fails loudly, and its execution is recorded failed saying so.
-- **`max_concurrent`**: a workflow allowed one run at a time defers its jobs under a
-  Procrastinate `lock` (the workflow id), so workers take them one after the other; above one,
-  the engine's claim counts running rows as it does on SQLite, and a job that finds no slot is
-  retried a moment later.
-- **Worker death**: every worker sends a heartbeat; each worker also looks, every few seconds,
-  for jobs held by a worker whose heartbeat stopped (`worker_stalled_s`) and hands them back to
-  the queue. The worker that takes one finds its execution `running` under the dead worker's
-  name, records that attempt interrupted (`cache.executions.requeue_interrupted`) and runs it
-  as the next one. A worker stopping cleanly queues its runs under way again the same way.
-- **Schedules**: each tick is deferred once across all workers as a `SCHEDULE_TASK` job
-  (`weaver.engine.worker_schedules`, in the schedule's time zone); the job queues the
-  execution, which is deferred like any other.
+- Each workflow has its own queue (`queue_of`): a worker claims only the runs of workflows it
+  has loaded and enabled; a job that reaches one without its workflow fails loudly, its
+  execution recorded failed.
+- `max_concurrent` holds as on SQLite (one run at a time: a Procrastinate `lock`).
+- A job held by a dead worker (no heartbeat for `worker_stalled_s`) goes back to the queue; its
+  attempt is recorded interrupted and the next one runs. A worker stopping cleanly queues its
+  runs again the same way.
+- Each schedule tick is deferred once across all workers as a `SCHEDULE_TASK` job
+  (`weaver.engine.worker_schedules`).
+
+How: docs/architecture.md, "engine/jobs.py".
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """Cron schedules of workflows, run by APScheduler 3 inside the daemon only.
 
-The scheduler only enqueues; the engine's workers execute. Each job in the store holds nothing
-but a textual reference to one stable function, `weaver.engine.scheduler:dispatch`, and the workflow
-id as its argument: never a plugin's callable, so a stored job survives plugins being renamed,
-removed or failing to import. `EnqueueExecutor` calls `dispatch` with the engine it was built
-with (no module global needed) and the time the run was planned for.
+The scheduler only enqueues; the engine's workers execute. A stored job holds only a reference
+to `weaver.engine.scheduler:dispatch` and the workflow id, never a plugin's callable, so it
+survives plugins being renamed, removed or failing to import. `EnqueueExecutor` calls `dispatch`
+with the engine it was built with and the time the run was planned for.
 
-At start the registry is reconciled into the store: jobs are added for new schedules,
-rescheduled when their cron or time zone changed, removed when their workflow is gone,
-disabled or unscheduled, and left untouched otherwise, so a run that fell due while the daemon
-was down keeps its due time. APScheduler then finds it late: within `misfire_grace_time` it
-runs once (`coalesce=True` folds several missed runs into one), so a daily digest missed
-overnight runs on wake, not never and not seven times after a week away.
+At start the registry is reconciled into the store (jobs added, rescheduled, removed or left as
+they are), so a run that fell due while the daemon was down keeps its due time, and runs once on
+wake if within `misfire_grace_time` (`coalesce=True`: several missed runs are one).
 
-The job store is its own SQLite file, `<vault>/.weaver/scheduler.db`, not a table of the cache:
-APScheduler creates and owns its table (pickled job state, its own schema), which must not
-appear in the Alembic-managed schema (autogenerate would try to drop it; the migration test
-compares the cache with the models), and the store stays local to the vault's machine even when
-the cache is on a database server. Losing the file only loses pending due times.
+The job store is its own SQLite file, `<vault>/.weaver/scheduler.db`, not a table of the cache;
+losing it only loses pending due times. Why: docs/architecture.md, "engine/scheduler.py".
 """
 
 from __future__ import annotations

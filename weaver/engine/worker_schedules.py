@@ -1,21 +1,16 @@
 """Schedules on PostgreSQL, fired by the workers (`weaver worker`): each tick of each schedule
 deferred as one job however many workers run, at the time the daemon's scheduler fires it.
 
-Every worker computes the ticks itself with the daemon's own trigger (`OnSchedule.build_trigger`:
-APScheduler's CronTrigger, in the schedule's time zone, the machine's when none is named,
-daylight saving included), then asks Procrastinate to defer the tick's job under the schedule's
-id and the tick's timestamp. The database keeps one row per both (Procrastinate's periodic
-defers, which it also uses for its own periodic tasks), so the workers that come second defer
-nothing. Procrastinate's periodic tasks read cron in UTC only: a daily digest at 8:00 came at
-8:00 UTC.
+Every worker computes the ticks with the daemon's own trigger (`OnSchedule.build_trigger`: in
+the schedule's time zone, the machine's when none is named, daylight saving included) and defers
+the tick's job under the schedule's id and the tick's timestamp; the database keeps one row per
+both, so the workers that come second defer nothing, and a tick at or before the latest recorded
+one is never deferred again.
 
-As on the daemon: a schedule that has never fired starts with its next tick; one whose last
-tick was missed while no worker ran fires once on start if that tick is within
-`schedule_misfire_grace_s`, several missed ticks folded into the last (APScheduler's coalesce).
-
-Procrastinate keeps only the latest defer row of a schedule, so a worker late by a whole tick
-could defer an older tick again once a newer one is recorded: a tick at or before the latest
-recorded one is never deferred (a read before the insert; the window left is that statement's).
+As on the daemon: a schedule that has never fired starts with its next tick; one whose last tick
+was missed while no worker ran fires once on start if that tick is within
+`schedule_misfire_grace_s`, several missed ticks folded into the last. How:
+docs/architecture.md, "engine/worker_schedules.py".
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """Several server processes on one HTTP port: the writer (this process) and reader children.
 
-Reads are Python work, and one process runs Python on one core at a time. With
-`http_processes = N`, the process that serves HTTP (the daemon, or `weaver serve --transport
-http`) starts N-1 children that serve the same MCP app (and the daemon's dashboard) over the
-same cache, as readers (`ServerState.may_write` false: they never take the writer lock).
+With `http_processes = N`, the process that serves HTTP (the daemon, or `weaver serve
+--transport http`) starts N-1 children that serve the same MCP app (and the daemon's dashboard)
+over the same cache, as readers (`ServerState.may_write` false: they never take the writer
+lock). They share this process's one listening socket, inherited at exec: whichever process is
+free takes the next connection, and a dead child loses only its own connections.
 
-The port is one listening socket, bound and put in listening state by this process and
-inherited by the children (its file descriptor passed at exec), as gunicorn shares its
-listener with its workers. Not SO_REUSEPORT: there the kernel hashes each connection to one
-process's own queue, so a connection waits behind a busy process while another is idle, and
-the connections queued to a child that dies are reset; with one shared queue whichever process
-is free takes the next connection, and a dead child loses nothing but its own connections.
-
-A child is this same Python running `weaver.host.http_child`, told what to serve by one line
-of JSON on its stdin (the settings, the token included, never in its environment or command
-line). Its stdin stays open: when this process ends, however it ends (kill -9 too), the
-child reads end of file and stops, so no child serves on without its writer. A child that
+A child runs `weaver.host.http_child`, told what to serve by one line of JSON on its stdin (the
+settings, the token included, never in its environment or command line). When this process ends,
+however it ends (kill -9 too), the child reads end of file on its stdin and stops. A child that
 exits on its own is started again, after a pause that grows while it keeps failing. SIGTERM
-reaches every child at once (`terminate`), and each stops as this process does, within the
-10 s promised (`host.signals`).
+reaches every child at once (`terminate`), and each stops within the 10 s promised
+(`host.signals`). Why: docs/architecture.md, "host/http_readers.py".
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ Two things keep the cost of a pass in proportion to what changed rather than to 
 watcher batch loads only the stored rows of its own paths, and reuses the indexer's
 `LinkResolver` (every path in the cache) as long as the cache's version is the one this indexer
 last wrote.
+
+It stays whole at ~510 lines: most of it is `Indexer`, whose plan, writes and events of one pass
+share its state.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """Reading and parsing the notes of an indexing pass, on every core when the pass is big.
 
-Parsing (YAML, links, tags) is about half of a first index and the SQLite writes are the rest.
-Both hold the GIL, so threads cannot overlap them; processes can. A big pass (a first index,
-`weaver index --full`, a large checkout) therefore hands its notes to parse workers and writes
-what they send back while they parse on; a small pass, the watcher's usual case, parses here.
-
-A worker is a plain `python -c` child, not a `multiprocessing` one: spawn-mode multiprocessing
-re-runs the parent's `__main__` in every child (the whole CLI, or a user's unguarded script),
-and fork-mode copies the locks of the daemon's other threads in whatever state they are in.
-The worker gets its share of the files on stdin, parses them in chunks and sends each back as a
-framed pickle on stdout. It keeps up to `AHEAD` chunks ready beside the pipe, so it parses on
-while the indexer is busy writing, without piling a whole vault of parsed notes up in memory.
-When the indexer is the quicker of the two, it does not wait: it parses chunks from the back
-of a worker's share itself (`_share`), and tells the worker where to stop.
+A big pass (a first index, `weaver index --full`, a large checkout) hands its notes to parse
+worker processes and writes what they send back while they parse on; a small pass, the watcher's
+usual case, parses here. A worker is a plain `python -c` child: it gets its share of the files
+on stdin and sends each parsed chunk back as a framed pickle on stdout, keeping up to `AHEAD`
+chunks ready. When the indexer is the quicker of the two, it parses chunks from the back of a
+worker's share itself (`_share`) and tells the worker where to stop.
 
 Should a worker fail to start or die, the indexer parses its remaining chunks itself: slower,
-and nothing lost. An error inside the parser is raised here as it would be without workers.
+and nothing lost. An error inside the parser is raised here as it would be without workers. Why:
+docs/architecture.md, "index/workers.py".
 """
 
 from __future__ import annotations

@@ -3,18 +3,16 @@
 note with LF newlines (the caller converts CRLF notes), and raises `TextEditError` naming what
 the note has when a target is missing.
 
-Headings and block ids are found where Obsidian finds them: never in code, comments or math
-(the parser's `mask_code`). A heading path is the headings' texts joined by `::`
-(`"Project::Tasks"`), each one nested under the one before at any depth; texts are compared as
-Obsidian compares a link's `#heading`: the characters a link cannot hold (`# | ^ : % [ ] \\`)
-read as spaces, runs of spaces as one, case ignored. A heading whose own text has `::` in it is
-still found: a path part may span several `::`-separated pieces.
+Headings and block ids are found where Obsidian finds them: never in code, comments or math. A
+heading path is the headings' texts joined by `::` (`"Project::Tasks"`), each nested under the
+one before at any depth, compared as Obsidian compares a link's `#heading` (`# | ^ : % [ ] \\`
+read as spaces, runs of spaces as one, case ignored); a heading whose own text has `::` in it is
+still found.
 
 A section is the lines after its heading up to the next heading of the same or a higher level.
-Positions: `before` inserts at the top of the section (just under its heading) or on the line
-before a block; `after` at the end of the section's text (before the blank lines that end it)
-or on the line after a block; `replace` replaces the section's text (the heading stays) or the
-block's (its `^id` stays).
+`before` inserts at the top of the section or on the line before a block; `after` at the end of
+the section's text (before its trailing blank lines) or on the line after a block; `replace`
+replaces the section's text (the heading stays) or the block's (its `^id` stays).
 """
 
 from __future__ import annotations

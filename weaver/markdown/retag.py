@@ -120,7 +120,7 @@ def _frontmatter_edits(
 
 def _compose(source: str) -> yaml.Node | None:
     """The node tree with source offsets: libyaml's when its offsets check out against the text
-    (ten times faster), else PyYAML's own."""
+    (the faster), else PyYAML's own."""
     try:
         root = yaml.compose(source, Loader=_FAST_LOADER)
         if _FAST_LOADER is yaml.SafeLoader or _offsets_hold(source, root):

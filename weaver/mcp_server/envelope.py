@@ -1,21 +1,16 @@
 """Tool results as envelopes, and the tool class that guarantees every answer is one.
 
-Success: `{success: true, data, metadata: {executionTime, cacheHit}}`; failure:
-`{success: false, error, metadata}` with the MCP `isError` flag. Both travel as structured
-content and as the same JSON in a text block, for clients that read only one of the two, except
-an answer too big for a context window (over `ANSWER_TOKEN_BOUND` estimated tokens: only an
-explicit big `limit` asks for one) in a session whose protocol has structured content
-(2025-06-18 on): its text block then says so and how to ask for less, rather than carrying the
-same hundreds of kilobytes a second time (`text_for_window`).
+Success: `{success: true, data, metadata: {executionTime, cacheHit}}`; failure: `{success:
+false, error, metadata}` with the MCP `isError` flag. Both travel as structured content and as
+the same JSON in a text block, except an answer over `ANSWER_TOKEN_BOUND` estimated tokens in a
+session with structured content (protocol 2025-06-18 on): its text block says so and how to ask
+for less (`text_for_window`).
 
-Errors are translated here and only here: a `WeaverError` becomes its own message ("Invalid
-path: ...", "File not found: ...", with the note a wrong path probably meant: `hints`), a
-database failure "Database error", an unreadable file "Cannot read file", and arguments that
-fail validation, or that the tool does not take, "Invalid arguments: <argument>: <reason>"
-(the SDK would answer the first with a bare text block outside the envelope, and silently
-drop the second).
-Anything unexpected is logged and answered "Internal error", still as an envelope.
-The argument types the tools share are in `weaver.mcp_server.arguments`.
+Errors are translated here and only here: a `WeaverError` becomes its own message (with the note
+a wrong path probably meant: `hints`), a database failure "Database error", an unreadable file
+"Cannot read file", arguments that fail validation or that the tool does not take "Invalid
+arguments: <argument>: <reason>", anything unexpected "Internal error" (logged), always as an
+envelope. Why: docs/architecture.md, "mcp_server/envelope.py".
 """
 
 from __future__ import annotations

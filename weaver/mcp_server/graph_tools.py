@@ -149,8 +149,8 @@ def _graph_tokens(wire: dict[str, Any]) -> int:
 
 class GraphAnswers:
     """`get_graph`'s last few answers for each graph, i.e. for each cache version: what a
-    visualisation asks for again and again (selecting and building a 1,000-note graph takes
-    ~15 ms at 10,000 notes; handing back a kept one, nothing). Held by a weak reference to
+    visualisation asks for again and again (handing back a kept one costs nothing; building
+    one again does: docs/benchmarks-notes.md). Held by a weak reference to
     their graph, so they go when a newer version replaces it. Thread-safe."""
 
     def __init__(self, per_graph: int = KEPT_GRAPH_ANSWERS) -> None:

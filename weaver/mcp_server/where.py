@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from weaver.cache.read import PropertyCondition, PropertyOp, Scalar
+from weaver.cache.property_match import PropertyCondition, PropertyOp, Scalar
 from weaver.mcp_server.envelope import ArgumentError
 
 MAX_PROPERTIES = 10

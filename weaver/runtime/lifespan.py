@@ -3,19 +3,19 @@
 The lifespan returns at once, so `initialize` is answered promptly; the work runs beside it:
 
 1. Try the writer lock. Taken: start watching, reconcile (in a worker thread; a change made
-   meanwhile is applied right after), then tools may answer. Not taken: another process writes
-   this cache, so tools answer from it right away, and the lock is retried every few seconds
-   to take over when that process exits.
+   meanwhile is applied right after), then tools may answer. Not taken: tools answer from the
+   cache right away, and the lock is retried every few seconds to take over when the writer
+   exits.
 2. If the watcher stops (the vault folder vanished, inotify limits), catch up and watch again
    after a pause; `health_check` reports it degraded meanwhile.
 3. With `--no-watch`, reconcile once if the lock is free, then let it go.
-4. A reader process (`may_write` false) never takes the lock: it answers at once and follows
-   the writer's changes through the change feed (`runtime.follow`), as a server waiting for the
-   lock does meanwhile.
+4. A reader process (`may_write` false) never takes the lock: it answers at once and follows the
+   writer's changes through the change feed (`runtime.follow`), as a server waiting for the lock
+   does.
 5. The writer rebuilds a cache found corrupt while running, and makes its cache file again
    should it be deleted (`runtime.rebuild`).
-6. Once the first reconcile is done, the writer starts the embedding worker (semantic search,
-   when its extra is installed and `semantic` is on); it stops with the writer role.
+6. Once the first reconcile is done, the writer starts the embedding worker (when the semantic
+   extra is installed and `semantic` is on); it stops with the writer role.
 """
 
 from __future__ import annotations

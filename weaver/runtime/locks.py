@@ -1,21 +1,17 @@
 """Inter-process locks on a vault and its cache, with `flock` (released by the OS on any exit).
 
 - The **daemon lock** (`<vault>/.weaver/daemon.lock`, and a `flock` on the vault folder itself):
-  one `weaver daemon` per vault; a second one refuses to start. The lock on the folder is the
-  one that counts: deleting `.weaver/` (cache and lock files with it) used to let a second
-  daemon start beside the first, as the new lock file was a different file.
+  one `weaver daemon` per vault; a second one refuses to start, even when `.weaver/` was deleted
+  under the first.
 - The **writer lock** (beside the cache database, `<cache>.writer.lock`): one process writes a
   cache at a time. `weaver serve` and the daemon take it before reconciling and watching; a
   process that cannot get it serves the cache read-only and keeps retrying, so it takes over
-  when the writer exits. It sits beside the database rather than in the vault because the cache
-  is what it protects, and because a vault may be read-only while its cache lives elsewhere.
+  when the writer exits.
 
-Each lock file holds the pid of its holder, for messages only: the `flock` is the truth.
-
-On PostgreSQL (`database_url = "postgresql+psycopg://..."`) the writer lock is a session-level
-advisory lock instead (`PgWriterLock`, SQL in `weaver.cache.writer_lock`): writers and their
-standbys may run on different hosts, which a file lock cannot see across. `writer_lock_for`
-picks the kind from the settings; both answer the same calls.
+Each lock file holds its holder's pid, for messages only: the `flock` is the truth. On
+PostgreSQL the writer lock is a session-level advisory lock instead (`PgWriterLock`, SQL in
+`weaver.cache.writer_lock`); `writer_lock_for` picks the kind from the settings, and both answer
+the same calls. Why: docs/architecture.md, "runtime/locks.py".
 """
 
 from __future__ import annotations

@@ -1,34 +1,19 @@
-"""A corrupt cache found while running is rebuilt by the writer, without a restart.
+"""A corrupt cache found while running is rebuilt by the writer, and a deleted one made again,
+without a restart.
 
-At start, `cache.db.open_cache_engine` checks the file and replaces a corrupt one. While
-running, any query of this process that SQLite answers with a corruption error ("file is not
-a database", "database disk image is malformed") is seen here, whichever thread ran it: a
-`handle_error` listener on the cache's engine (`CorruptionWatch`). The writer then, once:
+Any query of this process that SQLite answers with a corruption error, whichever thread ran it,
+is seen by `CorruptionWatch` (a reader leaves the cause beside the cache,
+`cache.recovery.mark_corrupt`, for the writer to find). The writer then, once: reports the cache
+`degraded` with the cause in `health_check` and `/health`; confirms it with `quick_check`; moves
+the file aside, makes a new cache with the workflow history salvaged
+(`cache.db.replace_corrupt_cache`); fills it from the notes (`Indexer.refill`) and clears the
+fault. On a database other than SQLite the fault is only reported.
 
-(A reader process cannot replace the file: it leaves the cause beside the cache,
-`cache.recovery.mark_corrupt`, which the writer looks for as often.)
-
-1. reports the cache `degraded` with the cause in `health_check` and `/health`;
-2. confirms it with SQLite's `quick_check` (a stray error from a connection still open on an
-   already replaced file must not start another rebuild);
-3. moves the file aside with a one-line explanation, makes a new cache and salvages the
-   workflow history into it, as at start (`cache.db.replace_corrupt_cache`);
-4. fills it from the notes (`Indexer.refill`: the watcher's batches wait meanwhile, then
-   apply to the new file), and clears the fault.
-
-Reader processes reopen the new file by themselves (`runtime.follow`). A cache on another
-database than SQLite is not a file to move: there the fault is only reported.
-
-A cache file deleted under the writer (`rm -rf .weaver`) is seen by the same watch, which
-looks every `WATCH_S` whether the file at the cache's path is still the one it opened
-(`OpenCache`). The writer then, without a restart: makes its writer lock file again (before
-another process would take a new one), reports the cache `degraded`, and makes the file
-again (`cache.db.remake_deleted_cache`): copied whole from the connection `OpenCache` kept
-open on the deleted file (SQLite still reads an unlinked file), so notes, workflow history
-and change feed are kept; only when there is no such copy (the file was already missing
-when this process became the writer) is it made empty, the history lost. Then the notes
-bring it up to date (`Indexer.refill`). Meanwhile no other process makes a cache beside it:
-their connections wait for the writer's file (`cache.recovery.wait_for_cache_file`).
+A cache file deleted under the writer is seen every `WATCH_S` (`OpenCache`): the writer makes
+its lock file again, reports `degraded`, and makes the file again
+(`cache.db.remake_deleted_cache`), notes, history and change feed kept when it still had the
+deleted file open, empty otherwise; then `Indexer.refill`. How: docs/architecture.md,
+"runtime/rebuild.py".
 """
 
 from __future__ import annotations

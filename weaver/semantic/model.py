@@ -9,7 +9,7 @@ is downloaded, ever), chosen by the `embedding_model` id:
   `embedding_model_path` when set.
 - `all-MiniLM-L6-v2-int8`, or any other id with `embedding_model_path`: the transformer itself
   on ONNX Runtime (`TransformerModel`), mean pooling over the attention mask then L2
-  normalisation, as sentence-transformers does. Better matches, ~100 times slower to embed.
+  normalisation, as sentence-transformers does. Better matches, far slower to embed.
 
 docs/semantic-search.md has the measurements behind the default. The tokenizer is the model's
 own `vocab.txt` (bert-base-uncased, Apache-2.0), shipped beside this module because the

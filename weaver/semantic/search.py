@@ -261,9 +261,8 @@ def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> s
 @functools.cache
 def one_blas_thread() -> None:
     """OpenBLAS on one thread in this process. Its threads wake for even a small product and
-    then wait for cores busy with the rest of the server (the indexer, other calls): ~16 ms a
-    call under load. On one thread it ranks 54,000 x 256 in ~2 ms, where numpy's own loop
-    (`einsum`) took ~4 (docs/semantic-search.md)."""
+    then wait for cores busy with the rest of the server (the indexer, other calls); one
+    thread is quicker than numpy's own loop (`einsum`) too (docs/benchmarks-notes.md)."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")

@@ -1,21 +1,15 @@
 """A static embedding model, distilled here from the shipped transformer (model2vec's method).
 
-Distilling: every token of the transformer's vocabulary goes through the transformer alone,
-between its end and start markers (`[SEP] token [CLS]`, the order model2vec found to work
-best), and the mean of the three output states is that token's vector. PCA then keeps the
-`STATIC_DIMENSIONS` directions of largest variance, and SIF weighting scales each row by
-a / (a + p(token)), with p estimated from the token's rank by Zipf's law (a WordPiece vocabulary
-lists frequent pieces first): "the" and "of" weigh little, "sourdough" a lot. Placeholder
-tokens (`[unusedN]`) and `[UNK]` get no vector.
-
-Embedding: a text's vector is the normalised sum of its tokens' rows, so no transformer runs
-at all; thousands of chunks a second on one core, with a loss of quality measured in
-docs/semantic-search.md.
+Distilling gives every token of the transformer's vocabulary a vector (placeholder tokens
+`[unusedN]` and `[UNK]` get none), keeps its `STATIC_DIMENSIONS` directions of largest variance
+and weighs frequent tokens down. Embedding: a text's vector is the normalised sum of its tokens'
+rows, so no transformer runs at all; its loss of quality is measured in docs/semantic-search.md.
 
 The distilled matrix is cached in the user's cache folder (`embedding_cache_dir`), named by the
 hash of the source model and tokenizer files and the recipe: a changed model file is distilled
 again, and a cached file that cannot be read (truncated, corrupt, wrong shape) is rebuilt with a
-warning saying what was wrong. A lock file keeps two processes from distilling at once.
+warning saying what was wrong. A lock file keeps two processes from distilling at once. The
+recipe: docs/architecture.md, "semantic/static.py".
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The vault on disk: which files belong to it, reading them, and keeping paths inside it.
 
-Every path that crosses this module's boundary is vault-relative and `/`-separated, as the
-cache stores it. Files and folders whose name starts with `.` are never part of the vault
-(`.obsidian`, `.git`, `.trash`, Weaver's own `.weaver`), nor is anything matching an ignore
-pattern from config, nor a file or folder whose name is not valid UTF-8 (bytes from another
-system's encoding: such a name cannot be stored, sent to a client as JSON, or typed by anyone;
-it is logged and left out until renamed).
+Every path that crosses this module's boundary is vault-relative and `/`-separated, as the cache
+stores it. Not part of the vault: files and folders whose name starts with `.` (`.obsidian`,
+`.git`, `.trash`, Weaver's own `.weaver`), anything matching an ignore pattern from config, a
+file or folder whose name is not valid UTF-8 (logged and left out until renamed).
 
-Symlinks, one rule for the scan, the watcher, every tool and the writer (`Vault.within`):
-a symlinked *folder* is never entered, wherever it points (outside, that would leak other
-files into the vault; inside, it would index the same notes twice under two names, or loop),
-so no path below one is part of the vault; a symlinked *file* is part of the vault under its
-own name when its target is a file inside the vault, and never when it leads out. The watcher
-may be told of changes below a symlinked folder (watchfiles follows them); they are dropped
-here, as the scan never saw those paths.
+Symlinks, one rule for the scan, the watcher, every tool and the writer (`Vault.within`): a
+symlinked *folder* is never entered, wherever it points, so no path below one is part of the
+vault (the watcher's changes below one are dropped here); a symlinked *file* is part of the
+vault under its own name when its target is a file inside the vault, and never when it leads
+out. Why: docs/architecture.md, "vault/fs.py".
 """
 
 from __future__ import annotations

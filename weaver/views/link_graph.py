@@ -3,19 +3,17 @@
 Nodes are notes; an edge `a -> b` means note `a` has at least one resolved link (wikilink,
 embed, markdown or frontmatter link) to note `b`. Several links between the same pair make one
 edge carrying the union of their relations (`None` for an untyped link, the Dataview field or
-`[[rel::X]]` name, or the frontmatter key for a frontmatter link). Links to attachments and a
-note's links to itself are not edges. Broken links are kept aside, by their raw target text,
-for `subgraph(include_broken=True)`.
+`[[rel::X]]` name, or the frontmatter key). Links to attachments and a note's links to itself
+are not edges; broken links are kept aside, by their raw target text, for
+`subgraph(include_broken=True)`.
 
-Paths follow links in the direction they point, as the reference graph server does (a directed
-graph, unweighted): `shortest_path(a, b)` is how `a` reaches `b` by following links, which can
+Paths follow links in the direction they point (directed, unweighted): `shortest_path(a, b)` can
 differ from the way back. Ties are broken by path order, so every answer is deterministic.
+`Graph.patched` brings a graph up to date with changed notes; PageRank is computed once per
+`Graph`. How: docs/architecture.md, "views/link_graph.py".
 
-`cache.graph.load_graph` builds a `Graph` with three queries; `cache.graph.graph_cache` keeps it
-and, when notes change, `Graph.patched` brings it up to date with just those notes, so these
-functions answer quickly on a big vault, right after an edit too. PageRank is
-computed once per `Graph` and kept on it, over integer arrays (`Adjacency`) that an edit
-splices rather than builds again.
+It stays whole at ~590 lines: `Graph`, its `Adjacency` and the algorithms share private helpers
+over the same arrays, which a split would make public.
 """
 
 from __future__ import annotations
