@@ -4,6 +4,7 @@ in another thread or process, and what the SQL of a block was."""
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,12 +35,32 @@ def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
     return root
 
 
+def measured() -> bool:
+    """Whether coverage is measuring this process: every line then runs slower."""
+    return sys.gettrace() is not None or ("coverage" in sys.modules and _coverage_running())
+
+
+def _coverage_running() -> bool:
+    import coverage
+
+    return coverage.Coverage.current() is not None
+
+
+# A wait's deadline is how long a slow machine may take, never a speed being tested: under
+# coverage's tracer the same work takes about twice as long.
+SLOWDOWN = 2.0
+
+
+def deadline_after(timeout: float) -> float:
+    return time.monotonic() + timeout * (SLOWDOWN if measured() else 1.0)
+
+
 def wait_for(
     check: Callable[[], T], timeout: float = 5.0, what: str = "the condition", every: float = 0.01
 ) -> T:
     """Call `check` until it returns something truthy, and return that; fail the test naming
-    `what` when `timeout` seconds pass first."""
-    deadline = time.monotonic() + timeout
+    `what` when `timeout` seconds pass first (twice that under coverage)."""
+    deadline = deadline_after(timeout)
     while True:
         if result := check():
             return result
@@ -52,7 +73,7 @@ async def wait_for_async(
     check: Callable[[], T], timeout: float = 5.0, what: str = "the condition", every: float = 0.02
 ) -> T:
     """`wait_for` inside an event loop: the loop keeps running between the calls of `check`."""
-    deadline = time.monotonic() + timeout
+    deadline = deadline_after(timeout)
     while True:
         if result := check():
             return result
