@@ -35,7 +35,7 @@ from weaver.paging import Page, page_of
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.health_report import Health, compute_health
 from weaver.runtime.state import ServerState
-from weaver.search import SearchRequest, SearchResults, SearchSources, find_notes
+from weaver.search import SearchRequest, SearchResults, find_notes
 from weaver.views import health
 from weaver.views import link_graph as g
 
@@ -385,8 +385,7 @@ class SearchView:
 
 def search_notes(state: ServerState, request: SearchRequest) -> SearchView:
     """The `search_notes` tool's search, with its ranking, filters and default mode."""
-    app = state.app
-    sources = SearchSources(app.db, state.name_index.get, app.semantic, app.settings.semantic)
+    sources = state.search_sources
     try:
         return SearchView(find_notes(sources, request))
     except SemanticUnavailableError as exc:  # only a mode asked for: the default falls back

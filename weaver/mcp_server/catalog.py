@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -33,16 +33,7 @@ from weaver.runtime.state import ServerState
 
 # The groups a user will pick tools by (docs/tools.md lists which tool is in which).
 Toolset = Literal["notes", "search", "graph", "tags", "edit", "workflows", "records", "system"]
-TOOLSETS: tuple[Toolset, ...] = (
-    "notes",
-    "search",
-    "graph",
-    "tags",
-    "edit",
-    "workflows",
-    "records",
-    "system",
-)
+TOOLSETS: tuple[Toolset, ...] = get_args(Toolset)
 
 
 @dataclass(frozen=True)

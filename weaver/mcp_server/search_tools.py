@@ -23,7 +23,7 @@ from weaver.mcp_server.arguments import (
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.state import ServerState
-from weaver.search import SearchMode, SearchRequest, SearchSources, find_notes
+from weaver.search import SearchMode, SearchRequest, find_notes
 
 
 class SearchHitInfo(WireModel):
@@ -107,7 +107,7 @@ def search_notes(
     request = SearchRequest(
         query, mode, normalize_directory(directory), filter_tag(tag), limit, offset
     )
-    sources = SearchSources(app.db, state.name_index.get, app.semantic, app.settings.semantic)
+    sources = state.search_sources
     found = find_notes(sources, request)
     if found.fts_query is not None and found.total == 0 and request.directory:
         with read.read_snapshot(app.db) as conn:

@@ -23,6 +23,7 @@ from weaver.cache.graph import (
 from weaver.cache.read import VaultStats
 from weaver.runtime.app import App
 from weaver.runtime.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
+from weaver.search import SearchSources
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
 from weaver.views.names import NameIndex
@@ -148,6 +149,12 @@ class ServerState:
         if self.writer:
             return "writer"
         return "reader" if self.watch or not self.may_write else "unwatched"
+
+    @property
+    def search_sources(self) -> SearchSources:
+        """What `weaver.search` reads in this process: its cache, kept name index and vectors."""
+        app = self.app
+        return SearchSources(app.db, self.name_index.get, app.semantic, app.settings.semantic)
 
     @property
     def uptime_ms(self) -> int:
