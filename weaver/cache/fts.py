@@ -5,9 +5,9 @@ headings and its body (the text after its frontmatter), tokenised by `porter uni
 remove_diacritics 2`: case, accents and English inflections are ignored ("Café running" finds
 "cafe run"). Ranking is BM25 with column weights (`TITLE_WEIGHT`, `NAMES_WEIGHT`,
 `HEADINGS_WEIGHT` times a body word), so a note named for the query outranks notes that only
-mention it. A run of Chinese or Japanese characters is found wherever it stands (`segment`,
-`unsegment`). User text becomes an FTS5 expression with `fts_query`: every term is quoted, so no
-input can reach FTS5's own syntax or raise a syntax error.
+mention it. A run of Chinese or Japanese characters is found wherever it stands
+(`markdown.cjk.segment`). User text becomes an FTS5 expression with `fts_query`: every term is
+quoted, so no input can reach FTS5's own syntax or raise a syntax error.
 
 On PostgreSQL the same functions hand over to `cache.pg_search`, with the same arguments and
 answers; on any other dialect the writers here do nothing and `search_notes` says so. The table
@@ -48,6 +48,7 @@ from weaver.cache.models import Note, Tag
 from weaver.cache.pg_search import PIN_SCORE
 from weaver.cache.read import tag_condition
 from weaver.errors import CacheError
+from weaver.markdown.cjk import has_cjk, segment, unsegment
 
 if TYPE_CHECKING:
     from weaver.cache.rows import NoteRecord
@@ -64,11 +65,6 @@ NAMES_WEIGHT = 8.0
 HEADINGS_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
 BODY_COLUMN = 4  # for snippet()
-# Han, kana, CJK symbols and punctuation, half/full-width forms: written without spaces.
-_CJK = re.compile(
-    "([\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f])"
-)
-_SEGMENT_MARK = "\u200b"
 SNIPPET_OPEN = "<mark>"
 SNIPPET_CLOSE = "</mark>"
 SNIPPET_ELLIPSIS = "…"
@@ -93,21 +89,6 @@ _fts = table(
     column("headings"),
     column("body"),
 )
-
-
-def segment(text: str) -> str:
-    """`text` with each CJK character a token of its own (zero-width spaces around it)."""
-    if text.isascii():
-        return text
-    return _CJK.sub(_SEGMENT_MARK + r"\1" + _SEGMENT_MARK, text)
-
-
-def unsegment(text: str) -> str:
-    return text.replace(_SEGMENT_MARK, "") if not text.isascii() else text
-
-
-def has_cjk(text: str) -> bool:
-    return not text.isascii() and _CJK.search(text) is not None
 
 
 def is_search_table(name: str) -> bool:
@@ -138,7 +119,7 @@ def insert_search(conn: Connection, records: Sequence[NoteRecord], first_rowid: 
             segment(r.title),
             segment(_names(r)),
             segment(r.headings),
-            segment(r.body),
+            segment(r.body) if r.search_body is None else r.search_body,
         )
         for i, r in enumerate(records)
     ]

@@ -152,7 +152,7 @@ def insert_texts(
             "title": words_only(segment(r.title)),
             "names": words_only(segment(name)),
             "headings": words_only(segment(r.headings)),
-            "search_body": words_only(segment(r.body)),
+            "search_body": words_only(segment(r.body) if r.search_body is None else r.search_body),
         }
         for r, name in zip(records, names, strict=True)
     ]

@@ -47,3 +47,7 @@ class NoteRecord(NamedTuple):
     heading: str | None = None  # the first H1, as text
     headings: str = ""  # every heading's text, one a line, for full-text search
     front: str = ""  # the text before `body` (the frontmatter block): front + body is the note
+    # `body` as full-text search indexes it (`markdown.cjk.segment`), made by the parse worker so
+    # that the writer, the slower side of a big pass, does not scan every body again. The same
+    # object as `body` when it holds no CJK text, so it costs nothing to pickle. None: not made.
+    search_body: str | None = None

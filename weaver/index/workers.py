@@ -33,6 +33,7 @@ import structlog
 
 from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.errors import too_large
+from weaver.markdown.cjk import segment
 from weaver.markdown.parser import decode_note, parse_note
 from weaver.vault.fs import MAX_NOTE_BYTES, FileStat, Vault
 
@@ -432,4 +433,5 @@ def build_record(
         heading=parsed.heading,
         headings="\n".join(h.text for h in parsed.headings),
         front=text[: len(text) - len(parsed.body)],
+        search_body=segment(parsed.body),
     )

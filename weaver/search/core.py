@@ -8,6 +8,7 @@ from typing import Literal
 from sqlalchemy import Connection
 
 from weaver.cache import fts, read, vectors
+from weaver.markdown.cjk import unsegment
 from weaver.search.modes import choose_mode
 from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
 from weaver.semantic.search import SemanticPage, describe_coverage
@@ -45,7 +46,7 @@ def _by_keyword(sources: SearchSources, conn: Connection, request: SearchRequest
         NoteHit(h.path, h.title, h.snippet, h.score, tags.get(h.path, ()), h.modified)
         for h in page.hits
     ]
-    return _page(request, hits, page.total, "keyword", fts_query=fts.unsegment(expression))
+    return _page(request, hits, page.total, "keyword", fts_query=unsegment(expression))
 
 
 def named(sources: SearchSources, conn: Connection, query: str) -> list[str]:
