@@ -350,7 +350,10 @@ def test_relations(text: str, relations: list[tuple[str, str | None]]) -> None:
         ("# Heading", ()),
         ("#a/b/c", ("a/b/c",)),
         ("#café #日本語 #emoji✅ #x_y-z", ("café", "日本語", "emoji✅", "x_y-z")),
-        ("#a#b", ("a",)),
+        # A tag right after a tag is one too: read back from Obsidian 1.13.7 (`#tl#tm`,
+        # cyanheads/obsidian-mcp-server#140), as a 2021 forum report found (`#Bob#Alice`).
+        ("#a#b", ("a", "b")),
+        ("#a/#b x#c", ("a/", "b")),
         ("#tag #Tag #TAG", ("tag",)),  # case-insensitive, first spelling kept
         ("\t#tab\n#line", ("tab", "line")),
         ("[[#heading]] [t](#frag) [[Note #x]]", ()),
@@ -360,6 +363,27 @@ def test_relations(text: str, relations: list[tuple[str, str | None]]) -> None:
     ],
 )
 def test_inline_tags(text: str, expected: tuple[str, ...]) -> None:
+    assert tags_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # HTML blocks are raw HTML: read back from Obsidian 1.13.7 (obsidian-mcp-server#140).
+        ("<div>\nhello #tp\n</div>", ()),
+        ("<p>x #tr</p>", ()),
+        ("<pre>\n#a\n\n#b\n</pre>\n#c", ("c",)),  # <pre> runs to its closing tag
+        ("<div>\n#hidden\n\n#shown", ("shown",)),  # a <div> block ends at a blank line
+        ("\n<span>\n#block\n\n#after", ("after",)),  # a tag alone on its line, after a blank
+        ("para\n<span>\n#inpara", ("inpara",)),  # ... which cannot interrupt a paragraph
+        # Inline HTML: the markup is raw, the text around and between it is text.
+        ('<span style="color: #1a1a1a">x</span>', ()),
+        ('text <span style="color: #ff0000">red #in</span> #real', ("in", "real")),
+        ("<font color=#f00>x</font> #t", ("t",)),
+        ("`<div>` #t", ("t",)),  # code, not HTML
+    ],
+)
+def test_tags_around_html(text: str, expected: tuple[str, ...]) -> None:
     assert tags_of(text) == expected
 
 

@@ -76,3 +76,12 @@ def test_offsets_after_non_ascii_and_quoted_keys() -> None:
     assert rename_tag_in_text(text, "proj", "w").text == text.replace("proj]", "w]")
     text = "---\nnote: 'it''s'\ntags:\n  - 'proj'\n---\n"
     assert rename_tag_in_text(text, "proj", "w").text == text.replace("'proj'", "'w'")
+
+
+def test_tags_in_html_markup_are_left_and_tags_after_tags_renamed() -> None:
+    text = '<span style="color: #proj">#x #proj</span>\n<div>\n#proj\n</div>\n\n#a#proj\n'
+    result = rename_tag_in_text(text, "proj", "Work")
+    assert result.text == (
+        '<span style="color: #proj">#x #Work</span>\n<div>\n#proj\n</div>\n\n#a#Work\n'
+    )
+

@@ -25,6 +25,7 @@ from weaver.markdown.frontmatter import (
     read_frontmatter,
     scalar_text,
 )
+from weaver.markdown.html_mask import mask_html
 from weaver.markdown.patterns import (
     BRACKET,
     BRACKET_FIELD,
@@ -32,7 +33,7 @@ from weaver.markdown.patterns import (
     DIGITS,
     FILL,
     HEADING,
-    INLINE_TAG,
+    INLINE_TAG_RUN,
     LINE_FIELD,
     MD_LINK,
     MD_SUFFIX,
@@ -204,7 +205,8 @@ def _dedupe_tags(tags: Iterable[str]) -> tuple[str, ...]:
 
 def _inline_tags(linkless: str) -> list[str]:
     """Distinct inline tags in order; findall and fromkeys keep a tag-dense note fast."""
-    unique = dict.fromkeys(INLINE_TAG.findall(linkless))
+    runs = dict.fromkeys(INLINE_TAG_RUN.findall(mask_html(linkless)))
+    unique = dict.fromkeys(tag for run in runs for tag in run.split("#")[1:])
     return [tag for tag in unique if DIGITS.fullmatch(tag) is None]
 
 
@@ -292,14 +294,18 @@ def decode_note(data: bytes) -> tuple[str, str | None]:
 
 def find_inline_tags(body: str) -> list[tuple[int, str]]:
     """(offset of the '#', tag without it) of each inline tag in a note body with LF newlines,
-    found exactly as `parse_note` finds them: never in code, comments, math, links or URLs.
+    found exactly as `parse_note` finds them: never in code, comments, math, links, URLs or
+    HTML (`weaver.markdown.html_mask`).
     For edits that must touch the tags the index knows and nothing else (`weaver.markdown.retag`).
     """
     masked = mask_code(body)
     wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in _wikilinks(body, masked)))
     linkless = fill(wikiless, ((raw[0], raw[1], FILL) for raw in _markdown_links(body, wikiless)))
-    return [
-        (match.start(), match.group(1))
-        for match in INLINE_TAG.finditer(linkless)
-        if DIGITS.fullmatch(match.group(1)) is None
-    ]
+    found: list[tuple[int, str]] = []
+    for run in INLINE_TAG_RUN.finditer(mask_html(linkless)):
+        offset = run.start()
+        for tag in run.group().split("#")[1:]:
+            if DIGITS.fullmatch(tag) is None:
+                found.append((offset, tag))
+            offset += len(tag) + 1
+    return found

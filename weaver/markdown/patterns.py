@@ -25,7 +25,7 @@ __all__ = [
     "DIGITS",
     "FILL",
     "HEADING",
-    "INLINE_TAG",
+    "INLINE_TAG_RUN",
     "LINE_FIELD",
     "MD_LINK",
     "MD_SUFFIX",
@@ -230,7 +230,9 @@ def split_wikilink(content: str) -> tuple[str, str | None, str | None, str | Non
 
 # Tag characters: anything but whitespace and ASCII punctuation other than _ - /.
 _TAG_CHARS = r"[^\s\x00-\x2c.\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]"
-INLINE_TAG = re.compile(rf"#(?<!\S#)({_TAG_CHARS}++)")  # only after whitespace or line start
+# A run of tags: the first after whitespace or a line start, each next one right after the
+# last (`#a#b` is two tags in Obsidian; `x#b` none). Split on "#" for the tags.
+INLINE_TAG_RUN = re.compile(rf"#(?<!\S#){_TAG_CHARS}++(?:#{_TAG_CHARS}++)*+")
 _TAG_BODY = re.compile(rf"{_TAG_CHARS}+")
 DIGITS = re.compile(r"[0-9]+")
 # Line-anchored patterns run over "\n" + text, so they can start with a literal "\n".
