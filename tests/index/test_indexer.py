@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 from structlog.testing import capture_logs
 
 from tests.helpers import WriteNotes
+from weaver.cache import write
 from weaver.cache.models import Link, Note, Tag
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.index import indexer as indexer_module
 from weaver.index import workers as parse_workers
+from weaver.markdown.parser import PARSER_VERSION
 from weaver.runtime.app import App, open_app
 from weaver.runtime.locks import writer_lock_for
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
@@ -94,6 +96,29 @@ def test_touched_but_identical_note_is_not_reparsed(
     stored = note(app, "a.md")
     assert stored is not None
     assert stored.mtime_ns == (vault_dir / "a.md").stat().st_mtime_ns  # not re-hashed next time
+
+
+def test_notes_parsed_by_an_older_parser_are_read_again_once(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade that parses differently re-reads every note on the next start, without
+    events, so no note keeps tags found by old rules until it happens to change."""
+    write_notes({"Colours.md": '<span style="color: #abc">red</span> #real\n'})
+    app.indexer.reconcile()
+    with app.db.begin() as conn:  # as a cache written by the parser before tags around HTML
+        conn.execute(insert(Tag).values(note_path="Colours.md", key="abc", tag="abc"))
+        write.set_state(conn, indexer_module.PARSED_BY_KEY, PARSER_VERSION - 1)
+    events: list[VaultEvent] = []
+    app.bus.subscribe(events.extend)
+    report = app.indexer.reconcile()
+    with app.db.connect() as conn:
+        tags = conn.execute(select(Tag.key).where(Tag.note_path == "Colours.md")).scalars()
+        assert sorted(tags) == ["real"]
+    assert not report.changed and events == []
+    reparsed: list[object] = []
+    monkeypatch.setattr(parse_workers, "build_record", lambda *a: reparsed.append(a))
+    app.indexer.reconcile()  # the version is kept: the next start reads nothing
+    assert reparsed == []
 
 
 def test_a_first_index_finds_notes_that_later_passes_add(app: App, write_notes: WriteNotes) -> None:

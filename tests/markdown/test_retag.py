@@ -84,4 +84,3 @@ def test_tags_in_html_markup_are_left_and_tags_after_tags_renamed() -> None:
     assert result.text == (
         '<span style="color: #proj">#x #Work</span>\n<div>\n#proj\n</div>\n\n#a#Work\n'
     )
-

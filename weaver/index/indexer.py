@@ -34,6 +34,7 @@ from weaver.cache.bulk import indexes_deferred
 from weaver.cache.db import bulk_writes
 from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.index.workers import ReadChunk, default_workers, read_notes
+from weaver.markdown.parser import PARSER_VERSION
 from weaver.markdown.resolver import LinkResolver, path_key
 from weaver.vault.events import (
     EventBus,
@@ -56,6 +57,9 @@ BIG_PASS = 2000
 # (0003 adds full-text search): the next reconcile re-reads all notes, as `--full` does, and
 # clears it. Unchanged notes publish no events, so workflows do not fire for an upgrade.
 REPARSE_KEY = "reparse_pending"
+# The `PARSER_VERSION` the cache's notes were parsed with; another one (or none, from before it
+# was kept) makes the next reconcile re-read every note, as `reparse_pending` does.
+PARSED_BY_KEY = "parser_version"
 # Set while a first index is under way: one that stops midway (Ctrl-C, a crash) is resumed by
 # the next reconcile, whose adds are still discoveries rather than notes created that day.
 FIRST_INDEX_KEY = "first_index_pending"
@@ -186,7 +190,7 @@ class Indexer:
 
     def _reconcile(self, full: bool, observer: PassObserver | None) -> IndexReport:
         started = time.perf_counter()
-        pending = self._state(REPARSE_KEY) is True
+        pending = self._state(REPARSE_KEY) is True or self._state(PARSED_BY_KEY) != PARSER_VERSION
         full = full or pending
         on_disk = {s.path: s for s in self.vault.scan()}
         with self.engine.connect() as conn:
@@ -198,6 +202,7 @@ class Indexer:
         if pending:
             with self.engine.begin() as conn:
                 write.set_state(conn, REPARSE_KEY, False)
+                write.set_state(conn, PARSED_BY_KEY, PARSER_VERSION)
         if len(on_disk) >= BIG_PASS:
             self._ensure_statistics()
         return report

@@ -49,6 +49,7 @@ from weaver.markdown.patterns import (
 )
 
 __all__ = [
+    "PARSER_VERSION",
     "Heading",
     "LinkKind",
     "ParsedLink",
@@ -59,6 +60,12 @@ __all__ = [
 ]
 
 LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
+
+
+# Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
+# older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
+# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`.
+PARSER_VERSION = 2
 
 
 class ParsedLink(NamedTuple):
