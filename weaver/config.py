@@ -31,12 +31,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from weaver.errors import ConfigError
+from weaver.installation import extra_command
 from weaver.obsidian_app import list_known_vaults
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 POSTGRES_MODULES = ("psycopg", "procrastinate")
-POSTGRES_EXTRA = "pip install 'weaver-mcp[postgres]'"
 
 
 def database_url_problem(url: str) -> str | None:
@@ -52,7 +52,8 @@ def database_url_problem(url: str) -> str | None:
         return f"not a database Weaver can use; expected {DATABASE_URL_FORMS}"
     missing = [name for name in POSTGRES_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        return f"PostgreSQL support is not installed (no {missing[0]} module): {POSTGRES_EXTRA}"
+        hint = extra_command("postgres")
+        return f"PostgreSQL support is not installed (no {missing[0]} module): {hint}"
     return None
 
 
