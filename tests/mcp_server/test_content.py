@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import write_files
+from tests.mcp_server.test_cache_tools import serve, tools_of
+from weaver.config import Settings
 from weaver.markdown.parser import find_link_spans
 from weaver.mcp_server.content import CONTEXT_CHARS, link_window
+
+FILES: dict[str, str | bytes] = {
+    "far.md": "# Far\n",
+    "late.md": "# Late\n" + "intro words " * 50 + "see [[far|the far note]]\n",
+    "mid.md": "before " * 80 + "[Far](far.md#Far) " + "after " * 80 + "\n",
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def test_a_short_line_is_whole() -> None:
@@ -41,3 +59,23 @@ def test_link_spans_as_the_parser_finds_them() -> None:
         ("[t](Some%20Note.md)", "Some Note.md"),
         ("![[img.png]]", "img.png"),
     ]
+
+
+@pytest.mark.anyio
+async def test_backlink_context_is_a_window_around_the_link(tmp_path: Path) -> None:
+    served = serve(Settings(vault=write_files(tmp_path / "vault", FILES)))
+    try:
+        async with tools_of(served, "legacy") as tools:
+            args = {"path": "far.md", "direction": "incoming", "context": True}
+            data = await tools.ok("search_links", **args)
+    finally:
+        served.app.close()
+    late, mid = ({"path": c["path"], **c["lines"][0]} for c in data["context"])
+    # The link stands past the line's first 300 characters: the window ends with it.
+    assert late["path"] == "late.md" and late["line"] == 2
+    assert late["text"].startswith("…") and late["text"].endswith("see [[far|the far note]]")
+    assert len(late["text"]) <= 301
+    # In the middle of a long line: cut on both sides, the link inside.
+    assert mid["line"] == 1 and "[Far](far.md#Far)" in mid["text"]
+    assert mid["text"].startswith("…before") and mid["text"].endswith("after…")
+    assert len(mid["text"]) <= 302

@@ -34,9 +34,6 @@ def vault_files() -> dict[str, str | bytes]:
     files["cjk.md"] = CJK
     files["guide.md"] = "# Guide\n## Setup\n### Linux\napt\n### Mac\nbrew\n## Use\nrun ^go\n"
     files["bad.md"] = "---\ntitle: [unclosed\n---\nbody\n"
-    files["far.md"] = "# Far\n"
-    files["late.md"] = "# Late\n" + "intro words " * 50 + "see [[far|the far note]]\n"
-    files["mid.md"] = "before " * 80 + "[Far](far.md#Far) " + "after " * 80 + "\n"
     return files
 
 
@@ -114,19 +111,6 @@ async def test_backlinks_page_through_with_context(tools: Tools) -> None:
         {"path": "src/n005.md", "lines": [{"line": 5, "text": "see [[hub]] here 5"}]},
         {"path": "src/n006.md", "lines": [{"line": 5, "text": "see [[hub]] here 6"}]},
     ]
-
-
-async def test_backlink_context_is_a_window_around_the_link(tools: Tools) -> None:
-    data = await tools.ok("search_links", path="far.md", direction="incoming", context=True)
-    late, mid = ({"path": c["path"], **c["lines"][0]} for c in data["context"])
-    # The link stands past the line's first 300 characters: the window ends with it.
-    assert late["path"] == "late.md" and late["line"] == 2
-    assert late["text"].startswith("…") and late["text"].endswith("see [[far|the far note]]")
-    assert len(late["text"]) <= 301
-    # In the middle of a long line: cut on both sides, the link inside.
-    assert mid["line"] == 1 and "[Far](far.md#Far)" in mid["text"]
-    assert mid["text"].startswith("…before") and mid["text"].endswith("after…")
-    assert len(mid["text"]) <= 302
 
 
 async def test_every_list_tool_pages_to_the_end(tools: Tools) -> None:
