@@ -288,6 +288,28 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     return dict(action.choices)
 
 
+def test_search_prints_one_line_per_hit_without_badges(
+    vault_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    badge = "[![CI](https://img.shields.io/ci.svg)](https://ci.example.org/weaver)"
+    (vault_dir / "a.md").write_text(f"{badge}\nsync\nyour phone\n", encoding="utf-8")
+    (vault_dir / "b.md").write_text("sync\n\nagain, see https://example.org\n", encoding="utf-8")
+    assert main(["--vault", str(vault_dir), "search", "sync", "--mode", "keyword"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "keyword search" and lines[1].split() == ["score", "path", "passage"]
+    rows = {line.split()[1]: line.split(None, 2)[2] for line in lines[2:]}
+    assert rows == {"a.md": "sync your phone", "b.md": "sync again, see"}
+
+
+def test_weaver_alone_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    captured = capsys.readouterr()
+    assert (
+        captured.out.startswith("usage: weaver") and "weaver --vault ~/notes index" in captured.out
+    )
+    assert captured.err == ""
+
+
 def test_the_top_level_help_speaks_to_users(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])

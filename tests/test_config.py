@@ -88,6 +88,13 @@ def test_cli_reports_config_errors_without_traceback(
         "not found; expected the folder of notes"
     )
     assert "Traceback" not in err
+    note = tmp_path / "Note.md"
+    note.write_text("# A note, not a vault\n", encoding="utf-8")
+    assert main(["--vault", str(note), "index"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"weaver: invalid setting 'vault' on the command line: '{note}' is a file, not a folder; "
+        "expected the folder of notes"
+    )
 
 
 def test_common_options_go_before_or_after_the_command(

@@ -7,7 +7,16 @@ import io
 import pytest
 from rich.console import Console
 
-from weaver.cli.console import IndexDisplay, ago, format_state, summarise_result, without_path
+from weaver.cli.console import (
+    IndexDisplay,
+    ago,
+    format_passage,
+    format_state,
+    format_status,
+    summarise_result,
+    without_path,
+)
+from weaver.engine.payloads import TriggerInfo, WorkflowStatusData
 
 
 @pytest.mark.parametrize(
@@ -73,3 +82,70 @@ def test_a_pass_done_before_the_delay_draws_nothing() -> None:
         display.notes_read(0, 10)
         display.notes_read(10, 10)
     assert out.getvalue() == ""
+
+
+def a_run(trigger: TriggerInfo) -> WorkflowStatusData:
+    return WorkflowStatusData(
+        execution_id="ex1",
+        workflow_id="file-change-logger",
+        workflow_name="File change logger",
+        status="completed",
+        progress=100,
+        message=None,
+        attempt=1,
+        start_time=None,
+        end_time=None,
+        duration=12,
+        result=None,
+        error=None,
+        traceback=None,
+        trigger=trigger,
+        input={},
+        created_time=0,
+        process=None,
+    )
+
+
+def test_status_counts_a_first_index_s_events_instead_of_listing_them() -> None:
+    events = [{"kind": "add", "path": f"notes/n{i:04}.md", "initial": True} for i in range(6000)]
+    events += [{"kind": "delete", "path": "old.md"}]
+    text = format_status(a_run(TriggerInfo(kind="file", detail={"events": events})))
+    assert len(text) < 1_000
+    trigger = next(line for line in text.splitlines() if line.startswith("trigger:"))
+    assert trigger == (
+        "trigger:   file, 6,001 events (6,000 add, 1 delete): notes/n0000.md, notes/n0001.md, "
+        "notes/n0002.md, notes/n0003.md, notes/n0004.md, … 5,996 more"
+    )
+    assert "every event: weaver status ex1 --json" in text
+
+
+def test_status_shows_a_few_events_whole() -> None:
+    one = [{"kind": "move", "path": "b.md", "oldPath": "a.md"}]
+    text = format_status(a_run(TriggerInfo(kind="file", detail={"events": one})))
+    assert "trigger:   file, 1 event (1 move): b.md\n" in text and "--json" not in text
+    manual = format_status(a_run(TriggerInfo(kind="manual", detail={"via": "cli"})))
+    assert 'trigger:   manual {"via": "cli"}' in manual
+
+
+@pytest.mark.parametrize(
+    ("snippet", "shown"),
+    [
+        ("first line\nsecond <mark>line</mark>\n\n  third", "first line second line third"),
+        (
+            "[![Build](https://img.shields.io/b.svg)](https://ci.example.org/x) Sync your phone",
+            "Sync your phone",
+        ),
+        (
+            "see [the docs](https://help.obsidian.md/sync) or https://obsidian.md now",
+            "see the docs or now",
+        ),
+        ("an image ![shot](img/shot.png) here", "an image here"),
+        (
+            "keep [[Wiki|links]], [notes](Note.md) and (asides)",
+            "keep [[Wiki|links]], [notes](Note.md) and (asides)",
+        ),
+    ],
+)
+def test_a_search_passage_is_one_line_without_boilerplate(snippet: str, shown: str) -> None:
+    assert format_passage(snippet, width=200) == shown
+    assert "\n" not in format_passage("a\n" * 100) and len(format_passage("word " * 50)) == 60

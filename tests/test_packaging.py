@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+from markdown_it import MarkdownIt
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -83,3 +85,42 @@ def test_the_demo_vault_reads_without_errors(tmp_path: Path) -> None:
         app.close()
     assert report.added > 20
     assert report.errors == 0
+
+
+HOME = PYPROJECT["project"]["urls"]["Homepage"]
+IN_HOME = re.compile(
+    rf"^(?:{re.escape(HOME)}/(?:blob|tree)/main|"
+    r"https://raw\.githubusercontent\.com/weaver-mcp/weaver/main)/(.+)$"
+)
+
+
+def readme_targets() -> list[str]:
+    """Every link's and image's target in README.md, as a renderer finds them (not in code)."""
+    tokens = MarkdownIt().parse((ROOT / "README.md").read_text(encoding="utf-8"))
+    found = []
+    for token in tokens:
+        for child in token.children or []:
+            if child.type == "link_open":
+                found.append(str(child.attrs["href"]))
+            elif child.type == "image":
+                found.append(str(child.attrs["src"]))
+    return found
+
+
+def test_the_readme_links_work_where_the_package_shows_it() -> None:
+    # PyPI shows README.md without the repository around it: a relative link goes nowhere.
+    targets = readme_targets()
+    assert any("docs/images/" in t for t in targets)  # the images are among them
+    relative = [t for t in targets if not t.startswith(("https://", "http://", "#"))]
+    assert relative == []
+    # A link into the project's home names a file this checkout has.
+    for target in targets:
+        if inside := IN_HOME.match(target):
+            assert (ROOT / inside.group(1)).exists(), target
+
+
+def test_the_package_names_its_home() -> None:
+    urls = PYPROJECT["project"]["urls"]
+    assert set(urls) == {"Homepage", "Repository", "Documentation", "Changelog", "Issues"}
+    assert all(url.startswith(HOME) for url in urls.values())
+    assert (ROOT / "CHANGELOG.md").is_file() and urls["Changelog"].endswith("/CHANGELOG.md")

@@ -31,12 +31,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from weaver.errors import ConfigError
+from weaver.installation import extra_command
 from weaver.obsidian_app import list_known_vaults
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
 POSTGRES_MODULES = ("psycopg", "procrastinate")
-POSTGRES_EXTRA = "pip install 'weaver-mcp[postgres]'"
 
 
 def database_url_problem(url: str) -> str | None:
@@ -52,7 +52,8 @@ def database_url_problem(url: str) -> str | None:
         return f"not a database Weaver can use; expected {DATABASE_URL_FORMS}"
     missing = [name for name in POSTGRES_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        return f"PostgreSQL support is not installed (no {missing[0]} module): {POSTGRES_EXTRA}"
+        hint = extra_command("postgres")
+        return f"PostgreSQL support is not installed (no {missing[0]} module): {hint}"
     return None
 
 
@@ -164,11 +165,17 @@ def load_settings(
     if problem is not None:
         name, value, why = problem
         source = sources.get(name.split(".")[0], "in settings")
-        raise ConfigError(f"invalid setting {name!r} {source}: {shown(name, value)}: {why}")
+        said = (
+            f"{shown(name, value)} {why}"
+            if why.startswith("is ")
+            else f"{shown(name, value)}: {why}"
+        )
+        raise ConfigError(f"invalid setting {name!r} {source}: {said}")
     return settings
 
 
-# A refused setting: its name, its bad value, what is wrong or expected. The checks below look
+# A refused setting: its name, its bad value, what is wrong or expected ("is ..." goes on the
+# value's sentence: "'x.md' is a file, not a folder"). The checks below look
 # at this host's files and create nothing, so nothing is made on disk for refused settings
 # (no cache folder, no parent folder of a SQLite file).
 Problem = tuple[str, object, str]
@@ -217,7 +224,11 @@ def _folder_problem(settings: Settings, vault_here: bool) -> Problem | None:
 
 
 def _not_a_folder(path: Path, expected: str) -> str:
-    return f"{'a file' if path.exists() else 'not found'}; expected {expected}"
+    return (
+        f"is a file, not a folder; expected {expected}"
+        if path.exists()
+        else (f"not found; expected {expected}")
+    )
 
 
 def no_vault_message(env: Mapping[str, str], platform: str | None = None) -> str:

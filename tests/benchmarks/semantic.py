@@ -49,10 +49,10 @@ from weaver.runtime.app import App, open_app
 from weaver.semantic.chunks import chunk_note
 from weaver.semantic.model import (
     DEFAULT_MODEL,
-    ENABLE_HINT,
     TRANSFORMER_MODEL,
     ModelSource,
     TransformerModel,
+    enable_hint,
     locate_model,
     semantic_installed,
 )
@@ -72,7 +72,7 @@ DAEMON_GIVE_UP_S = 1800.0
 
 def run(ctx: BenchContext) -> list[Figure]:
     if not semantic_installed():
-        print(f"  skipped: semantic search is not installed ({ENABLE_HINT})", file=sys.stderr)
+        print(f"  skipped: semantic search is not installed ({enable_hint()})", file=sys.stderr)
         return []
     models = ctx.workdir / "models"
     static, figures = distil_figure(models)

@@ -308,7 +308,12 @@ def test_delete_moves_to_trash_without_overwriting(
     assert second.trash_path == ".trash/a/Note 1.md"
     assert (vault_dir / ".trash" / "a" / "Note.md").read_text(encoding="utf-8") == "first"
     assert (vault_dir / ".trash" / "a" / "Note 1.md").read_text(encoding="utf-8") == "second"
-    assert notes.delete_note(app, "a/Note.md", sync_for(app)).trash_path is None
+    with pytest.raises(NoteNotFoundError):
+        notes.delete_note(app, "a/Note.md", sync_for(app))
+    assert sorted(p.name for p in (vault_dir / ".trash" / "a").iterdir()) == [
+        "Note 1.md",
+        "Note.md",
+    ]
     with read.read_snapshot(app.db) as conn:
         assert read.get_file(conn, "a/Note.md") is None
         detail = read.get_file(conn, "b.md")

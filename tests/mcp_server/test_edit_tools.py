@@ -3,13 +3,14 @@ errors a model will meet, and none of the writing ones when the vault is read-on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import write_files
-from tests.mcp_server.test_cache_tools import serve, tools_of
+from tests.mcp_server.test_cache_tools import Tools, serve, tools_of
 from weaver.cache import journal
 from weaver.config import Settings
 from weaver.edits import notes
@@ -173,12 +174,67 @@ async def test_rename_tag_pages_its_changes_and_clips_long_lines(tmp_path: Path)
     served = serve(Settings(vault=write_files(tmp_path / "vault", files)))
     try:
         async with tools_of(served, "legacy") as tools:
-            page = await tools.ok("rename_tag", tag="proj", newTag="w", dryRun=True, limit=2)
+            page = await tools.ok(
+                "rename_tag", tag="proj", newTag="w", dryRun=True, details=True, limit=2
+            )
             rest = await tools.ok(
-                "rename_tag", tag="proj", newTag="w", dryRun=True, offset=2, limit=10
+                "rename_tag", tag="proj", newTag="w", dryRun=True, details=True, offset=2, limit=10
             )
     finally:
         served.app.close()
     assert page["totalChanges"] == 5 and page["hasMore"] and len(page["changes"]) == 2
     assert len(rest["changes"]) == 3 and not rest["hasMore"]
     assert len(page["changes"][0]["before"]) == 300 and page["changes"][0]["after"].endswith("…")
+
+
+def busy_vault() -> dict[str, str | bytes]:
+    """300 notes tagged on long lines, every third twice: 400 lines for a rename to change."""
+    prose = "a sentence about the project that goes on for a while " * 4
+    files: dict[str, str | bytes] = {}
+    for i in range(300):
+        twice = f"\nLater: {prose} #proj/sub\n" if i % 3 == 0 else "\n"
+        files[f"notes/n{i:03}.md"] = f"# Note {i}\n{prose} #proj {prose}{twice}"
+    return files
+
+
+async def test_a_bulk_dry_run_answers_a_summary_and_pages_details(tmp_path: Path) -> None:
+    served = serve(Settings(vault=write_files(tmp_path / "vault", busy_vault())))
+    try:
+        async with tools_of(served, "legacy") as tools:
+            envelope = await tools.raw(
+                "rename_tag", {"tag": "proj", "newTag": "work", "dryRun": True}
+            )
+            every = await walk_details(tools)
+            done = await tools.raw("rename_tag", {"tag": "proj", "newTag": "work"})
+    finally:
+        served.app.close()
+    dry = envelope["data"]
+    assert len(json.dumps(envelope)) <= 10_000
+    assert next(iter(dry)) == "summary" and dry["summary"].startswith(
+        "Dry run: #proj -> #work would change 400 lines in 300 notes; nothing written."
+    )
+    assert "details: true" in dry["summary"]
+    assert (dry["notes"], dry["totalChanges"], len(dry["changes"]), dry["hasMore"]) == (
+        300,
+        400,
+        5,
+        True,
+    )
+    assert dry["changes"][0]["path"] == "notes/n000.md" and dry["outcomes"] == []
+    assert len(every) == 400 == len({(c["path"], c["line"]) for c in every})
+    assert all("#work" in c["after"] for c in every)
+    assert len(json.dumps(done)) <= 10_000
+    assert done["data"]["summary"].startswith(
+        "#proj -> #work: 400 lines changed, 300 notes written."
+    )
+
+
+async def walk_details(tools: Tools) -> list[dict[str, Any]]:
+    """Every changed line of the dry run, 150 at a time."""
+    found: list[dict[str, Any]] = []
+    while True:
+        args = {"dryRun": True, "details": True, "offset": len(found), "limit": 150}
+        page = await tools.ok("rename_tag", tag="proj", newTag="work", **args)
+        found += page["changes"]
+        if not page["hasMore"]:
+            return found

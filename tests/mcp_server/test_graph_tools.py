@@ -448,7 +448,10 @@ async def test_delete_file_goes_to_trash(writable: Writable) -> None:
     assert (await tools.error("get_file", path="Test Data/one_task.md")).startswith(
         "File not found"
     )
-    assert (await tools.ok("delete_file", path="Test Data/one_task.md"))["deleted"] is False
+    missing = await tools.error("delete_file", path="Test Data/one_task.md")
+    assert missing.startswith("File not found: 'Test Data/one_task.md'")
+    misspelt = await tools.error("delete_file", path="Test Data/one_tsk.md")
+    assert "did you mean 'Test Data/" in misspelt
     message = await tools.error("delete_file", path="../outside.md")
     assert message.startswith("Invalid path")
 

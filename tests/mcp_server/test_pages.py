@@ -108,8 +108,8 @@ async def test_backlinks_page_through_with_context(tools: Tools) -> None:
         "search_links", path="hub.md", direction="incoming", limit=2, offset=5, context=True
     )
     assert ctx["context"] == [
-        {"path": "src/n005.md", "lines": [{"line": 4, "text": "see [[hub]] here 5"}]},
-        {"path": "src/n006.md", "lines": [{"line": 4, "text": "see [[hub]] here 6"}]},
+        {"path": "src/n005.md", "lines": [{"line": 5, "text": "see [[hub]] here 5"}]},
+        {"path": "src/n006.md", "lines": [{"line": 5, "text": "see [[hub]] here 6"}]},
     ]
 
 

@@ -498,19 +498,22 @@ def search_links(
     return LinkSearch(outgoing, incoming, outgoing_total, incoming_total)
 
 
-def backlink_lines(conn: Connection, path: str, sources: Sequence[str]) -> dict[str, list[int]]:
-    """The 0-based lines on which each of `sources` links to `path`, in order (one query)."""
+def backlink_lines(
+    conn: Connection, path: str, sources: Sequence[str]
+) -> dict[str, dict[int, set[str]]]:
+    """For each of `sources`, the 0-based lines on which it links to `path` (in order), each
+    with the targets as written there, which find the link within the line (one query)."""
     if not sources:
         return {}
     rows = conn.execute(
-        select(Link.source_path, Link.line)
+        select(Link.source_path, Link.line, Link.target)
         .where(Link.target_path == path, Link.source_path.in_(list(sources)))
         .distinct()
         .order_by(Link.source_path, Link.line)
     )
-    found: dict[str, list[int]] = {}
-    for source, line in rows:
-        found.setdefault(source, []).append(line)
+    found: dict[str, dict[int, set[str]]] = {}
+    for source, line, target in rows:
+        found.setdefault(source, {}).setdefault(line, set()).add(target)
     return found
 
 

@@ -53,6 +53,9 @@ examples:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # `weaver` alone: what it can do, rather than a usage error
+        parser.print_help()
+        return 0
     try:
         settings = load_settings(
             config_path=args.config,
@@ -116,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"weaver {__version__}", help="print the version"
     )
     _add_common_options(parser, default=None)
-    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    parser.set_defaults(command=None)
     # One module per command group; the order is the order `weaver --help` lists them in.
     add_index_command(commands)
     add_serve_commands(commands)

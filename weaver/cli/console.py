@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -40,6 +41,17 @@ RECORD_WIDTH = 80
 # Values of a workflow's result shown in `weaver trigger`'s summary.
 RESULT_ITEMS = 8
 RESULT_TEXT_WIDTH = 60
+# Characters of a search hit's passage in `weaver search`'s table.
+PASSAGE_WIDTH = 60
+# What a snippet shows a reader nothing by: images and badges (`[![build](svg)](url)`, cut
+# or whole), a link's URL (its text stays), bare URLs, and the brackets they leave empty.
+_IMAGE = re.compile(r"\[?!\[[^\]\n]*\](?:\([^)\s]*\)?)?(?:\]\([^)\s]*\)?)?")
+_URL_LINK = re.compile(r"\[([^\]\n]*)\]\((?:[a-z]+:)?//[^)\s]*\)?")
+_BARE_URL = re.compile(r"<?\b(?:https?|ftp)://[^\s>)\]]*>?")
+_EMPTY_BRACKETS = re.compile(r"\[\s*\]|\(\s*\)")
+_MARKS = re.compile(r"</?mark>")
+# Paths of a file-triggered run's events shown in `weaver status` (a first index has thousands).
+EVENT_PATHS = 5
 
 
 class _RateColumn(ProgressColumn):
@@ -173,6 +185,15 @@ def clip(text: str, width: int = RECORD_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def format_passage(snippet: str, width: int = PASSAGE_WIDTH) -> str:
+    """A search snippet on one line of a table: no highlight tags, no image or badge markup,
+    no URLs, newlines and runs of spaces made one space, clipped to `width`."""
+    text = _MARKS.sub("", snippet)
+    text = _URL_LINK.sub(r"\1", _IMAGE.sub(" ", text))
+    text = _EMPTY_BRACKETS.sub(" ", _BARE_URL.sub(" ", text))
+    return clip(" ".join(text.split()), width)
+
+
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Plain columns, two spaces apart: readable, and `cut`/`awk` friendly."""
     if not rows:
@@ -207,7 +228,7 @@ def format_status(status: WorkflowStatusData) -> str:
         "execution": status.execution_id,
         "workflow": f"{status.workflow_id} ({status.workflow_name})",
         "status": format_state(status.status, status.progress, status.attempt),
-        "trigger": f"{status.trigger.kind} {json.dumps(status.trigger.detail)}",
+        "trigger": format_trigger_detail(status.trigger.kind, status.trigger.detail),
         "input": json.dumps(status.input),
         "created": when(status.created_time),
         "started": when(status.start_time),
@@ -219,9 +240,29 @@ def format_status(status: WorkflowStatusData) -> str:
         "error": status.error or "",
     }
     text = [f"{key + ':':<10} {value}" for key, value in lines.items() if value]
+    if len(status.trigger.detail.get("events", ())) > EVENT_PATHS:
+        text.append(f"{'':<10} every event: weaver status {status.execution_id} --json")
     if status.traceback:
         text.append(status.traceback.rstrip())
     return "\n".join(text)
+
+
+def format_trigger_detail(kind: str, detail: dict[str, Any]) -> str:
+    """How a run was started, in one line: a file-triggered run's events counted by kind with
+    the first few paths (a run started by a first index holds one event per note)."""
+    events = detail.get("events")
+    if kind != "file" or not isinstance(events, list):
+        return f"{kind} {json.dumps(detail)}"
+    kinds: dict[str, int] = {}
+    for event in events:
+        kinds[event["kind"]] = kinds.get(event["kind"], 0) + 1
+    counts = ", ".join(f"{count:,} {name}" for name, count in kinds.items())
+    paths = ", ".join(event["path"] for event in events[:EVENT_PATHS])
+    more = len(events) - EVENT_PATHS
+    noun = "event" if len(events) == 1 else "events"
+    return f"file, {len(events):,} {noun} ({counts}): {paths}" + (
+        f", … {more:,} more" if more > 0 else ""
+    )
 
 
 def format_trigger(result: TriggerWorkflowData, outputs: ExecutionOutputs | None) -> str:

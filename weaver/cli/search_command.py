@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from weaver.cli.console import add_command, clip, format_table
+from weaver.cli.console import add_command, format_passage, format_table
 from weaver.config import Settings
 from weaver.runtime.app import App, open_app
 
@@ -66,22 +66,11 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({"mode": mode, "coverage": coverage, "results": rows}))
         return 0
     print(f"{mode} search" + (f" ({coverage})" if coverage else ""))
-    table = [
-        (
-            f"{h.score:.3f}",
-            h.path,
-            clip(_unmarked(h.snippet), 60),
-        )
-        for h in hits
-    ]
+    table = [(f"{h.score:.3f}", h.path, format_passage(h.snippet)) for h in hits]
     print(format_table(("score", "path", "passage"), table) if table else "no notes found")
     if not found.complete and not args.update:
         print("(`--update` embeds the rest first, unless a running daemon is doing it)")
     return 0
-
-
-def _unmarked(snippet: str) -> str:
-    return snippet.replace("<mark>", "").replace("</mark>", "")
 
 
 def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:

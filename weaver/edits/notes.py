@@ -47,7 +47,7 @@ from weaver.edits.steps import (
 from weaver.edits.steps import NoteWriteError as NoteWriteError
 from weaver.edits.steps import guarded_write as guarded_write
 from weaver.edits.steps import sha256 as sha256
-from weaver.errors import NoteDecodeError, VaultError
+from weaver.errors import NoteDecodeError, NoteNotFoundError, VaultError
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import is_valid_tag
 from weaver.markdown.relink import Move, rewrite_links
@@ -81,7 +81,7 @@ class Moved:
 @dataclass(frozen=True, slots=True)
 class Trashed:
     path: str
-    trash_path: str | None  # None: there was no such note
+    trash_path: str
     cache_synced: bool
 
 
@@ -364,8 +364,14 @@ def _rewrite_own(vault: Vault, target: str, moving: bytes, own: bytes | None) ->
 
 
 def delete_note(app: Notes, path: str, sync: CacheSync) -> Trashed:
-    """Move a note to the vault's `.trash/` (recoverable); a missing note is no error."""
-    change = write_note(
-        app, path, lambda _old: None, operation="delete_file", arguments={}, sync=sync
-    )
+    """Move a note to the vault's `.trash/` (recoverable). A missing note is an error, as for
+    every other call on a path: a misspelt path must not read as a done deletion."""
+    clean = app.vault.check_note_path(path)
+
+    def trash(old: bytes | None) -> None:
+        if old is None:  # checked under the note's lock: it was not there
+            raise NoteNotFoundError(clean)
+
+    change = write_note(app, clean, trash, operation="delete_file", arguments={}, sync=sync)
+    assert change.trash_path is not None  # a note that was there went to the trash
     return Trashed(change.path, change.trash_path, change.cache_synced)

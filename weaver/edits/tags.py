@@ -47,6 +47,7 @@ log = structlog.get_logger(__name__)
 RENAME_TAG = "rename_tag"
 WRITE_THREADS = 16
 WRITTEN, SKIPPED, FAILED = journal.WRITTEN, journal.SKIPPED, journal.FAILED
+PLANNED = "planned"  # a dry run's outcome for a note it would write
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ def rename_tag(
         TagChange(p.note.path, c.line, c.before, c.after) for p in plan for c in p.changes
     )
     if dry_run:
-        outcomes = [NoteOutcome(p.note.path, "planned") for p in plan] + unreadable
+        outcomes = [NoteOutcome(p.note.path, PLANNED) for p in plan] + unreadable
         return TagRename(old_clean, new_clean, True, changes, tuple(outcomes), None, True)
     arguments = {"from": old_clean, "to": new_clean}
     notes = [p.note for p in plan]

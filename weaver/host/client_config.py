@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from weaver.config import Settings
+from weaver.installation import Installer, this_installer, uvx_command
 
 Client = Literal["claude-desktop", "claude-code", "cursor"]
 CLIENTS: tuple[Client, ...] = ("claude-desktop", "claude-code", "cursor")
@@ -28,9 +29,12 @@ CLIENT_FILES: dict[Client, str] = {
 }
 
 
-def find_weaver_command(argv0: str | None = None) -> list[str]:
-    """How to start the `weaver` that is running now: its script when run as one, else the one
-    on PATH, else this Python with `-m weaver` (a checkout run with `python -m weaver`)."""
+def find_weaver_command(argv0: str | None = None, installer: Installer | None = None) -> list[str]:
+    """How to start the `weaver` that is running now: `uvx weaver-mcp` when uvx runs it (its
+    environment lives in uv's cache), its script when run as one, else the one on PATH, else
+    this Python with `-m weaver` (a checkout run with `python -m weaver`)."""
+    if (this_installer() if installer is None else installer) == "uvx":
+        return uvx_command()
     script = Path(argv0 if argv0 is not None else sys.argv[0])
     if script.stem == "weaver" and script.is_file():
         return [str(script.absolute())]

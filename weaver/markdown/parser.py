@@ -56,6 +56,7 @@ __all__ = [
     "ParsedNote",
     "decode_note",
     "find_inline_tags",
+    "find_link_spans",
     "parse_note",
 ]
 
@@ -297,6 +298,16 @@ def decode_note(data: bytes) -> tuple[str, str | None]:
         return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return "", f"not valid UTF-8: {exc}"
+
+
+def find_link_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, target as `ParsedLink.target` holds it) of each link in `text`, in order,
+    found as `parse_note` finds them: where in a line the link the index knows stands."""
+    masked = mask_code(text)
+    wikilinks = list(_wikilinks(text, masked))
+    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in wikilinks))
+    raws = sorted(wikilinks + list(_markdown_links(text, wikiless)), key=lambda raw: raw[0])
+    return [(start, end, target) for start, end, _, target, *_ in raws]
 
 
 def find_inline_tags(body: str) -> list[tuple[int, str]]:

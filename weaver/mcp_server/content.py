@@ -8,10 +8,11 @@ answer of `get_file_content` stays under the bound whatever the note is written 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 
 from weaver.errors import NoteDecodeError, WeaverError, did_you_mean, suggest
-from weaver.markdown.parser import parse_note
+from weaver.markdown.parser import find_link_spans, parse_note
 from weaver.markdown.sections import find_section
 from weaver.mcp_server.schemas import BacklinkContext, BacklinkLine, FileContentData
 from weaver.mcp_server.sizing import fit_text
@@ -19,6 +20,8 @@ from weaver.vault.fs import Vault
 
 CONTEXT_LINES = 3
 CONTEXT_CHARS = 300
+ELLIPSIS = "…"
+WORD_SLACK = 20  # a window edge moves in this far at most to end on a whole word
 
 
 class SectionNotFoundError(WeaverError):
@@ -70,12 +73,13 @@ def section_text(path: str, text: str, section: str) -> str:
 
 
 def backlink_context(
-    vault: Vault, lines: dict[str, list[int]], sources: Sequence[str]
+    vault: Vault, lines: dict[str, dict[int, set[str]]], sources: Sequence[str]
 ) -> list[BacklinkContext]:
-    """For each source (in order), the first lines linking here, read from disk."""
+    """For each source (in order), the first lines linking here, read from disk: 1-based, each
+    cut to a window around the link."""
     found = []
     for source in sources:
-        wanted = lines.get(source, [])[:CONTEXT_LINES]
+        wanted = list(lines.get(source, {}).items())[:CONTEXT_LINES]
         try:
             text = decode(source, vault.read_note(source)).split("\n")
         except (WeaverError, OSError):  # changed or gone since it was indexed: no context
@@ -84,10 +88,49 @@ def backlink_context(
             BacklinkContext(
                 path=source,
                 lines=[
-                    BacklinkLine(line=n, text=text[n].strip()[:CONTEXT_CHARS])
-                    for n in wanted
+                    BacklinkLine(line=n + 1, text=link_window(text[n], targets))
+                    for n, targets in wanted
                     if n < len(text)
                 ],
             )
         )
     return found
+
+
+def link_window(line: str, targets: Collection[str], width: int = CONTEXT_CHARS) -> str:
+    """`line`, trimmed, cut to `width` characters around its first link to one of `targets`
+    (a longer link whole), with an ellipsis on each side that was cut."""
+    line = line.strip()
+    if len(line) <= width:
+        return line
+    start, end = _link_span(line, targets)
+    size = max(width, end - start)
+    lo = max(0, min(start - (size - (end - start)) // 2, len(line) - size))
+    lo, hi = _word_bounds(line, lo, lo + size, start, end)
+    head = ELLIPSIS if lo > 0 else ""
+    tail = ELLIPSIS if hi < len(line) else ""
+    return f"{head}{line[lo:hi].strip()}{tail}"
+
+
+def _word_bounds(line: str, lo: int, hi: int, start: int, end: int) -> tuple[int, int]:
+    """The window [lo, hi) narrowed to whole words where a space is near its edges, never
+    cutting into the link at [start, end)."""
+    cut_word = lo > 0 and line[lo - 1] != " "
+    if cut_word and (space := line.find(" ", lo, min(start, lo + WORD_SLACK))) >= 0:
+        lo = space + 1
+    cut_word = hi < len(line) and line[hi] != " "
+    if cut_word and (space := line.rfind(" ", max(end, hi - WORD_SLACK), hi)) >= 0:
+        hi = space
+    return lo, hi
+
+
+def _link_span(line: str, targets: Collection[str]) -> tuple[int, int]:
+    """Where the line links to one of `targets`; the first mention of one when the line alone
+    does not parse as it did in its note (a code span opened on an earlier line), else 0."""
+    for start, end, target in find_link_spans(line):
+        if target in targets:
+            return start, end
+    for target in targets:
+        if target and (seen := re.search(re.escape(target), line, re.IGNORECASE)):
+            return seen.span()
+    return 0, 0

@@ -28,6 +28,11 @@ MAX_FILES = 50
 MAX_CHANGES = 500
 # A changed line is shown up to this many characters: 200 changes of long lines stay small.
 MAX_LINE_CHARS = 300
+# A bulk edit answers a summary with this many changes and unwritten notes unless `details`
+# asks for every one: 5 long lines before and after, 10 notes' reasons, stay under 10,000
+# characters however many notes change.
+PREVIEW_CHANGES = 5
+PREVIEW_OUTCOMES = 10
 
 ExpectedHash = Annotated[
     str | None,
@@ -73,16 +78,22 @@ class TagNoteOutcome(WireModel):
 
 
 class RenameTagData(WireModel):
+    summary: str = Field(description="What changed (or would), counted, and how to see it all")
     tag: str
     new_tag: str
     dry_run: bool
     notes: int = Field(description="Notes that change (or would)")
     total_changes: int = Field(description="Lines that change (or would)")
-    changes: list[TagLineChange] = Field(description="One page of the changed lines")
+    changes: list[TagLineChange] = Field(
+        description="The first few changed lines; with `details`, one page of them all"
+    )
     offset: int
-    has_more: bool = Field(description="More changes: call again with offset + len(changes)")
-    outcomes: list[TagNoteOutcome] = Field(description="Notes not written, or all in a dry run")
+    has_more: bool = Field(description="More changes than listed")
     written: int
+    not_written: int = Field(description="Notes skipped or failed (unreadable, in a dry run)")
+    outcomes: list[TagNoteOutcome] = Field(
+        description="The notes not written, with why: the first few, or all with `details`"
+    )
     journal_id: int | None
     cache_synced: bool
 
@@ -152,7 +163,8 @@ inline #tags in the text stay). Example: {"paths": ["a.md"], "tags": ["draft"]}.
 RENAME_TAG = """Rename a tag across the whole vault, as Obsidian's Tag Wrangler does: in
 frontmatter (list, single and comma forms) and inline #tags, nested tags too (#from/x ->
 #to/x), case-insensitively, never in code, comments or URLs; renaming into a tag that exists
-merges them. `dryRun: true` answers every line that would change without writing. Each note is
+merges them. `dryRun: true` answers what would change without writing. The answer is a summary
+with the first few changed lines; `details: true` pages through every one. Each note is
 written atomically and only if unchanged since it was read (else skipped and listed); the run
 is journalled, so one interrupted is finished at the next start. Example: {"tag": "proj",
 "newTag": "project", "dryRun": true}."""
@@ -365,14 +377,24 @@ def rename_tag(
     tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
     newTag: Annotated[str, Field(description="Its new name, spelled as it should be written")],
     dryRun: bool = False,
+    details: Annotated[
+        bool, Field(description="List every changed line, `limit` from `offset` on")
+    ] = False,
     offset: Offset = 0,
     limit: Limit = 200,
 ) -> RenameTagData:
     result = tag_edits.rename_tag(state.app, tag, newTag, dry_run=dryRun, sync=cache_sync(state))
+    if not details:
+        offset, limit = 0, PREVIEW_CHANGES
     page = result.changes[offset : offset + limit]
-    listed = [o for o in result.outcomes if dryRun or o.status != tag_edits.WRITTEN]
+    unwritten = [
+        o for o in result.outcomes if o.status not in (tag_edits.PLANNED, tag_edits.WRITTEN)
+    ]
+    written = sum(o.status == tag_edits.WRITTEN for o in result.outcomes)
+    more = has_more(offset, len(page), len(result.changes))
     return RenameTagData.model_validate(
         {
+            "summary": rename_summary(result, written, len(unwritten), more and not details),
             "tag": result.old,
             "new_tag": result.new,
             "dry_run": result.dry_run,
@@ -383,16 +405,35 @@ def rename_tag(
                 for c in page
             ],
             "offset": offset,
-            "has_more": has_more(offset, len(page), len(result.changes)),
+            "has_more": more,
+            "written": written,
+            "not_written": len(unwritten),
             "outcomes": [
                 TagNoteOutcome(path=o.path, status=o.status, detail=o.detail)
-                for o in listed[:MAX_CHANGES]
+                for o in unwritten[: MAX_CHANGES if details else PREVIEW_OUTCOMES]
             ],
-            "written": sum(o.status == tag_edits.WRITTEN for o in result.outcomes),
             "journal_id": result.journal_id,
             "cache_synced": result.cache_synced,
         }
     )
+
+
+def rename_summary(result: tag_edits.TagRename, written: int, unwritten: int, cut: bool) -> str:
+    """One paragraph an assistant can relay: what changed (or would), and how to see the rest."""
+    lines, notes = len(result.changes), len({c.path for c in result.changes})
+    rename = f"#{result.old} -> #{result.new}"
+    if result.dry_run:
+        said = f"Dry run: {rename} would change {lines} lines in {notes} notes; nothing written."
+    else:
+        said = f"{rename}: {lines} lines changed, {written} notes written."
+    if unwritten:
+        said += f" {unwritten} notes not written (see outcomes)."
+    if cut:
+        said += (
+            f" The first {PREVIEW_CHANGES} changes are listed: call again with details: true "
+            "(and offset, limit) for every one."
+        )
+    return said
 
 
 @tool(

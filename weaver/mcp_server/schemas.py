@@ -194,8 +194,8 @@ class LinkCounts(WireModel):
 
 
 class BacklinkLine(WireModel):
-    line: int = Field(description="0-based line of the linking note")
-    text: str = Field(description="That line, trimmed (cut at 300 characters)")
+    line: int = Field(description="1-based line of the linking note")
+    text: str = Field(description="That line, trimmed; a long one cut around the link with …")
 
 
 class BacklinkContext(WireModel):

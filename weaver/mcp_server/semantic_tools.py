@@ -79,7 +79,7 @@ closest first: use it to find what a note should link to, or related reading.
 `unlinkedOnly` true leaves out notes already linked to or from it ("unlinked but related": the
 links worth adding). Returns `results` (path, title, score 0-1, snippet of the closest passage,
 tags, linked), `total`, `hasMore`, and `coverage` ("embedded N of M notes": while partial, notes
-not yet embedded cannot appear). Needs semantic search (pip install 'weaver-mcp[semantic]').
+not yet embedded cannot appear). Needs semantic search (the `semantic` extra).
 Example: {"path": "concepts/graph.md", "limit": 10, "unlinkedOnly": true}."""
 
 

@@ -51,8 +51,8 @@ class MoveData(WireModel):
 
 class DeleteData(WireModel):
     path: str
-    deleted: bool = Field(description="False when there was no such note (not an error)")
-    trash_path: str | None = Field(description="Where the note went, to restore it from")
+    deleted: bool = Field(description="True: the note is in the trash")
+    trash_path: str = Field(description="Where the note went, to restore it from")
     cache_synced: bool
 
 
@@ -114,7 +114,8 @@ Example: {"path": "inbox/Idea.md", "newPath": "projects/"}."""
 
 DELETE_FILE = """Delete a note by moving it to the vault's .trash folder (Obsidian's trash),
 where it can be restored from; an earlier trashed file of the same name is never overwritten.
-Links to it become broken links. A path with no note answers `deleted: false`, not an error.
+Links to it become broken links. Fails with "File not found" (and the notes it may mean) when
+there is no such note.
 Example: {"path": "inbox/old draft.md"}."""
 
 
@@ -208,7 +209,7 @@ def delete_file(state: ServerState, path: NotePath) -> DeleteData:
     result = notes.delete_note(state.app, path, cache_sync(state))
     return DeleteData(
         path=result.path,
-        deleted=result.trash_path is not None,
+        deleted=True,
         trash_path=result.trash_path,
         cache_synced=result.cache_synced,
     )

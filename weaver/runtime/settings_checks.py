@@ -20,7 +20,11 @@ def database_file_problem(settings: Settings) -> Problem | None:
         why = f"no folder {cache_file.parent}; create it, or name a file in a folder that exists"
         return "database_url", settings.database_url, why
     if cache_file.is_dir():
-        return "database_url", settings.database_url, "a folder; expected the cache's file"
+        return (
+            "database_url",
+            settings.database_url,
+            "is a folder, not a file; expected the cache's file",
+        )
     return None
 
 
@@ -29,7 +33,7 @@ def embedding_problem(settings: Settings) -> Problem | None:
     if model_path is not None and not model_path.is_file():
         return "embedding_model_path", model_path, "no such file; expected an ONNX model file"
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
-        return "embedding_cache_dir", cache_dir, "a file; expected a folder (made when needed)"
+        return "embedding_cache_dir", cache_dir, "is a file, not a folder (made when needed)"
     model = settings.embedding_model
     if model_path is None and model not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
         why = (

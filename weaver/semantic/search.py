@@ -24,12 +24,7 @@ from weaver.cache import fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
-from weaver.semantic.model import (
-    DEFAULT_MODEL,
-    ENABLE_HINT,
-    EmbeddingModel,
-    semantic_installed,
-)
+from weaver.semantic.model import DEFAULT_MODEL, EmbeddingModel, enable_hint, semantic_installed
 from weaver.semantic.model_loader import load_model
 
 RRF_K = 60
@@ -252,7 +247,7 @@ def describe_coverage(coverage: Coverage) -> str:
 def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> str:
     """What `get_stats` and `health_check` say about semantic search."""
     if not semantic_installed():
-        return f"semantic search not installed: {ENABLE_HINT}"
+        return f"semantic search not installed: {enable_hint()}"
     if not enabled:
         return "semantic search turned off (semantic = false)"
     return describe_coverage(index.coverage(conn))
