@@ -27,7 +27,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
-from weaver.mcp_server.envelope import answer, make_tool
+from weaver.mcp_server.envelope import answer, lean_parameters, make_tool
 from weaver.mcp_server.schemas import Envelope
 from weaver.runtime.state import ServerState
 
@@ -171,6 +171,7 @@ def bind(found: ToolDef, state: ServerState, supplied: object) -> Tool:
     if spec.arguments is not None:
         tool.fn_metadata.arg_model = spec.arguments
         tool.parameters = spec.arguments.model_json_schema(by_alias=True)
+        lean_parameters(tool)
     return tool
 
 
