@@ -259,6 +259,8 @@ class EnvelopeTool(Tool):
 
     on_call: Callable[[], None] | None = Field(default=None, exclude=True)
     cache_hit: bool = Field(default=True, exclude=True)
+    # The output schema with its descriptions, for the tool's help (`tool_help`).
+    result_schema: dict[str, Any] | None = Field(default=None, exclude=True)
 
     async def run(
         self,
@@ -335,6 +337,7 @@ def make_tool(
     if tool.fn_metadata.output_schema is not None:
         output = tool.fn_metadata.output_schema
         tool.fn_metadata.output_schema = lean_schema(output, descriptions=False)
+        tool.result_schema = lean_schema(output)
     lean_parameters(tool)
     tool.on_call = state.count_request
     tool.cache_hit = cache_hit
