@@ -14,11 +14,13 @@ import structlog
 from tests.helpers import EngineFactory, WriteNotes, write_files
 from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
 from weaver.cache.db import open_cache_engine
-from weaver.config import Settings
+from weaver.config import DEFAULT_TOOLSETS, TOOLSETS, Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
 from weaver.engine.dispatch import Background
 from weaver.engine.registry import apply_overrides
 from weaver.runtime.app import App, open_app
+
+SHIPPED_TOOLSETS = DEFAULT_TOOLSETS  # before `every_toolset` changes it
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +56,24 @@ def no_embedding_worker(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     for nothing it checks. The worker's own tests (tests/semantic/) run it for real."""
     if request.node.get_closest_marker("embedding") is None:
         monkeypatch.setattr("weaver.runtime.lifespan._start_embedding", lambda _state: None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_toolset() -> Iterator[None]:
+    """Servers built in the tests, in their process or in one they start, serve every toolset
+    (module-scoped servers too, hence the session): a tool's tests call it whichever toolset it
+    is in. The toolsets' own tests, marked `default_toolsets`, see the shipped default."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("weaver.config.DEFAULT_TOOLSETS", TOOLSETS)
+        patch.setenv("WEAVER_TOOLSETS", "all")
+        yield
+
+
+@pytest.fixture(autouse=True)
+def default_toolsets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("default_toolsets") is not None:
+        monkeypatch.setattr("weaver.config.DEFAULT_TOOLSETS", SHIPPED_TOOLSETS)
+        monkeypatch.delenv("WEAVER_TOOLSETS")
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import shlex
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -62,6 +62,14 @@ CACHE_DIR_NAME = ".weaver"
 HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 SHOWN_VALUE_CHARS = 100  # a bad value is quoted in the error up to this length
 
+# The groups of MCP tools a user chooses which to serve by (docs/tools.md lists their tools).
+Toolset = Literal["notes", "search", "graph", "tags", "edit", "workflows", "records", "system"]
+TOOLSETS: tuple[Toolset, ...] = get_args(Toolset)
+# Reading, finding and writing notes: what most assistants are asked to do, within the
+# tool-list budget (docs/tools.md, "Toolsets").
+DEFAULT_TOOLSETS: tuple[Toolset, ...] = ("notes", "search", "edit")
+ALL_TOOLSETS = "all"
+
 
 class Settings(BaseModel):
     """Everything Weaver can be told. Each field is documented in `config/weaver.toml`."""
@@ -96,6 +104,7 @@ class Settings(BaseModel):
     embedding_threads: int = Field(default=1, ge=1, le=64)
     embedding_cache_dir: Path | None = None
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    toolsets: list[Toolset] = Field(default_factory=lambda: list(DEFAULT_TOOLSETS))
 
     @field_validator("vault")
     @classmethod
@@ -106,6 +115,11 @@ class Settings(BaseModel):
     @classmethod
     def _absolute_path(cls, path: Path | None) -> Path | None:
         return path.expanduser().resolve() if path is not None else None
+
+    @field_validator("toolsets", mode="before")
+    @classmethod
+    def _known_toolsets(cls, value: object) -> object:
+        return parse_toolsets(value)
 
     @field_validator("database_url")
     @classmethod
@@ -131,6 +145,24 @@ class Settings(BaseModel):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.vault / CACHE_DIR_NAME / 'cache.db'}"
+
+
+def parse_toolsets(value: object) -> object:
+    """Toolset names (a list, or one string separated by commas) as the setting holds them: in
+    the order of `TOOLSETS`, each once, `all` for every one. Anything but names is left to the
+    field's own validation."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple) or not all(isinstance(n, str) for n in value):
+        return value
+    names = {name.strip().lower() for name in value if name.strip()}
+    valid = f"{', '.join(TOOLSETS)}, or {ALL_TOOLSETS}"
+    unknown = sorted(names - {*TOOLSETS, ALL_TOOLSETS})
+    if unknown:
+        raise ValueError(f"unknown toolset {unknown[0]!r}; expected some of {valid}")
+    if not names:
+        raise ValueError(f"no toolset; expected some of {valid}")
+    return [name for name in TOOLSETS if name in names or ALL_TOOLSETS in names]
 
 
 def load_settings(

@@ -42,6 +42,7 @@ from tests.benchmarks import (
     semantic,
     subscriptions,
     surface,
+    tool_list,
     workers,
 )
 from tests.benchmarks.context import BenchContext
@@ -64,6 +65,7 @@ GROUPS: dict[str, Group] = {
     "ranking": ranking.run,
     "answers": answers.run,
     "surface": surface.run,
+    "tool_list": tool_list.run,
     "subscriptions": subscriptions.run,
     "concurrency": concurrency.run,
     "workers": workers.run,  # PostgreSQL: started here, as the tests start it

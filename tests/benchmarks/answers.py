@@ -20,7 +20,7 @@ from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target
 from weaver.cache import read
 from weaver.cache.models import Link, Note, TagCounter
-from weaver.config import Settings
+from weaver.config import TOOLSETS, Settings
 from weaver.mcp_server import build_server
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 from weaver.runtime.app import App, open_app
@@ -95,7 +95,7 @@ async def default_answer_sizes(client: Client, x: Extremes) -> dict[str, int]:
 
 def run(ctx: BenchContext) -> list[Figure]:
     vault = ctx.vault(ctx.reference)
-    app = open_app(Settings(vault=vault, read_only=True))
+    app = open_app(Settings(vault=vault, read_only=True, toolsets=list(TOOLSETS)))
     try:
         app.indexer.reconcile()
         x = find_extremes(app)

@@ -29,7 +29,7 @@ from mcp import Client
 
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, latency_figure, percentile
-from weaver.config import Settings
+from weaver.config import TOOLSETS, Settings
 from weaver.edits import patches
 from weaver.edits.steps import NoteChangedError, sha256
 from weaver.errors import NoteDecodeError
@@ -59,7 +59,7 @@ def run(ctx: BenchContext) -> list[Figure]:
 
 
 async def _same_hash_rounds(vault: Path, rounds: int) -> dict[str, Any]:
-    app = open_app(Settings(vault=vault))
+    app = open_app(Settings(vault=vault, toolsets=list(TOOLSETS)))
     app.indexer.reconcile()
     state = ServerState(app, watch=False)
     state.writer = True  # as the serve process holding the writer lock
@@ -130,7 +130,7 @@ SAVER = textwrap.dedent(
 def _concurrent_saves(vault: Path, seconds: float) -> dict[str, int]:
     path = vault / NOTE
     path.write_text("# Saved by an editor and by Weaver\n")
-    app = open_app(Settings(vault=vault))
+    app = open_app(Settings(vault=vault, toolsets=list(TOOLSETS)))
     saver = subprocess.Popen(
         [sys.executable, "-c", SAVER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
     )

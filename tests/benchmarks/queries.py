@@ -297,12 +297,12 @@ def measure_queries(
     """Each case's calls through `mcp.Client(server)`, as lists of seconds per component, and
     the seconds of each build of the graph and the name index. `database_url` (an already
     indexed PostgreSQL cache, the `postgres` group) instead of the vault's SQLite cache."""
-    from weaver.config import Settings
+    from weaver.config import TOOLSETS, Settings
     from weaver.log import configure_logging
 
     configure_logging("warning", "json")
     facts = VaultFacts.read(Path(facts_file))
-    settings = Settings(vault=Path(vault), database_url=database_url)
+    settings = Settings(vault=Path(vault), database_url=database_url, toolsets=list(TOOLSETS))
     results: dict[str, Any] = anyio.run(_in_memory, settings, facts, calls, min_calls)
     results["builds"] = _time_builds(settings)
     return results

@@ -27,6 +27,7 @@ SECTIONS = (
     "PostgreSQL beside SQLite",
     "search ranking",
     "answer size",
+    "tool list",
     "clients over stdio",
     "HTTP under concurrency",
     "memory and size",

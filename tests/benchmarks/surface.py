@@ -24,7 +24,7 @@ from tests.benchmarks.context import BenchContext
 from tests.benchmarks.queries import FAST, TOOL_CASES, ToolCase, timed_call
 from tests.benchmarks.report import Figure, latency_figure, percentile
 from tests.benchmarks.vaultgen import VaultFacts
-from weaver.config import Settings
+from weaver.config import TOOLSETS, Settings
 from weaver.engine.loader import load_registry
 from weaver.mcp_server import build_server
 from weaver.runtime.app import open_app
@@ -150,7 +150,7 @@ def _figure(name: str, seconds: list[float], spent: list[float] | None, notes: i
 def run(ctx: BenchContext) -> list[Figure]:
     notes = max(ctx.sizes)
     facts = ctx.facts(notes)
-    app = open_app(Settings(vault=ctx.vault(notes), read_only=True))
+    app = open_app(Settings(vault=ctx.vault(notes), read_only=True, toolsets=list(TOOLSETS)))
     try:
         app.indexer.reconcile()
         engine = engine_for(app, load_registry(app.settings))

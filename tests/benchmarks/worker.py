@@ -33,8 +33,10 @@ class WorkerError(RuntimeError):
 
 
 def clean_env() -> dict[str, str]:
-    """The caller's environment without `WEAVER_*`, so a developer's settings cannot leak in."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    """The caller's environment without `WEAVER_*`, so a developer's settings cannot leak in,
+    but with every toolset served: the bench measures every tool."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    return {**env, "WEAVER_TOOLSETS": "all"}
 
 
 def run_worker(task: str, timeout: float = 1800, **kwargs: Any) -> dict[str, Any]:

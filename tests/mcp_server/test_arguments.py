@@ -10,6 +10,7 @@ from mcp import Client
 from pydantic import TypeAdapter
 
 from weaver.mcp_server import arguments, build_server
+from weaver.mcp_server.schemas import lean_schema
 from weaver.runtime.app import App
 from weaver.runtime.state import ServerState
 
@@ -59,7 +60,7 @@ async def listed_properties(app: App) -> dict[str, dict[str, Any]]:
 
 
 async def test_every_limit_and_offset_is_a_shared_paging_type(app: App) -> None:
-    shared = [schema(kind) for kind in PAGING]
+    shared = [lean_schema(schema(kind)) for kind in PAGING]
     props = await listed_properties(app)
     paging = {k: p for k, p in props.items() if k.endswith((".limit", ".offset"))}
     assert len(paging) >= 12  # the tools that page
@@ -69,13 +70,20 @@ async def test_every_limit_and_offset_is_a_shared_paging_type(app: App) -> None:
 
 async def test_every_note_path_and_optional_filter_is_a_shared_type(app: App) -> None:
     props = await listed_properties(app)
-    note_path = schema(arguments.NotePath)
+    note_path = lean_schema(schema(arguments.NotePath))
     for name in ("get_file.path", "get_file_content.path", "search_links.path"):
         assert shape(props[name]) == note_path
     # A shared filter may carry the tool's own description; the type under it is the same.
-    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    for name, prop in props.items():
-        if name.endswith((".directory", ".tag")) and "anyOf" in prop:
-            assert shape(prop) | {"description": ""} == nullable | {"description": ""}, name
+    nullable = {"type": ["string", "null"]}
+    filters = [
+        prop
+        for name, prop in props.items()
+        if name.endswith((".directory", ".tag")) and prop.get("type") != "string"  # optional
+    ]
+    assert len(filters) >= 7
+    for prop in filters:
+        assert {k: v for k, v in shape(prop).items() if k != "description"} == nullable
     for kind in FILTERS:
-        assert schema(kind)["anyOf"] == nullable["anyOf"]
+        assert {
+            k: v for k, v in lean_schema(schema(kind)).items() if k != "description"
+        } == nullable

@@ -17,7 +17,7 @@ import pydantic_core
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import TextContent
+from mcp_types import TextContent, TextResourceContents
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -165,15 +165,22 @@ ALL_NOTES = [
 # -- tools/list ---------------------------------------------------------------------------
 
 
+async def help_text(client: Client, tool: str) -> str:
+    """The tool's whole help (its examples, its result's fields), as a client reads it."""
+    contents = (await client.read_resource(f"weaver://help/{tool}")).contents[0]
+    assert isinstance(contents, TextResourceContents)
+    return contents.text
+
+
 async def test_lists_the_contract_tools_read_only_with_schemas(tools: Tools) -> None:
     listed = {tool.name: tool for tool in (await tools.client.list_tools()).tools}
     assert set(listed) >= TOOLS  # the other tools are checked in test_graph_tools.py
     for tool in (listed[name] for name in TOOLS):
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.output_schema is not None
-        assert "Example" in (tool.description or "")
+        assert "Example" in await help_text(tools.client, tool.name)
     for name in ("query_files", "get_file", "search_tags", "get_stats"):
-        assert "epoch milliseconds" in (listed[name].description or "")
+        assert "epoch milliseconds" in await help_text(tools.client, name)
     limit = listed["query_files"].input_schema["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 500, 50)
     assert listed["search_tags"].input_schema["properties"]["limit"]["default"] == 100

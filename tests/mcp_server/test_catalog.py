@@ -13,9 +13,9 @@ from sqlalchemy import Connection
 
 from tests.helpers import write_files
 from weaver.cache import graph as cache_graph
-from weaver.config import Settings
+from weaver.config import TOOLSETS, Settings
 from weaver.mcp_server import build_server
-from weaver.mcp_server.catalog import TOOLSETS, ToolDef, defs_of, tool, tools_of
+from weaver.mcp_server.catalog import ToolDef, defs_of, tool, tools_of
 from weaver.mcp_server.server import TOOL_MODULES
 from weaver.runtime.app import open_app
 from weaver.runtime.state import ServerState

@@ -17,7 +17,7 @@ from mcp import Client
 
 from tests.corpora import require_corpora
 from tests.helpers import write_files
-from tests.mcp_server.test_cache_tools import Served, Tools, serve
+from tests.mcp_server.test_cache_tools import Served, Tools, help_text, serve
 from weaver.config import Settings
 from weaver.mcp_server.graph_tools import GraphAnswers
 from weaver.views import link_graph as g
@@ -89,13 +89,14 @@ async def test_lists_every_tool_with_accurate_hints(tmp_path: Path, mode: str) -
     try:
         async with Client(served.server, mode=mode) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
+            helps = {name: await help_text(client, name) for name in listed}
     finally:
         served.app.close()
     assert set(listed) >= READ_TOOLS | set(WRITE_TOOLS)
     for name, tool in listed.items():
         hints = tool.annotations
         assert hints is not None and hints.open_world_hint is False, name
-        assert tool.output_schema is not None and "Example" in (tool.description or ""), name
+        assert tool.output_schema is not None and "Example" in helps[name], name
         if name in WRITE_TOOLS:
             assert (hints.read_only_hint, hints.idempotent_hint) == (False, True), name
             assert hints.destructive_hint is WRITE_TOOLS[name], name

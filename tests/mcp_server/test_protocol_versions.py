@@ -163,7 +163,7 @@ class StdioPeer:
         self.process = subprocess.Popen(
             [WEAVER, "--vault", str(vault), "serve"],
             cwd=vault.parent,
-            env={"PATH": "/usr/bin:/bin"},
+            env={"PATH": "/usr/bin:/bin", "WEAVER_TOOLSETS": "all"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

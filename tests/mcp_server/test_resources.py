@@ -54,7 +54,8 @@ async def client(served: Served) -> AsyncIterator[Client]:
 async def test_the_note_template_and_capabilities(client: Client) -> None:
     templates = (await client.list_resource_templates()).resource_templates
     assert [(t.uri_template, t.mime_type) for t in templates] == [
-        ("weaver://note/{+path}", "text/markdown")
+        ("weaver://note/{+path}", "text/markdown"),
+        ("weaver://help/{tool}", "text/markdown"),
     ]
     caps = client.server_capabilities
     assert caps.resources is not None and caps.resources.subscribe is True

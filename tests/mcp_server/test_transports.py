@@ -60,7 +60,7 @@ def envelope_of(result: Any) -> dict[str, Any]:
 async def stdio_server(vault: Path, log: TextIO, *extra: str) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=WEAVER,
-        args=["--vault", str(vault), "serve", *extra],
+        args=["--vault", str(vault), "serve", "--toolsets", "all", *extra],
         cwd=vault.parent,  # no config/weaver.toml there: only the flags apply
     )
     async with Client(stdio_client(params, errlog=log), mode="legacy") as client:
@@ -210,7 +210,7 @@ def http_server(
     """`weaver serve --transport http`; one process unless told (the sessions of 2025-11-25
     clients, which these tests pin, need one stateful process: `host.http_readers`)."""
     port = free_port()
-    env = {"PATH": "/usr/bin:/bin"}
+    env = {"PATH": "/usr/bin:/bin", "WEAVER_TOOLSETS": "all"}  # every tool, as in-process
     if token:
         env["WEAVER_HTTP_TOKEN"] = token
     with log.open("w") as errors:

@@ -1,5 +1,6 @@
-"""Published output schemas are lean (no `$ref`, no `anyOf` for a nullable field) and accept
-and reject exactly what pydantic's own schema does."""
+"""Published schemas are lean (a model used once inlined, one used twice defined once, no
+`anyOf` for a nullable field, no titles; outputs without descriptions) and accept and reject
+exactly what pydantic's own schema does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any, Literal
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from weaver.mcp_server.schemas import Envelope, WireModel, lean_schema
 
@@ -24,10 +25,15 @@ class Tree(BaseModel):
     children: list[Tree]
 
 
+class Count(WireModel):
+    total: int = Field(description="How many")
+
+
 class Page(WireModel):
     leaves: list[Leaf]
     best: Leaf | None
     tree: Tree | None = None
+    count: Count | None = None
 
 
 LEAF = {"title": "x", "kind": "a", "score": 3, "extra": {"k": [1]}}
@@ -45,6 +51,7 @@ INSTANCES = [
     {"leaves": [{**LEAF, "score": "3"}], "best": None},
     {"leaves": [LEAF]},  # best is required
     {"leaves": [], "best": None, "tree": {"name": "r", "children": [{"name": 1, "children": []}]}},
+    {"leaves": [], "best": None, "count": {"total": "many"}},
 ]
 
 
@@ -66,18 +73,28 @@ def test_lean_schema_accepts_and_rejects_as_the_original(instance: dict[str, Any
     )
 
 
-def test_lean_schema_inlines_references_and_folds_nullable_fields() -> None:
+def test_lean_schema_shares_what_repeats_and_folds_nullable_fields() -> None:
     lean = lean_schema(schema_of(Page))
     text = repr(lean)
-    assert "#/$defs/Leaf" not in text and "#/$defs/Tree" in text  # only the recursive one stays
-    assert set(lean["$defs"]) == {"Tree"}
-    leaf = lean["properties"]["leaves"]["items"]
+    assert "#/$defs/Count" not in text  # used once: inlined where it is used
+    assert set(lean["$defs"]) == {"Leaf", "Tree"}  # used twice, and recursive: defined once
+    assert text.count("'title': {'type': 'string'}") == 1  # Leaf's fields are listed once
+    leaf = lean["$defs"]["Leaf"]
+    assert lean["properties"]["leaves"]["items"] == {"$ref": "#/$defs/Leaf"}
     assert leaf["properties"]["title"] == {"type": "string"}  # a property named "title" stays
     assert leaf["properties"]["score"]["type"] == ["integer", "null"]
+    assert "default" not in leaf["properties"]["score"]  # null is what an absent field means
     assert "anyOf" in leaf["properties"]["kind"]  # an enum would reject null if folded
     assert "title" not in leaf
 
 
+def test_an_output_schema_is_listed_without_descriptions() -> None:
+    count = lean_schema(schema_of(Page))["properties"]["count"]
+    assert count["properties"]["total"]["description"] == "How many"
+    bare = lean_schema(schema_of(Page), descriptions=False)["properties"]["count"]
+    assert bare["properties"]["total"] == {"type": "integer"}
+
+
 def test_the_instances_above_include_invalid_ones() -> None:
     validity = [Draft202012Validator(schema_of(Page)).is_valid(i) for i in INSTANCES]
-    assert validity == [True] * 3 + [False] * 5
+    assert validity == [True] * 3 + [False] * 6

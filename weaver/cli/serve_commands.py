@@ -10,7 +10,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from weaver.cli.console import add_command
-from weaver.config import Settings, expected, find_config_file, shown
+from weaver.config import (
+    DEFAULT_TOOLSETS,
+    TOOLSETS,
+    Settings,
+    expected,
+    find_config_file,
+    shown,
+)
 from weaver.errors import ConfigError
 
 
@@ -34,6 +41,7 @@ def add_serve_commands(commands: Any) -> None:
         "refuse to start beside it)",
     )
     _add_processes_option(daemon)
+    _add_toolsets_option(daemon)
     daemon.set_defaults(command=cmd_daemon)
 
     serve = add_command(
@@ -67,6 +75,7 @@ def add_serve_commands(commands: Any) -> None:
         "PostgreSQL, trigger_workflow queues runs for the workers (weaver worker)",
     )
     _add_processes_option(serve)
+    _add_toolsets_option(serve)
     serve.set_defaults(command=cmd_serve)
 
     worker = add_command(
@@ -102,6 +111,7 @@ def add_serve_commands(commands: Any) -> None:
     mcp_config.add_argument(
         "--name", default="weaver", help="the server's name in the client (default: weaver)"
     )
+    _add_toolsets_option(mcp_config, "the toolsets the entry serves")
     mcp_config.set_defaults(command=cmd_mcp_config)
 
 
@@ -115,11 +125,23 @@ def _add_processes_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_toolsets_option(
+    parser: argparse.ArgumentParser, what: str = "the MCP tools served, by toolset"
+) -> None:
+    parser.add_argument(
+        "--toolsets",
+        metavar="NAMES",
+        help=f"{what}: some of {', '.join(TOOLSETS)} separated by commas, or all\n"
+        f"(default: toolsets, {','.join(DEFAULT_TOOLSETS)}; see docs/tools.md)",
+    )
+
+
 def cmd_daemon(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.host.daemon import run_daemon
     from weaver.runtime.http import check_http_settings
 
-    settings = _with_flags(settings, {"http_processes": args.http_processes})
+    flags = {"http_processes": args.http_processes, "toolsets": args.toolsets}
+    settings = _with_flags(settings, flags)
     if not args.no_http:  # before the daemon's lock file is made
         check_http_settings(settings)
     run_daemon(settings, http=not args.no_http, standby=args.standby)
@@ -157,7 +179,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.transport == "stdio" and args.http_processes is not None:
         raise ConfigError("--http-processes applies to --transport http only")
-    flags = {"http_host": args.host, "http_port": args.port, "http_processes": args.http_processes}
+    flags = {
+        "http_host": args.host,
+        "http_port": args.port,
+        "http_processes": args.http_processes,
+        "toolsets": args.toolsets,
+    }
     settings = _with_flags(settings, flags)
     watch = not (args.no_watch or args.no_vault)
     run_serve(settings, transport=args.transport, watch=watch, files=not args.no_vault)
@@ -172,6 +199,7 @@ def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
         serve_arguments,
     )
 
+    settings = _with_flags(settings, {"toolsets": args.toolsets})
     config_file = find_config_file(args.config, os.environ)
     serve_args = serve_arguments(settings, config_file)
     print(render_entry(args.client, args.name, find_weaver_command(), serve_args))

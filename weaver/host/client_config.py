@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from weaver import config
 from weaver.config import Settings
 from weaver.installation import Installer, this_installer, uvx_command
 
@@ -47,14 +48,19 @@ def find_weaver_command(argv0: str | None = None, installer: Installer | None = 
 
 def serve_arguments(settings: Settings, config_file: Path | None) -> list[str]:
     """`weaver serve`'s arguments for this vault: the config file (for every other setting)
-    and the vault, both absolute; the database when it is not the default."""
+    and the vault, both absolute; the database and the toolsets when they are not the default
+    (the toolsets said on the command line, so that the entry shows which tools it serves)."""
     args = []
     if config_file is not None:
         args += ["--config", str(config_file.resolve())]
     args += ["--vault", str(settings.vault)]
     if settings.database_url:
         args += ["--db", settings.database_url]
-    return [*args, "serve"]
+    args.append("serve")
+    if list(settings.toolsets) != list(config.DEFAULT_TOOLSETS):
+        every = set(settings.toolsets) == set(config.TOOLSETS)
+        args += ["--toolsets", config.ALL_TOOLSETS if every else ",".join(settings.toolsets)]
+    return args
 
 
 def render_entry(client: Client, name: str, command: Sequence[str], args: Sequence[str]) -> str:

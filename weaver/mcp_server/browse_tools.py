@@ -86,7 +86,8 @@ class ListProblemsData(WireModel):
     has_more: bool
 
 
-LIST_TAGS = """List the vault's tags with how many notes carry each, as a tree of nested tags.
+LIST_TAGS = """The vault's tags with their note counts, as a tree of nested tags. Use it to see how
+notes are tagged.
 
 Every tag is listed with `notes` (notes carrying it or one nested below it: what search_tags
 finds), `own` (exactly this tag), `children` (tags directly below it) and `depth`; parents of
@@ -96,14 +97,16 @@ nested below it ('project' -> project, project/alpha, ...); `depth` 1 lists only
 "name" (the tree's order) or "count" (most notes first). Paged: `total`, `hasMore`, `offset`.
 Examples: {"depth": 1}; {"prefix": "project", "sortBy": "count"}."""
 
-LIST_FOLDERS = """List the vault's folders with their note counts.
+LIST_FOLDERS = """The vault's folders with their note counts. Use it to learn how the vault is
+organised.
 
 Each folder comes with `notes` (in it and below), `own` (directly in it), `subfolders` and
 `depth`, by path; `rootNotes` counts the notes outside any folder. `folder` lists what is
 below one folder ("Folder not found" with suggestions when there is none); `depth` 1 lists
 one level only. Paged: `total`, `hasMore`, `offset`. Example: {"depth": 1}."""
 
-LIST_PROBLEMS = """List what needs fixing in the vault, one kind at a time.
+LIST_PROBLEMS = """What needs fixing, one kind at a time: notes indexed with an error, broken
+links, orphan notes.
 
 `kind` "errors": notes indexed with an error (frontmatter that does not parse, text that is not
 UTF-8, a file too large), with the error. "broken_links": link targets that match no file,

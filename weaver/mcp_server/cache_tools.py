@@ -75,7 +75,9 @@ def links_hint(path: str, detail: read.FileDetail, limit: int) -> str | None:
     )
 
 
-QUERY_FILES = """List notes of the vault from the shadow cache, filtered and paginated.
+QUERY_FILES = """List notes filtered by folder, tag, type, status, modified dates or any
+frontmatter property (`where`), paged. Use it to browse or find notes by metadata, or to see what
+changed recently.
 
 Returns `files` (path, title, type, status, frontmatter, tags, created, modified, size), with
 `total` matching notes, the `limit`/`offset` applied and `hasMore`. Results are ordered by path,
@@ -94,7 +96,8 @@ get_file_content to read one. Examples:
 {"sortBy": "modified", "modifiedSince": "2026-11-20", "limit": 10};
 {"where": {"priority": 1, "due": {"lt": "2026-12-01"}}}."""
 
-GET_FILE = """Get one note's metadata from the shadow cache, with its links.
+GET_FILE = """One note's metadata from the cache: title, frontmatter, tags, aliases, dates,
+contentHash and its links both ways. Use it to inspect a note without reading its text.
 
 Returns path, title (the frontmatter title, else the file name, as Obsidian shows it), heading
 (the first H1), type, status, frontmatter, tags, aliases, created, modified (Unix epoch
@@ -108,7 +111,8 @@ most `linksLimit` (default 50, up to 500) entries; `outgoingTotal`, `incomingTot
 Use it to inspect a note and its neighbourhood without reading the whole text. Fails with
 "File not found" or "Invalid path". Example: {"path": "concepts/graph-topology.md"}."""
 
-GET_FILE_CONTENT = """Read a note's full markdown text from disk (not from the cache).
+GET_FILE_CONTENT = """Read a note's markdown text, whole or in pages, or one section (by heading or
+^block id). Use it to read a note; get_files_content reads several.
 
 Returns path, content (frontmatter included), size in bytes and encoding ("utf-8"). A note
 comes in pages of at most `length` characters (default 40,000, up to 100,000) and at most
@@ -123,7 +127,8 @@ UTF-8 fails with a clear error. Use it when you need the text itself; use get_fi
 metadata and links. Examples: {"path": "technical/fastapi.md"};
 {"path": "guide.md", "section": "Setup::Linux"}."""
 
-SEARCH_TAGS = """Find the notes carrying a tag, ordered by path.
+SEARCH_TAGS = """Notes carrying a tag (nested tags and * wildcards included), by path. Use it to
+list what is filed under a tag.
 
 The tag ignores case and a leading '#', matches nested tags ('project' finds 'project/alpha'),
 and accepts wildcards: '*' for any characters, '?' for one ('proj*', '*/alpha'). Returns
@@ -132,7 +137,8 @@ and accepts wildcards: '*' for any characters, '?' for one ('proj*', '*/alpha').
 page), and `matchedTags` (the distinct tags that matched). Example: {"tag": "neural", "limit":
 50}."""
 
-SEARCH_LINKS = """List the link neighbours of a note: what it links to and what links to it.
+SEARCH_LINKS = """What a note links to and what links to it (backlinks), optionally with the
+linking lines. Use it to page through a note's links.
 
 Returns `outgoing` (distinct targets, sorted: resolved paths, or the raw link text for broken
 links, which are also listed in `broken`), `incoming` (distinct notes linking here, sorted) and
@@ -144,7 +150,8 @@ Obsidian's backlinks pane shows them. Use it to walk the note graph. Fails with 
 found" when the note is not in the cache. Example:
 {"path": "technical/fastapi.md", "direction": "incoming", "offset": 100, "context": true}."""
 
-GET_STATS = """Summarise the whole vault from the shadow cache.
+GET_STATS = """An overview of the vault: notes, attachments, tags, links, broken links, types,
+statuses, top tags. Start here.
 
 Returns totalFiles (notes), totalAttachments, filesWithErrors, totalTags (distinct),
 totalLinks (link occurrences, embeds included), brokenLinks, filesByType, filesByStatus,

@@ -20,20 +20,23 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
-from weaver.mcp_server.envelope import answer, make_tool
+from weaver.config import Toolset
+from weaver.mcp_server.envelope import (
+    EnvelopeTool,
+    answer,
+    lean_parameters,
+    make_tool,
+    unwrap,
+)
 from weaver.mcp_server.schemas import Envelope
 from weaver.runtime.state import ServerState
-
-# The groups a user will pick tools by (docs/tools.md lists which tool is in which).
-Toolset = Literal["notes", "search", "graph", "tags", "edit", "workflows", "records", "system"]
-TOOLSETS: tuple[Toolset, ...] = get_args(Toolset)
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,14 @@ class ToolSpec:
     lighter model, or the model's wire form already built).
     `arguments`: an argument model replacing the signature's, for wire names that cannot be
     Python parameters (`async`).
+    `help`: the tool's whole help (`weaver://help/{tool}`); its first paragraph, what the tool
+    is for and when to use it, is the description tools/list carries (every client puts that
+    list into the model's context on every turn: the detail waits until it is asked for).
     """
 
     name: str
     title: str
-    description: str
+    help: str
     toolset: Toolset
     writes: bool = False
     destructive: bool = False
@@ -63,6 +69,10 @@ class ToolSpec:
     queues_runs: bool = False
     output: type[BaseModel] | None = None
     arguments: type[ArgModelBase] | None = None
+
+    @property
+    def description(self) -> str:
+        return unwrap(self.help.partition("\n\n")[0])
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -75,8 +85,10 @@ class ToolSpec:
         )
 
     def offered(self, state: ServerState) -> bool:
-        """Whether a server with this state lists the tool."""
+        """Whether a server with this state lists the tool (and takes calls of it)."""
         app = state.app
+        if self.toolset not in app.settings.toolsets:
+            return False
         if not self.writes or not app.settings.read_only:
             return True
         return self.queues_runs and app.queue_db is not None
@@ -93,7 +105,7 @@ class ToolDef:
 
 def tool(
     title: str,
-    description: str,
+    help: str,
     *,
     toolset: Toolset,
     writes: bool = False,
@@ -112,7 +124,7 @@ def tool(
         spec = ToolSpec(
             name=fn.__name__,
             title=title,
-            description=description,
+            help=help,
             toolset=toolset,
             writes=writes,
             destructive=destructive,
@@ -144,21 +156,27 @@ def defs_of(*modules: ModuleType) -> list[ToolDef]:
 
 def tools_of(state: ServerState, *modules: ModuleType) -> list[Tool]:
     """The modules' tools this server offers, bound to its state."""
+    found = defs_of(*modules)
+    bound = bind_tools(state, found)
+    return [bound[each.spec.name] for each in found if each.spec.offered(state)]
+
+
+def bind_tools(state: ServerState, found: list[ToolDef]) -> dict[str, EnvelopeTool]:
+    """Each tool bound to this server's state, by name, offered or not (its help is read
+    either way)."""
     made: dict[Callable[[ServerState], object], object] = {}
-    tools: list[Tool] = []
-    for found in defs_of(*modules):
-        if not found.spec.offered(state):
-            continue
+    tools: dict[str, EnvelopeTool] = {}
+    for each in found:
         supplied: object = state
-        if found.using is not None:
-            if found.using not in made:
-                made[found.using] = found.using(state)
-            supplied = made[found.using]
-        tools.append(bind(found, state, supplied))
+        if each.using is not None:
+            if each.using not in made:
+                made[each.using] = each.using(state)
+            supplied = made[each.using]
+        tools[each.spec.name] = bind(each, state, supplied)
     return tools
 
 
-def bind(found: ToolDef, state: ServerState, supplied: object) -> Tool:
+def bind(found: ToolDef, state: ServerState, supplied: object) -> EnvelopeTool:
     spec = found.spec
     tool = make_tool(
         BoundTool(found, state, supplied),
@@ -171,6 +189,7 @@ def bind(found: ToolDef, state: ServerState, supplied: object) -> Tool:
     if spec.arguments is not None:
         tool.fn_metadata.arg_model = spec.arguments
         tool.parameters = spec.arguments.model_json_schema(by_alias=True)
+        lean_parameters(tool)
     return tool
 
 

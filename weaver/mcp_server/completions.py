@@ -1,10 +1,11 @@
 """`completion/complete` and `logging/setLevel`.
 
-Completions: the note template's `path` (note paths by prefix, one index range at any vault
-size; ignoring case when nothing starts with it as typed) and prompt arguments by name: `path`
-(notes), `folder`, `tag`, `workflowId`. At most `MAX_VALUES` values, with `total` when known
-and `hasMore`. Paths and folders ignoring case come from indexes kept per cache version
-(`ServerState.path_prefixes`, `folder_prefixes`), not a scan ignoring case per keystroke.
+Completions: the help template's `tool` (tool names), the note template's `path` (note paths by
+prefix, one index range at any vault size; ignoring case when nothing starts with it as typed)
+and prompt arguments by name: `path` (notes), `folder`, `tag`, `workflowId`. At most
+`MAX_VALUES` values, with `total` when known and `hasMore`. Paths and folders ignoring case
+come from indexes kept per cache version (`ServerState.path_prefixes`, `folder_prefixes`), not
+a scan ignoring case per keystroke.
 
 Logging: a session that sets a level hears, as `notifications/message` (logger "weaver"),
 what the indexer applies to the vault (info: notes added, changed, moved, deleted), as long as
@@ -36,6 +37,7 @@ from weaver.cache import browse, read
 from weaver.engine import WorkflowEngine
 from weaver.errors import suggest
 from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions, client_connection
+from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp
 from weaver.runtime.state import ServerState
 from weaver.vault.events import VaultEvent
 
@@ -72,6 +74,12 @@ def complete(state: ServerState, argument: str, value: str) -> Completion:
     )
 
 
+def complete_tool(helps: ToolHelp | None, value: str) -> Completion:
+    """The names of the tools (with help) that start with `value`."""
+    names = [n for n in (helps.names if helps else []) if n.startswith(value.lower())]
+    return Completion(values=names, total=len(names), has_more=False)
+
+
 @dataclass
 class LogLevels:
     """The level each client asked for; what the vault's changes are told to them at. By
@@ -104,6 +112,7 @@ def install_completions(
     state: ServerState,
     subscriptions: Subscriptions,
     sessions: bool = True,
+    helps: ToolHelp | None = None,
 ) -> LogLevels:
     """Without `sessions` (stateless HTTP), a level set is kept by no session: nothing is
     remembered, as there is no later stream to send the messages on."""
@@ -114,6 +123,8 @@ def install_completions(
     async def on_complete(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
         await state.wait_ready()
         ref, argument = params.ref, params.argument
+        if not isinstance(ref, PromptReference) and ref.uri == HELP_TEMPLATE:
+            return CompleteResult(completion=complete_tool(helps, argument.value))
         if not isinstance(ref, PromptReference) and ref.uri != NOTE_TEMPLATE:
             return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
         completion = await anyio.to_thread.run_sync(complete, state, argument.name, argument.value)

@@ -128,7 +128,8 @@ class FilesContentData(WireModel):
     )
 
 
-EDIT_FILE = """Add to or change part of a note without sending all of it.
+EDIT_FILE = """Add to or change part of a note without sending all of it: append, prepend, or
+before, after or in place of a heading's section or a ^block.
 
 `position`: "append" (end of the note) or "prepend" (top of the body, after the frontmatter);
 or, with exactly one target, "before" (top of the section, just under its heading, or the
@@ -140,27 +141,39 @@ missing target is an error listing the note's headings or blocks. Answers the ne
 and the changed lines. Example: {"path": "Projects/Weaver.md", "position": "after", "heading":
 "Weaver::Tasks", "content": "- [ ] write docs"}."""
 
-REPLACE_IN_FILE = """Find and replace in one note, literal text or a regular expression
+REPLACE_IN_FILE = """Find and replace text (literal or regular expression) in one note.
+
+Find and replace in one note, literal text or a regular expression
 (`regex`: true; the replacement may use \\1 or \\g<name>). Only the body unless
 `includeFrontmatter`. Zero matches is an error unless `allowNoMatch`. A pattern that runs
 longer than a second is refused. Answers how many matches were replaced. Example: {"path":
 "Inbox.md", "find": "TODO", "replace": "DONE"}."""
 
-UPDATE_FRONTMATTER = """Change frontmatter keys of a note, keeping everything else as the
+UPDATE_FRONTMATTER = """Set, merge or delete frontmatter keys of a note, keeping the rest as the
+user wrote it.
+
+Change frontmatter keys of a note, keeping everything else as the
 user wrote it (comments, key order, quoting, layout). `set`: keys to set (null deletes);
 `merge`: lists gain the items they lack (tags and aliases compared case-insensitively), objects
 merge key by key; `delete`: keys to remove. Tags are written as Obsidian writes them. A note
 whose frontmatter is invalid YAML is refused with the error and its line. Example: {"path":
 "Projects/Weaver.md", "set": {"status": "active"}, "merge": {"tags": ["mcp"]}}."""
 
-ADD_TAGS = """Add tags to the frontmatter `tags` of each note given (those it lacks; '#'
+ADD_TAGS = """Add tags to the frontmatter of several notes.
+
+Add tags to the frontmatter `tags` of each note given (those it lacks; '#'
 optional). Per-note errors do not stop the rest. Example: {"paths": ["a.md", "b.md"], "tags":
 ["project/weaver"]}."""
 
-REMOVE_TAGS = """Remove tags from the frontmatter `tags` of each note given (case-insensitive;
+REMOVE_TAGS = """Remove tags from the frontmatter of several notes.
+
+Remove tags from the frontmatter `tags` of each note given (case-insensitive;
 inline #tags in the text stay). Example: {"paths": ["a.md"], "tags": ["draft"]}."""
 
-RENAME_TAG = """Rename a tag across the whole vault, as Obsidian's Tag Wrangler does: in
+RENAME_TAG = """Rename a tag across the whole vault (frontmatter and inline, nested tags too);
+dryRun shows what would change.
+
+Rename a tag across the whole vault, as Obsidian's Tag Wrangler does: in
 frontmatter (list, single and comma forms) and inline #tags, nested tags too (#from/x ->
 #to/x), case-insensitively, never in code, comments or URLs; renaming into a tag that exists
 merges them. `dryRun: true` answers what would change without writing. The answer is a summary
@@ -169,15 +182,24 @@ written atomically and only if unchanged since it was read (else skipped and lis
 is journalled, so one interrupted is finished at the next start. Example: {"tag": "proj",
 "newTag": "project", "dryRun": true}."""
 
-GET_DAILY_NOTE = """The daily note of a date (default today), located by the vault's Daily
+GET_DAILY_NOTE = """The daily note of a date (default today), found by the vault's Daily notes
+settings, with its content.
+
+The daily note of a date (default today), located by the vault's Daily
 notes settings (.obsidian/daily-notes.json: folder, moment.js date format): its path, whether
 it exists, and its content and contentHash when it does. Example: {"date": "2026-11-26"}."""
 
-APPEND_TO_DAILY_NOTE = """Append text to the daily note of a date (default today), creating
+APPEND_TO_DAILY_NOTE = """Append text to the daily note of a date (default today), creating it from
+the template if needed.
+
+Append text to the daily note of a date (default today), creating
 the note first from the Daily notes template (with {{date}}, {{time}}, {{title}} filled) when
 it does not exist yet. Example: {"text": "- 14:00 call with Ana"}."""
 
-GET_FILES_CONTENT = """Read several notes (or sections of them) in one call, each with its
+GET_FILES_CONTENT = """Read several notes, or sections of them, in one call, each with its
+contentHash.
+
+Read several notes (or sections of them) in one call, each with its
 contentHash. Items are paths, or {"path", "section"} with a heading path ("Project::Tasks").
 A path that fails answers its own error; the others still come. The answer is bounded (about
 20,000 tokens of text): beyond it contents are cut and `truncated` is set; read the rest with

@@ -259,6 +259,8 @@ class EnvelopeTool(Tool):
 
     on_call: Callable[[], None] | None = Field(default=None, exclude=True)
     cache_hit: bool = Field(default=True, exclude=True)
+    # The output schema with its descriptions, for the tool's help (`tool_help`).
+    result_schema: dict[str, Any] | None = Field(default=None, exclude=True)
 
     async def run(
         self,
@@ -299,6 +301,15 @@ class EnvelopeTool(Tool):
         return f"Invalid arguments: {names}: not {noun} of {self.name} (it takes {known})"
 
 
+def lean_parameters(tool: Tool) -> None:
+    """The tool's input schema as listed: lean (`schemas.lean_schema`, descriptions kept: they
+    say what to send), and closed."""
+    tool.parameters = lean_schema(tool.parameters)
+    # An argument the tool does not take is refused (`run`), not silently ignored: a filter
+    # misspelt by the model would otherwise answer as if it had been applied.
+    tool.parameters["additionalProperties"] = False
+
+
 def unwrap(text: str) -> str:
     """Source-wrapped prose as the model should read it: one line per paragraph."""
     paragraphs = text.strip().split("\n\n")
@@ -324,10 +335,10 @@ def make_tool(
     )
     assert isinstance(tool, EnvelopeTool)  # from_function builds `cls`
     if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
-    # An argument the tool does not take is refused (`run`), not silently ignored: a filter
-    # misspelt by the model would otherwise answer as if it had been applied.
-    tool.parameters["additionalProperties"] = False
+        output = tool.fn_metadata.output_schema
+        tool.fn_metadata.output_schema = lean_schema(output, descriptions=False)
+        tool.result_schema = lean_schema(output)
+    lean_parameters(tool)
     tool.on_call = state.count_request
     tool.cache_hit = cache_hit
     return tool

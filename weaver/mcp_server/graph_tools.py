@@ -67,7 +67,8 @@ def _tag_keys(tags: list[str], argument: str = "tags") -> list[str]:
     return keys
 
 
-GET_NEIGHBORS = """List the notes linked to or from a note, up to 3 links away.
+GET_NEIGHBORS = """Notes linked to or from a note, up to 3 links away. Use it to explore a note's
+neighbourhood.
 
 `direction`: "out" (notes it links to), "in" (notes linking to it) or "both". `depth` 1-3
 walks further, breadth first. `relation` keeps only typed links of that name (`author::
@@ -78,7 +79,8 @@ and tags; with includeContent, the text after the frontmatter, cut at 500 charac
 more follow (pass `offset` for the next page); incomingCount and outgoingCount are the direct
 link counts. Example: {"path": "Home.md", "depth": 2}."""
 
-FIND_PATH = """Find the shortest chain of links from one note to another.
+FIND_PATH = """The shortest chain of links from one note to another. Use it to see how two notes
+connect.
 
 Links are followed in the direction they point (source links to the next note, and so on), as
 in the reference graph server; to find a chain the other way, swap source and target. Among
@@ -87,15 +89,16 @@ equally short chains the answer is stable. Returns {path: [source, ..., target],
 not exist. `relation` follows only typed links of that name. Example:
 {"source": "Home.md", "target": "b/Deep.md"}."""
 
-GET_HUBS = """Rank the most central notes of the vault.
+GET_HUBS = """The most central notes by links in, links out or PageRank. Use it to find a vault's
+key notes.
 
 `metric`: "in_degree" (distinct notes linking here), "out_degree" (distinct notes it links to)
 or "pagerank" (damping 0.85, rank of dangling notes spread evenly; scores sum to 1). Returns
 `hubs` (path, title, score), best first, ties by path, `limit` of them from `offset` on, with
 `hasMore`. Example: {"metric": "pagerank"}."""
 
-GET_GRAPH = """Get the link graph of a folder (with subfolders) or of the whole vault, for
-visualisation or analysis.
+GET_GRAPH = """The link graph of a folder or the whole vault (nodes and edges), for visualisation
+or analysis.
 
 Returns `nodes` (id = note path, title) and `edges` (source, target, relations) between them;
 with includeBroken, also broken links, their targets as nodes marked `broken: true`. Beyond
@@ -106,26 +109,27 @@ links would make the answer too big for a context window (~20,000 tokens), fewer
 kept, the best connected still (`truncated`).
 Example: {"directory": "projects", "includeBroken": true}."""
 
-SEARCH_BY_TAGS = """Find notes carrying several tags: `mode` "any" (at least one) or "all".
+SEARCH_BY_TAGS = """Notes carrying any or all of several tags. Use it to combine tags.
 
 Tags ignore case and a leading '#', match nested tags ('project' finds 'project/alpha') and
 accept '*'/'?' wildcards. Returns `files` (path, title, type, status, frontmatter, tags,
 modified in Unix epoch milliseconds) by path, with `total` and `hasMore` (pass `offset` for
 the next page). Example: {"tags": ["project", "urgent"], "mode": "all"}."""
 
-RANDOM_FILE = """Pick a random note, optionally among those carrying any of `tags`.
+RANDOM_FILE = """A random note, optionally among those carrying any of some tags.
 
 Returns path, title, tags, frontmatter, modified (Unix epoch milliseconds) and the text after
 the frontmatter, cut at 10,000 characters (`truncated`, `contentLength`); data null when no
 note qualifies. Good for discovery and review. Example: {"tags": ["idea"]}."""
 
-FILES_EXIST = """Check at once whether vault paths exist (notes or attachments).
+FILES_EXIST = """Whether vault paths exist (notes or attachments), many at once.
 
 Returns `exists` (each path as given -> true/false), `found`, `missing`, and `suggestions`
 for missing paths that differ from an existing one only by case or a missing '.md'. Paths are
 relative to the vault root. Example: {"paths": ["Home.md", "projects/plan.md"]}."""
 
-RESOLVE_NAMES = """Turn names (of notes, as a person would say them) into note paths.
+RESOLVE_NAMES = """Note paths for names as a person would say them (titles, aliases, file names):
+exact, fuzzy or by meaning. Use it before calling a tool that needs a path.
 
 A note answers to its title, file name, path and aliases, ignoring case, '.md' and [[ ]].
 `strategy` "exact" matches those exactly; "fuzzy" tolerates typos, scoring 0-1 and keeping

@@ -48,12 +48,17 @@ class RestoreData(WireModel):
     cache_synced: bool
 
 
-LIST_EDITS = """The recent writes of one note by Weaver (any tool, workflow recovery or
+LIST_EDITS = """A note's recent writes by Weaver, newest first: what restore_edit can undo.
+
+The recent writes of one note by Weaver (any tool, workflow recovery or
 `weaver` command), newest first, with what each replaced kept for 30 days: the edits
 restore_edit can undo. `current` marks the edit the note is still exactly as. Notes edited in
 Obsidian or elsewhere have no entries for those saves. Example: {"path": "Projects/Weaver.md"}."""
 
-RESTORE_EDIT = """Undo one of a note's edits by Weaver: put the note back exactly as it was
+RESTORE_EDIT = """Undo one of a note's edits by Weaver (from list_edits), putting the note back as
+it was before it.
+
+Undo one of a note's edits by Weaver: put the note back exactly as it was
 before edit `editId` (from list_edits). A note the edit created goes to .trash; a note it
 deleted comes back. By default the note must still be exactly as that edit left it, so
 nothing written since is thrown away; to restore over later changes, pass the note's current

@@ -19,7 +19,8 @@ from weaver.mcp_server.arguments import Filter, RecordLimit, RecordOffset, Time
 from weaver.mcp_server.catalog import tool
 from weaver.runtime.state import ServerState
 
-GET_WORKFLOW_RECORDS = """Read what a workflow recorded, newest first.
+GET_WORKFLOW_RECORDS = """What the workflows stored (change log, note analyses, concept timelines,
+completed tasks, reviews, digests), newest first.
 
 Built-in workflows record: file-change-logger a `change` per file event (kind, path, oldPath,
 size, hash, time); markdown-analyzer an `analysis` per note (words, readingMinutes, headings,

@@ -1,5 +1,6 @@
 """MCP resources: each note (`weaver://note/{+path}`, text/markdown), listed in pages with
-cursors, two vault-level resources (stats, tags), and subscriptions.
+cursors, two vault-level resources (stats, tags), each tool's help (`weaver://help/{tool}`,
+`tool_help`), and subscriptions.
 
 A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
 applies a change to it (the watcher's batch, through the event bus); a client that subscribed
@@ -44,8 +45,9 @@ from mcp_types import (
 )
 
 from weaver.cache import browse, read
-from weaver.errors import WeaverError
+from weaver.errors import WeaverError, did_you_mean, suggest
 from weaver.mcp_server.content import decode
+from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
 from weaver.runtime.state import ServerState
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
@@ -171,9 +173,13 @@ class Subscriptions:
 
 
 def install_resources(
-    server: MCPServer[ServerState], state: ServerState, sessions: bool = True
+    server: MCPServer[ServerState],
+    state: ServerState,
+    sessions: bool = True,
+    helps: ToolHelp | None = None,
 ) -> Subscriptions:
-    """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`.
+    """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`, and
+    the tools' `helps` (none without).
 
     Without `sessions` (stateless HTTP, several processes: `host.http_readers`), a 2025-11-25
     client has no session to be told anything later: subscribe is not offered, nor are list
@@ -209,19 +215,12 @@ def install_resources(
     async def list_templates(
         ctx: Any, params: PaginatedRequestParams
     ) -> ListResourceTemplatesResult:
-        template = ResourceTemplate(
-            uri_template=NOTE_TEMPLATE,
-            name="note",
-            title="A note of the vault",
-            description="A note's markdown text, by its vault-relative path",
-            mime_type=MARKDOWN,
-        )
-        return ListResourceTemplatesResult(resource_templates=[template])
+        return ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
     async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
         await state.wait_ready()
         uri = str(params.uri)
-        text, mime = await anyio.to_thread.run_sync(lambda: _read(state, uri))
+        text, mime = await anyio.to_thread.run_sync(lambda: _read(state, uri, helps))
         return ReadResourceResult(
             contents=[TextResourceContents(uri=uri, mime_type=mime, text=text)]
         )
@@ -273,9 +272,12 @@ def advertise_list_changed(lowlevel: Server[Any]) -> None:
     lowlevel.create_initialization_options = with_weaver_notifications  # type: ignore[method-assign]
 
 
-def _read(state: ServerState, uri: str) -> tuple[str, str]:
+def _read(state: ServerState, uri: str, helps: ToolHelp | None) -> tuple[str, str]:
     """A resource's text and MIME type; an invalid-params error naming what is wrong."""
     try:
+        name = help_name(uri)
+        if name is not None and helps is not None:
+            return _read_help(helps, name), MARKDOWN
         return _read_text(state, uri)
     except (WeaverError, OSError) as exc:
         message = str(exc) if isinstance(exc, WeaverError) else "Cannot read file"
@@ -309,6 +311,33 @@ def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
         raise UnknownResourceError(f"Unknown resource: {uri!r} (notes are {NOTE_TEMPLATE})")
     clean = app.vault.check_note_path(path)
     return decode(clean, app.vault.read_note(clean)), MARKDOWN
+
+
+def _read_help(helps: ToolHelp, name: str) -> str:
+    text = helps.read(name)
+    if text is None:
+        close = suggest(name, helps.names)
+        hint = f" ({did_you_mean(close)})" if close else ""
+        raise UnknownResourceError(f"Unknown tool: {name!r}{hint}")
+    return text
+
+
+TEMPLATES = [
+    ResourceTemplate(
+        uri_template=NOTE_TEMPLATE,
+        name="note",
+        title="A note of the vault",
+        description="A note's markdown text, by its vault-relative path",
+        mime_type=MARKDOWN,
+    ),
+    ResourceTemplate(
+        uri_template=HELP_TEMPLATE,
+        name="tool-help",
+        title="A tool's help",
+        description="What one tool does, its arguments, its result, examples",
+        mime_type=MARKDOWN,
+    ),
+]
 
 
 class UnknownResourceError(WeaverError):

@@ -6,6 +6,8 @@ contract spells them. Every timestamp is an integer, Unix epoch milliseconds.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,16 +24,21 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same JSON Schema, cheaper to check: `$ref`s to `$defs` inlined, `anyOf [X, null]`
-    turned into `type: [X's type, "null"]`, and pydantic's generated titles dropped.
+def lean_schema(schema: dict[str, Any], *, descriptions: bool = True) -> dict[str, Any]:
+    """The same JSON Schema, smaller and cheaper to check: a model used once inlined where it is
+    used, one used more than once (or containing itself) kept once in `$defs` and referenced;
+    `anyOf [X, null]` turned into `type: [X's type, "null"]`; pydantic's generated titles and
+    `default: null` dropped; without `descriptions`, the description of every part dropped too.
 
     Clients check every result against the tool's `outputSchema`; the Python SDK does it with
     `jsonschema`, where a `$ref` is a registry lookup and an `anyOf` a nested validation per
-    field, so the lean schema takes a good part off every client's check.
+    field, so the lean schema takes a good part off every client's check. Clients also put the
+    whole tools/list answer into the model's context, where every byte counts: an output
+    schema is listed without descriptions (`weaver://help/{tool}` has them).
     """
     defs: dict[str, Any] = schema.get("$defs", {})
-    recursive: set[str] = set()
+    uses = Counter(_references(schema))
+    kept: set[str] = set()
 
     def walk(node: Any, inside: tuple[str, ...]) -> Any:
         if isinstance(node, list):
@@ -41,23 +48,48 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref.removeprefix("#/$defs/")
-            if name in inside:  # a model that contains itself stays a reference
-                recursive.add(name)
-                return node
             rest = {key: walk(value, inside) for key, value in node.items() if key != "$ref"}
+            if name in inside or uses[name] > 1:  # itself, or shared: stays a reference
+                kept.add(name)
+                return {"$ref": ref, **rest}
             return {**walk(defs[name], (*inside, name)), **rest}
         lean: dict[str, Any] = {}
         for key, value in node.items():
             if key == "properties":  # property names, which may well be "title"
                 lean[key] = {name: walk(sub, inside) for name, sub in value.items()}
-            elif key not in ("$defs", "title"):
+            elif not _dropped(key, value, descriptions):
                 lean[key] = walk(value, inside)
         return _nullable_as_type(lean)
 
     lean: dict[str, Any] = walk(schema, ())
-    if recursive:
-        lean["$defs"] = {name: walk(defs[name], (name,)) for name in sorted(recursive)}
+    shared: dict[str, Any] = {}
+    while kept - shared.keys():  # a kept model may keep others in turn
+        name = min(kept - shared.keys())
+        shared[name] = walk(defs[name], (name,))
+    if shared:
+        lean["$defs"] = dict(sorted(shared.items()))
     return lean
+
+
+def _references(node: Any) -> Iterator[str]:
+    """The name of each `$defs` model at each place it is referenced, `$defs` included."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _references(item)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            yield ref.removeprefix("#/$defs/")
+        for value in node.values():
+            yield from _references(value)
+
+
+def _dropped(key: str, value: Any, descriptions: bool) -> bool:
+    if key in ("$defs", "title"):
+        return True
+    if key == "default":
+        return value is None
+    return key == "description" and not descriptions and isinstance(value, str)
 
 
 _NULL_REJECTING = {"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref"}

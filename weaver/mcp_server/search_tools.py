@@ -68,7 +68,10 @@ class SearchNotesData(WireModel):
     )
 
 
-SEARCH_NOTES = """Search the text of the notes: titles, names, headings and bodies, ranked by
+SEARCH_NOTES = """Full-text search over titles, names, headings and bodies, ranked, with snippets;
+semantic or hybrid when notes are embedded. Use it to find notes about something.
+
+Search the text of the notes: titles, names, headings and bodies, ranked by
 relevance (BM25: a word of the title or of another name of the note, its file name, an alias,
 its first heading, counts eight to ten times one of the body, a heading's three times; a note
 named exactly what was searched for comes first), each result with a highlighted snippet.

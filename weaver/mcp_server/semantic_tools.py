@@ -73,8 +73,8 @@ class SimilarNotesData(WireModel):
     coverage: str = Field(description="How much of the vault has vectors so far")
 
 
-GET_SIMILAR_NOTES = """Notes related in meaning to a note (semantic similarity of their text),
-closest first: use it to find what a note should link to, or related reading.
+GET_SIMILAR_NOTES = """Notes closest in meaning to a note. Use it to find what a note should link
+to, or related reading.
 
 `unlinkedOnly` true leaves out notes already linked to or from it ("unlinked but related": the
 links worth adding). Returns `results` (path, title, score 0-1, snippet of the closest passage,

@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult
 
 import weaver
+from weaver.config import TOOLSETS, Toolset
 from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server import (
     browse_tools,
@@ -28,11 +29,12 @@ from weaver.mcp_server import (
     workflow_tools,
     write_tools,
 )
-from weaver.mcp_server.catalog import defs_of, tools_of
+from weaver.mcp_server.catalog import ToolSpec, bind_tools, defs_of
 from weaver.mcp_server.completions import install_completions
 from weaver.mcp_server.envelope import fail, unwrap
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.resources import install_resources
+from weaver.mcp_server.tool_help import ToolHelp
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.state import ServerState
 
@@ -54,21 +56,39 @@ TOOL_MODULES = (
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
 every note's frontmatter, tags and links, kept in step with the files as they change.
-Start with get_stats for an overview (list_tags, list_folders and list_problems survey the
-vault); find notes with query_files (folder, type, status, tag),
-search_tags or search_notes (full text); follow links with get_file, search_links,
-get_neighbors and find_path; read a note's text with get_file_content. When writes are enabled,
-create_file, update_file (pass the contentHash from get_file as expectedHash), move_file
-(rewrites links) and delete_file (to .trash) change the vault; edit_file (append, prepend, a
-section by heading path or a block by ^id), replace_in_file, update_frontmatter, add_tags,
-remove_tags, rename_tag and append_to_daily_note change part of it. get_files_content reads
-several notes at once; get_daily_note finds the daily note of a date. Workflows: list_workflows,
-trigger_workflow, get_workflow_status, get_workflow_history; what the built-in workflows
-stored (change log, note analyses, concept timelines, completed tasks, reviews, digests) with
-get_workflow_records. Paths are relative to the vault
-root ('folder/Note.md'); a wrong one is answered "File not found" (or "Folder not found")
-with what it probably meant. All timestamps are Unix epoch milliseconds. Every result is
-{success, data | error, metadata}."""
+{toolsets}
+
+Paths are relative to the vault root ('folder/Note.md'); a wrong one is answered "File not
+found" (or "Folder not found") with what it probably meant. All timestamps are Unix epoch
+milliseconds. Every result is {{success, data | error, metadata}}. A tool's whole help, with
+examples and every field of its result, is the resource weaver://help/<tool name>."""
+
+# What each toolset's tools are for, in the instructions of a server that serves it.
+TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
+    "notes": """Start with get_stats for an overview (list_folders and list_problems survey
+        the vault); find notes with query_files (folder, type, status, tag, frontmatter); read
+        one with get_file (metadata and links) or get_file_content (its text), several with
+        get_files_content; get_daily_note finds the daily note of a date.""",
+    "search": """search_notes searches the text; get_similar_notes finds notes close in
+        meaning to one.""",
+    "graph": """Follow links with search_links, get_neighbors and find_path; get_hubs and
+        get_graph show the vault's structure.""",
+    "tags": """list_tags, search_tags and search_by_tags find notes by tag; add_tags,
+        remove_tags and rename_tag change tags.""",
+    "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
+        get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
+        change the vault; edit_file (append, prepend, a section by heading path or a block by
+        ^id), replace_in_file, update_frontmatter and append_to_daily_note change part of a
+        note; list_edits and restore_edit undo Weaver's own edits.""",
+    "workflows": """Workflows: list_workflows, trigger_workflow, get_workflow_status,
+        get_workflow_history.""",
+    "records": """get_workflow_records reads what the built-in workflows stored (change log,
+        note analyses, concept timelines, completed tasks, reviews, digests).""",
+    "system": "health_check says whether Weaver is working.",
+}
+
+UNSERVED_INSTRUCTIONS = """Not served here (the user can add them with `weaver serve
+--toolsets` or `toolsets` in the config): the {toolsets} tools."""
 
 READER_INSTRUCTIONS = """This server is a reader (weaver serve --no-vault): it answers every
 read from the shared cache, which the writer (weaver daemon, on the machine that holds the
@@ -100,7 +120,8 @@ class WeaverServer(MCPServer[ServerState]):
     """The SDK's server, answering a call of a tool it does not have as every other failure:
     an envelope, with the tools the client probably meant (the SDK's own answer is a bare
     "Unknown tool: x" text, which a model cannot correct from); a write tool this server leaves
-    out (a reader, or read_only) is answered with why, and where to call it."""
+    out (a reader, or read_only) or whose toolset it does not serve is answered with why, and how
+    to have it."""
 
     # A tool left out -> why, for the error answering a call of it (`build_server` sets it).
     withheld: Mapping[str, str] = MappingProxyType({})
@@ -121,12 +142,25 @@ class WeaverServer(MCPServer[ServerState]):
         return await super().call_tool(name, arguments, context)
 
 
-def withheld_tools(state: ServerState) -> list[str]:
-    """The tools a server with writes offers and this one leaves out (none when it writes)."""
-    return [found.spec.name for found in defs_of(*TOOL_MODULES) if not found.spec.offered(state)]
+def withheld_tools(state: ServerState) -> dict[str, str]:
+    """The tools this server leaves out, each with why: a toolset it does not serve, or a
+    write tool on a server without writes."""
+    return {
+        found.spec.name: withheld_reason(state, found.spec)
+        for found in defs_of(*TOOL_MODULES)
+        if not found.spec.offered(state)
+    }
 
 
-def withheld_reason(state: ServerState, name: str) -> str:
+def withheld_reason(state: ServerState, spec: ToolSpec) -> str:
+    name, served = spec.name, state.app.settings.toolsets
+    if spec.toolset not in served:
+        wanted = ",".join(t for t in TOOLSETS if t in served or t == spec.toolset)
+        return (
+            f"{name} is in the toolset {spec.toolset!r}, which this server does not serve (it "
+            f"serves {', '.join(served)}): start it with --toolsets {wanted} (or all), or add "
+            f"{spec.toolset!r} to `toolsets` in its config"
+        )
     if not state.app.vault.has_files:
         what = "the vault" if state.app.queue_db is not None else "the vault or run workflows"
         return (
@@ -137,41 +171,56 @@ def withheld_reason(state: ServerState, name: str) -> str:
     return f"{name} is not offered by this server: read_only is set in its settings"
 
 
-def server_instructions(state: ServerState, withheld: list[str]) -> str:
-    if not withheld:
-        return unwrap(INSTRUCTIONS)
-    tools = ", ".join(withheld)
+def server_instructions(state: ServerState) -> str:
+    served = state.app.settings.toolsets
+    parts = [unwrap(TOOLSET_INSTRUCTIONS[toolset]) for toolset in served]
+    unserved = [toolset for toolset in TOOLSETS if toolset not in served]
+    if unserved:
+        parts.append(unwrap(UNSERVED_INSTRUCTIONS.format(toolsets=", ".join(unserved))))
+    text = unwrap(INSTRUCTIONS.format(toolsets=" ".join(parts)))
+    # The write tools left out of the toolsets served: their absence needs explaining.
+    tools = ", ".join(
+        found.spec.name
+        for found in defs_of(*TOOL_MODULES)
+        if found.spec.toolset in served and not found.spec.offered(state)
+    )
+    if not tools:
+        return text
     if state.app.vault.has_files:
         extra = READ_ONLY_INSTRUCTIONS.format(tools=tools)
     elif state.app.queue_db is not None:
         extra = READER_INSTRUCTIONS.format(or_run="", tools=tools, queues=READER_QUEUES)
     else:
         extra = READER_INSTRUCTIONS.format(or_run=" or run workflows", tools=tools, queues="")
-    return unwrap(INSTRUCTIONS) + "\n\n" + unwrap(extra)
+    return text + "\n\n" + unwrap(extra)
 
 
 def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerState]:
-    """The MCP server for one vault. With `http_token` set, its HTTP app requires that token.
-    `sessions` false: served over stateless HTTP (see `resources.install_resources`)."""
+    """The MCP server for one vault, with the tools of the toolsets its settings name. With
+    `http_token` set, its HTTP app requires that token. `sessions` false: served over
+    stateless HTTP (see `resources.install_resources`)."""
     token = state.app.settings.http_token
     verifier = StaticTokenVerifier(token) if token else None
     # The SDK wants an issuer for bearer auth; with no authorization server and no
     # resource_server_url it is never published or checked, so a placeholder is enough.
     auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
+    found = defs_of(*TOOL_MODULES)
+    bound = bind_tools(state, found)
     withheld = withheld_tools(state)
     server = WeaverServer(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
-        instructions=server_instructions(state, withheld),
-        tools=tools_of(state, *TOOL_MODULES),
+        instructions=server_instructions(state),
+        tools=[bound[each.spec.name] for each in found if each.spec.name not in withheld],
         lifespan=make_lifespan(state),
         token_verifier=verifier,
         auth=auth,
         log_level="WARNING",
     )
-    server.withheld = {name: withheld_reason(state, name) for name in withheld}
-    subscriptions = install_resources(server, state, sessions)
-    install_completions(server, state, subscriptions, sessions)
+    server.withheld = withheld
+    helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
+    subscriptions = install_resources(server, state, sessions, helps)
+    install_completions(server, state, subscriptions, sessions, helps)
     install_prompts(server, state)
     return server

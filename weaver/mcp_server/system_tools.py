@@ -19,7 +19,8 @@ log = structlog.get_logger(__name__)
 
 HealthResult = Annotated[CallToolResult, Envelope[HealthData]]
 
-HEALTH_CHECK = """Report whether Weaver is working.
+HEALTH_CHECK = """Whether Weaver is working: status, components, role and problems. Use it when
+other tools fail or answers look stale.
 
 Returns `status` ("healthy", "starting" while the initial index runs, "degraded" or
 "unhealthy"), `components` (shadowCache,

@@ -46,7 +46,8 @@ log = structlog.get_logger(__name__)
 
 TriggerResult = Annotated[CallToolResult, Envelope[TriggerWorkflowData]]
 
-TRIGGER_WORKFLOW = """Run a registered workflow now, with optional input.
+TRIGGER_WORKFLOW = """Run a registered workflow now, with optional input; wait for its result or
+get an execution id to follow.
 
 Sync (the default) waits for the run and returns `executionId`, `workflowId`, `workflowName`,
 `mode` "sync", `status` ("completed" or "failed"), `duration` in ms, `message`, `result` (what
@@ -56,7 +57,8 @@ follow it with get_workflow_status. `input` must match the workflow's `inputSche
 list_workflows). Fails with "Workflow not found", "Workflow disabled" or "Invalid input".
 Example: {"workflowId": "markdown-analyzer", "input": {"path": "concepts/graph.md"}}."""
 
-LIST_WORKFLOWS = """List the registered workflows.
+LIST_WORKFLOWS = """The registered workflows: what each does, its triggers, input schema and recent
+runs.
 
 Returns `workflows` (id, name, description, enabled, triggers such as "manual",
 "file-change", "schedule", lastExecuted in Unix epoch milliseconds or null, executionCount,
@@ -64,7 +66,7 @@ inputSchema: the JSON Schema of its input, fileTriggers, schedules, policy), the
 `errors`: workflow plugins that failed to load. `enabled` filters on enabled status. Example:
 {"enabled": true}."""
 
-GET_WORKFLOW_STATUS = """Check one workflow execution.
+GET_WORKFLOW_STATUS = """One workflow execution's state, result or error.
 
 Returns executionId, workflowId, workflowName, `status` (pending, running, completed, failed,
 cancelled), `progress` 0-100, `message`, `attempt`, startTime / endTime (Unix epoch
@@ -72,7 +74,8 @@ milliseconds, null until reached), `duration` in ms, `result`, `error` and `trac
 `trigger` (manual, file or schedule, with detail) and the `input`. Fails with "Execution not
 found". Example: {"executionId": "wf_exec_20251024_123456_1a2b3c4d"}."""
 
-GET_WORKFLOW_HISTORY = """List past and queued workflow executions, newest first.
+GET_WORKFLOW_HISTORY = """Past and queued workflow executions, newest first, filtered by workflow
+or state.
 
 Returns `executions` (executionId, workflowId, workflowName, status, startTime, endTime in Unix
 epoch milliseconds, duration in ms, error, trigger), with `total`, the `limit`/`offset` applied

@@ -83,7 +83,8 @@ Tags = Annotated[
     Field(max_length=100, description="The note's frontmatter tags ('#' optional); [] removes"),
 ]
 
-CREATE_FILE = """Create a new note. Fails with "File already exists" rather than overwrite.
+CREATE_FILE = """Create a new note, from text or a template, with frontmatter and tags; never
+overwrites.
 
 `content` is the markdown text; it may carry its own frontmatter block. `frontmatter` (an
 object) and `tags` (a list) are written into the frontmatter block. Folders are created as
@@ -93,8 +94,8 @@ the note's `contentHash`. `template` starts the note from a note of the template
 Obsidian's Templates plugin fills them; `content` then follows it. Example: {"path":
 "ideas/Graph search.md", "content": "# Graph search\\nSee [[Home]].", "tags": ["idea"]}."""
 
-UPDATE_FILE = """Change an existing note: replace its content, patch its frontmatter, set
-its tags, in any combination.
+UPDATE_FILE = """Change an existing note: replace its content, patch its frontmatter, set its tags.
+Pass get_file's contentHash as expectedHash.
 
 `content` replaces the text: the body only, keeping the frontmatter, unless it carries a
 frontmatter block of its own. `frontmatter` merges keys into the frontmatter (null deletes a
@@ -104,7 +105,9 @@ edited meanwhile (say, in Obsidian) the update is refused and nothing is lost; r
 and retry. Example: {"path": "ideas/Graph search.md", "frontmatter": {"status": "draft"},
 "expectedHash": "9f2c..."}."""
 
-MOVE_FILE = """Rename or move a note, rewriting every link to it across the vault, as
+MOVE_FILE = """Rename or move a note, rewriting every link to it across the vault as Obsidian does.
+
+Rename or move a note, rewriting every link to it across the vault, as
 Obsidian does: wikilinks and embeds (keeping #heading, #^block and |alias), markdown links
 (keeping percent-encoding and relative paths) and frontmatter links, each in the shortest form
 that still finds the note. Links in the moved note that the move would break are fixed too.
@@ -112,7 +115,10 @@ that still finds the note. Links in the moved note that the move would break are
 Fails if a file exists there. Returns the notes rewritten and how many links in each.
 Example: {"path": "inbox/Idea.md", "newPath": "projects/"}."""
 
-DELETE_FILE = """Delete a note by moving it to the vault's .trash folder (Obsidian's trash),
+DELETE_FILE = """Delete a note by moving it to the vault's .trash folder, where it can be restored
+from.
+
+Delete a note by moving it to the vault's .trash folder (Obsidian's trash),
 where it can be restored from; an earlier trashed file of the same name is never overwritten.
 Links to it become broken links. Fails with "File not found" (and the notes it may mean) when
 there is no such note.
