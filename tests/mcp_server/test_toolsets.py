@@ -127,19 +127,18 @@ def test_the_default_tool_list_over_stdio_fits_the_budget(vault: Path) -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
     command = [sys.executable, "-m", "weaver", "--vault", str(vault), "serve", "--no-watch"]
-    served = subprocess.run(
-        command,
-        input="".join(json.dumps(r) + "\n" for r in requests),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=vault.parent,
-    )
-    answers = [json.loads(line) for line in served.stdout.splitlines()]
-    line = next(a for a in answers if a.get("id") == 2)
-    tools = line["result"]["tools"]
+    # stdin stays open until the answer is in: at its end the server may stop before answering.
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=vault.parent
+    ) as served:
+        assert served.stdin is not None and served.stdout is not None
+        served.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        served.stdin.flush()
+        raw = next(text for text in served.stdout if '"id":2' in text)
+        served.stdin.close()
+        served.wait(timeout=60)
+    tools = json.loads(raw)["result"]["tools"]
     assert [t["name"] for t in tools] == tools_of(DEFAULT_TOOLSETS)
-    raw = next(text for text in served.stdout.splitlines() if '"id":2' in text)
     assert len(raw.encode()) <= LIST_BUDGET
 
 
