@@ -69,4 +69,3 @@ def test_settings_checks_leave_the_workflow_engine_to_the_commands_that_run_it(
         load_settings(overrides={{"vault": {str(vault)!r}}}, checks=SETTINGS_CHECKS)
     """
     assert "weaver.engine" not in imported_after(code, tmp_path)
-
