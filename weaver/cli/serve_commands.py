@@ -5,16 +5,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import ValidationError
 
 from weaver.cli.exits import add_command
-# The toolsets' names for the options' help; the settings' module imports pydantic (SQLAlchemy
-# only when a database URL is checked).
-from weaver.config import DEFAULT_TOOLSETS, TOOLSETS
-from weaver.errors import ConfigError
 
-if TYPE_CHECKING:  # imported when the command runs, not to build the parser
-    from weaver.config import Settings
+# The options' help names the toolsets: the settings' module is imported to build the parser
+# (with pydantic; SQLAlchemy only once a database URL is checked).
+from weaver.config import (
+    DEFAULT_TOOLSETS,
+    TOOLSETS,
+    Settings,
+    expected,
+    find_config_file,
+    shown,
+)
+from weaver.errors import ConfigError
 
 
 def add_serve_commands(commands: Any) -> None:
@@ -157,10 +164,6 @@ FLAG_OF_SETTING = {"http_host": "host", "http_port": "port", "workflow_workers":
 
 
 def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
-    from pydantic import ValidationError
-
-    from weaver.config import Settings, expected, shown
-
     updates = {key: value for key, value in flags.items() if value is not None}
     if not updates:
         return settings
@@ -192,7 +195,6 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.config import find_config_file
     from weaver.host.client_config import (
         CLIENT_FILES,
         find_weaver_command,
