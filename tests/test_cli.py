@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.cli import build_parser, console, main
 from weaver.config import load_settings
 from weaver.engine import load_registry
@@ -339,6 +340,20 @@ def test_every_command_says_what_it_and_each_option_does(
     for action in parser._actions:
         for option in action.option_strings:
             assert option in text
+
+
+def test_history_offers_and_checks_the_run_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--status` takes its choices from the cache when asked, not when the parser is built."""
+    statuses = ",".join(EXECUTION_STATUSES)
+    with pytest.raises(SystemExit) as exit_:
+        main(["history", "--help"])
+    assert exit_.value.code == 0
+    assert f"--status {{{statuses}}}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["history", "--status", "done"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "invalid choice: 'done'" in error and "'cancelled'" in error
 
 
 # -- index on and off a terminal ---------------------------------------------------------------

@@ -27,8 +27,6 @@ from pydantic import (
     field_validator,
 )
 from pydantic_core import ErrorDetails
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from weaver.errors import ConfigError
 from weaver.installation import extra_command
@@ -42,6 +40,11 @@ POSTGRES_MODULES = ("psycopg", "procrastinate")
 def database_url_problem(url: str) -> str | None:
     """Why the cache cannot live at `url`, or None: checked before anything is opened (no
     connection, no file), so that a bad URL is a configuration error, not a failure midway."""
+    # Imported here: the command line reads the toolsets' names from this module to build its
+    # parser, and SQLAlchemy is needed only once a database URL is given.
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:

@@ -96,15 +96,20 @@ class Daemon:
     def executions(self, workflow: str) -> list[sqlite3.Row]:
         """The daemon's recorded runs, read straight from the cache (a CLI call per poll would
         cost a second of start-up each; the CLI itself is exercised once below)."""
+        query = "SELECT * FROM executions WHERE workflow_id = ? ORDER BY created"
+        return self._read(query, workflow)
+
+    def finished(self, execution_id: str) -> bool:
+        """Whether the run ended, read from the cache as `executions` is (the test asks the CLI
+        for its status once it has)."""
+        rows = self._read("SELECT status FROM executions WHERE id = ?", execution_id)
+        return bool(rows) and rows[0]["status"] not in ("pending", "running")
+
+    def _read(self, query: str, *args: object) -> list[sqlite3.Row]:
         cache = self.vault / ".weaver" / "cache.db"
         with contextlib.closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as db:
             db.row_factory = sqlite3.Row
-            query = "SELECT * FROM executions WHERE workflow_id = ? ORDER BY created"
-            return list(db.execute(query, (workflow,)))
-
-    def finished(self, execution_id: str) -> bool:
-        status = self.weaver_json("status", execution_id)["status"]
-        return status not in ("pending", "running")
+            return list(db.execute(query, args))
 
     def runs_for(self, workflow: str, path: str) -> list[sqlite3.Row]:
         """Completed file-triggered executions of `workflow` whose events name `path`."""

@@ -3,6 +3,9 @@
 The root parser and `main` live here, each command group in its own module (`*_commands`), the
 exit codes in `weaver.cli.exits`. What a command prints for a person is rendered by
 `weaver.cli.console`; `--json` prints the core's data as it is.
+
+Building the parser imports only what declares it: each command imports what it needs when it
+runs, so `weaver --help` answers at once and a command pays only for its own imports.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import structlog
-
 from weaver import __version__
 from weaver.cli.edit_commands import add_edit_commands
 from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, Command
@@ -23,10 +24,7 @@ from weaver.cli.search_command import add_search_command
 from weaver.cli.serve_commands import add_serve_commands, cmd_worker
 from weaver.cli.tag_commands import add_tag_commands
 from weaver.cli.workflow_commands import add_workflow_commands
-from weaver.config import load_settings
 from weaver.errors import ConfigError, DaemonError, WeaverError
-from weaver.log import configure_logging
-from weaver.runtime.settings_checks import SETTINGS_CHECKS
 
 DESCRIPTION = """\
 Weaver keeps a searchable index of a folder of markdown notes (an Obsidian vault), serves it
@@ -56,6 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:  # `weaver` alone: what it can do, rather than a usage error
         parser.print_help()
         return 0
+    # Only now that a command is chosen (not for --help or a usage error): these import
+    # pydantic, SQLAlchemy and structlog.
+    from weaver.config import load_settings
+    from weaver.log import configure_logging
+    from weaver.runtime.settings_checks import SETTINGS_CHECKS
+
     try:
         settings = load_settings(
             config_path=args.config,
@@ -166,5 +170,4 @@ def _add_common_options(parser: argparse.ArgumentParser, default: object) -> Non
 
 
 def run() -> None:
-    structlog.contextvars.clear_contextvars()
     sys.exit(main())

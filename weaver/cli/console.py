@@ -8,7 +8,6 @@ never passes through here.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import time
@@ -320,14 +319,3 @@ def _output_lines(result: TriggerWorkflowData, outputs: ExecutionOutputs) -> lis
         kinds = ", ".join(f"{count:,} {kind}" for kind, count in outputs.records.items())
         lines.append(f"  records: {kinds} (weaver records {result.workflow_id})")
     return lines
-
-
-def add_command(commands: Any, name: str, summary: str, details: str) -> argparse.ArgumentParser:
-    """A subcommand with a one-line summary (in `weaver --help`) and a paragraph of its own."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        name,
-        help=summary,
-        description=f"{summary[0].upper()}{summary[1:]}.\n\n{details}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    return parser

@@ -8,15 +8,13 @@ import argparse
 import json
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from weaver.cli.console import add_command
+from weaver.cli.exits import add_command
 from weaver.cli.tag_commands import fresh_app
-from weaver.config import Settings
-from weaver.edits import history
-from weaver.edits.interrupted import recover_edits
-from weaver.edits.steps import NoteEditError
-from weaver.runtime.cache_sync import sync_cache
+
+if TYPE_CHECKING:  # imported when a command runs, not to build the parser
+    from weaver.config import Settings
 
 
 def add_edit_commands(commands: Any) -> None:
@@ -51,6 +49,8 @@ def add_edit_commands(commands: Any) -> None:
 
 
 def cmd_edits(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.edits import history
+
     with fresh_app(settings, reconcile=False) as (app, _):
         found = history.list_edits(app, args.path, limit=max(1, args.limit), offset=0)
     if args.json:
@@ -70,6 +70,11 @@ def cmd_edits(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.edits import history
+    from weaver.edits.interrupted import recover_edits
+    from weaver.edits.steps import NoteEditError
+    from weaver.runtime.cache_sync import sync_cache
+
     with fresh_app(settings, reconcile=False) as (app, holds):
 
         def sync(expected: Mapping[str, str | None]) -> bool:

@@ -7,21 +7,15 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from weaver.cli.console import (
-    IndexDisplay,
-    add_command,
-    format_index_summary,
-    format_kept_cache,
-    log_stream,
-)
-from weaver.config import Settings
+from weaver.cli.exits import add_command
 from weaver.errors import CacheError, DaemonError
-from weaver.log import configure_logging
-from weaver.runtime.app import open_app
+
+if TYPE_CHECKING:  # imported when the command runs, not to build the parser
+    from rich.console import Console
+
+    from weaver.config import Settings
 
 
 def add_index_command(commands: Any) -> None:
@@ -43,6 +37,10 @@ def add_index_command(commands: Any) -> None:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+
+    from weaver.cli.console import IndexDisplay, format_index_summary
+    from weaver.runtime.app import open_app
     from weaver.runtime.locks import writer_lock_for
 
     lock = writer_lock_for(settings)
@@ -72,6 +70,9 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 @contextmanager
 def _logging_through(console: Console, settings: Settings) -> Iterator[None]:
     """Log lines printed through the console, so they land above a progress bar, not on it."""
+    from weaver.cli.console import log_stream
+    from weaver.log import configure_logging
+
     configure_logging(settings.log_level, settings.log_format, log_stream(console))
     try:
         yield
@@ -85,6 +86,7 @@ def _show_kept_cache(args: argparse.Namespace, settings: Settings, holder: str) 
 
     from weaver.cache import read
     from weaver.cache.db import open_engine, schema_revision
+    from weaver.cli.console import format_kept_cache
 
     if args.full:
         raise DaemonError(

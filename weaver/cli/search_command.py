@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from weaver.cli.console import add_command, format_passage, format_table
-from weaver.config import Settings
-from weaver.runtime.app import App, open_app
+from weaver.cli.exits import add_command
+
+if TYPE_CHECKING:  # imported when the command runs, not to build the parser
+    from weaver.config import Settings
+    from weaver.runtime.app import App
 
 
 def add_search_command(commands: Any) -> None:
@@ -41,7 +43,9 @@ def add_search_command(commands: Any) -> None:
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     """`weaver search`: the same search as the `search_notes` tool, from a shell."""
     from weaver.cache.graph import names_cache
+    from weaver.cli.console import format_passage, format_table
     from weaver.mcp_server.arguments import normalize_directory, tag_key
+    from weaver.runtime.app import open_app
     from weaver.search import SearchRequest, SearchSources, find_notes
 
     request = SearchRequest(

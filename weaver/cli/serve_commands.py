@@ -9,7 +9,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from weaver.cli.console import add_command
+from weaver.cli.exits import add_command
+
+# The options' help names the toolsets: the settings' module is imported to build the parser
+# (with pydantic; SQLAlchemy only once a database URL is checked).
 from weaver.config import (
     DEFAULT_TOOLSETS,
     TOOLSETS,

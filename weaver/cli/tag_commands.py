@@ -8,15 +8,13 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from weaver.cli.console import add_command
-from weaver.config import Settings
-from weaver.edits import tags
-from weaver.edits.interrupted import recover_edits
-from weaver.runtime.app import App, open_app
-from weaver.runtime.cache_sync import sync_cache
-from weaver.runtime.locks import writer_lock_for
+from weaver.cli.exits import add_command
+
+if TYPE_CHECKING:  # imported when a command runs, not to build the parser
+    from weaver.config import Settings
+    from weaver.runtime.app import App
 
 
 def add_tag_commands(commands: Any) -> None:
@@ -58,6 +56,8 @@ def add_tag_commands(commands: Any) -> None:
 
 
 def cmd_tags_list(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.edits import tags
+
     with fresh_app(settings) as (app, _):
         found = tags.list_tags(app)
     if args.json:
@@ -71,6 +71,10 @@ def cmd_tags_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.edits import tags
+    from weaver.edits.interrupted import recover_edits
+    from weaver.runtime.cache_sync import sync_cache
+
     with fresh_app(settings) as (app, holds):
 
         def sync(expected: Mapping[str, str | None]) -> bool:
@@ -100,6 +104,9 @@ def cmd_tags_rename(args: argparse.Namespace, settings: Settings) -> int:
 def fresh_app(settings: Settings, *, reconcile: bool = True) -> Iterator[tuple[App, bool]]:
     """The app, its cache reconciled first (unless `reconcile` is off) when no daemon or server
     keeps it fresh; the flag says whether this process holds the writer lock meanwhile."""
+    from weaver.runtime.app import open_app
+    from weaver.runtime.locks import writer_lock_for
+
     lock = writer_lock_for(settings)
     holds = lock.try_acquire()
     app = open_app(settings)

@@ -5,19 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from weaver.cache.executions import EXECUTION_STATUSES
-from weaver.cli.console import add_command, clip, format_status, format_table, format_trigger, when
-from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE
-from weaver.config import Settings
-from weaver.engine.analysis import parse_moment
-from weaver.json_nesting import load_json
-from weaver.runtime.app import open_app
+from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, add_command
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when a command runs, not to build the parser
+    from weaver.config import Settings
     from weaver.engine import WorkflowEngine
 
 
@@ -65,7 +60,9 @@ def add_workflow_commands(commands: Any) -> None:
         "when, how long it took and why it failed.",
     )
     history.add_argument("--workflow", metavar="ID", help="only this workflow's runs")
-    history.add_argument("--status", choices=EXECUTION_STATUSES, help="only runs in this state")
+    status_option = history.add_argument("--status", help="only runs in this state")
+    # Given after add_argument, which reads choices (to check a metavar) as soon as it has any.
+    status_option.choices = ExecutionStatuses()
     history.add_argument("--limit", type=int, default=20, help="runs to show, 1-100 (default: 20)")
     history.add_argument("--offset", type=int, default=0, help="runs to skip, for the next page")
     history.add_argument(
@@ -114,6 +111,25 @@ def add_workflow_commands(commands: Any) -> None:
     status.set_defaults(command=cmd_status)
 
 
+class ExecutionStatuses(Collection[str]):
+    """`history --status`'s choices, the cache's statuses: read only when argparse asks (the
+    option given, or the command's help shown), since the cache's module imports SQLAlchemy."""
+
+    def _statuses(self) -> tuple[str, ...]:
+        from weaver.cache.executions import EXECUTION_STATUSES
+
+        return EXECUTION_STATUSES
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._statuses()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._statuses())
+
+    def __len__(self) -> int:
+        return len(self._statuses())
+
+
 @contextmanager
 def _workflow_engine(
     settings: Settings, fresh_cache: bool = False, plugins: bool = True
@@ -125,6 +141,7 @@ def _workflow_engine(
     history needs only the executions table).
     """
     from weaver.engine import Registry, load_registry
+    from weaver.runtime.app import open_app
     from weaver.runtime.engines import background_for, engine_for
     from weaver.runtime.locks import writer_lock_for
 
@@ -150,7 +167,9 @@ def _workflow_engine(
 
 def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.cache.executions import get_outputs
+    from weaver.cli.console import format_trigger
     from weaver.engine import WorkflowRequestError
+    from weaver.json_nesting import load_json
     from weaver.runtime.locks import daemon_running
 
     try:
@@ -185,6 +204,8 @@ def cmd_trigger(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cli.console import format_table, when
+
     with _workflow_engine(settings) as engine:
         listing = engine.list_workflows()
     if args.json:
@@ -208,6 +229,8 @@ def cmd_workflows(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cli.console import format_table, when
+
     # The plugins only to tell a misspelt --workflow from one that never ran.
     with _workflow_engine(settings, plugins=args.workflow is not None) as engine:
         page = engine.get_history(args.workflow, args.limit, args.offset, args.status)
@@ -236,6 +259,7 @@ def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cli.console import format_status
     from weaver.engine import WorkflowRequestError
 
     with _workflow_engine(settings, plugins=False) as engine:
@@ -253,9 +277,11 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.cache.records import RecordFilter, fetch_page
+    from weaver.cli.console import clip, format_table, when
     from weaver.engine import load_registry
     from weaver.engine.payloads import WorkflowRecordsData
     from weaver.engine.registry import check_known
+    from weaver.runtime.app import open_app
 
     where = RecordFilter(args.workflow, args.key, args.kind, args.since, args.until)
     app = open_app(settings)
@@ -282,6 +308,8 @@ def cmd_records(args: argparse.Namespace, settings: Settings) -> int:
 
 def parse_time(text: str) -> int:
     """`--since`/`--until`: Unix epoch ms, or an ISO date or date-time in local time."""
+    from weaver.engine.analysis import parse_moment
+
     if text.strip().isdigit():
         return int(text)
     moment = parse_moment(text)

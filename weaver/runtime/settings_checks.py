@@ -1,19 +1,24 @@
 """The checks of settings that need a layer's own knowledge (the cache's file, the semantic
 models, a workflow table's cron and zone), run by `config.load_settings` for the command line
-so that a bad setting is refused before anything runs."""
+so that a bad setting is refused before anything runs.
+
+Each check imports its layer only when it has something to check: a command that never loads
+the workflows (`index`, `serve`) does not import the engine's package to start.
+"""
 
 from __future__ import annotations
 
-from weaver.cache.recovery import sqlite_file
 from weaver.config import Problem, Settings, SettingsCheck
-from weaver.engine.registry import override_problem
-from weaver.semantic.model import DEFAULT_MODEL, TRANSFORMER_MODEL
 
 
 def database_file_problem(settings: Settings) -> Problem | None:
     """A SQLite file named by `database_url` must be in a folder that exists: Weaver makes
     only the default one (`.weaver/` in the vault)."""
-    cache_file = sqlite_file(settings.database_url) if settings.database_url else None
+    if not settings.database_url:
+        return None
+    from weaver.cache.recovery import sqlite_file
+
+    cache_file = sqlite_file(settings.database_url)
     if cache_file is None:
         return None
     if not cache_file.parent.is_dir():
@@ -34,8 +39,12 @@ def embedding_problem(settings: Settings) -> Problem | None:
         return "embedding_model_path", model_path, "no such file; expected an ONNX model file"
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
         return "embedding_cache_dir", cache_dir, "is a file, not a folder (made when needed)"
+    if model_path is not None:
+        return None
+    from weaver.semantic.model import DEFAULT_MODEL, TRANSFORMER_MODEL
+
     model = settings.embedding_model
-    if model_path is None and model not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
+    if model not in (DEFAULT_MODEL, TRANSFORMER_MODEL):
         why = (
             f"expected {DEFAULT_MODEL!r} or {TRANSFORMER_MODEL!r} (they ship with the semantic "
             "extra), or another model's ONNX file as embedding_model_path"
@@ -47,6 +56,10 @@ def embedding_problem(settings: Settings) -> Problem | None:
 def workflow_table_problem(settings: Settings) -> Problem | None:
     """A `[workflows.<id>]` table that no workflow could take (a bad cron, time zone or key):
     refused here, where it would otherwise only drop its workflow when the plugins load."""
+    if not settings.workflows:
+        return None
+    from weaver.engine.registry import override_problem
+
     for workflow_id, table in settings.workflows.items():
         problem = override_problem(table)
         if problem is not None:
