@@ -13,8 +13,8 @@ from pathlib import Path
 
 # The heavy libraries no parser needs: the cache's, the semantic model's and the servers'.
 HEAVY = ("sqlalchemy", "numpy", "mcp", "uvicorn", "starlette")
-# What `weaver --help` needs none of either: the logging and the terminal's rendering.
-SETTINGS = ("structlog", "rich", "weaver.log")
+# What `weaver --help` needs none of either: the logging, the rendering, the settings model.
+SETTINGS = ("structlog", "rich", "weaver.log", "pydantic", "weaver.config")
 
 
 def imported_after(code: str, cwd: Path) -> set[str]:

@@ -17,7 +17,7 @@ import shlex
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,12 @@ from pydantic_core import ErrorDetails
 from weaver.errors import ConfigError
 from weaver.installation import extra_command
 from weaver.obsidian_app import list_known_vaults
+
+# Re-exported: the settings are where the rest of Weaver reads the toolsets from.
+from weaver.toolsets import ALL_TOOLSETS as ALL_TOOLSETS
+from weaver.toolsets import DEFAULT_TOOLSETS as DEFAULT_TOOLSETS
+from weaver.toolsets import TOOLSETS as TOOLSETS
+from weaver.toolsets import Toolset as Toolset
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
@@ -64,14 +70,6 @@ CACHE_DIR_NAME = ".weaver"
 # A host name as RFC 1123 allows it: dot-separated labels of letters, digits and inner hyphens.
 HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 SHOWN_VALUE_CHARS = 100  # a bad value is quoted in the error up to this length
-
-# The groups of MCP tools a user chooses which to serve by (docs/tools.md lists their tools).
-Toolset = Literal["notes", "search", "graph", "tags", "edit", "workflows", "records", "system"]
-TOOLSETS: tuple[Toolset, ...] = get_args(Toolset)
-# Reading, finding and writing notes: what most assistants are asked to do, within the
-# tool-list budget (docs/tools.md, "Toolsets").
-DEFAULT_TOOLSETS: tuple[Toolset, ...] = ("notes", "search", "edit")
-ALL_TOOLSETS = "all"
 
 
 class Settings(BaseModel):

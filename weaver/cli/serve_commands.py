@@ -5,23 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from weaver.cli.exits import add_command
-
-# The options' help names the toolsets: the settings' module is imported to build the parser
-# (with pydantic; SQLAlchemy only once a database URL is checked).
-from weaver.config import (
-    DEFAULT_TOOLSETS,
-    TOOLSETS,
-    Settings,
-    expected,
-    find_config_file,
-    shown,
-)
 from weaver.errors import ConfigError
+from weaver.toolsets import DEFAULT_TOOLSETS, TOOLSETS
+
+if TYPE_CHECKING:
+    from weaver.config import Settings
 
 
 def add_serve_commands(commands: Any) -> None:
@@ -167,6 +158,10 @@ def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
     updates = {key: value for key, value in flags.items() if value is not None}
     if not updates:
         return settings
+    from pydantic import ValidationError
+
+    from weaver.config import Settings, expected, shown
+
     try:
         return Settings.model_validate({**settings.model_dump(), **updates})
     except ValidationError as exc:
@@ -195,6 +190,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.config import find_config_file
     from weaver.host.client_config import (
         CLIENT_FILES,
         find_weaver_command,
