@@ -214,6 +214,10 @@ def test_a_note_page_shows_properties_and_links_to_notes(served: Served) -> None
     wikilinks = 'href="/notes/concepts/wikilinks.md" title="concepts/wikilinks.md">wikilinks &gt; '
     assert wikilinks + "Not links</a>" in welcome
     assert "<code>[[Missing Note]]</code>" in welcome  # code is not a link
+    assert (
+        '<a href="/notes/technical/databases/WAL%20Mode.md" class="internal-link">'
+        "why WAL mode matters</a>"
+    ) in welcome  # a markdown link to a note, to its page wherever the page is
     spec = served.get("/notes/specs/sync-conflicts.md").body
     assert (
         '<th>project</th><td><a class="internal-link" href="/notes/projects/loom-prototype.md"'
