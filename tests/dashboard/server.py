@@ -199,4 +199,13 @@ HOSTILE_NOTES: dict[str, str] = {
         "<iframe src=\"javascript:window.__pwned='frame'\"></iframe> hostilemarker\n"
     ),
     "hostile/<img src=x onerror=window.__pwned=1>.md": "A hostile file name. hostilemarker\n",
+    "hostile/Link note.md": (
+        "---\nrelated: \"[[Welcome|<script>window.__pwned = 'property alias'</script>]]\"\n"
+        '"<img src=x onerror=window.__pwned=\'key\'>": ["[[Nowhere Yet|<b>bold</b>]]"]\n---\n'
+        "[[Welcome|<img src=x onerror=\"window.__pwned = 'alias'\">]] and "
+        "[[<svg onload=window.__pwned='target'>]] and ![[Welcome|<script>x</script>]]\n"
+    ),
+    "hostile/Bad yaml.md": (
+        "---\ntitle: <script>window.__pwned = 'yaml'</script>\n  broken: [\n---\nText.\n"
+    ),
 }

@@ -232,11 +232,37 @@ def test_follow_a_broken_link_from_vault_health_to_the_note(
     shoot(browser, tmp_path, "dashboard-broken-link-note")
 
 
+def test_follow_a_wikilink_and_a_property_link_between_note_pages(
+    browser: Any, demo: Served, tmp_path: Path
+) -> None:
+    open_page(browser, demo, "/notes/specs/sync-conflicts.md")
+    assert "title" in text_of(browser, "#note-properties th")  # a table, not markdown text
+    unresolved = "#note-text .internal-link.is-unresolved"
+    assert text_of(browser, unresolved) == "Missing Note"
+    assert browser.execute_script(
+        "const e = document.querySelector(arguments[0]);"
+        "return e.tagName === 'SPAN' && Number(getComputedStyle(e).opacity) < 1;",
+        unresolved,
+    ), "an unresolved link looks and acts like one"
+    shoot(browser, tmp_path, "dashboard-note-links")
+    click(browser, "#note-properties a.internal-link")
+    wait_until(browser, "location.pathname === '/notes/projects/loom-prototype.md'", what="loom")
+    click(browser, "#note-text a.internal-embed")
+    wait_until(
+        browser,
+        "location.pathname === '/notes/concepts/shadow-cache.md'",
+        what="the embedded note's page",
+    )
+    assert text_of(browser, "#note-path") == "concepts/shadow-cache.md"
+
+
 def test_hostile_notes_cannot_run_script(browser: Any, demo: Served, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     for path in (
         "/notes/hostile/Script%20note.md",
+        "/notes/hostile/Link%20note.md",
+        "/notes/hostile/Bad%20yaml.md",
         "/search?q=hostilemarker",
         "/vault",
         "/graph?note=hostile/Script%20note.md",

@@ -201,6 +201,49 @@ def test_hostile_note_text_is_escaped(served: Served) -> None:
         assert "&lt;img src=x onerror=window.__pwned=1&gt;" in text
 
 
+def test_a_note_page_shows_properties_and_links_to_notes(served: Served) -> None:
+    welcome = served.get("/notes/Welcome.md").body
+    assert "title: Welcome to the demo vault" not in welcome  # not rendered as text
+    assert "<th>created</th><td>2025-02-24</td>" in welcome  # as written
+    assert '<ul class="property-list"><li>meta</li><li>start-here</li></ul>' in welcome
+    assert (
+        '<a class="internal-link" href="/notes/concepts/index.md" title="concepts/index.md">'
+        "the concept map</a>"
+    ) in welcome
+    assert '<a class="internal-link" href="/notes/projects/index.md"' in welcome  # own folder
+    wikilinks = 'href="/notes/concepts/wikilinks.md" title="concepts/wikilinks.md">wikilinks &gt; '
+    assert wikilinks + "Not links</a>" in welcome
+    assert "<code>[[Missing Note]]</code>" in welcome  # code is not a link
+    assert (
+        '<a href="/notes/technical/databases/WAL%20Mode.md" class="internal-link">'
+        "why WAL mode matters</a>"
+    ) in welcome  # a markdown link to a note, to its page wherever the page is
+    spec = served.get("/notes/specs/sync-conflicts.md").body
+    assert (
+        '<th>project</th><td><a class="internal-link" href="/notes/projects/loom-prototype.md"'
+    ) in spec
+    unresolved = '<span class="internal-link is-unresolved" title="No file &#39;Missing Note&#39; '
+    assert unresolved + 'in the vault">Missing Note</span>' in spec
+    loom = served.get("/notes/projects/loom-prototype.md").body
+    assert (
+        '<a class="internal-link internal-embed" href="/notes/concepts/shadow-cache.md" '
+        'title="concepts/shadow-cache.md">shadow-cache &gt; Rules</a>'
+    ) in loom
+
+
+def test_hostile_links_and_properties_are_escaped(served: Served) -> None:
+    body = served.get("/notes/hostile/Link%20note.md").body
+    assert "<script>window" not in body
+    assert "&lt;script&gt;window.__pwned = &#39;property alias&#39;&lt;/script&gt;</a>" in body
+    assert "<img src=x" not in body and "<svg onload" not in body and "<b>bold" not in body
+    assert '">&lt;img src=x onerror=&#34;window.__pwned = &#39;alias&#39;&#34;&gt;</a>' in body
+    assert "&lt;b&gt;bold&lt;/b&gt;</span>" in body  # the unresolved link's alias, as text
+    bad = served.get("/notes/hostile/Bad%20yaml.md").body
+    assert "invalid YAML frontmatter" in bad
+    assert "<script>window" not in bad
+    assert "title: &lt;script&gt;window.__pwned = &#39;yaml&#39;&lt;/script&gt;" in bad
+
+
 def test_events_stream_says_when_runs_move(served: Served) -> None:
     host, port = served.base.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)

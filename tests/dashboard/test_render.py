@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from weaver.dashboard.render import format_duration, format_ms, render_markdown
+from weaver.dashboard.note_text import render_markdown
+from weaver.dashboard.render import format_duration, format_ms
 from weaver.dashboard.security import safe_next
 
 

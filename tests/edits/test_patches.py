@@ -52,6 +52,10 @@ def test_expected_hash_and_a_missing_target(app: App, write_notes: WriteNotes) -
         patches.insert_transform("after", "x")
     with pytest.raises(NoteEditError, match="acts on the whole note"):
         patches.insert_transform("append", "x", heading="A")
+    with pytest.raises(NoteEditError, match="end of a heading's section: a block has none"):
+        patches.insert_transform("end_of_section", "x", block="^b")
+    with pytest.raises(NoteEditError, match=r"unknown position 'middle'.*end_of_section"):
+        patches.insert_transform("middle", "x", heading="A")
 
 
 def test_zero_matches_is_an_error_unless_allowed(app: App, write_notes: WriteNotes) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from weaver.markdown.patch import (
+    Position,
     TextEditError,
     append_text,
     edit_block,
@@ -95,7 +96,7 @@ def test_a_missing_heading_names_the_headings_the_note_has() -> None:
 
 def test_section_before_after_and_replace() -> None:
     after = edit_section(NOTE, "Project::Tasks", "after", "- [ ] three")
-    assert "- [x] zero\n- [ ] three\n\n## Notes" in after
+    assert "- [ ] two\n- [ ] three\n\n### Done\n- [x] zero\n\n## Notes" in after
     before = edit_section(NOTE, "Tasks", "before", "Intro to tasks")
     assert "## Tasks\nIntro to tasks\n- [ ] one" in before
     replaced = edit_section(NOTE, "Tasks::Done", "replace", "- [x] all")
@@ -105,6 +106,63 @@ def test_section_before_after_and_replace() -> None:
     assert last == "# A\ntext\nmore\n"
     empty = edit_section("# A", "A", "before", "x")
     assert empty == "# A\nx\n"
+
+
+NESTED = """---
+tags: [plan]
+---
+# Book
+Preface.
+
+## Part one
+Part one's text.
+
+### Chapter 1
+Chapter text.
+
+## Part two
+### Chapter 2
+Last words.
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "position", "expected"),
+    [
+        # `after` ends at the heading's own text: never inside its first sub-section.
+        ("Book", "after", "# Book\nPreface.\nNEW\n\n## Part one"),
+        ("Book::Part one", "after", "Part one's text.\nNEW\n\n### Chapter 1"),
+        ("Part one::Chapter 1", "after", "Chapter text.\nNEW\n\n## Part two"),
+        # A heading with no own text: just under it, before its sub-heading.
+        ("Part two", "after", "## Part two\nNEW\n### Chapter 2"),
+        # `end_of_section` goes after every nested sub-section.
+        ("Book", "end_of_section", "### Chapter 2\nLast words.\nNEW\n"),
+        ("Book::Part one", "end_of_section", "Chapter text.\nNEW\n\n## Part two"),
+        ("Part two", "end_of_section", "Last words.\nNEW\n"),
+        # The last section of the file: its own text and its section end together.
+        ("Chapter 2", "after", "Last words.\nNEW\n"),
+        ("Chapter 2", "end_of_section", "Last words.\nNEW\n"),
+        ("Book", "before", "# Book\nNEW\nPreface."),
+        ("Part two", "before", "## Part two\nNEW\n### Chapter 2"),
+    ],
+)
+def test_positions_in_nested_sections(path: str, position: Position, expected: str) -> None:
+    edited = edit_section(NESTED, path, position, "NEW")
+    assert expected in edited
+    assert edited.count("NEW") == 1
+    assert edited.replace("NEW\n", "", 1) == NESTED  # nothing else moved
+
+
+def test_replace_takes_the_whole_section_with_its_sub_sections() -> None:
+    replaced = edit_section(NESTED, "Part one", "replace", "Gone.")
+    assert "## Part one\nGone.\n\n## Part two" in replaced
+    assert "Chapter 1" not in replaced
+
+
+def test_the_end_of_a_last_section_without_a_final_newline() -> None:
+    assert edit_section("# A\n## B\ntext", "A", "after", "x") == "# A\nx\n## B\ntext"
+    assert edit_section("# A\n## B\ntext", "A", "end_of_section", "x") == "# A\n## B\ntext\nx\n"
+    assert edit_section("# A\n## B", "B", "after", "x") == "# A\n## B\nx\n"
 
 
 def test_blocks_by_id() -> None:

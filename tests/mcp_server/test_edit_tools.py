@@ -80,6 +80,16 @@ async def _exercise(tools: Any, root: Path) -> None:
         "edit_file", path=path, position="replace", heading="Nope", content="x"
     )
     assert "no heading path 'Nope'" in missing and "## Tasks" in missing
+    await tools.ok("edit_file", path=path, position="after", heading="Weaver", content="Own.")
+    assert "Intro #proj/mcp\nOwn.\n## Tasks" in (root / path).read_text()
+    await tools.ok(
+        "edit_file", path=path, position="end_of_section", heading="Weaver", content="The end."
+    )
+    assert (root / path).read_text().endswith("## Notes\nnothing yet\nThe end.\n")
+    no_end = await tools.error(
+        "edit_file", path=path, position="end_of_section", block="t1", content="x"
+    )
+    assert "a block has none" in no_end
     data = await tools.ok("replace_in_file", path=path, find="nothing yet", replace="something")
     assert data["matches"] == 1
     none = await tools.error("replace_in_file", path=path, find="absent", replace="y")

@@ -2,8 +2,9 @@
 
 Blocking (SQL, files): the routes call these in a worker thread. Nothing here writes SQL of
 its own: runs come from `WorkflowEngine` (`get_history`, `get_status`, `list_workflows`),
-notes from `cache.read`, `weaver.search` and `views.link_graph`, vault problems from
-`cache.vault_health`, health from `compute_health` (the same report as `GET /health`).
+notes from `cache.read`, `cache.link_ends` (where a note's links lead), `weaver.search` and
+`views.link_graph`, vault problems from `cache.vault_health`, health from `compute_health`
+(the same report as `GET /health`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from urllib.parse import urlencode
 
 from weaver.cache import executions, read, vault_health
 from weaver.cache import graph as cache_graph
+from weaver.cache.link_ends import link_ends_of
 from weaver.cache.read import FileDetail, VaultStats
+from weaver.dashboard.note_text import NoteLinks
 from weaver.edits import history
 from weaver.engine import WorkflowEngine
 from weaver.engine.payloads import (
@@ -31,6 +34,7 @@ from weaver.engine.payloads import (
 from weaver.engine.workflow_errors import EngineUnavailableError
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.log import EXECUTION_LOGS
+from weaver.markdown.frontmatter import read_frontmatter
 from weaver.paging import Page, page_of
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.health_report import Health, compute_health
@@ -398,8 +402,12 @@ def search_notes(state: ServerState, request: SearchRequest) -> SearchView:
 @dataclass(frozen=True, slots=True)
 class NotePage:
     detail: FileDetail
-    text: str
+    body: str  # the text after the frontmatter block, up to NOTE_CHARS
     truncated: bool
+    properties: dict[str, Any]  # the frontmatter as Obsidian reads it ({} if none or invalid)
+    frontmatter_error: str | None  # why the block is not properties, shown with `frontmatter`
+    frontmatter: str  # the block as written, when it is invalid
+    links: NoteLinks
     neighbours: list[g.Neighbor]
     neighbour_total: int
     titles: dict[str, str]
@@ -423,12 +431,19 @@ def load_note(state: ServerState, graphs: GraphCache, path: str) -> NotePage:
         graph = graphs.graphs.get(conn)
         found, total = g.neighbors(graph, clean, "both", 1, None, NEIGHBOURS_SHOWN)
         titles = cache_graph.titles_of(conn, [n.path for n in found])
+        ends = link_ends_of(conn, clean)
     data = vault.read_note(clean)
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    block = read_frontmatter(clean, text)
+    body = text[block.body_start :]
     return NotePage(
         detail=detail,
-        text=text[:NOTE_CHARS],
-        truncated=len(text) > NOTE_CHARS,
+        body=body[:NOTE_CHARS],
+        truncated=len(body) > NOTE_CHARS,
+        properties=block.data,
+        frontmatter_error=block.error,
+        frontmatter=text[: block.body_start] if block.error else "",
+        links=NoteLinks(clean, vault.root.name, ends),
         neighbours=found,
         neighbour_total=total,
         titles=titles,

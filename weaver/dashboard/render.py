@@ -1,9 +1,7 @@
-"""Templates and the filters they use; notes rendered as markdown with no way to run script.
+"""Templates and the filters they use.
 
-Jinja2 escapes every value (autoescape). Note text goes through markdown-it with raw HTML
-turned off: a `<script>` or `<img onerror=...>` in a note comes out as text; markdown-it's
-link check drops `javascript:`, `vbscript:`, `file:` and `data:` URLs. The Content-Security-
-Policy (see `security`) forbids inline script besides.
+Jinja2 escapes every value (autoescape). A note's text and properties are rendered by
+`note_text`, which escapes everything it takes from the note.
 """
 
 from __future__ import annotations
@@ -13,17 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markdown_it import MarkdownIt
-from markupsafe import Markup
 
-# html: False is the point; linkify needs an extra package, and typographer changes the text.
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").enable("strikethrough")
-
-
-def render_markdown(text: str) -> Markup:
-    """Safe HTML for a note's text (markdown-it escapes what it does not turn into markup)."""
-    # Markup: markdown-it with html disabled escapes every character of the note it keeps.
-    return Markup(_MARKDOWN.render(text))
+from weaver.dashboard.note_text import render_markdown, render_property
 
 
 def format_ms(value: int | None) -> str:
@@ -64,4 +53,5 @@ def build_templates() -> Environment:
     env.filters["when"] = format_when
     env.filters["tojson_pretty"] = to_json
     env.filters["markdown"] = render_markdown
+    env.filters["property"] = render_property
     return env

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from weaver.edits.steps import BOM, CacheSync, NoteChangedError, NoteEditError, Notes, write_note
 from weaver.errors import NoteDecodeError
 from weaver.markdown import patch, properties
-from weaver.markdown.patch import DiffSummary, Position, TextEditError
+from weaver.markdown.patch import BlockPosition, DiffSummary, Position, TextEditError
 from weaver.vault.fs import MAX_NOTE_BYTES
 
 # A transform: the note's text (LF newlines) -> (new text, matches changed).
@@ -127,24 +127,28 @@ def changed_once(edit: Callable[[str], str]) -> Transform:
 def insert_transform(
     position: str, content: str, heading: str | None = None, block: str | None = None
 ) -> Transform:
-    """append / prepend (the whole note), or before / after / replace a heading's section or
-    a block. Exactly one target for the last three."""
+    """append / prepend (the whole note), or before / after / end_of_section / replace a
+    heading's section or a block (not end_of_section). Exactly one target for those."""
     if position in ("append", "prepend"):
         if heading is not None or block is not None:
             raise NoteEditError(f"{position!r} acts on the whole note: drop heading and block")
         edit = patch.append_text if position == "append" else patch.prepend_text
         return changed_once(lambda text: edit(text, content))
-    if position not in ("before", "after", "replace"):
+    if position not in get_args(Position):
         raise NoteEditError(
-            f"unknown position {position!r}: use append, prepend, before, after or replace"
+            f"unknown position {position!r}: use append, prepend, before, after, "
+            "end_of_section or replace"
         )
-    where: Position = position  # type: ignore[assignment]
     if (heading is None) == (block is None):
         raise NoteEditError(f"{position!r} needs exactly one target: a heading path or a block id")
     if heading is not None:
+        where: Position = position  # type: ignore[assignment]
         return changed_once(lambda text: patch.edit_section(text, heading, where, content))
+    if position not in get_args(BlockPosition):
+        raise NoteEditError(f"{position!r} is the end of a heading's section: a block has none")
+    at: BlockPosition = position  # type: ignore[assignment]
     assert block is not None
-    return changed_once(lambda text: patch.edit_block(text, block, where, content))
+    return changed_once(lambda text: patch.edit_block(text, block, at, content))
 
 
 def replace_transform(change: Replace) -> Transform:

@@ -9,10 +9,13 @@ one before at any depth, compared as Obsidian compares a link's `#heading` (`# |
 read as spaces, runs of spaces as one, case ignored); a heading whose own text has `::` in it is
 still found.
 
-A section is the lines after its heading up to the next heading of the same or a higher level.
-`before` inserts at the top of the section or on the line before a block; `after` at the end of
-the section's text (before its trailing blank lines) or on the line after a block; `replace`
-replaces the section's text (the heading stays) or the block's (its `^id` stays).
+A section is the lines after its heading up to the next heading of the same or a higher level;
+its heading's own text is the part before its first sub-heading. `before` inserts at the top of
+the section or on the line before a block; `after` at the end of the heading's own text (so
+never inside a sub-section) or on the line after a block; `end_of_section` at the end of the
+whole section, after its sub-sections; both end before the section's trailing blank lines.
+`replace` replaces the whole section's text, sub-sections included (the heading stays), or the
+block's (its `^id` stays).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from weaver.errors import WeaverError
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import mask_code
 
-Position = Literal["before", "after", "replace"]
+Position = Literal["before", "after", "end_of_section", "replace"]
+BlockPosition = Literal["before", "after", "replace"]  # a block has no sub-sections
 PATH_SEPARATOR = "::"
 MAX_PATH_PARTS = 32
 REGEX_TIMEOUT_S = 1.0
@@ -55,6 +59,7 @@ class HeadingSpan:
     start: int  # offset of the heading line
     content: int  # offset just after the heading line
     end: int = 0  # offset where the section ends (set once all headings are known)
+    own_end: int = 0  # offset where its own text ends: the next heading of any level
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +129,13 @@ def list_headings(body: str) -> list[HeadingSpan]:
     spans = []
     for i, heading in enumerate(found):
         later = (h.start for h in found[i + 1 :] if h.level <= heading.level)
-        spans.append(_with_end(heading, next(later, len(body))))
+        own_end = found[i + 1].start if i + 1 < len(found) else len(body)
+        spans.append(_with_ends(heading, next(later, len(body)), own_end))
     return spans
 
 
-def _with_end(heading: HeadingSpan, end: int) -> HeadingSpan:
-    return HeadingSpan(heading.level, heading.text, heading.start, heading.content, end)
+def _with_ends(heading: HeadingSpan, end: int, own_end: int) -> HeadingSpan:
+    return HeadingSpan(heading.level, heading.text, heading.start, heading.content, end, own_end)
 
 
 def find_section(body: str, path: str) -> HeadingSpan:
@@ -173,7 +179,9 @@ def _heading_list(headings: Sequence[HeadingSpan]) -> str:
 
 
 def edit_section(text: str, path: str, position: Position, content: str) -> str:
-    """Insert `content` before/after the text of the section at `path`, or replace that text."""
+    """Insert `content` at the top of the section at `path` (`before`), at the end of its
+    heading's own text (`after`) or of the whole section (`end_of_section`), or replace the
+    whole section's text (`replace`)."""
     block, body = split_body(text)
     section = find_section(body, path)
     addition = _as_lines(content)
@@ -182,17 +190,19 @@ def edit_section(text: str, path: str, position: Position, content: str) -> str:
         if section.content == len(body) and not body.endswith("\n"):
             addition = "\n" + addition
     else:
-        start, end = section.content, _last_text_end(body, section)
-        if position == "after":
+        own = position == "after"
+        start, end = section.content, _last_text_end(body, section, own_text=own)
+        if position != "replace":
             start = end
         if start == len(body) and body and not body.endswith("\n"):
             addition = "\n" + addition
     return block + body[:start] + addition + body[end:]
 
 
-def _last_text_end(body: str, section: HeadingSpan) -> int:
-    """Offset after the section's last non-blank line (its content start if it has none)."""
-    inner = body[section.content : section.end]
+def _last_text_end(body: str, section: HeadingSpan, *, own_text: bool) -> int:
+    """Offset after the last non-blank line of the heading's own text, or of its whole section
+    (its content start if that has none)."""
+    inner = body[section.content : section.own_end if own_text else section.end]
     stripped = inner.rstrip(" \t\n")
     if not stripped:
         return section.content
@@ -241,7 +251,7 @@ def find_block(body: str, block_id: str) -> BlockSpan:
     raise TextEditError(f"no block ^{wanted} in this note; its blocks are: {names}")
 
 
-def edit_block(text: str, block_id: str, position: Position, content: str) -> str:
+def edit_block(text: str, block_id: str, position: BlockPosition, content: str) -> str:
     """Insert `content` on the lines before/after the block `^id`, or replace its text."""
     block_fm, body = split_body(text)
     block = find_block(body, block_id)

@@ -133,8 +133,9 @@ before, after or in place of a heading's section or a ^block.
 
 `position`: "append" (end of the note) or "prepend" (top of the body, after the frontmatter);
 or, with exactly one target, "before" (top of the section, just under its heading, or the
-line before the block), "after" (end of the section's text, or the line after the block) or
-"replace" (the section's text, keeping its heading; the block's text, keeping its ^id).
+line before the block), "after" (end of the heading's own text, before its first sub-heading,
+or the line after the block), "end_of_section" (a heading only: after all its sub-sections) or
+"replace" (the whole section's text, keeping its heading; the block's text, keeping its ^id).
 `heading` is a heading path joined by '::' ("Project::Tasks"), matched as Obsidian matches
 [[Note#Heading]] (case and # | ^ : [ ] ignored); `block` a block id ("^abc1" or "abc1"). A
 missing target is an error listing the note's headings or blocks. Answers the new contentHash
@@ -307,7 +308,7 @@ def edit_file(
     state: ServerState,
     path: NotePath,
     position: Annotated[
-        Literal["append", "prepend", "before", "after", "replace"],
+        Literal["append", "prepend", "before", "after", "end_of_section", "replace"],
         Field(description="Where the content goes (see the tool's description)"),
     ],
     content: Annotated[str, Field(description="Markdown text to insert or put in place")],
