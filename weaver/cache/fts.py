@@ -267,6 +267,18 @@ def ranked_paths(
     return list(conn.execute(statements.paths, values).scalars())
 
 
+def count_matches(
+    conn: Connection, expression: str, *, directory: str | None = None, tag: str | None = None
+) -> int:
+    """How many notes match `expression` under the filters: what a fusion that read only the
+    best matches (`ranked_paths`) needs to say how many there are in all."""
+    if is_postgres(conn):
+        return pg_search.count_matches(conn, expression, directory=directory, tag=tag)
+    statements = _search_statements(bool(directory), tag is not None)
+    values = _search_values(expression, 0, 0, directory, tag, [-1])
+    return int(conn.execute(statements.count, values).scalar_one())
+
+
 def _search_values(
     expression: str,
     limit: int,

@@ -59,6 +59,9 @@ class SearchNotesData(WireModel):
     )
     results: list[SearchHitInfo]
     total: int = Field(description="Notes matching, over all pages")
+    total_exact: bool = Field(
+        default=True, description="False when `total` is an estimate (at most that many)"
+    )
     limit: int
     offset: int
     has_more: bool
@@ -84,9 +87,10 @@ with <mark>…</mark> around matches, score, tags, modified in Unix epoch millis
 by metadata only, get_file_content to read a hit.
 `mode`: "keyword" is the text search above; "semantic" finds notes by meaning (a question or a
 paraphrase finds a note written in other words; the snippet is the closest passage, the score
-a cosine 0-1); "hybrid" fuses both rankings. Left out, it is hybrid once every note has been
-embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and how much of
-the vault the vectors cover. Example:
+a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when close
+enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
+has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
+how much of the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -117,6 +121,7 @@ def search_notes(
         fts_query=None if found.fts_query is None else echo(found.fts_query),
         results=[SearchHitInfo.model_validate(h) for h in found.hits],
         total=found.total,
+        total_exact=found.total_exact,
         limit=limit,
         offset=offset,
         has_more=found.has_more,

@@ -1,5 +1,6 @@
 """`find_notes`: a page of notes by words or by meaning, ranked and filtered the same for every
-edge (the `search_notes` tool, `weaver search`, the dashboard)."""
+edge (the `search_notes` tool, `weaver search`, the dashboard). In every mode a note named
+exactly what was searched for comes first."""
 
 from __future__ import annotations
 
@@ -72,11 +73,18 @@ def _by_meaning(
         request.offset,
         directory=request.directory,
         tag=request.tag,
+        pinned=named(sources, conn, request.query),
     )
     coverage = describe_coverage(page.coverage)
     hits = list_hits(conn, page)
     return _page(
-        request, hits, page.total, mode, coverage=coverage, complete=page.coverage.complete
+        request,
+        hits,
+        page.total,
+        mode,
+        coverage=coverage,
+        complete=page.coverage.complete,
+        total_exact=page.total_exact,
     )
 
 
@@ -108,6 +116,7 @@ def _page(
     fts_query: str | None = None,
     coverage: str | None = None,
     complete: bool = True,
+    total_exact: bool = True,
 ) -> SearchResults:
     return SearchResults(
         request.query,
@@ -119,4 +128,5 @@ def _page(
         fts_query=fts_query,
         coverage=coverage,
         complete=complete,
+        total_exact=total_exact,
     )

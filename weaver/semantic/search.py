@@ -2,17 +2,20 @@
 
 `SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a
 base install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors
-version. A note's score is its best chunk's cosine; the snippet is that chunk. Hybrid search
-fuses the keyword (BM25) ranking with the semantic one by reciprocal rank fusion: each list
-gives a note 1 / (RRF_K + rank), so a note both lists agree on rises, and neither score scale
-has to be calibrated against the other.
+version. A note's score is the mean cosine of its two best chunks (its one chunk's, for a
+short note), so a long note is not found for one lucky passage among hundreds; the snippet is
+its best chunk. Hybrid search fuses the keyword (BM25) ranking with the semantic one by
+reciprocal rank fusion: each list gives a note 1 / (RRF_K + rank), so a note both lists agree
+on rises, and neither score scale has to be calibrated against the other. A note joins the
+semantic list only at `similarity_floor` or above, so a word found in one note finds that note,
+not that note and the nearest dozens; the floor is calibrated in docs/semantic-search.md.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,8 @@ from weaver.semantic.model import (
     DEFAULT_MODEL,
     ENABLE_HINT,
     EmbeddingModel,
+    Vectors,
+    is_static,
     semantic_installed,
 )
 from weaver.semantic.model_loader import load_model
@@ -42,12 +47,17 @@ FUSION_DEPTH = 100
 # Queries are cut here: the model reads 256 tokens, and a 100 KB query must not cost more.
 MAX_QUERY_CHARS = 2000
 SNIPPET_CHARS = 240
+# The least score of a note joining a hybrid answer by meaning, per kind of model (their
+# cosines differ in scale): the highest at which hybrid recall@5 on the bench's paraphrase set
+# loses at most one query of 46 (docs/semantic-search.md, "How hybrid admits a note").
+STATIC_FLOOR = 0.35
+TRANSFORMER_FLOOR = 0.30
 
 
 @dataclass(frozen=True, slots=True)
 class SemanticHit:
     path: str
-    score: float  # cosine of the best chunk (semantic) or fused RRF score (hybrid)
+    score: float  # mean cosine of the best two chunks (semantic) or fused RRF score (hybrid)
     chunk_no: int  # the best chunk; -1 when the note came from the keyword ranking only
     snippet: str
 
@@ -57,6 +67,7 @@ class SemanticPage:
     hits: list[SemanticHit]
     total: int
     coverage: Coverage
+    total_exact: bool = True  # False: `total` is an estimate (an upper bound)
 
 
 class SemanticIndex:
@@ -156,9 +167,13 @@ class SemanticIndex:
         *,
         directory: str | None = None,
         tag: str | None = None,
+        pinned: Sequence[str] = (),
     ) -> SemanticPage:
-        """Notes nearest in meaning to `query`, best first."""
-        ranked, total = self._rank_query(conn, query, directory, tag, offset + limit)
+        """Notes nearest in meaning to `query`, best first; `pinned` notes (named exactly as
+        searched for) first of all, when the filters keep them."""
+        ranked, total = self._rank_query(
+            conn, query, _Ranking(directory, tag, offset + limit, None, pinned)
+        )
         page = ranked[offset : offset + limit]
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
 
@@ -171,22 +186,31 @@ class SemanticIndex:
         *,
         directory: str | None = None,
         tag: str | None = None,
+        pinned: Sequence[str] = (),
     ) -> SemanticPage:
-        """Keyword and semantic rankings fused (RRF), each read `FUSION_DEPTH` deep."""
-        semantic, _ = self._rank_query(conn, query, directory, tag, FUSION_DEPTH)
-        keyword: list[str] = []
-        expression = fts.fts_query(query[:MAX_QUERY_CHARS])
-        if expression is not None:
-            keyword = fts.ranked_paths(conn, expression, FUSION_DEPTH, directory=directory, tag=tag)
+        """The keyword matches and the notes at `similarity_floor` or above, fused (RRF), each
+        list read `FUSION_DEPTH` deep; `pinned` notes first. `total` is the notes in either
+        list: exact when both were read whole, else an upper bound."""
+        floor = similarity_floor(self.model_id)
+        ranking = _Ranking(directory, tag, FUSION_DEPTH, floor, pinned)
+        semantic, semantic_total = self._rank_query(conn, query, ranking)
+        keyword, keyword_total = _keyword_ranking(conn, query, directory, tag)
         scores: dict[str, float] = {}
         best_chunk = {hit.path: hit.chunk_no for hit in semantic}
-        for ranking in ([hit.path for hit in semantic], keyword):
-            for rank, path in enumerate(ranking, start=1):
+        for ranked in ([hit.path for hit in semantic], keyword):
+            for rank, path in enumerate(ranked, start=1):
                 scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
-        fused = sorted(scores, key=lambda p: (-scores[p], p))
+        first = [path for path in dict.fromkeys(pinned) if path in scores]
+        fused = first + sorted(scores.keys() - set(first), key=lambda p: (-scores[p], p))
         hits = [SemanticHit(p, round(scores[p], 6), best_chunk.get(p, -1), "") for p in fused]
+        unread = semantic_total - len(semantic) + keyword_total - len(keyword)
         page = hits[offset : offset + limit]
-        return SemanticPage(self._with_snippets(conn, page), len(hits), self.coverage(conn))
+        return SemanticPage(
+            self._with_snippets(conn, page),
+            len(hits) + unread,
+            self.coverage(conn),
+            total_exact=unread == 0,
+        )
 
     def similar(
         self, conn: Connection, path: str, limit: int, exclude: Collection[str] = ()
@@ -204,19 +228,19 @@ class SemanticIndex:
         centre = rows.mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-12)
         skip = {path, *exclude}
-        ranked, total = _rank(matrix, centre, None, limit + len(skip))
+        ranked, total = _rank(matrix, centre, None, _Ranking(depth=limit + len(skip)))
         page = [hit for hit in ranked if hit.path not in skip][:limit]
         total = max(total - len(skip), len(page))
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
 
     def _rank_query(
-        self, conn: Connection, query: str, directory: str | None, tag: str | None, depth: int
+        self, conn: Connection, query: str, ranking: _Ranking
     ) -> tuple[list[SemanticHit], int]:
         vector = self.model().embed_query(query[:MAX_QUERY_CHARS]) if query.strip() else None
         if vector is None:
             return [], 0
-        within = notes_within(conn, directory, tag)
-        return _rank(self.matrix(conn), vector, within, depth)
+        within = notes_within(conn, ranking.directory, ranking.tag)
+        return _rank(self.matrix(conn), vector, within, ranking)
 
     def _with_snippets(self, conn: Connection, hits: list[SemanticHit]) -> list[SemanticHit]:
         keys = [(h.path, h.chunk_no) for h in hits if h.chunk_no >= 0]
@@ -268,34 +292,93 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """What a ranking keeps: the notes under the filters, the `depth` best of them, those at
+    `floor` or above (None: all), `pinned` ones first."""
+
+    directory: str | None = None
+    tag: str | None = None
+    depth: int = FUSION_DEPTH
+    floor: float | None = None
+    pinned: Sequence[str] = ()
+
+
+def similarity_floor(model_id: str) -> float:
+    """The least score of a note joining a hybrid answer by meaning, for this model."""
+    return STATIC_FLOOR if is_static(model_id) else TRANSFORMER_FLOOR
+
+
+def _keyword_ranking(
+    conn: Connection, query: str, directory: str | None, tag: str | None
+) -> tuple[list[str], int]:
+    """The best `FUSION_DEPTH` keyword matches, and how many match in all (counted only when
+    there are more than were read)."""
+    expression = fts.fts_query(query[:MAX_QUERY_CHARS])
+    if expression is None:
+        return [], 0
+    paths = fts.ranked_paths(conn, expression, FUSION_DEPTH, directory=directory, tag=tag)
+    if len(paths) < FUSION_DEPTH:
+        return paths, len(paths)
+    return paths, fts.count_matches(conn, expression, directory=directory, tag=tag)
+
+
+def note_scores(scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp]) -> Vectors:
+    """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
+    mean of its two best, or its one chunk's."""
+    firsts = starts[:-1]
+    lengths = np.diff(starts)
+    best = np.maximum.reduceat(scores, firsts)
+    at_best = scores == np.repeat(best, lengths)
+    second = np.maximum.reduceat(np.where(at_best, -np.inf, scores), firsts)
+    # Two chunks may tie for best (a note's windows overlap): then the second is as good.
+    second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
+    result: Vectors = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
+    return result
+
+
 def _rank(
     matrix: ChunkMatrix,
     vector: npt.NDArray[np.float32],
     within: Collection[str] | None,
-    depth: int,
+    ranking: _Ranking,
 ) -> tuple[list[SemanticHit], int]:
-    """The `depth` best notes (of those in `within`, when given) by their best chunk's
-    cosine, best first; and how many notes were ranked."""
+    """The `ranking.depth` best notes by `note_scores`, best first; and how many it kept."""
     if not matrix.paths:
         return [], 0
     one_blas_thread()
     scores = matrix.matrix @ vector
-    best = np.maximum.reduceat(scores, matrix.starts[:-1])
+    notes = note_scores(scores, matrix.starts)
+    kept = np.ones(len(matrix.paths), dtype=bool)
     if within is not None:
-        allowed = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
-        best = np.where(allowed, best, -np.inf)
-        total = int(allowed.sum())
-    else:
-        total = len(matrix.paths)
-    depth = min(depth, total)
-    top = np.argpartition(-best, depth - 1)[:depth] if depth else np.array([], dtype=np.intp)
-    top = top[np.lexsort((top, -best[top]))]
+        kept = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
+    pinned = _indexes(matrix.paths, ranking.pinned)
+    if ranking.floor is not None:
+        pinned_mask = np.zeros_like(kept)
+        pinned_mask[pinned] = True
+        kept &= (notes >= ranking.floor) | pinned_mask
+    order = np.where(kept, notes, -np.inf)
+    order[[i for i in pinned if kept[i]]] = np.inf  # named as searched for: first
+    total = int(kept.sum())
+    depth = min(ranking.depth, total)
+    top = np.argpartition(-order, depth - 1)[:depth] if depth else np.array([], dtype=np.intp)
+    top = top[np.lexsort((top, -order[top]))]
     hits = []
     for i in top:
         start, end = matrix.starts[i], matrix.starts[i + 1]
         chunk_no = int(matrix.chunk_nos[start + int(np.argmax(scores[start:end]))])
-        hits.append(SemanticHit(matrix.paths[i], round(float(best[i]), 6), chunk_no, ""))
+        hits.append(SemanticHit(matrix.paths[i], round(float(notes[i]), 6), chunk_no, ""))
     return hits, total
+
+
+def _indexes(paths: list[str], wanted: Sequence[str]) -> list[int]:
+    found = []
+    for path in wanted:
+        try:
+            found.append(paths.index(path))
+        except ValueError:  # not embedded (yet)
+            continue
+    return found
 
 
 def _clip(text: str) -> str:
