@@ -107,11 +107,13 @@ class WordCounts:
 
 
 def test_a_long_list_note_does_not_win_by_one_passage_among_many(tmp_path: Path) -> None:
-    sections = [f"## Part {n}\n{'kanban calendar citations ' * 5}\n" for n in range(40)]
-    sections.insert(17, "## Phone sync\nphone sync phone sync\n")
+    # Two sections of 62 are nearer the query than the short note is: by its best chunk, or
+    # its best two, the list came first.
+    sections = [f"## Part {n}\n{'kanban calendar citations ' * 5}\n" for n in range(60)]
+    sections[17:17] = ["## Phone sync\nphone sync phone sync\n"] * 2
     files = {
         "lists/plugins.md": "# Plugins\n" + "".join(sections),
-        "apps/sync.md": "# Sync\nSync the phone with the laptop, every day.\n",
+        "apps/sync.md": "# Sync\nSync the phone.\n",
     }
     app = open_embedded(write_files(tmp_path / "vault", files), SemanticIndex(model=WordCounts()))
     try:

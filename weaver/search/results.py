@@ -44,7 +44,7 @@ class NoteHit:
     path: str
     title: str
     snippet: str  # keyword: the best passage with <mark>...</mark>; else the closest chunk
-    score: float  # keyword: -bm25; semantic: a cosine 0-1 (best two chunks); hybrid: fused RRF
+    score: float  # keyword: -bm25; semantic: a cosine 0-1 (best chunks); hybrid: fused RRF
     tags: tuple[str, ...]
     modified: int  # Unix epoch ms
 

@@ -1,19 +1,20 @@
 """Semantic and hybrid search, and similar notes, over the cache's chunk vectors.
 
-`SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a
-base install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors
-version. A note's score is the mean cosine of its two best chunks (its one chunk's, for a
-short note), so a long note is not found for one lucky passage among hundreds; the snippet is
-its best chunk. Hybrid search fuses the keyword (BM25) ranking with the semantic one by
-reciprocal rank fusion: each list gives a note 1 / (RRF_K + rank), so a note both lists agree
-on rises, and neither score scale has to be calibrated against the other. A note joins the
-semantic list only at `similarity_floor` or above, so a word found in one note finds that note,
-not that note and the nearest dozens; the floor is calibrated in docs/semantic-search.md.
+`SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a base
+install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors version. A
+note's score is the mean cosine of its best chunks (`note_scores`), so a long note is not found
+for one lucky passage among hundreds; the snippet is its best chunk. Hybrid search fuses the
+keyword (BM25) ranking with the semantic one by reciprocal rank fusion: each list gives a note
+1 / (RRF_K + rank), so a note both lists agree on rises, and neither score scale has to be
+calibrated against the other. A note joins the semantic list only at `similarity_floor` or
+above, so a word found in one note finds that note, not that note and the nearest dozens; the
+floor is calibrated in docs/semantic-search.md.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -52,12 +53,15 @@ SNIPPET_CHARS = 240
 # loses at most one query of 46 (docs/semantic-search.md, "How hybrid admits a note").
 STATIC_FLOOR = 0.35
 TRANSFORMER_FLOOR = 0.30
+# A note scores by the mean of its best chunks, this share of them (two at least): a list note
+# of 300 sections averages its best 15, so a passage or two near the query do not carry it.
+BEST_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class SemanticHit:
     path: str
-    score: float  # mean cosine of the best two chunks (semantic) or fused RRF score (hybrid)
+    score: float  # mean cosine of the best chunks (semantic) or fused RRF score (hybrid)
     chunk_no: int  # the best chunk; -1 when the note came from the keyword ranking only
     snippet: str
 
@@ -325,7 +329,7 @@ def _keyword_ranking(
 
 def note_scores(scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp]) -> Vectors:
     """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
-    mean of its two best, or its one chunk's."""
+    mean of its best `BEST_SHARE` of chunks, two at least (one for a one-chunk note)."""
     firsts = starts[:-1]
     lengths = np.diff(starts)
     best = np.maximum.reduceat(scores, firsts)
@@ -334,6 +338,10 @@ def note_scores(scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp]) -
     # Two chunks may tie for best (a note's windows overlap): then the second is as good.
     second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
     result: Vectors = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
+    # Few notes are long enough to average more than two: those one at a time.
+    for i in np.flatnonzero(lengths * BEST_SHARE > 2):
+        counted = math.ceil(lengths[i] * BEST_SHARE)
+        result[i] = np.sort(scores[starts[i] : starts[i + 1]])[-counted:].mean()
     return result
 
 
