@@ -117,7 +117,7 @@ def distil_figure(models: Path) -> tuple[SemanticIndex, list[Figure]]:
     fresh = not any(models.glob("static-*.npz"))
     index = SemanticIndex(DEFAULT_MODEL, threads=2, cache_dir=models)
     started = time.perf_counter()
-    index.model()
+    index.model(wait=None)
     seconds = time.perf_counter() - started
     shown = f"{seconds:.1f} s" if fresh else f"{seconds:.2f} s (cached by an earlier run)"
     figure = Figure(

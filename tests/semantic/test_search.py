@@ -5,8 +5,10 @@ is not found for one passage among hundreds."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,8 @@ from weaver.cache.graph import names_cache
 from weaver.config import Settings
 from weaver.runtime.app import App, open_app
 from weaver.search import SearchMode, SearchRequest, SearchResults, SearchSources, find_notes
-from weaver.semantic.model import ModelSource, Vectors
+from weaver.semantic import search as search_module
+from weaver.semantic.model import EmbeddingModel, ModelSource, Vectors
 from weaver.semantic.search import FUSION_DEPTH, SemanticIndex
 from weaver.semantic.worker import embed_pending
 
@@ -121,4 +124,37 @@ def test_a_long_list_note_does_not_win_by_one_passage_among_many(tmp_path: Path)
         assert [hit.path for hit in found.hits] == ["apps/sync.md", "lists/plugins.md"]
         assert "phone sync" in found.hits[1].snippet  # its snippet is still its best passage
     finally:
+        app.close()
+
+
+def test_while_the_model_is_built_searches_say_how_far_and_keyword_results_come_back(
+    tmp_path: Path, semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start distils the model for a minute or more: a search then answers at once,
+    with the progress, and hybrid with the keyword results meanwhile."""
+    app = open_embedded(write_files(tmp_path / "vault", NOTES), semantic_index)
+    release = threading.Event()
+
+    def slow_load(*args: object) -> EmbeddingModel:
+        on_progress: Callable[[float], None] = args[-1]  # type: ignore[assignment]
+        on_progress(0.4)
+        release.wait(30)
+        return semantic_index.model()
+
+    monkeypatch.setattr(search_module, "load_model", slow_load)
+    app.semantic = SemanticIndex()  # a fresh start: the vectors are there, the model is not
+    try:
+        started = time.monotonic()
+        hybrid = search(app, "zorblax", "hybrid")
+        assert hybrid.progress == "building the embedding model, 40 %; keyword results meanwhile"
+        assert [hit.path for hit in hybrid.hits] == ["notes/odd.md"]
+        semantic = search(app, "zorblax", "semantic")
+        assert semantic.progress == "building the embedding model, 40 %"
+        assert (semantic.hits, semantic.complete) == ([], False)
+        assert time.monotonic() - started < 2.0  # not a wait for the build
+        release.set()
+        app.semantic.model(wait=None)
+        assert search(app, "zorblax", "semantic").progress is None
+    finally:
+        release.set()
         app.close()

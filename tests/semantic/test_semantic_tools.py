@@ -91,6 +91,7 @@ async def test_partial_coverage_keeps_keyword_default_and_says_so(embedded: Embe
     assert default["mode"] == "keyword"
     data = await embedded.tools.ok("search_notes", query="ocean tides", mode="semantic")
     assert data["coverage"] == ("embedded 6 of 7 notes; results cover the embedded notes only")
+    assert data["progress"] == "embedding notes, 6 of 7"
 
 
 async def test_filters_apply_to_semantic_results(embedded: Embedded) -> None:

@@ -69,6 +69,11 @@ class SearchNotesData(WireModel):
     coverage: str | None = Field(
         default=None, description="Semantic and hybrid modes: how much of the vault has vectors"
     )
+    progress: str | None = Field(
+        default=None,
+        description="While semantic search is not ready: how far the model's build or the "
+        "notes' embedding is",
+    )
 
 
 SEARCH_NOTES = """Search the text of the notes: titles, names, headings and bodies, ranked by
@@ -127,4 +132,5 @@ def search_notes(
         has_more=found.has_more,
         mode=found.mode,
         coverage=found.coverage,
+        progress=found.progress,
     )

@@ -61,6 +61,9 @@ class SearchResults:
     coverage: str | None = None  # semantic and hybrid: how much of the vault has vectors
     complete: bool = True  # every note searched (false while some wait for their vectors)
     total_exact: bool = True  # False: `total` is an estimate (hybrid, beyond what it read)
+    # Semantic and hybrid, while not every note can be searched by meaning yet: how far the
+    # model's build or the notes' embedding is ("building the embedding model, 40 %").
+    progress: str | None = None
 
     @property
     def has_more(self) -> bool:

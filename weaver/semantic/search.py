@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from weaver.cache import fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
+from weaver.semantic.loading import ModelLoader
 from weaver.semantic.model import (
     DEFAULT_MODEL,
     ENABLE_HINT,
@@ -39,7 +40,7 @@ from weaver.semantic.model import (
 from weaver.semantic.model_loader import load_model
 
 RRF_K = 60
-# How long a query waits for the model another thread is loading before answering an error.
+# How long a query waits for the model to load before answering with the progress instead.
 LOAD_WAIT_S = 5.0
 # Notes changed since the matrix was loaded beyond which it is loaded whole again.
 PATCH_LIMIT = 2000
@@ -90,38 +91,28 @@ class SemanticIndex:
         self._threads = threads
         self._cache_dir = cache_dir  # where a static model's distilled matrix is kept
         self._lock = threading.Lock()  # the matrix
-        self._loading = threading.Lock()  # the model
-        self._model = model  # loaded on first use, unless given (the bench's variants)
-        self._error: SemanticUnavailableError | None = None
+        self._loader = ModelLoader(self._load, model)  # given: the bench's variants
         self._matrix: ChunkMatrix | None = None
         self._version = -1
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
 
     def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
-        """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
-        a missing model is not retried on every query). While another thread loads it (a first
-        start distils the static model, a minute or more), a query waits `wait` seconds at
-        most, then answers an error saying so; the worker waits as long as it takes (None)."""
-        if self._model is None and self._error is None:
-            if not self._loading.acquire(timeout=-1 if wait is None else wait):
-                raise SemanticUnavailableError(
-                    "the embedding model is still loading (on a first start the static model "
-                    "is distilled, a minute or two): try again shortly"
-                )
-            try:
-                if self._model is None and self._error is None:
-                    self._model = load_model(
-                        self.model_id, self._model_path, self._threads, self._cache_dir
-                    )
-            except SemanticUnavailableError as exc:
-                self._error = exc
-            finally:
-                self._loading.release()
-        if self._error is not None:
-            raise self._error
-        assert self._model is not None
-        return self._model
+        """The loaded model, loading it in the background on first use: `ModelLoadingError`
+        (with the progress) when it is not ready within `wait` seconds or is being distilled
+        (a first start, a minute or more), the load's `SemanticUnavailableError` when it
+        failed (kept). The worker waits as long as it takes (None)."""
+        return self._loader.get(wait)
+
+    def loading_progress(self) -> str | None:
+        """What the model's load is doing ("building the embedding model, 40 %"), or None
+        when it is not loading."""
+        return self._loader.progress() if self._loader.loading else None
+
+    def _load(self, on_progress: Callable[[float], None]) -> EmbeddingModel:
+        return load_model(
+            self.model_id, self._model_path, self._threads, self._cache_dir, on_progress
+        )
 
     def coverage(self, conn: Connection) -> Coverage:
         """How many notes have current vectors; counted again only when the vectors or the
@@ -275,6 +266,13 @@ def describe_coverage(coverage: Coverage) -> str:
     """`embedded 8,200 of 10,000 notes` (with why it matters when partial)."""
     text = f"embedded {coverage.embedded:,} of {coverage.total:,} notes"
     return text if coverage.complete else text + "; results cover the embedded notes only"
+
+
+def describe_embedding(coverage: Coverage) -> str | None:
+    """`embedding notes, 1,200 of 6,571` while some notes wait for their vectors; else None."""
+    if coverage.complete:
+        return None
+    return f"embedding notes, {coverage.embedded:,} of {coverage.total:,}"
 
 
 def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> str:
