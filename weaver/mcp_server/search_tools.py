@@ -83,9 +83,10 @@ named exactly what was searched for comes first), each result with a highlighted
 
 Any text is a valid query. Words must all appear (in any order; case, accents and word endings
 are ignored: 'running' finds 'run'); Chinese or Japanese text is found wherever its characters
-stand, spaces or not. Use "double quotes" for an exact phrase, word* for a
-prefix, an upper-case OR between words for either, and -word or NOT word to exclude; every other
-character is plain text. `directory` limits to a folder and its subfolders; `tag` to notes with
+stand, spaces or not, an unquoted run split into two-character words (notes holding more of
+them first). Use "double quotes" for an exact phrase, word* for a prefix, an upper-case OR
+between words for either, and -word or NOT word to exclude; every other character is plain
+text. `directory` limits to a folder and its subfolders; `tag` to notes with
 that tag or one nested below it ('#' and case ignored). Returns `results` (path, title, snippet
 with <mark>…</mark> around matches, score, tags, modified in Unix epoch milliseconds), `total`,
 `hasMore`, and `ftsQuery`, the expression actually run. Use query_files or search_tags to filter
