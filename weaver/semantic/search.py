@@ -54,9 +54,13 @@ SNIPPET_CHARS = 240
 # loses at most one query of 46 (docs/semantic-search.md, "How hybrid admits a note").
 STATIC_FLOOR = 0.35
 TRANSFORMER_FLOOR = 0.30
-# A note scores by the mean of its best chunks, this share of them (two at least): a list note
-# of 300 sections averages its best 15, so a passage or two near the query do not carry it.
+# A note scores by the mean of its best chunks, this share of them: a list note of 300
+# sections averages its best 15, so a passage or two near the query do not carry it. At least
+# two for the static model, whose single best chunk is the noisier (paraphrase MRR 0.63 by one,
+# 0.67 by two), one for the transformer (recall@5 0.87 by one, 0.83 by two).
 BEST_SHARE = 0.05
+STATIC_LEAST_CHUNKS = 2
+TRANSFORMER_LEAST_CHUNKS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +171,7 @@ class SemanticIndex:
         """Notes nearest in meaning to `query`, best first; `pinned` notes (named exactly as
         searched for) first of all, when the filters keep them."""
         ranked, total = self._rank_query(
-            conn, query, _Ranking(directory, tag, offset + limit, None, pinned)
+            conn, query, self._ranking(directory, tag, offset + limit, None, pinned)
         )
         page = ranked[offset : offset + limit]
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
@@ -187,7 +191,7 @@ class SemanticIndex:
         list read `FUSION_DEPTH` deep; `pinned` notes first. `total` is the notes in either
         list: exact when both were read whole, else an upper bound."""
         floor = similarity_floor(self.model_id)
-        ranking = _Ranking(directory, tag, FUSION_DEPTH, floor, pinned)
+        ranking = self._ranking(directory, tag, FUSION_DEPTH, floor, pinned)
         semantic, semantic_total = self._rank_query(conn, query, ranking)
         keyword, keyword_total = _keyword_ranking(conn, query, directory, tag)
         scores: dict[str, float] = {}
@@ -223,10 +227,23 @@ class SemanticIndex:
         centre = rows.mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-12)
         skip = {path, *exclude}
-        ranked, total = _rank(matrix, centre, None, _Ranking(depth=limit + len(skip)))
+        ranking = self._ranking(None, None, limit + len(skip), None, ())
+        ranked, total = _rank(matrix, centre, None, ranking)
         page = [hit for hit in ranked if hit.path not in skip][:limit]
         total = max(total - len(skip), len(page))
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
+
+    def _ranking(
+        self,
+        directory: str | None,
+        tag: str | None,
+        depth: int,
+        floor: float | None,
+        pinned: Sequence[str],
+    ) -> _Ranking:
+        static = is_static(self.model_id)
+        least = STATIC_LEAST_CHUNKS if static else TRANSFORMER_LEAST_CHUNKS
+        return _Ranking(directory, tag, depth, floor, pinned, least)
 
     def _rank_query(
         self, conn: Connection, query: str, ranking: _Ranking
@@ -304,6 +321,7 @@ class _Ranking:
     depth: int = FUSION_DEPTH
     floor: float | None = None
     pinned: Sequence[str] = ()
+    least: int = STATIC_LEAST_CHUNKS  # the fewest chunks a note scores by: 1 or 2
 
 
 def similarity_floor(model_id: str) -> float:
@@ -325,19 +343,23 @@ def _keyword_ranking(
     return paths, fts.count_matches(conn, expression, directory=directory, tag=tag)
 
 
-def note_scores(scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp]) -> Vectors:
+def note_scores(
+    scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp], least: int = 2
+) -> Vectors:
     """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
-    mean of its best `BEST_SHARE` of chunks, two at least (one for a one-chunk note)."""
+    mean of its best `BEST_SHARE` of chunks, `least` (1 or 2) at least, as many as it has."""
     firsts = starts[:-1]
     lengths = np.diff(starts)
     best = np.maximum.reduceat(scores, firsts)
-    at_best = scores == np.repeat(best, lengths)
-    second = np.maximum.reduceat(np.where(at_best, -np.inf, scores), firsts)
-    # Two chunks may tie for best (a note's windows overlap): then the second is as good.
-    second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
-    result: Vectors = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
-    # Few notes are long enough to average more than two: those one at a time.
-    for i in np.flatnonzero(lengths * BEST_SHARE > 2):
+    result: Vectors = best.astype(np.float32)
+    if least > 1:
+        at_best = scores == np.repeat(best, lengths)
+        second = np.maximum.reduceat(np.where(at_best, -np.inf, scores), firsts)
+        # Two chunks may tie for best (a note's windows overlap): then the second is as good.
+        second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
+        result = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
+    # Few notes are long enough to average more: those one at a time.
+    for i in np.flatnonzero(lengths * BEST_SHARE > least):
         counted = math.ceil(lengths[i] * BEST_SHARE)
         result[i] = np.sort(scores[starts[i] : starts[i + 1]])[-counted:].mean()
     return result
@@ -354,7 +376,7 @@ def _rank(
         return [], 0
     one_blas_thread()
     scores = matrix.matrix @ vector
-    notes = note_scores(scores, matrix.starts)
+    notes = note_scores(scores, matrix.starts, ranking.least)
     kept = np.ones(len(matrix.paths), dtype=bool)
     if within is not None:
         kept = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
