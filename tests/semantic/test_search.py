@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.benchmarks.semantic import judge_hybrid, precision_of
 from tests.helpers import write_files
 from weaver.cache.graph import names_cache
 from weaver.config import Settings
@@ -158,3 +159,14 @@ def test_while_the_model_is_built_searches_say_how_far_and_keyword_results_come_
     finally:
         release.set()
         app.close()
+
+
+def test_the_bench_judges_hybrid_precision_beside_recall(app: App) -> None:
+    """`make bench` reports hybrid precision: the share of its results that hold the query's
+    words or are judged relevant. A word in one note is answered by that note alone."""
+    word = judge_hybrid(app, "zorblax", set())
+    assert (word.results, word.good) == (1, 1)
+    question = "how do I keep my notes in step between mobile and computer"
+    paraphrase = judge_hybrid(app, question, {"apps/sync.md"})
+    assert paraphrase.rank == 1 and paraphrase.good >= 1
+    assert precision_of([word, paraphrase]) == (1 + paraphrase.good / paraphrase.results) / 2
