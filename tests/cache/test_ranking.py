@@ -90,3 +90,24 @@ def test_a_question_without_spaces_is_split_into_words_and_ranked(
     assert paths[0] == "sync.md"
     assert set(paths) == {"sync.md", "phone.md", "bread.md"} and page.total == 3
     assert "<mark>同步</mark>" in page.hits[0].snippet
+
+
+def test_matches_are_counted_as_a_search_counts_them(tmp_path: Path, db_url: str | None) -> None:
+    """What hybrid search says `total` is when its keyword list holds more than it read."""
+    files = {
+        f"{folder}/{n}.md": f"# Day {n}\nThe heron came back.\n"
+        for n in range(7)
+        for folder in ("a", "b")
+    }
+    root = write_files(tmp_path / "vault", files)
+    app = open_app(Settings(vault=root, database_url=db_url))
+    try:
+        app.indexer.reconcile()
+        expression = fts.fts_query("heron")
+        assert expression is not None
+        with read_snapshot(app.db) as conn:
+            assert fts.count_matches(conn, expression) == 14
+            assert fts.count_matches(conn, expression, directory="a") == 7
+            assert fts.count_matches(conn, expression, directory="a", tag="none") == 0
+    finally:
+        app.close()
