@@ -13,6 +13,7 @@ WeaverError
 │   └── NoFilesError       a process without the files was asked for a note's file
 ├── DaemonError            a second daemon on the same vault, and the like
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
+│   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
 """
 
@@ -142,6 +143,15 @@ class DaemonError(WeaverError):
 
 class SemanticUnavailableError(WeaverError):
     """Semantic search cannot run: the extra is not installed or the model cannot load."""
+
+
+class ModelLoadingError(SemanticUnavailableError):
+    """The embedding model is being built or loaded; `progress` says how far it is
+    ("building the embedding model, 40 %"). Searches answer with what is ready meanwhile."""
+
+    def __init__(self, progress: str) -> None:
+        super().__init__(f"not ready yet: {progress}; try again shortly")
+        self.progress = progress
 
 
 class CallTimeoutError(WeaverError):

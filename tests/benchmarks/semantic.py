@@ -7,8 +7,11 @@ after an edit, and memory.
 - Quality: the queries of `semantic_queries.json` (paraphrases and questions, each with the
   notes that answer it) run against kepano-obsidian and tasks-demo, read in place with their
   caches in the workdir. recall@5 and MRR (first relevant rank in the top 10), keyword once,
-  semantic and hybrid per model: static, the transformer, the transformer cut at 128 tokens
-  (the length it was trained on). `--quick` measures the static model only.
+  semantic and hybrid per model; beside hybrid's recall its precision (the share of its top 10
+  that hold the query's words or are judged relevant), on the paraphrases and on the word
+  queries of the search ranking set (`ranking.RANKING_SET`). The models: static, the
+  transformer, the transformer cut at 128 tokens (the length it was trained on). `--quick`
+  measures the static model only.
 - Embedding from scratch, default model: a real `weaver daemon` on the reference vault with a
   cache of its own; from the end of its first index ("watching vault", when the embedding
   worker starts) until every note has vectors. Its peak RSS then is the daemon's while
@@ -33,11 +36,13 @@ import subprocess
 import sys
 import time
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import select
 
 from tests.benchmarks.context import BenchContext
+from tests.benchmarks.ranking import RANKING_SET
 from tests.benchmarks.report import Figure, Target, latency_figure
 from tests.benchmarks.worker import clean_env, rss_mb
 from tests.corpora import CORPORA
@@ -67,6 +72,7 @@ EMBED_TARGET = Target("<=", 300.0, "≤ 5 min")
 RSS_TARGET = Target("<=", 400.0, "≤ 400 MB")
 LATENCY_TARGET = Target("<=", 50.0, "p95 ≤ 50 ms")
 SHORT_TOKENS = 128
+JUDGED = 10  # hybrid results judged for precision, as recall looks at the first 10
 DAEMON_GIVE_UP_S = 1800.0
 
 
@@ -117,7 +123,7 @@ def distil_figure(models: Path) -> tuple[SemanticIndex, list[Figure]]:
     fresh = not any(models.glob("static-*.npz"))
     index = SemanticIndex(DEFAULT_MODEL, threads=2, cache_dir=models)
     started = time.perf_counter()
-    index.model()
+    index.model(wait=None)
     seconds = time.perf_counter() - started
     shown = f"{seconds:.1f} s" if fresh else f"{seconds:.2f} s (cached by an earlier run)"
     figure = Figure(
@@ -141,8 +147,12 @@ def quality_figures(ctx: BenchContext, indexes: list[SemanticIndex]) -> list[Fig
     ranks: dict[str, dict[str, list[int | None]]] = {
         index.model_id: {"semantic": [], "hybrid": []} for index in indexes
     }
+    precision: dict[str, dict[str, list[Judged]]] = {
+        index.model_id: {"paraphrases": [], "words": []} for index in indexes
+    }
     for vault in sorted({q["vault"] for q in queries}):
         asked = [q for q in queries if q["vault"] == vault]
+        words = [c for c in RANKING_SET if c.corpus == vault]
         for n, index in enumerate(indexes):
             db = ctx.workdir / f"semantic-{vault}-{n}.db"
             app = _open(CORPORA / vault, db, index)
@@ -153,9 +163,15 @@ def quality_figures(ctx: BenchContext, indexes: list[SemanticIndex]) -> list[Fig
                     expected = set(q["expected"])
                     if n == 0:
                         keyword.append(_first_rank(app, "keyword", q["query"], expected))
-                    for mode in ("semantic", "hybrid"):
-                        rank = _first_rank(app, mode, q["query"], expected)
-                        ranks[index.model_id][mode].append(rank)
+                    ranks[index.model_id]["semantic"].append(
+                        _first_rank(app, "semantic", q["query"], expected)
+                    )
+                    judged = judge_hybrid(app, q["query"], expected)
+                    ranks[index.model_id]["hybrid"].append(judged.rank)
+                    precision[index.model_id]["paraphrases"].append(judged)
+                for case in words:
+                    judged = judge_hybrid(app, case.query, {case.expected})
+                    precision[index.model_id]["words"].append(judged)
             finally:
                 app.close()
     figures = [_quality("keyword", keyword, None)]
@@ -163,6 +179,8 @@ def quality_figures(ctx: BenchContext, indexes: list[SemanticIndex]) -> list[Fig
     for model_id, by_mode in ranks.items():
         figures.append(_quality(f"{model_id}, semantic", by_mode["semantic"], None))
         figures.append(_quality(f"{model_id}, hybrid", by_mode["hybrid"], beat_keyword))
+        for kind, answers in precision[model_id].items():
+            figures.append(_precision(f"{model_id}, hybrid", kind, answers))
     return figures
 
 
@@ -180,6 +198,52 @@ def _quality(name: str, ranks: list[int | None], target: Target | None) -> Figur
     )
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One hybrid answer's first `JUDGED` results, judged."""
+
+    rank: int | None  # of the first result judged relevant
+    results: int
+    good: int  # results holding the query's words (a keyword match) or judged relevant
+
+
+def judge_hybrid(app: App, query: str, relevant: set[str]) -> Judged:
+    """Hybrid search's first `JUDGED` results for `query`, against the notes holding its words
+    and the notes the set judges relevant."""
+    from weaver.cache import fts
+    from weaver.cache.read import read_snapshot
+
+    with read_snapshot(app.db) as conn:
+        paths = [h.path for h in app.semantic.hybrid(conn, query, JUDGED, 0).hits]
+        expression = fts.fts_query(query)
+        holding = set(fts.ranked_paths(conn, expression, 1_000_000)) if expression else set()
+    good = [path for path in paths if path in holding or path in relevant]
+    rank = next((i for i, path in enumerate(paths, start=1) if path in relevant), None)
+    return Judged(rank, len(paths), len(good))
+
+
+def precision_of(judged: list[Judged]) -> float:
+    """The mean share of good results per query; a query answered with nothing counts as
+    fully precise (it claimed nothing wrong), and pulls recall down instead."""
+    return sum(j.good / j.results if j.results else 1.0 for j in judged) / len(judged)
+
+
+def _precision(name: str, kind: str, judged: list[Judged]) -> Figure:
+    value = precision_of(judged)
+    results = sum(j.results for j in judged) / len(judged)
+    queries = {"paraphrases": "paraphrase queries", "words": "word queries (search ranking's)"}
+    return Figure(
+        SECTION,
+        f"{name}: precision@{JUDGED} (results holding the query or judged relevant), "
+        f"{len(judged)} {queries[kind]}",
+        value,
+        "",
+        f"precision {value:.2f} · {results:.1f} results a query",
+        None,
+        {"precision": value, "results_per_query": results},
+    )
+
+
 def _first_rank(app: App, mode: str, query: str, expected: set[str]) -> int | None:
     from weaver.cache import fts
     from weaver.cache.read import read_snapshot
@@ -189,10 +253,8 @@ def _first_rank(app: App, mode: str, query: str, expected: set[str]) -> int | No
             expression = fts.fts_query(query)
             found = fts.search(conn, expression, 10, 0) if expression else fts.SearchPage([], 0)
             paths = [h.path for h in found.hits]
-        elif mode == "semantic":
-            paths = [h.path for h in app.semantic.search(conn, query, 10, 0).hits]
         else:
-            paths = [h.path for h in app.semantic.hybrid(conn, query, 10, 0).hits]
+            paths = [h.path for h in app.semantic.search(conn, query, 10, 0).hits]
     return next((i for i, path in enumerate(paths, start=1) if path in expected), None)
 
 

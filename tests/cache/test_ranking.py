@@ -61,3 +61,53 @@ def test_a_cjk_title_ranks_first_and_kana_is_found(tmp_path: Path, db_url: str |
     assert [path for path, _ in cjk_search(tmp_path, "标签", db_url)] == ["tags.md", "mixed.md"]
     assert [path for path, _ in cjk_search(tmp_path / "k", "インストール", db_url)] == ["kana.md"]
     assert [path for path, _ in cjk_search(tmp_path / "p", "插件 system", db_url)] == ["mixed.md"]
+
+
+QUESTION_NOTES = {
+    "sync.md": "# 同步\n如何在手机上同步笔记：打开设置，登录同步服务。\n",
+    "phone.md": "我的手机很旧了。\n",
+    "bread.md": "我的菜谱：如何做面包。\n",
+    "weather.md": "今天天气很好。\n",
+}
+
+
+def test_a_question_without_spaces_is_split_into_words_and_ranked(
+    tmp_path: Path, db_url: str | None
+) -> None:
+    """如何同步我的手机 ("how do I sync my phone"): no note holds the whole run; the note
+    holding most of its words (如何, 同步, 手机) comes first, one holding none is not found."""
+    root = write_files(tmp_path / "vault", QUESTION_NOTES)
+    app = open_app(Settings(vault=root, database_url=db_url))
+    try:
+        app.indexer.reconcile()
+        expression = fts.fts_query("如何同步我的手机")
+        assert expression is not None
+        with read_snapshot(app.db) as conn:
+            page = fts.search(conn, expression, 20, 0)
+    finally:
+        app.close()
+    paths = [hit.path for hit in page.hits]
+    assert paths[0] == "sync.md"
+    assert set(paths) == {"sync.md", "phone.md", "bread.md"} and page.total == 3
+    assert "<mark>同步</mark>" in page.hits[0].snippet
+
+
+def test_matches_are_counted_as_a_search_counts_them(tmp_path: Path, db_url: str | None) -> None:
+    """What hybrid search says `total` is when its keyword list holds more than it read."""
+    files = {
+        f"{folder}/{n}.md": f"# Day {n}\nThe heron came back.\n"
+        for n in range(7)
+        for folder in ("a", "b")
+    }
+    root = write_files(tmp_path / "vault", files)
+    app = open_app(Settings(vault=root, database_url=db_url))
+    try:
+        app.indexer.reconcile()
+        expression = fts.fts_query("heron")
+        assert expression is not None
+        with read_snapshot(app.db) as conn:
+            assert fts.count_matches(conn, expression) == 14
+            assert fts.count_matches(conn, expression, directory="a") == 7
+            assert fts.count_matches(conn, expression, directory="a", tag="none") == 0
+    finally:
+        app.close()

@@ -26,7 +26,7 @@ def semantic_index() -> SemanticIndex:
     """One loaded model for a module's tests (loading it takes about a second)."""
     require_semantic()
     index = SemanticIndex(threads=2)
-    index.model()
+    index.model(wait=None)  # a first session distils it: as long as that takes
     return index
 
 

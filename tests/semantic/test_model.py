@@ -108,8 +108,8 @@ def test_without_the_extra_the_error_says_how_to_install(monkeypatch: pytest.Mon
 def test_a_query_does_not_wait_long_for_a_model_another_thread_loads(
     semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A first start distils the static model for a minute or more: a query meanwhile answers
-    an error saying so, rather than hanging; the worker waits it out."""
+    """A first start distils the static model for a minute or more: a query meanwhile is
+    told so, rather than hanging; the worker waits it out."""
     release = threading.Event()
 
     def slow_load(*_args: object) -> EmbeddingModel:
@@ -121,8 +121,8 @@ def test_a_query_does_not_wait_long_for_a_model_another_thread_loads(
     loaded: list[EmbeddingModel] = []
     worker = threading.Thread(target=lambda: loaded.append(index.model(wait=None)))
     worker.start()
-    wait_for(lambda: index._loading.locked(), timeout=5)
-    with pytest.raises(SemanticUnavailableError, match="still loading"):
+    wait_for(lambda: index.loading_progress() is not None, timeout=5)
+    with pytest.raises(SemanticUnavailableError, match="not ready yet: loading the embedding"):
         index.model(wait=0.05)
     release.set()
     worker.join(10)

@@ -8,10 +8,12 @@ checks a failing distiller process is reported."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +53,7 @@ def distilled(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Replace the distiller by one writing a seeded random matrix; the paths it wrote."""
     calls: list[Path] = []
 
-    def fake(path: Path, _source: ModelSource, _threads: int | None) -> Vectors:
+    def fake(path: Path, _source: ModelSource, _threads: int | None, _report: object) -> Vectors:
         calls.append(path)
         rng = np.random.default_rng(len(calls))
         vectors = rng.standard_normal((VOCAB_SIZE, STATIC_DIMENSIONS)).astype(np.float32)
@@ -130,7 +132,7 @@ def test_a_failing_distiller_is_reported_with_its_reason(tmp_path: Path) -> None
     corrupt.write_bytes(b"not an onnx graph")
     index = SemanticIndex("mine-static", corrupt, cache_dir=tmp_path / "cache")
     with pytest.raises(SemanticUnavailableError, match=r"cannot distil a static model from .*"):
-        index.model()
+        index.model(wait=None)
     assert cached_files(tmp_path / "cache") == []
 
 
@@ -154,6 +156,27 @@ def test_a_stopping_server_ends_a_distillation_under_way(
     assert not loading.is_alive()
     assert len(failures) == 1 and "cannot distil" in str(failures[0])
     assert cached_files(tmp_path / "cache") == []
+
+
+def test_a_distillation_reports_how_far_it_is(tmp_path: Path, source: ModelSource) -> None:
+    """What a search says while the model is built ("building the embedding model, 40 %")
+    comes from the distiller child, batch by batch."""
+    shares: list[float] = []
+    loading = threading.Thread(
+        target=lambda: _ignore_stop(lambda: load_static_model(source, tmp_path, 1, shares.append))
+    )
+    loading.start()
+    try:
+        wait_for(lambda: any(0 < share < 1 for share in shares), 120, "a progress report")
+    finally:
+        static.stop_distilling()
+        loading.join(10)
+    assert shares[0] == 0.0 and shares == sorted(shares)
+
+
+def _ignore_stop(load: Callable[[], object]) -> None:
+    with contextlib.suppress(SemanticUnavailableError):  # stopped once it had reported
+        load()
 
 
 def test_an_unwritable_cache_folder_is_named(tmp_path: Path, source: ModelSource) -> None:

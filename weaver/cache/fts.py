@@ -6,8 +6,9 @@ remove_diacritics 2`: case, accents and English inflections are ignored ("Café 
 "cafe run"). Ranking is BM25 with column weights (`TITLE_WEIGHT`, `NAMES_WEIGHT`,
 `HEADINGS_WEIGHT` times a body word), so a note named for the query outranks notes that only
 mention it. A run of Chinese or Japanese characters is found wherever it stands
-(`markdown.cjk.segment`). User text becomes an FTS5 expression with `fts_query`: every term is
-quoted, so no input can reach FTS5's own syntax or raise a syntax error.
+(`markdown.cjk.segment`); unquoted in a query, it is split into its two-character words
+(`_split_cjk`). User text becomes an FTS5 expression with `fts_query`: every term is quoted, so
+no input can reach FTS5's own syntax or raise a syntax error.
 
 On PostgreSQL the same functions hand over to `cache.pg_search`, with the same arguments and
 answers; on any other dialect the writers here do nothing and `search_notes` says so. The table
@@ -65,6 +66,12 @@ NAMES_WEIGHT = 8.0
 HEADINGS_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
 BODY_COLUMN = 4  # for snippet()
+# Han, kana, CJK symbols and punctuation, half/full-width forms (as `markdown.cjk`): a run of
+# CJK letters (not their punctuation: `，` or `？` ends a run).
+_CJK_RANGES = (
+    "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
+)
+_CJK_LETTERS = re.compile(f"((?:(?=[{_CJK_RANGES}])\\w)+)")
 SNIPPET_OPEN = "<mark>"
 SNIPPET_CLOSE = "</mark>"
 SNIPPET_ELLIPSIS = "…"
@@ -246,6 +253,18 @@ def ranked_paths(
     statements = _search_statements(bool(directory), tag is not None)
     values = _search_values(expression, depth, 0, directory, tag, [-1])
     return list(conn.execute(statements.paths, values).scalars())
+
+
+def count_matches(
+    conn: Connection, expression: str, *, directory: str | None = None, tag: str | None = None
+) -> int:
+    """How many notes match `expression` under the filters: what a fusion that read only the
+    best matches (`ranked_paths`) needs to say how many there are in all."""
+    if is_postgres(conn):
+        return pg_search.count_matches(conn, expression, directory=directory, tag=tag)
+    statements = _search_statements(bool(directory), tag is not None)
+    values = _search_values(expression, 0, 0, directory, tag, [-1])
+    return int(conn.execute(statements.count, values).scalar_one())
 
 
 def _search_values(
@@ -478,12 +497,13 @@ def fts_query(user_text: str) -> str | None:
         negate_next = False
         if term is None:
             continue
+        words = [term] if is_phrase else _split_cjk(term)
         if term.negated:
             negated.append(term)
         elif join_next:
-            groups[-1].append(term)
+            groups[-1].extend(words)
         else:
-            groups.append([term])
+            groups.append(words)
         join_next = False
         if sum(map(len, groups)) + len(negated) >= MAX_TERMS:
             break
@@ -528,9 +548,28 @@ def _term(raw: str, is_phrase: bool, negate: bool) -> _Term | None:
     return _Term(words, prefix, negate)
 
 
+def _split_cjk(term: _Term) -> list[_Term]:
+    """A word holding a run of CJK letters, as the words it may be made of, any of which
+    matches: the run's overlapping pairs of characters (most Chinese words are two), and the
+    rest of the word's letters, so that a question written without spaces (如何同步我的手机) finds
+    the notes holding its words, ranked by how many they hold (BM25 adds their weights), rather
+    than only those holding the whole run. A word with a `*`, or excluded, is left whole."""
+    if term.prefix or term.negated or not has_cjk(term.text):
+        return [term]
+    words: list[str] = []
+    for piece in _CJK_LETTERS.split(term.text):
+        if _CJK_LETTERS.fullmatch(piece):
+            pairs = [piece[i : i + 2] for i in range(len(piece) - 1)]
+            words += pairs or [piece]
+        elif any(char.isalnum() for char in piece):
+            words.append(" ".join(piece.split()))
+    return [_Term(word, False, False) for word in dict.fromkeys(words)][:MAX_TERMS]
+
+
 def _quoted(term: _Term) -> str:
-    # CJK characters are tokens of their own in the index: a run of them is the phrase of
-    # its characters, which FTS5 makes of the quoted, segmented text.
+    # CJK characters are tokens of their own in the index: a run of them (a quoted one, or a
+    # pair from `_split_cjk`) is the phrase of its characters, which FTS5 makes of the quoted,
+    # segmented text.
     quoted = '"' + segment(term.text).replace('"', '""') + '"'
     return quoted + "*" if term.prefix else quoted
 

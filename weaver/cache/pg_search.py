@@ -283,6 +283,16 @@ def ranked_paths(
     return [row[0] for row in rows]
 
 
+def count_matches(
+    conn: Connection, expression: str, *, directory: str | None, tag: str | None
+) -> int:
+    """How many notes match, as `search` counts them."""
+    values = _values(expression, 0, 0, directory, tag, ())
+    statements = _search_statements(bool(directory), tag is not None, False)
+    with _index_scans(conn):
+        return int(conn.execute(statements.count, values).scalar_one())
+
+
 @contextlib.contextmanager
 def _index_scans(conn: Connection) -> Iterator[None]:
     """No sequential scan of `note_texts` for these statements (the setting as it was after

@@ -58,6 +58,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     app = open_app(settings)
     try:
         _refresh_for_search(settings, app, embed=args.update)
+        if args.mode is not None and args.mode != "keyword":
+            _wait_for_model(app)
         sources = SearchSources(app.db, names_cache().get, app.semantic, settings.semantic)
         found = find_notes(sources, request)
     finally:
@@ -67,14 +69,28 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         rows = [
             {"path": h.path, "title": h.title, "score": h.score, "snippet": h.snippet} for h in hits
         ]
-        print(json.dumps({"mode": mode, "coverage": coverage, "results": rows}))
+        answer = {"mode": mode, "coverage": coverage, "progress": found.progress, "results": rows}
+        print(json.dumps(answer))
         return 0
     print(f"{mode} search" + (f" ({coverage})" if coverage else ""))
+    if found.progress:
+        print(found.progress)
     table = [(f"{h.score:.3f}", h.path, format_passage(h.snippet)) for h in hits]
     print(format_table(("score", "path", "passage"), table) if table else "no notes found")
     if not found.complete and not args.update:
         print("(`--update` embeds the rest first, unless a running daemon is doing it)")
     return 0
+
+
+def _wait_for_model(app: App) -> None:
+    """A shell has nothing else to do meanwhile: the model asked for is waited for (a first
+    run builds it, a minute or so), where a server answers with its progress."""
+    from weaver.errors import SemanticUnavailableError
+
+    try:
+        app.semantic.model(wait=None)
+    except SemanticUnavailableError:
+        return  # not installed or cannot load: the search says so
 
 
 def _refresh_for_search(settings: Settings, app: App, embed: bool) -> None:

@@ -59,12 +59,20 @@ class SearchNotesData(WireModel):
     )
     results: list[SearchHitInfo]
     total: int = Field(description="Notes matching, over all pages")
+    total_exact: bool = Field(
+        default=True, description="False when `total` is an estimate (at most that many)"
+    )
     limit: int
     offset: int
     has_more: bool
     mode: SearchMode = Field(default="keyword", description="The mode that answered")
     coverage: str | None = Field(
         default=None, description="Semantic and hybrid modes: how much of the vault has vectors"
+    )
+    progress: str | None = Field(
+        default=None,
+        description="While semantic search is not ready: how far the model's build or the "
+        "notes' embedding is",
     )
 
 
@@ -78,18 +86,20 @@ named exactly what was searched for comes first), each result with a highlighted
 
 Any text is a valid query. Words must all appear (in any order; case, accents and word endings
 are ignored: 'running' finds 'run'); Chinese or Japanese text is found wherever its characters
-stand, spaces or not. Use "double quotes" for an exact phrase, word* for a
-prefix, an upper-case OR between words for either, and -word or NOT word to exclude; every other
-character is plain text. `directory` limits to a folder and its subfolders; `tag` to notes with
+stand, spaces or not, an unquoted run split into two-character words (notes holding more of
+them first). Use "double quotes" for an exact phrase, word* for a prefix, an upper-case OR
+between words for either, and -word or NOT word to exclude; every other character is plain
+text. `directory` limits to a folder and its subfolders; `tag` to notes with
 that tag or one nested below it ('#' and case ignored). Returns `results` (path, title, snippet
 with <mark>…</mark> around matches, score, tags, modified in Unix epoch milliseconds), `total`,
 `hasMore`, and `ftsQuery`, the expression actually run. Use query_files or search_tags to filter
 by metadata only, get_file_content to read a hit.
 `mode`: "keyword" is the text search above; "semantic" finds notes by meaning (a question or a
 paraphrase finds a note written in other words; the snippet is the closest passage, the score
-a cosine 0-1); "hybrid" fuses both rankings. Left out, it is hybrid once every note has been
-embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and how much of
-the vault the vectors cover. Example:
+a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when close
+enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
+has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
+how much of the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -120,9 +130,11 @@ def search_notes(
         fts_query=None if found.fts_query is None else echo(found.fts_query),
         results=[SearchHitInfo.model_validate(h) for h in found.hits],
         total=found.total,
+        total_exact=found.total_exact,
         limit=limit,
         offset=offset,
         has_more=found.has_more,
         mode=found.mode,
         coverage=found.coverage,
+        progress=found.progress,
     )

@@ -1,17 +1,20 @@
 """`find_notes`: a page of notes by words or by meaning, ranked and filtered the same for every
-edge (the `search_notes` tool, `weaver search`, the dashboard)."""
+edge (the `search_notes` tool, `weaver search`, the dashboard). In every mode a note named
+exactly what was searched for comes first."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from sqlalchemy import Connection
 
 from weaver.cache import fts, read, vectors
+from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
 from weaver.search.modes import choose_mode
 from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
-from weaver.semantic.search import SemanticPage, describe_coverage
+from weaver.semantic.search import SemanticPage, describe_coverage, describe_embedding
 
 MAX_NAME = 200  # longer text is no note's name
 
@@ -66,19 +69,45 @@ def _by_meaning(
     mode: Literal["semantic", "hybrid"],
 ) -> SearchResults:
     run = sources.semantic.search if mode == "semantic" else sources.semantic.hybrid
-    page = run(
-        conn,
-        request.query,
-        request.limit,
-        request.offset,
-        directory=request.directory,
-        tag=request.tag,
-    )
+    try:
+        page = run(
+            conn,
+            request.query,
+            request.limit,
+            request.offset,
+            directory=request.directory,
+            tag=request.tag,
+            pinned=named(sources, conn, request.query),
+        )
+    except ModelLoadingError as exc:
+        return _while_loading(sources, conn, request, mode, exc.progress)
     coverage = describe_coverage(page.coverage)
     hits = list_hits(conn, page)
     return _page(
-        request, hits, page.total, mode, coverage=coverage, complete=page.coverage.complete
+        request,
+        hits,
+        page.total,
+        mode,
+        coverage=coverage,
+        complete=page.coverage.complete,
+        total_exact=page.total_exact,
+        progress=describe_embedding(page.coverage),
     )
+
+
+def _while_loading(
+    sources: SearchSources,
+    conn: Connection,
+    request: SearchRequest,
+    mode: Literal["semantic", "hybrid"],
+    progress: str,
+) -> SearchResults:
+    """The answer while the model is built or loaded: hybrid gives the keyword results
+    meanwhile (its `mode` says keyword ran), semantic nothing; both say how far it is."""
+    if mode == "hybrid":
+        found = _by_keyword(sources, conn, request)
+        return replace(found, progress=progress + "; keyword results meanwhile", complete=False)
+    return _page(request, [], 0, mode, complete=False, progress=progress)
 
 
 def list_hits(conn: Connection, page: SemanticPage) -> list[NoteHit]:
@@ -109,6 +138,8 @@ def _page(
     fts_query: str | None = None,
     coverage: str | None = None,
     complete: bool = True,
+    total_exact: bool = True,
+    progress: str | None = None,
 ) -> SearchResults:
     return SearchResults(
         request.query,
@@ -120,4 +151,6 @@ def _page(
         fts_query=fts_query,
         coverage=coverage,
         complete=complete,
+        total_exact=total_exact,
+        progress=progress,
     )

@@ -44,7 +44,7 @@ class NoteHit:
     path: str
     title: str
     snippet: str  # keyword: the best passage with <mark>...</mark>; else the closest chunk
-    score: float  # keyword: -bm25; semantic: a cosine 0-1; hybrid: the fused RRF score
+    score: float  # keyword: -bm25; semantic: a cosine 0-1 (best chunks); hybrid: fused RRF
     tags: tuple[str, ...]
     modified: int  # Unix epoch ms
 
@@ -60,6 +60,10 @@ class SearchResults:
     fts_query: str | None = None  # keyword: the expression run, as written; None: no words
     coverage: str | None = None  # semantic and hybrid: how much of the vault has vectors
     complete: bool = True  # every note searched (false while some wait for their vectors)
+    total_exact: bool = True  # False: `total` is an estimate (hybrid, beyond what it read)
+    # Semantic and hybrid, while not every note can be searched by meaning yet: how far the
+    # model's build or the notes' embedding is ("building the embedding model, 40 %").
+    progress: str | None = None
 
     @property
     def has_more(self) -> bool:

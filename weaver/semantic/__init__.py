@@ -9,6 +9,7 @@ itself is the other choice (`embedding_model`).
 - `chunks`: pure; a note's text -> chunks by heading section, prefixed with title and heading
   path, long sections split with overlap.
 - `model`: the models' common shape, loading them; the transformer on ONNX Runtime.
+- `loading`: the model loaded in a thread of its own, and its progress meanwhile.
 - `static`: the static model: distilling it from the transformer, caching it, text -> vectors.
 - `worker`: brings the vectors in the cache (`weaver.cache.vectors`) up to date with the notes,
   in the background, after the metadata index.

@@ -3,6 +3,7 @@ distilled from it (`static`), which builds on the transformer's module."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from weaver.semantic.model import (
@@ -21,10 +22,12 @@ def load_model(
     model_path: Path | None = None,
     threads: int | None = None,
     cache_dir: Path | None = None,
+    on_progress: Callable[[float], None] | None = None,
 ) -> EmbeddingModel:
-    """The model, loaded (a static one distilled first if not cached in `cache_dir`);
-    `SemanticUnavailableError` when it is not installed or cannot load."""
+    """The model, loaded (a static one distilled first if not cached in `cache_dir`, telling
+    `on_progress` the share done); `SemanticUnavailableError` when it is not installed or
+    cannot load."""
     source = locate_model(model_id, model_path)
     if not is_static(model_id):
         return TransformerModel(source, threads)
-    return load_static_model(source, cache_dir or default_cache_dir(), threads)
+    return load_static_model(source, cache_dir or default_cache_dir(), threads, on_progress)

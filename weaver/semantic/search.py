@@ -1,18 +1,22 @@
 """Semantic and hybrid search, and similar notes, over the cache's chunk vectors.
 
-`SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a
-base install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors
-version. A note's score is its best chunk's cosine; the snippet is that chunk. Hybrid search
-fuses the keyword (BM25) ranking with the semantic one by reciprocal rank fusion: each list
-gives a note 1 / (RRF_K + rank), so a note both lists agree on rises, and neither score scale
-has to be calibrated against the other.
+`SemanticIndex` belongs to the `App`: it loads the model on first use (never at start, so a base
+install or a keyword-only user pays nothing) and keeps the chunk matrix per vectors version. A
+note's score is the mean cosine of its best chunks (`note_scores`), so a long note is not found
+for one lucky passage among hundreds; the snippet is its best chunk. Hybrid search fuses the
+keyword (BM25) ranking with the semantic one by reciprocal rank fusion: each list gives a note
+1 / (RRF_K + rank), so a note both lists agree on rises, and neither score scale has to be
+calibrated against the other. A note joins the semantic list only at `similarity_floor` or
+above, so a word found in one note finds that note, not that note and the nearest dozens; the
+floor is calibrated in docs/semantic-search.md.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +28,19 @@ from weaver.cache import fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
-from weaver.semantic.model import DEFAULT_MODEL, EmbeddingModel, enable_hint, semantic_installed
+from weaver.semantic.loading import ModelLoader
+from weaver.semantic.model import (
+    DEFAULT_MODEL,
+    EmbeddingModel,
+    Vectors,
+    enable_hint,
+    is_static,
+    semantic_installed,
+)
 from weaver.semantic.model_loader import load_model
 
 RRF_K = 60
-# How long a query waits for the model another thread is loading before answering an error.
+# How long a query waits for the model to load before answering with the progress instead.
 LOAD_WAIT_S = 5.0
 # Notes changed since the matrix was loaded beyond which it is loaded whole again.
 PATCH_LIMIT = 2000
@@ -37,12 +49,24 @@ FUSION_DEPTH = 100
 # Queries are cut here: the model reads 256 tokens, and a 100 KB query must not cost more.
 MAX_QUERY_CHARS = 2000
 SNIPPET_CHARS = 240
+# The least score of a note joining a hybrid answer by meaning, per kind of model (their
+# cosines differ in scale): the highest at which hybrid recall@5 on the bench's paraphrase set
+# loses at most one query of 46 (docs/semantic-search.md, "How hybrid admits a note").
+STATIC_FLOOR = 0.35
+TRANSFORMER_FLOOR = 0.30
+# A note scores by the mean of its best chunks, this share of them: a list note of 300
+# sections averages its best 15, so a passage or two near the query do not carry it. At least
+# two for the static model, whose single best chunk is the noisier (paraphrase MRR 0.63 by one,
+# 0.67 by two), one for the transformer (recall@5 0.87 by one, 0.83 by two).
+BEST_SHARE = 0.05
+STATIC_LEAST_CHUNKS = 2
+TRANSFORMER_LEAST_CHUNKS = 1
 
 
 @dataclass(frozen=True, slots=True)
 class SemanticHit:
     path: str
-    score: float  # cosine of the best chunk (semantic) or fused RRF score (hybrid)
+    score: float  # mean cosine of the best chunks (semantic) or fused RRF score (hybrid)
     chunk_no: int  # the best chunk; -1 when the note came from the keyword ranking only
     snippet: str
 
@@ -52,6 +76,7 @@ class SemanticPage:
     hits: list[SemanticHit]
     total: int
     coverage: Coverage
+    total_exact: bool = True  # False: `total` is an estimate (an upper bound)
 
 
 class SemanticIndex:
@@ -70,38 +95,28 @@ class SemanticIndex:
         self._threads = threads
         self._cache_dir = cache_dir  # where a static model's distilled matrix is kept
         self._lock = threading.Lock()  # the matrix
-        self._loading = threading.Lock()  # the model
-        self._model = model  # loaded on first use, unless given (the bench's variants)
-        self._error: SemanticUnavailableError | None = None
+        self._loader = ModelLoader(self._load, model)  # given: the bench's variants
         self._matrix: ChunkMatrix | None = None
         self._version = -1
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
 
     def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
-        """The loaded model, or the `SemanticUnavailableError` that loading it raised (kept:
-        a missing model is not retried on every query). While another thread loads it (a first
-        start distils the static model, a minute or more), a query waits `wait` seconds at
-        most, then answers an error saying so; the worker waits as long as it takes (None)."""
-        if self._model is None and self._error is None:
-            if not self._loading.acquire(timeout=-1 if wait is None else wait):
-                raise SemanticUnavailableError(
-                    "the embedding model is still loading (on a first start the static model "
-                    "is distilled, a minute or two): try again shortly"
-                )
-            try:
-                if self._model is None and self._error is None:
-                    self._model = load_model(
-                        self.model_id, self._model_path, self._threads, self._cache_dir
-                    )
-            except SemanticUnavailableError as exc:
-                self._error = exc
-            finally:
-                self._loading.release()
-        if self._error is not None:
-            raise self._error
-        assert self._model is not None
-        return self._model
+        """The loaded model, loading it in the background on first use: `ModelLoadingError`
+        (with the progress) when it is not ready within `wait` seconds or is being distilled
+        (a first start, a minute or more), the load's `SemanticUnavailableError` when it
+        failed (kept). The worker waits as long as it takes (None)."""
+        return self._loader.get(wait)
+
+    def loading_progress(self) -> str | None:
+        """What the model's load is doing ("building the embedding model, 40 %"), or None
+        when it is not loading."""
+        return self._loader.progress() if self._loader.loading else None
+
+    def _load(self, on_progress: Callable[[float], None]) -> EmbeddingModel:
+        return load_model(
+            self.model_id, self._model_path, self._threads, self._cache_dir, on_progress
+        )
 
     def coverage(self, conn: Connection) -> Coverage:
         """How many notes have current vectors; counted again only when the vectors or the
@@ -151,9 +166,13 @@ class SemanticIndex:
         *,
         directory: str | None = None,
         tag: str | None = None,
+        pinned: Sequence[str] = (),
     ) -> SemanticPage:
-        """Notes nearest in meaning to `query`, best first."""
-        ranked, total = self._rank_query(conn, query, directory, tag, offset + limit)
+        """Notes nearest in meaning to `query`, best first; `pinned` notes (named exactly as
+        searched for) first of all, when the filters keep them."""
+        ranked, total = self._rank_query(
+            conn, query, self._ranking(directory, tag, offset + limit, None, pinned)
+        )
         page = ranked[offset : offset + limit]
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
 
@@ -166,22 +185,31 @@ class SemanticIndex:
         *,
         directory: str | None = None,
         tag: str | None = None,
+        pinned: Sequence[str] = (),
     ) -> SemanticPage:
-        """Keyword and semantic rankings fused (RRF), each read `FUSION_DEPTH` deep."""
-        semantic, _ = self._rank_query(conn, query, directory, tag, FUSION_DEPTH)
-        keyword: list[str] = []
-        expression = fts.fts_query(query[:MAX_QUERY_CHARS])
-        if expression is not None:
-            keyword = fts.ranked_paths(conn, expression, FUSION_DEPTH, directory=directory, tag=tag)
+        """The keyword matches and the notes at `similarity_floor` or above, fused (RRF), each
+        list read `FUSION_DEPTH` deep; `pinned` notes first. `total` is the notes in either
+        list: exact when both were read whole, else an upper bound."""
+        floor = similarity_floor(self.model_id)
+        ranking = self._ranking(directory, tag, FUSION_DEPTH, floor, pinned)
+        semantic, semantic_total = self._rank_query(conn, query, ranking)
+        keyword, keyword_total = _keyword_ranking(conn, query, directory, tag)
         scores: dict[str, float] = {}
         best_chunk = {hit.path: hit.chunk_no for hit in semantic}
-        for ranking in ([hit.path for hit in semantic], keyword):
-            for rank, path in enumerate(ranking, start=1):
+        for ranked in ([hit.path for hit in semantic], keyword):
+            for rank, path in enumerate(ranked, start=1):
                 scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
-        fused = sorted(scores, key=lambda p: (-scores[p], p))
+        first = [path for path in dict.fromkeys(pinned) if path in scores]
+        fused = first + sorted(scores.keys() - set(first), key=lambda p: (-scores[p], p))
         hits = [SemanticHit(p, round(scores[p], 6), best_chunk.get(p, -1), "") for p in fused]
+        unread = semantic_total - len(semantic) + keyword_total - len(keyword)
         page = hits[offset : offset + limit]
-        return SemanticPage(self._with_snippets(conn, page), len(hits), self.coverage(conn))
+        return SemanticPage(
+            self._with_snippets(conn, page),
+            len(hits) + unread,
+            self.coverage(conn),
+            total_exact=unread == 0,
+        )
 
     def similar(
         self, conn: Connection, path: str, limit: int, exclude: Collection[str] = ()
@@ -199,19 +227,32 @@ class SemanticIndex:
         centre = rows.mean(axis=0)
         centre /= max(float(np.linalg.norm(centre)), 1e-12)
         skip = {path, *exclude}
-        ranked, total = _rank(matrix, centre, None, limit + len(skip))
+        ranking = self._ranking(None, None, limit + len(skip), None, ())
+        ranked, total = _rank(matrix, centre, None, ranking)
         page = [hit for hit in ranked if hit.path not in skip][:limit]
         total = max(total - len(skip), len(page))
         return SemanticPage(self._with_snippets(conn, page), total, self.coverage(conn))
 
+    def _ranking(
+        self,
+        directory: str | None,
+        tag: str | None,
+        depth: int,
+        floor: float | None,
+        pinned: Sequence[str],
+    ) -> _Ranking:
+        static = is_static(self.model_id)
+        least = STATIC_LEAST_CHUNKS if static else TRANSFORMER_LEAST_CHUNKS
+        return _Ranking(directory, tag, depth, floor, pinned, least)
+
     def _rank_query(
-        self, conn: Connection, query: str, directory: str | None, tag: str | None, depth: int
+        self, conn: Connection, query: str, ranking: _Ranking
     ) -> tuple[list[SemanticHit], int]:
         vector = self.model().embed_query(query[:MAX_QUERY_CHARS]) if query.strip() else None
         if vector is None:
             return [], 0
-        within = notes_within(conn, directory, tag)
-        return _rank(self.matrix(conn), vector, within, depth)
+        within = notes_within(conn, ranking.directory, ranking.tag)
+        return _rank(self.matrix(conn), vector, within, ranking)
 
     def _with_snippets(self, conn: Connection, hits: list[SemanticHit]) -> list[SemanticHit]:
         keys = [(h.path, h.chunk_no) for h in hits if h.chunk_no >= 0]
@@ -244,6 +285,13 @@ def describe_coverage(coverage: Coverage) -> str:
     return text if coverage.complete else text + "; results cover the embedded notes only"
 
 
+def describe_embedding(coverage: Coverage) -> str | None:
+    """`embedding notes, 1,200 of 6,571` while some notes wait for their vectors; else None."""
+    if coverage.complete:
+        return None
+    return f"embedding notes, {coverage.embedded:,} of {coverage.total:,}"
+
+
 def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> str:
     """What `get_stats` and `health_check` say about semantic search."""
     if not semantic_installed():
@@ -263,34 +311,102 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """What a ranking keeps: the notes under the filters, the `depth` best of them, those at
+    `floor` or above (None: all), `pinned` ones first."""
+
+    directory: str | None = None
+    tag: str | None = None
+    depth: int = FUSION_DEPTH
+    floor: float | None = None
+    pinned: Sequence[str] = ()
+    least: int = STATIC_LEAST_CHUNKS  # the fewest chunks a note scores by: 1 or 2
+
+
+def similarity_floor(model_id: str) -> float:
+    """The least score of a note joining a hybrid answer by meaning, for this model."""
+    return STATIC_FLOOR if is_static(model_id) else TRANSFORMER_FLOOR
+
+
+def _keyword_ranking(
+    conn: Connection, query: str, directory: str | None, tag: str | None
+) -> tuple[list[str], int]:
+    """The best `FUSION_DEPTH` keyword matches, and how many match in all (counted only when
+    there are more than were read)."""
+    expression = fts.fts_query(query[:MAX_QUERY_CHARS])
+    if expression is None:
+        return [], 0
+    paths = fts.ranked_paths(conn, expression, FUSION_DEPTH, directory=directory, tag=tag)
+    if len(paths) < FUSION_DEPTH:
+        return paths, len(paths)
+    return paths, fts.count_matches(conn, expression, directory=directory, tag=tag)
+
+
+def note_scores(
+    scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp], least: int = 2
+) -> Vectors:
+    """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
+    mean of its best `BEST_SHARE` of chunks, `least` (1 or 2) at least, as many as it has."""
+    firsts = starts[:-1]
+    lengths = np.diff(starts)
+    best = np.maximum.reduceat(scores, firsts)
+    result: Vectors = best.astype(np.float32)
+    if least > 1:
+        at_best = scores == np.repeat(best, lengths)
+        second = np.maximum.reduceat(np.where(at_best, -np.inf, scores), firsts)
+        # Two chunks may tie for best (a note's windows overlap): then the second is as good.
+        second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
+        result = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
+    # Few notes are long enough to average more: those one at a time.
+    for i in np.flatnonzero(lengths * BEST_SHARE > least):
+        counted = math.ceil(lengths[i] * BEST_SHARE)
+        result[i] = np.sort(scores[starts[i] : starts[i + 1]])[-counted:].mean()
+    return result
+
+
 def _rank(
     matrix: ChunkMatrix,
     vector: npt.NDArray[np.float32],
     within: Collection[str] | None,
-    depth: int,
+    ranking: _Ranking,
 ) -> tuple[list[SemanticHit], int]:
-    """The `depth` best notes (of those in `within`, when given) by their best chunk's
-    cosine, best first; and how many notes were ranked."""
+    """The `ranking.depth` best notes by `note_scores`, best first; and how many it kept."""
     if not matrix.paths:
         return [], 0
     one_blas_thread()
     scores = matrix.matrix @ vector
-    best = np.maximum.reduceat(scores, matrix.starts[:-1])
+    notes = note_scores(scores, matrix.starts, ranking.least)
+    kept = np.ones(len(matrix.paths), dtype=bool)
     if within is not None:
-        allowed = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
-        best = np.where(allowed, best, -np.inf)
-        total = int(allowed.sum())
-    else:
-        total = len(matrix.paths)
-    depth = min(depth, total)
-    top = np.argpartition(-best, depth - 1)[:depth] if depth else np.array([], dtype=np.intp)
-    top = top[np.lexsort((top, -best[top]))]
+        kept = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
+    pinned = _indexes(matrix.paths, ranking.pinned)
+    if ranking.floor is not None:
+        pinned_mask = np.zeros_like(kept)
+        pinned_mask[pinned] = True
+        kept &= (notes >= ranking.floor) | pinned_mask
+    order = np.where(kept, notes, -np.inf)
+    order[[i for i in pinned if kept[i]]] = np.inf  # named as searched for: first
+    total = int(kept.sum())
+    depth = min(ranking.depth, total)
+    top = np.argpartition(-order, depth - 1)[:depth] if depth else np.array([], dtype=np.intp)
+    top = top[np.lexsort((top, -order[top]))]
     hits = []
     for i in top:
         start, end = matrix.starts[i], matrix.starts[i + 1]
         chunk_no = int(matrix.chunk_nos[start + int(np.argmax(scores[start:end]))])
-        hits.append(SemanticHit(matrix.paths[i], round(float(best[i]), 6), chunk_no, ""))
+        hits.append(SemanticHit(matrix.paths[i], round(float(notes[i]), 6), chunk_no, ""))
     return hits, total
+
+
+def _indexes(paths: list[str], wanted: Sequence[str]) -> list[int]:
+    found = []
+    for path in wanted:
+        try:
+            found.append(paths.index(path))
+        except ValueError:  # not embedded (yet)
+            continue
+    return found
 
 
 def _clip(text: str) -> str:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,10 @@ RECIPE = f"m2v-sep-cls-mean3-pca{STATIC_DIMENSIONS}-sif{SIF_COEFFICIENT:g}-r1"
 DISTIL_BATCH = 512
 _HASH_BLOCK = 1 << 20
 _PLACEHOLDER = re.compile(r"\[unused\d+\]")
+# How the distiller child says how far it is: `progress 12288/30522` on a line of its own.
+PROGRESS_MARK = "progress "
+# Told the share of a distillation done (0-1).
+Progress = Callable[[float], None]
 # Distiller processes running, so that a stopping server ends them (`stop_distilling`)
 # rather than wait up to a minute for a matrix it will not use.
 _distillers: set[subprocess.Popen[str]] = set()
@@ -76,20 +80,27 @@ class StaticModel:
         return vector
 
 
-def load_static_model(source: ModelSource, cache_dir: Path, threads: int | None) -> StaticModel:
+def load_static_model(
+    source: ModelSource,
+    cache_dir: Path,
+    threads: int | None,
+    on_progress: Progress | None = None,
+) -> StaticModel:
     """The static model distilled from `source`: from the cache when there, else distilled
-    (with the transformer, `threads` threads) and cached."""
+    (with the transformer, `threads` threads, telling `on_progress` the share done) and
+    cached."""
     tokenizer = load_tokenizer(source.tokenizer_path, None)
     path = cache_dir / f"static-{source_digest(source)[:24]}.npz"
     size = tokenizer.get_vocab_size()
+    report = on_progress or (lambda _: None)
     with _locked(path):
         try:
             vectors = read_vectors(path, size)
         except FileNotFoundError:
-            vectors = _distil_to(path, source, threads)
+            vectors = _distil_to(path, source, threads, report)
         except CorruptCacheError as exc:
             log.warning("distilling the static embedding model again", reason=str(exc))
-            vectors = _distil_to(path, source, threads)
+            vectors = _distil_to(path, source, threads, report)
     return StaticModel(source, vectors, tokenizer)
 
 
@@ -103,10 +114,11 @@ def source_digest(source: ModelSource) -> str:
     return digest.hexdigest()
 
 
-def _distil_to(path: Path, source: ModelSource, threads: int | None) -> Vectors:
+def _distil_to(path: Path, source: ModelSource, threads: int | None, report: Progress) -> Vectors:
     """Distil in a child process, then read what it cached: the transformer's ONNX session
     (~300 MB at its peak) never enters this process's memory, which a long-running daemon
-    would keep (glibc hands little of it back)."""
+    would keep (glibc hands little of it back). The child's output is one pipe: its progress
+    lines, and anything else it says (the last line of which names a failure)."""
     started = time.monotonic()
     command = [
         sys.executable,
@@ -120,19 +132,20 @@ def _distil_to(path: Path, source: ModelSource, threads: int | None) -> Vectors:
     child = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
     )
     with _distillers_lock:
         _distillers.add(child)
+    report(0.0)
     try:
-        _, errors = child.communicate()
+        said = _follow(child, report)
     finally:
         with _distillers_lock:
             _distillers.discard(child)
     if child.returncode != 0:
-        why = (errors.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+        why = (said or [f"exit status {child.returncode}"])[-1]
         raise SemanticUnavailableError(
             f"cannot distil a static model from {source.onnx_path}: {why}"
         )
@@ -146,6 +159,22 @@ def _distil_to(path: Path, source: ModelSource, threads: int | None) -> Vectors:
     return vectors
 
 
+def _follow(child: subprocess.Popen[str], report: Progress) -> list[str]:
+    """Read the child's output to its end: progress lines go to `report`; the other lines
+    (its last few) are returned."""
+    said: list[str] = []
+    assert child.stdout is not None
+    with child.stdout:
+        for line in child.stdout:
+            if line.startswith(PROGRESS_MARK):
+                done, _, total = line[len(PROGRESS_MARK) :].partition("/")
+                report(int(done) / max(int(total), 1))
+            elif line.strip():
+                said = [*said[-9:], line.strip()]
+    child.wait()
+    return said
+
+
 def stop_distilling() -> None:
     """End the distiller processes this process started (a server stopping): the waiting
     caller gets `SemanticUnavailableError`, and the half-written matrix is never read (it is
@@ -157,17 +186,25 @@ def stop_distilling() -> None:
 
 
 def distil_file(source: ModelSource, path: Path, threads: int | None) -> None:
-    """Distil `source` and write the matrix to `path` (what the child process runs)."""
+    """Distil `source` and write the matrix to `path` (what the child process runs), saying
+    how far it is on stdout."""
     transformer = TransformerModel(source, threads)
-    write_vectors(path, distil_vectors(transformer))
+    write_vectors(path, distil_vectors(transformer, _print_progress))
+
+
+def _print_progress(done: int, total: int) -> None:
+    print(f"{PROGRESS_MARK}{done}/{total}", flush=True)
 
 
 # ---------------------------------------------------------------- distilling
 
 
-def distil_vectors(transformer: TransformerModel) -> Vectors:
+def distil_vectors(
+    transformer: TransformerModel, on_batch: Callable[[int, int], None] | None = None
+) -> Vectors:
     """One row per token of the transformer's vocabulary: its output vector, reduced by PCA
-    and weighted by SIF; zero for tokens that carry no meaning of their own."""
+    and weighted by SIF; zero for tokens that carry no meaning of their own. `on_batch` is
+    told the tokens done and their number after each batch."""
     tokenizer = transformer.tokenizer
     size = tokenizer.get_vocab_size()
     start_id, end_id = _markers(tokenizer)
@@ -176,6 +213,8 @@ def distil_vectors(transformer: TransformerModel) -> Vectors:
         ids = np.arange(first, min(size, first + DISTIL_BATCH), dtype=np.int64)
         rows = np.stack([np.full_like(ids, end_id), ids, np.full_like(ids, start_id)], axis=1)
         raw[first : first + len(ids)] = transformer.hidden_states(rows).mean(axis=1)
+        if on_batch is not None:
+            on_batch(first + len(ids), size)
     return reduce_vectors(raw, _meaningful(tokenizer, size))
 
 
