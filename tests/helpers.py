@@ -3,6 +3,7 @@ in another thread or process, and what the SQL of a block was."""
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import time
@@ -139,3 +140,9 @@ def statements_run(engine: Engine) -> Iterator[list[str]]:
         yield statements
     finally:
         event.remove(engine, "before_cursor_execute", seen)
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without `WEAVER_*`: a command started with it reads only
+    the settings its test gives it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import clean_env
 from weaver.cache.executions import EXECUTION_STATUSES
 from weaver.cli import build_parser, console, main
 from weaver.config import load_settings
@@ -227,7 +228,7 @@ def test_history_and_status(config: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_cli_as_a_subprocess(config: Path, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
 
     def weaver(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -468,7 +469,7 @@ def test_mcp_config_names_the_running_weaver_script(vault_dir: Path, tmp_path: P
     script = Path(sys.executable).with_name("weaver")
     if not script.is_file():
         pytest.skip("no weaver script beside this Python")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
     done = subprocess.run(
         [str(script), "--vault", str(vault_dir), "mcp-config"],
         capture_output=True,
@@ -545,7 +546,7 @@ def test_the_first_index_of_the_demo_vault_shows_no_python_warnings(tmp_path: Pa
         vault,
         ignore=shutil.ignore_patterns(".weaver"),
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
     env["PYTHONWARNINGS"] = "always"  # shown even where Python would hide them by default
     done = subprocess.run(
         [sys.executable, "-m", "weaver", "--vault", str(vault), "index"],
@@ -567,7 +568,7 @@ def test_index_in_a_real_terminal_names_each_bad_note_once(tmp_path: Path) -> No
     vault.mkdir()
     (vault / "good.md").write_text("# Good", encoding="utf-8")
     (vault / "bad.md").write_text("---\ntags: [\n---\nbody", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
     env["TERM"] = "xterm"
     primary, secondary = os.openpty()
     try:

@@ -5,11 +5,12 @@ light and each command imports what it needs when it runs. Checked in a fresh in
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from tests.helpers import clean_env
 
 # The heavy libraries no parser needs: the cache's, the semantic model's and the servers'.
 HEAVY = ("sqlalchemy", "numpy", "mcp", "uvicorn", "starlette")
@@ -26,7 +27,7 @@ def imported_after(code: str, cwd: Path) -> set[str]:
         print(json.dumps(sorted(sys.modules)))
         """
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
     )

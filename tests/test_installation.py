@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import clean_env
 from weaver.installation import (
     Installer,
     detect_installer,
@@ -76,7 +77,7 @@ def test_mcp_config_under_uvx_names_uvx_not_the_cache(tmp_path: Path, vault_dir:
     python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     # This environment's packages, seen from the one in the cache.
     site = next(p for p in sys.path if p.endswith("site-packages"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEAVER_")}
+    env = clean_env()
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), site])
     env["PATH"] = str(tmp_path)  # no uvx on PATH: the entry says `uvx`, found by the client
     done = subprocess.run(
