@@ -54,6 +54,9 @@ class Note(Base):
     tasks_open: Mapped[int] = mapped_column(Integer)
     tasks_done: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+    # Dataview inline fields as [[key, value, line], ...] (NULL: none), shown by `get_file`;
+    # those whose key the frontmatter lacks are also rows of `note_properties`.
+    inline_fields: Mapped[list[Any] | None] = mapped_column(JSON)
     # The rowid of the note's full-text row, given in the order notes are written (see
     # `cache.fts`): the search filters find a match's path by it, where the FTS row would
     # load the whole body with the path; the indexer finds the row to delete by it.
@@ -147,6 +150,48 @@ class Link(Base):
 
     # Covering: backlinks of a note come from the index alone.
     __table_args__ = (Index("ix_links_target_source", "target_path", "source_path"),)
+
+
+class Task(Base):
+    """One task (a checkbox list item) of a note, with the Tasks plugin's fields
+    (`weaver.markdown.tasks.ParsedTask`). Dates are ISO `YYYY-MM-DD` text, so that they sort and
+    compare as dates; `status_type` is the status character read through the vault's Tasks
+    plugin settings at write time."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    note_path: Mapped[str] = mapped_column(ForeignKey("notes.path", ondelete="CASCADE"))
+    line: Mapped[int] = mapped_column(Integer)  # 1-based
+    parent_line: Mapped[int | None] = mapped_column(Integer)
+    heading: Mapped[str | None] = mapped_column(String)
+    block_id: Mapped[str | None] = mapped_column(String)
+    status_char: Mapped[str] = mapped_column(String)
+    status_type: Mapped[str] = mapped_column(String)
+    description: Mapped[str] = mapped_column(Text)
+    raw: Mapped[str] = mapped_column(Text)
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    due: Mapped[str | None] = mapped_column(String)
+    scheduled: Mapped[str | None] = mapped_column(String)
+    start: Mapped[str | None] = mapped_column(String)
+    created: Mapped[str | None] = mapped_column(String)
+    done: Mapped[str | None] = mapped_column(String)
+    cancelled: Mapped[str | None] = mapped_column(String)
+    recurrence: Mapped[str | None] = mapped_column(String)
+    priority: Mapped[int] = mapped_column(Integer)  # index into PRIORITY_NAMES, 0 most urgent
+    task_id: Mapped[str | None] = mapped_column(String)
+    depends_on: Mapped[list[str]] = mapped_column(JSON)
+    fields: Mapped[dict[str, Any]] = mapped_column(JSON)
+    warnings: Mapped[list[str]] = mapped_column(JSON)
+
+    __table_args__ = (
+        Index("ix_tasks_note_line", "note_path", "line"),
+        # "What is open and due by X", the commonest question, reads one index range.
+        Index("ix_tasks_status_due", "status_type", "due"),
+        Index("ix_tasks_due", "due"),
+        Index("ix_tasks_scheduled", "scheduled"),
+        Index("ix_tasks_done", "done"),
+    )
 
 
 class Attachment(Base):

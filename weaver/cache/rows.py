@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from weaver.markdown.inline_fields import InlineField
 from weaver.markdown.parser import ParsedLink
+from weaver.markdown.tasks import ParsedTask
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +53,5 @@ class NoteRecord(NamedTuple):
     # that the writer, the slower side of a big pass, does not scan every body again. The same
     # object as `body` when it holds no CJK text, so it costs nothing to pickle. None: not made.
     search_body: str | None = None
+    tasks: tuple[ParsedTask, ...] = ()
+    inline_fields: tuple[InlineField, ...] = ()

@@ -26,6 +26,7 @@ from weaver.markdown.frontmatter import (
     scalar_text,
 )
 from weaver.markdown.html_mask import mask_html
+from weaver.markdown.inline_fields import InlineField
 from weaver.markdown.patterns import (
     BRACKET,
     BRACKET_FIELD,
@@ -47,6 +48,7 @@ from weaver.markdown.patterns import (
     split_subpath,
     split_wikilink,
 )
+from weaver.markdown.tasks import ParsedTask
 
 __all__ = [
     "PARSER_VERSION",
@@ -104,6 +106,8 @@ class ParsedNote:
     body: str
     word_count: int
     error: str | None
+    tasks: tuple[ParsedTask, ...] = ()  # every checkbox list item, in file order
+    inline_fields: tuple[InlineField, ...] = ()  # Dataview `key:: value` fields, in file order
 
 
 class _Lines:
