@@ -2,6 +2,7 @@
 
 WeaverError
 ├── ConfigError            bad config file, unknown key, missing vault
+│   └── StatusSettingsError  the Tasks plugin's data.json is broken (tasks.statuses)
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
 │   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
