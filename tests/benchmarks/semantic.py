@@ -11,7 +11,8 @@ after an edit, and memory.
   that hold the query's words or are judged relevant), on the paraphrases and on the word
   queries of the search ranking set (`ranking.RANKING_SET`). The models: static, the
   transformer, the transformer cut at 128 tokens (the length it was trained on). `--quick`
-  measures the static model only.
+  measures the static model only. Each paraphrase figure has its Chinese one on the next row:
+  the Chinese paraphrase set (`tests.benchmarks.chinese`) in a vault the bench writes.
 - Embedding from scratch, default model: a real `weaver daemon` on the reference vault with a
   cache of its own; from the end of its first index ("watching vault", when the embedding
   worker starts) until every note has vectors. Its peak RSS then is the daemon's while
