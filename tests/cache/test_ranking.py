@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.benchmarks import chinese
 from tests.benchmarks.ranking import RECALL_TARGET, measure_recall
 from tests.corpora import require_corpora
 from tests.helpers import write_files
@@ -109,5 +110,31 @@ def test_matches_are_counted_as_a_search_counts_them(tmp_path: Path, db_url: str
             assert fts.count_matches(conn, expression) == 14
             assert fts.count_matches(conn, expression, directory="a") == 7
             assert fts.count_matches(conn, expression, directory="a", tag="none") == 0
+    finally:
+        app.close()
+
+
+# Questions of the bench's Chinese set that share a few words with their note but not its
+# wording, each answered among notes that hold some of its words too (手机 is in four notes).
+SHARING_WORDS = ("手机同步.md", "密码管理.md", "洗衣机有异味.md", "信用卡还款.md")
+
+
+def test_chinese_paraphrases_rank_their_note_first_by_the_words_they_share(
+    tmp_path: Path, db_url: str | None
+) -> None:
+    """As one phrase a question finds nothing; split into its words, its note comes first,
+    ahead of the other notes that hold some of them."""
+    questions = {p.path: p.query for p in chinese.write_vault(tmp_path / "vault")}
+    app = open_app(Settings(vault=tmp_path / "vault", database_url=db_url))
+    try:
+        app.indexer.reconcile()
+        with read_snapshot(app.db) as conn:
+            for path in SHARING_WORDS:
+                as_phrase = fts.fts_query(f'"{questions[path]}"')
+                as_words = fts.fts_query(questions[path])
+                assert as_phrase is not None and as_words is not None
+                assert fts.search(conn, as_phrase, 20, 0).total == 0, path
+                page = fts.search(conn, as_words, 20, 0)
+                assert [h.path for h in page.hits][:1] == [path] and page.total >= 2, path
     finally:
         app.close()
