@@ -41,7 +41,7 @@ from weaver.markdown.patterns import (
     mask_code,
     normalize_tag,
 )
-from weaver.markdown.tasks import ParsedTask
+from weaver.markdown.tasks import HeadingLine, ParsedTask, find_tasks
 
 __all__ = [
     "PARSER_VERSION",
@@ -57,8 +57,9 @@ __all__ = [
 
 # Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
 # older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
-# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`.
-PARSER_VERSION = 2
+# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`. 3: tasks with
+# their fields and nesting, and Dataview inline fields (the cache had neither before).
+PARSER_VERSION = 3
 
 
 class ParsedLink(NamedTuple):
@@ -177,9 +178,9 @@ def _dedupe_tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(firsts.values())
 
 
-def _inline_tags(linkless: str) -> list[str]:
+def _inline_tags(tagged: str) -> list[str]:
     """Distinct inline tags in order; findall and fromkeys keep a tag-dense note fast."""
-    runs = dict.fromkeys(INLINE_TAG_RUN.findall(mask_html(linkless)))
+    runs = dict.fromkeys(INLINE_TAG_RUN.findall(tagged))
     unique = dict.fromkeys(tag for run in runs for tag in run.split("#")[1:])
     return [tag for tag in unique if DIGITS.fullmatch(tag) is None]
 
@@ -222,6 +223,20 @@ def _first_h1(headings: Iterable[Heading]) -> str | None:
     return next((plain_text(h.text) for h in headings if h.level == 1 and plain_text(h.text)), None)
 
 
+def _tasks(
+    scan: str,
+    masked: str,
+    linkless: str,
+    tagged: str,
+    headings: tuple[Heading, ...],
+    offset: int,
+) -> tuple[ParsedTask, ...]:
+    if TASK.search("\n" + masked) is None:  # most notes: no list walk at all
+        return ()
+    outline = [HeadingLine(h.line, h.level, h.text) for h in headings]
+    return find_tasks(scan, linkless, tagged, outline, offset)
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -235,7 +250,9 @@ def parse_note(path: str, text: str) -> ParsedNote:
     lines = _Lines(scan, text.count("\n", 0, fm.body_start))
     body_links, linkless = _body_links(scan, masked, lines)
     headings = _headings(scan, masked, lines)
-    statuses = [m.group(1) for m in TASK.finditer("\n" + masked)]
+    tagged = mask_html(linkless)
+    tasks = _tasks(scan, masked, linkless, tagged, headings, lines.offset)
+    done = sum(task.status_char != " " for task in tasks)
     fm_links = tuple(
         ParsedLink(lk.target, "frontmatter", lk.alias, lk.subpath, lk.relation, lk.line)
         for lk in fm.links
@@ -244,17 +261,18 @@ def parse_note(path: str, text: str) -> ParsedNote:
         frontmatter=fm.data,
         title=_title(path, fm.data),
         heading=_first_h1(headings),
-        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(linkless)]),
+        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(tagged)]),
         aliases=frontmatter_aliases(fm.data),
         type=scalar_text(fm.data.get("type")),
         status=scalar_text(fm.data.get("status")),
         links=fm_links + body_links,
         headings=headings,
-        tasks_open=statuses.count(" "),
-        tasks_done=len(statuses) - statuses.count(" "),
+        tasks_open=len(tasks) - done,
+        tasks_done=done,
         body=body,
         word_count=len(masked.encode().translate(WORD_BYTES).split()),
         error=fm.error,
+        tasks=tasks,
     )
 
 
