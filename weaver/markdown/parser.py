@@ -25,16 +25,13 @@ from weaver.markdown.frontmatter import (
     scalar_text,
 )
 from weaver.markdown.html_mask import mask_html
-from weaver.markdown.inline_fields import InlineField
+from weaver.markdown.inline_fields import InlineField, LineFields, find_inline_fields
 from weaver.markdown.links import LinkKind, RawLink, find_body_links
 from weaver.markdown.patterns import (
-    BRACKET,
-    BRACKET_FIELD,
     CLOSING_HASHES,
     DIGITS,
     HEADING,
     INLINE_TAG_RUN,
-    LINE_FIELD,
     MD_SUFFIX,
     TASK,
     WORD_BYTES,
@@ -120,28 +117,6 @@ class _Lines:
 # ---------------------------------------------------------------- links
 
 
-class _Fields:
-    """The Dataview inline fields of one line: `key:: value` and `[key:: value]`."""
-
-    def __init__(self, line: str) -> None:
-        self.brackets: list[tuple[int, int, str]] = []  # (value start, value end, key), disjoint
-        for match in BRACKET_FIELD.finditer(line):
-            close = BRACKET.search(line, match.end())
-            if close and close.group() == ("]" if match.group(1) == "[" else ")"):
-                self.brackets.append((match.end(), close.start(), match.group(2).strip()))
-        self.starts = [start for start, _, _ in self.brackets]
-        whole = LINE_FIELD.match(line)
-        self.line_field = (whole.end(), whole.group(1).strip()) if whole else None
-
-    def key_at(self, start: int, end: int) -> str | None:
-        index = bisect_right(self.starts, start) - 1
-        if index >= 0 and end <= self.brackets[index][1]:
-            return self.brackets[index][2]
-        if self.line_field and start >= self.line_field[0]:
-            return self.line_field[1]
-        return None
-
-
 def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
     """Give each link its line, and the inline field it sits in (`rel:: [[X]]`)."""
     if "::" not in linkless:  # no inline field anywhere (most notes): only the lines to find
@@ -149,13 +124,13 @@ def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[Parse
         for start, _, kind, target, alias, subpath, relation in raws:
             yield ParsedLink(target, kind, alias, subpath, relation, offset + index_of(start))
         return
-    fields: dict[int, tuple[int, _Fields | None]] = {}
+    fields: dict[int, tuple[int, LineFields | None]] = {}
     for start, end, kind, target, alias, subpath, relation in raws:
         index = lines.index(start)
         if index not in fields:
             lo, hi = lines.bounds(index)
             line = linkless[lo:hi]
-            fields[index] = (lo, _Fields(line) if "::" in line else None)
+            fields[index] = (lo, LineFields(line) if "::" in line else None)
         lo, found = fields[index]
         if relation is None and found is not None:
             relation = found.key_at(start - lo, end - lo)
@@ -273,6 +248,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
         word_count=len(masked.encode().translate(WORD_BYTES).split()),
         error=fm.error,
         tasks=tasks,
+        inline_fields=find_inline_fields(scan, linkless, lines.offset),
     )
 
 
