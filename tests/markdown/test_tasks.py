@@ -406,3 +406,14 @@ def test_note_tasks_are_read_as_single_lines_are() -> None:
 def test_task_line_numbers_count_frontmatter_and_crlf() -> None:
     note = parse_note("n.md", "---\na: 1\n---\r\nText\r\n- [ ] t\r\n")
     assert [(t.line, t.raw, t.description) for t in note.tasks] == [(5, "- [ ] t", "t")]
+
+
+def test_long_lines_of_field_starts_stay_linear() -> None:
+    # Every piece opens a field that never closes at the line end; tried right to left, each
+    # start is tried once, so this finishes at once (no timing is asserted).
+    pieces = ["[a:: b ", "(c:: ", "🔁 every ", "#t ", "⛔ x, ", "^ ", "📅 2026-", "🆔 "]
+    line = "- [ ] " + "".join(pieces) * 20_000 + "the end ⏫"
+    task = parse_task_line(line, 1)
+    assert task is not None
+    assert task.priority == 1
+    assert (task.task_id, task.description[-9:]) == (None, "🆔 the end")

@@ -109,6 +109,18 @@ _NONE = PRIORITY_NAMES.index("none")
 class _Fields:
     """What the backwards read of one line found, filled field by field (rightmost first)."""
 
+    __slots__ = (
+        "block_id",
+        "dates",
+        "depends_on",
+        "others",
+        "priority",
+        "recurrence",
+        "task_id",
+        "trailing_tags",
+        "warnings",
+    )
+
     def __init__(self) -> None:
         self.dates: dict[str, str] = {}
         self.priority: int | None = None
@@ -199,10 +211,11 @@ def _read_trailing(raw: str, masked: str, start: int) -> tuple[_Fields, int]:
     found = _Fields()
     # Only where a field can start is a match tried, right to left: a search for "a field, then
     # the end" would try every offset of a long description, again for every field.
+    # A field's match takes the blanks and comma after it, so `end` needs no trimming.
     candidates = [m.start() for m in _FIELD_START.finditer(masked, start)]
-    end = _strip_end(masked, start, len(masked))
+    end = len(masked)
     while (match := _field_ending_at(masked, candidates, end)) and _take(found, match, raw):
-        end = _strip_end(masked, start, match.start())
+        end = match.start()
     found.others.reverse()  # read backwards, kept as written
     found.warnings.reverse()
     found.trailing_tags.reverse()
@@ -218,12 +231,6 @@ def _field_ending_at(masked: str, candidates: list[int], end: int) -> re.Match[s
         if pos < end and (match := _FIELD_AT_END.match(masked, pos, end)):
             return match
     return None
-
-
-def _strip_end(text: str, start: int, end: int) -> int:
-    while end > start and text[end - 1] in " \t":
-        end -= 1
-    return end
 
 
 def _inner_fields(raw: str, masked: str, start: int, end: int) -> list[tuple[str, str]]:
