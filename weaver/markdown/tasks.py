@@ -350,9 +350,8 @@ def find_tasks(
     """
     tasks: list[ParsedTask] = []
     outline = _Outline(headings)
-    items: list[
-        tuple[int, int | None]
-    ] = []  # the open list items: indent, nearest task at or above
+    # The open list items: the column their text starts at, the nearest task at or above them.
+    items: list[tuple[int, int | None]] = []
     quotes = 0  # the quote depth the open items are in
     index, counted = 0, 0
     for event in _LIST_EVENT.finditer("\n" + masked):
