@@ -16,8 +16,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
-from urllib.parse import unquote
+from typing import Any, NamedTuple
 
 from weaver.markdown.frontmatter import (
     frontmatter_aliases,
@@ -26,29 +25,20 @@ from weaver.markdown.frontmatter import (
     scalar_text,
 )
 from weaver.markdown.html_mask import mask_html
-from weaver.markdown.inline_fields import InlineField
+from weaver.markdown.inline_fields import InlineField, LineFields, find_inline_fields
+from weaver.markdown.links import LinkKind, RawLink, find_body_links
 from weaver.markdown.patterns import (
-    BRACKET,
-    BRACKET_FIELD,
     CLOSING_HASHES,
     DIGITS,
-    FILL,
     HEADING,
     INLINE_TAG_RUN,
-    LINE_FIELD,
-    MD_LINK,
     MD_SUFFIX,
-    SCHEME,
     TASK,
-    WIKILINK,
     WORD_BYTES,
-    fill,
     mask_code,
     normalize_tag,
-    split_subpath,
-    split_wikilink,
 )
-from weaver.markdown.tasks import ParsedTask
+from weaver.markdown.tasks import HeadingLine, ParsedTask, find_tasks
 
 __all__ = [
     "PARSER_VERSION",
@@ -62,13 +52,11 @@ __all__ = [
     "parse_note",
 ]
 
-LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
-
-
 # Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
 # older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
-# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`.
-PARSER_VERSION = 2
+# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`. 3: tasks with
+# their fields and nesting, and Dataview inline fields (the cache had neither before).
+PARSER_VERSION = 3
 
 
 class ParsedLink(NamedTuple):
@@ -128,67 +116,21 @@ class _Lines:
 
 # ---------------------------------------------------------------- links
 
-# (start, end, kind, target, alias, subpath, relation) of a link found in the body
-_Raw = tuple[int, int, LinkKind, str, str | None, str | None, str | None]
 
-
-def _wikilinks(text: str, masked: str) -> Iterator[_Raw]:
-    for match in WIKILINK.finditer(masked):
-        if parts := split_wikilink(text[match.start(1) : match.end(1)]):
-            start = match.start()
-            embed = start > 0 and masked[start - 1] == "!"
-            yield start - embed, match.end(), "embed" if embed else "wikilink", *parts
-
-
-def _markdown_links(text: str, masked: str) -> Iterator[_Raw]:
-    for match in MD_LINK.finditer(masked):
-        start, end = match.span(2) if match.group(2) is not None else match.span(3)
-        destination = text[start:end]
-        if not destination or SCHEME.match(destination):
-            continue  # empty, or external (https:, mailto:, obsidian:)
-        target, subpath = split_subpath(unquote(destination))
-        alias = text[match.start(1) : match.end(1)] or None
-        embed = match.start() > 0 and masked[match.start() - 1] == "!"  # ![alt](img.png)
-        kind: LinkKind = "embed" if embed else "markdown"
-        yield match.start() - embed, match.end(), kind, target, alias, subpath, None
-
-
-class _Fields:
-    """The Dataview inline fields of one line: `key:: value` and `[key:: value]`."""
-
-    def __init__(self, line: str) -> None:
-        self.brackets: list[tuple[int, int, str]] = []  # (value start, value end, key), disjoint
-        for match in BRACKET_FIELD.finditer(line):
-            close = BRACKET.search(line, match.end())
-            if close and close.group() == ("]" if match.group(1) == "[" else ")"):
-                self.brackets.append((match.end(), close.start(), match.group(2).strip()))
-        self.starts = [start for start, _, _ in self.brackets]
-        whole = LINE_FIELD.match(line)
-        self.line_field = (whole.end(), whole.group(1).strip()) if whole else None
-
-    def key_at(self, start: int, end: int) -> str | None:
-        index = bisect_right(self.starts, start) - 1
-        if index >= 0 and end <= self.brackets[index][1]:
-            return self.brackets[index][2]
-        if self.line_field and start >= self.line_field[0]:
-            return self.line_field[1]
-        return None
-
-
-def _finish(raws: list[_Raw], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
+def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
     """Give each link its line, and the inline field it sits in (`rel:: [[X]]`)."""
     if "::" not in linkless:  # no inline field anywhere (most notes): only the lines to find
         offset, index_of = lines.offset, lines.index
         for start, _, kind, target, alias, subpath, relation in raws:
             yield ParsedLink(target, kind, alias, subpath, relation, offset + index_of(start))
         return
-    fields: dict[int, tuple[int, _Fields | None]] = {}
+    fields: dict[int, tuple[int, LineFields | None]] = {}
     for start, end, kind, target, alias, subpath, relation in raws:
         index = lines.index(start)
         if index not in fields:
             lo, hi = lines.bounds(index)
             line = linkless[lo:hi]
-            fields[index] = (lo, _Fields(line) if "::" in line else None)
+            fields[index] = (lo, LineFields(line) if "::" in line else None)
         lo, found = fields[index]
         if relation is None and found is not None:
             relation = found.key_at(start - lo, end - lo)
@@ -197,11 +139,7 @@ def _finish(raws: list[_Raw], linkless: str, lines: _Lines) -> Iterator[ParsedLi
 
 def _body_links(text: str, masked: str, lines: _Lines) -> tuple[tuple[ParsedLink, ...], str]:
     """Links in document order, and the masked text with every link blanked (for tags)."""
-    wikilinks = list(_wikilinks(text, masked))
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in wikilinks))
-    markdown = list(_markdown_links(text, wikiless))
-    linkless = fill(wikiless, ((raw[0], raw[1], FILL) for raw in markdown))
-    raws = sorted(wikilinks + markdown, key=lambda raw: raw[0])
+    raws, linkless = find_body_links(text, masked)
     return tuple(_finish(raws, linkless, lines)), linkless
 
 
@@ -215,9 +153,9 @@ def _dedupe_tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(firsts.values())
 
 
-def _inline_tags(linkless: str) -> list[str]:
+def _inline_tags(tagged: str) -> list[str]:
     """Distinct inline tags in order; findall and fromkeys keep a tag-dense note fast."""
-    runs = dict.fromkeys(INLINE_TAG_RUN.findall(mask_html(linkless)))
+    runs = dict.fromkeys(INLINE_TAG_RUN.findall(tagged))
     unique = dict.fromkeys(tag for run in runs for tag in run.split("#")[1:])
     return [tag for tag in unique if DIGITS.fullmatch(tag) is None]
 
@@ -260,6 +198,20 @@ def _first_h1(headings: Iterable[Heading]) -> str | None:
     return next((plain_text(h.text) for h in headings if h.level == 1 and plain_text(h.text)), None)
 
 
+def _tasks(
+    scan: str,
+    masked: str,
+    linkless: str,
+    tagged: str,
+    headings: tuple[Heading, ...],
+    offset: int,
+) -> tuple[ParsedTask, ...]:
+    if TASK.search("\n" + masked) is None:  # most notes: no list walk at all
+        return ()
+    outline = [HeadingLine(h.line, h.level, h.text) for h in headings]
+    return find_tasks(scan, linkless, tagged, outline, offset)
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -273,7 +225,9 @@ def parse_note(path: str, text: str) -> ParsedNote:
     lines = _Lines(scan, text.count("\n", 0, fm.body_start))
     body_links, linkless = _body_links(scan, masked, lines)
     headings = _headings(scan, masked, lines)
-    statuses = [m.group(1) for m in TASK.finditer("\n" + masked)]
+    tagged = mask_html(linkless)
+    tasks = _tasks(scan, masked, linkless, tagged, headings, lines.offset)
+    done = sum(task.status_char != " " for task in tasks)
     fm_links = tuple(
         ParsedLink(lk.target, "frontmatter", lk.alias, lk.subpath, lk.relation, lk.line)
         for lk in fm.links
@@ -282,17 +236,19 @@ def parse_note(path: str, text: str) -> ParsedNote:
         frontmatter=fm.data,
         title=_title(path, fm.data),
         heading=_first_h1(headings),
-        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(linkless)]),
+        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(tagged)]),
         aliases=frontmatter_aliases(fm.data),
         type=scalar_text(fm.data.get("type")),
         status=scalar_text(fm.data.get("status")),
         links=fm_links + body_links,
         headings=headings,
-        tasks_open=statuses.count(" "),
-        tasks_done=len(statuses) - statuses.count(" "),
+        tasks_open=len(tasks) - done,
+        tasks_done=done,
         body=body,
         word_count=len(masked.encode().translate(WORD_BYTES).split()),
         error=fm.error,
+        tasks=tasks,
+        inline_fields=find_inline_fields(scan, linkless, lines.offset),
     )
 
 
@@ -307,10 +263,7 @@ def decode_note(data: bytes) -> tuple[str, str | None]:
 def find_link_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, target as `ParsedLink.target` holds it) of each link in `text`, in order,
     found as `parse_note` finds them: where in a line the link the index knows stands."""
-    masked = mask_code(text)
-    wikilinks = list(_wikilinks(text, masked))
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in wikilinks))
-    raws = sorted(wikilinks + list(_markdown_links(text, wikiless)), key=lambda raw: raw[0])
+    raws, _ = find_body_links(text, mask_code(text))
     return [(start, end, target) for start, end, _, target, *_ in raws]
 
 
@@ -320,9 +273,7 @@ def find_inline_tags(body: str) -> list[tuple[int, str]]:
     HTML (`weaver.markdown.html_mask`).
     For edits that must touch the tags the index knows and nothing else (`weaver.markdown.retag`).
     """
-    masked = mask_code(body)
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in _wikilinks(body, masked)))
-    linkless = fill(wikiless, ((raw[0], raw[1], FILL) for raw in _markdown_links(body, wikiless)))
+    _, linkless = find_body_links(body, mask_code(body))
     found: list[tuple[int, str]] = []
     for run in INLINE_TAG_RUN.finditer(mask_html(linkless)):
         offset = run.start()
