@@ -54,6 +54,7 @@ from weaver.tasks.query import (
     Recurring,
     Sort,
     SortKey,
+    StatusCharIs,
     StatusTypeIs,
     TagMatches,
     TagPresence,
@@ -140,6 +141,8 @@ class _Compiler:
                 return in_done if done else not_(in_done)
             case StatusTypeIs(types, negate):
                 return Task.status_type.not_in(types) if negate else Task.status_type.in_(types)
+            case StatusCharIs(chars):
+                return Task.status_char.in_(chars)
             case DateMatches():
                 return self.date_matches(part)
             case DatePresence(field, present):

@@ -27,6 +27,7 @@ __all__ = [
     "PriorityIs",
     "Recurring",
     "Sort",
+    "StatusCharIs",
     "StatusTypeIs",
     "TagMatches",
     "TagPresence",
@@ -86,6 +87,13 @@ class DoneIs:
 class StatusTypeIs:
     types: tuple[StatusType, ...]
     negate: bool = False
+
+
+@dataclass(frozen=True)
+class StatusCharIs:
+    """The character between the brackets, whatever type the settings give it."""
+
+    chars: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,7 @@ class Not:
 Filter = (
     DoneIs
     | StatusTypeIs
+    | StatusCharIs
     | DateMatches
     | DatePresence
     | Recurring
