@@ -317,8 +317,9 @@ def _sort_value(
         return _date_column(key), key not in set_dates  # type: ignore[arg-type]
     match key:
         case "happens":
+            # Start, else scheduled, else due: not always the earliest of the three.
             happens = [_date_column(f) for f in HAPPENS]
-            return func.coalesce(*happens), True  # the earliest set, close enough per row
+            return func.coalesce(*happens), True
         case "status":
             return case((Task.status_type.in_(DONE_TYPES), 1), else_=0), False
         case "status.type":
