@@ -195,3 +195,21 @@ def test_the_postgres_group_runs_only_when_asked_for() -> None:
     assert groups("--postgres", "--only", "queries") == {"queries", "postgres"}
     assert groups("--only", "postgres") == {"postgres"}
     assert "workers" in groups("--postgres")
+
+
+def test_the_task_query_figures_run_on_a_small_vault(
+    vault: tuple[Path, VaultFacts], tmp_path: Path
+) -> None:
+    """The task_queries group on the 50-note vault: its vault holds emoji task lines, the
+    group finds (or fills) their rows and judges each case; values are `make bench`'s."""
+    from tests.benchmarks import task_queries
+    from tests.benchmarks.context import BenchContext
+
+    root, _facts = vault
+    ctx = BenchContext(workdir=tmp_path, sizes=(NOTES,), reference=NOTES, quick=True, calls=2)
+    shutil.copytree(root, ctx.vault(NOTES))
+    figures = task_queries.run(ctx)  # indexes the vault first
+    assert len(figures) == len(task_queries.CASES) + 1
+    assert all(f.data["tasks"] >= 2 * NOTES for f in figures)  # about 3 task lines a note
+    assert all("× a 50-row page" in f.shown for f in figures)
+    assert "📅" in "".join(p.read_text() for p in root.rglob("*.md"))

@@ -3,6 +3,7 @@
 WeaverError
 ├── ConfigError            bad config file, unknown key, missing vault
 │   └── StatusSettingsError  the Tasks plugin's data.json is broken (tasks.statuses)
+├── TaskQueryError         a Tasks query line Weaver cannot read (names the line)
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
 │   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
@@ -30,6 +31,16 @@ class WeaverError(Exception):
 
 class ConfigError(WeaverError):
     """The configuration cannot be used as given."""
+
+
+class TaskQueryError(WeaverError):
+    """A line of a Tasks plugin query that Weaver does not support: never skipped, since a
+    filter dropped silently would answer a different question."""
+
+    def __init__(self, number: int, line: str, reason: str) -> None:
+        super().__init__(f"line {number}: {reason}: '{line}'")
+        self.number = number
+        self.line = line
 
 
 class CacheError(WeaverError):

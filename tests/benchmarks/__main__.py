@@ -42,6 +42,7 @@ from tests.benchmarks import (
     semantic,
     subscriptions,
     surface,
+    task_queries,
     tool_list,
     workers,
 )
@@ -55,6 +56,7 @@ Group = Callable[[BenchContext], list[Figure]]
 GROUPS: dict[str, Group] = {
     "indexing": indexing.run,
     "queries": queries.run,
+    "task_queries": task_queries.run,
     "postgres": postgres.run,  # only with --postgres (or --only postgres): starts a server
     "clients": clients.run,
     "freshness": freshness.run,

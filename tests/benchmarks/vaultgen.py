@@ -3,8 +3,9 @@
 A vault of N notes has nested folders (up to four levels deep), frontmatter with type, status,
 tags, aliases and dates on nine notes in ten, nested tags, wikilinks of every form that
 `VAULT_SEMANTICS.md` lists (plain, alias, heading, block, self, folder path, embed, markdown,
-frontmatter), about 5 % of them broken, 1-3 KB bodies with headings, lists, tasks and code
-blocks holding link-like text that must not count, a few attachments, and a few file names
+frontmatter), about 5 % of them broken, 1-3 KB bodies with headings, lists, tasks (about 3 a
+note, with the Tasks plugin's emoji dates, priorities and recurrence) and code blocks holding
+link-like text that must not count, a few attachments, and a few file names
 shared by notes in different folders. Body words follow Zipf's law over a lexicon of the
 words below and a few thousand made-up ones, as prose does, so a full-text search for a rare
 word matches a few notes and one for a common word most of them. The generator only uses its
@@ -109,6 +110,12 @@ LINK_FORMS = (
 )
 FIRST_DAY = date(2015, 1, 1)
 CODE_BLOCK = "\n```python\n# [[Not a link]] and #not-a-tag in code\nx = 1  # [[nope]]\n```\n"
+# Task dates spread around a fixed day (the vault must not depend on when it is made): emoji,
+# share of tasks carrying it, days either side.
+TASK_ANCHOR = date(2026, 6, 1)
+TASK_DATES = (("📅", 0.5, 180), ("⏳", 0.15, 60), ("🛫", 0.1, 60))
+TASK_PRIORITIES = ("🔺", "⏫", "🔼", "🔽", "⏬")
+TASK_RECURRENCES = ("every day", "every week", "every month on the 1st", "every 2 weeks")
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(56)
 
 
@@ -220,6 +227,7 @@ class _NoteWriter:
         self.inbound: Counter[str] = Counter()
         self.by_type: Counter[str] = Counter()
         self.by_status: Counter[str] = Counter()
+        self.task_lines = 0
 
     def note_text(self, note: _Note) -> str:
         rng = self.rng
@@ -256,7 +264,9 @@ class _NoteWriter:
         lines = []
         for _ in range(self.rng.randint(2, 5)):
             box = "x" if self.rng.random() < 0.4 else " "
-            lines.append(f"- [{box}] {self._sentence(note)}")
+            fields = _task_fields(f"{note.path}:{self.task_lines}", done=box == "x")
+            self.task_lines += 1
+            lines.append(f"- [{box}] {self._sentence(note)}{fields}")
         return "\n" + "\n".join(lines) + "\n"
 
     def _sentence(self, note: _Note) -> str:
@@ -337,6 +347,24 @@ class _NoteWriter:
             lines += ["related:", *(f'  - "[[{self._target().stem}]]"' for _ in range(2))]
         lines.append("---\n")
         return "\n".join(lines)
+
+
+def _task_fields(key: str, done: bool) -> str:
+    """The Tasks plugin's emoji fields of one task line: priority, due, scheduled, start,
+    recurrence, done date. From a generator of its own, seeded by the line: the vault's own
+    generator draws what it drew before (its notes only end sooner, their task lines longer)."""
+    rng = random.Random(f"weaver-bench-task:{key}")
+    fields = []
+    if rng.random() < 0.3:
+        fields.append(rng.choice(TASK_PRIORITIES))
+    for emoji, share, spread in TASK_DATES:
+        if rng.random() < share:
+            fields.append(f"{emoji} {TASK_ANCHOR + timedelta(days=rng.randint(-spread, spread))}")
+    if rng.random() < 0.08:
+        fields.append(f"🔁 {rng.choice(TASK_RECURRENCES)}")
+    if done:
+        fields.append(f"✅ {TASK_ANCHOR - timedelta(days=rng.randint(0, 365))}")
+    return "".join(f" {field}" for field in fields)
 
 
 def _tag_tree(rng: random.Random) -> list[str]:

@@ -10,8 +10,10 @@ start, for a cache that is nearly always up to date already.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -160,8 +162,26 @@ def _await_cache_file(path: Path, *_connect: Any) -> None:
     recovery.wait_for_cache_file(path, BUSY_TIMEOUT_MS / 1000)
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _regexp(pattern: str | None, value: str | None) -> bool | None:
+    """SQLite's REGEXP operator, which it leaves to the application (the Tasks queries'
+    `regex matches`); Python's syntax, close to JavaScript's for the patterns queries use."""
+    if pattern is None or value is None:
+        return None
+    return _compiled(pattern).search(value) is not None
+
+
+def _add_functions(dbapi_connection: Any) -> None:
+    dbapi_connection.create_function("regexp", 2, _regexp, deterministic=True)
+
+
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
+    _add_functions(dbapi_connection)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -174,6 +194,7 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
 
 def _configure_reader(dbapi_connection: Any, record: Any) -> None:
     dbapi_connection.set_progress_handler(deadline_passed, DEADLINE_CHECK_STEPS)
+    _add_functions(dbapi_connection)
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA query_only=ON")

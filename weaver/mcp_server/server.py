@@ -26,6 +26,7 @@ from weaver.mcp_server import (
     search_tools,
     semantic_tools,
     system_tools,
+    task_tools,
     workflow_tools,
     write_tools,
 )
@@ -47,6 +48,7 @@ TOOL_MODULES = (
     semantic_tools,
     browse_tools,
     graph_tools,
+    task_tools,
     workflow_tools,
     record_tools,
     write_tools,
@@ -75,6 +77,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         get_graph show the vault's structure.""",
     "tags": """list_tags, search_tags and search_by_tags find notes by tag; add_tags,
         remove_tags and rename_tag change tags.""",
+    "tasks": """query_tasks finds checkbox tasks by status, dates, priority, tag or place (or a
+        query in the Tasks plugin's language); run_tasks_block answers a note's ```tasks
+        block as the plugin shows it.""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by

@@ -1,0 +1,466 @@
+"""A `TaskQuery` run on the cache's `tasks` table: its filter tree compiled to one WHERE, its
+sorts (the plugin's default appended) to one ORDER BY, its groups counted in SQL, paged.
+
+Totals are counted by the database over the whole match, never over the page; grouping orders
+the tasks by their groups first, as the plugin shows them. Dates are ISO text, so they compare
+and sort as text; the plugin's urgency is worked out in SQL from `today`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Date,
+    Select,
+    SQLColumnExpression,
+    and_,
+    case,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.sql.elements import KeyedColumnElement
+
+from weaver.cache.dialect import is_postgres
+from weaver.cache.models import Note, Task
+from weaver.cache.read import like_folded
+from weaver.markdown.tasks import PRIORITY_NAMES
+from weaver.paging import Page
+from weaver.tasks.query import (
+    DONE_TYPES,
+    AllOf,
+    AnyOf,
+    DateField,
+    DateMatches,
+    DatePresence,
+    DoneIs,
+    Filter,
+    Group,
+    GroupKey,
+    Not,
+    PriorityIs,
+    Recurring,
+    Sort,
+    SortKey,
+    StatusCharIs,
+    StatusTypeIs,
+    TagMatches,
+    TagPresence,
+    TaskQuery,
+    TextField,
+    TextMatches,
+)
+
+__all__ = ["FoundTask", "TaskGroup", "TaskPage", "run_task_query"]
+
+# The plugin's names of its core and default statuses, by checkbox character.
+STATUS_NAMES = {" ": "Todo", "x": "Done", "X": "Done", "/": "In Progress", "-": "Cancelled"}
+# `sort by status.type` order (docs/Queries/Sorting.md): actionable first.
+STATUS_TYPE_ORDER = ("IN_PROGRESS", "TODO", "ON_HOLD", "DONE", "CANCELLED", "NON_TASK")
+# Urgency (docs/Advanced/Urgency.md): priority's share, by index into PRIORITY_NAMES.
+PRIORITY_URGENCY = (9.0, 6.0, 3.9, 1.95, 0.0, -1.8)
+OPEN_TYPES = tuple(t for t in STATUS_TYPE_ORDER if t not in DONE_TYPES)
+HAPPENS: tuple[DateField, ...] = ("start", "scheduled", "due")
+NO_GROUP = "(none)"
+
+
+@dataclass(frozen=True)
+class FoundTask:
+    path: str
+    line: int
+    status_char: str
+    status_type: str
+    description: str
+    tags: list[str]
+    dates: dict[str, str]  # only the dates the task sets
+    recurrence: str | None
+    priority: str  # a PRIORITY_NAMES name
+    heading: str | None
+    group: tuple[str, ...]  # its group at each `group by` level; () when not grouped
+
+
+@dataclass(frozen=True)
+class TaskGroup:
+    names: tuple[str, ...]
+    count: int  # tasks in the group over the whole match (after `limit groups`)
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    page: Page[FoundTask]
+    groups: list[TaskGroup]
+
+
+def run_task_query(
+    conn: Connection, query: TaskQuery, today: date, offset: int = 0, limit: int = 50
+) -> TaskPage:
+    """The page of tasks `query` finds from `offset`, with the true total and group counts;
+    the query's own `limit` caps the total, as it caps what the plugin shows."""
+    compiler = _Compiler(conn, today)
+    base = _ranked(compiler, query)
+    matching = base.order_by(None)
+    if query.limit is not None:  # counting stops at the query's own limit
+        matching = matching.limit(query.limit)
+    total = conn.execute(select(func.count()).select_from(matching.subquery())).scalar_one()
+    wanted = max(0, min(limit, total - offset))
+    rows = _page_rows(conn, compiler, query, base, offset, wanted)
+    groups = _group_counts(conn, query, base) if query.groups else []
+    return TaskPage(Page(rows, total, offset, limit), groups)
+
+
+class _Compiler:
+    """Expressions over `tasks` (joined to `notes` for folder and file name)."""
+
+    def __init__(self, conn: Connection, today: date) -> None:
+        self.conn = conn
+        self.today = today.isoformat()
+        self.postgres = is_postgres(conn)
+
+    def where(self, filters: Sequence[Filter]) -> ColumnElement[bool]:
+        return and_(true(), *(self.filter(part) for part in filters))
+
+    def filter(self, part: Filter) -> ColumnElement[bool]:
+        match part:
+            case AllOf(parts):
+                return and_(true(), *(self.filter(p) for p in parts))
+            case AnyOf(parts):
+                return or_(false(), *(self.filter(p) for p in parts))
+            case Not(inner):
+                return not_(self.filter(inner))
+            case DoneIs(done):
+                # IN, never NOT IN: an IN list reads the (status_type, due) index in ranges.
+                return Task.status_type.in_(DONE_TYPES if done else OPEN_TYPES)
+            case StatusTypeIs(types, negate):
+                return Task.status_type.not_in(types) if negate else Task.status_type.in_(types)
+            case StatusCharIs(chars):
+                return Task.status_char.in_(chars)
+            case DateMatches():
+                return self.date_matches(part)
+            case DatePresence(field, present):
+                columns = [_date_column(f) for f in (HAPPENS if field == "happens" else (field,))]
+                if present:
+                    return or_(*(c.is_not(None) for c in columns))
+                return and_(*(c.is_(None) for c in columns))
+            case Recurring(recurring):
+                return Task.recurrence.is_not(None) if recurring else Task.recurrence.is_(None)
+            case PriorityIs():
+                return _priority(part)
+            case TextMatches():
+                return self.text_matches(part)
+            case TagMatches():
+                return self.tag_matches(part)
+            case TagPresence(present):
+                length = func.json_array_length(Task.tags)
+                return length > 0 if present else func.coalesce(length, 0) == 0
+
+    def date_matches(self, part: DateMatches) -> ColumnElement[bool]:
+        start, end = part.dates.start.isoformat(), part.dates.end.isoformat()
+        fields = HAPPENS if part.field == "happens" else (part.field,)
+        tests = []
+        for column in (_date_column(f) for f in fields):
+            test = {
+                "before": column < start,
+                "after": column > end,
+                "in": column.between(start, end),
+                "in or before": column <= end,
+                "in or after": column >= start,
+            }[part.relation]
+            tests.append(test)
+        return or_(*tests)
+
+    def text(self, field: TextField) -> SQLColumnExpression[str]:
+        match field:
+            case "path":
+                return Task.note_path
+            case "folder":
+                # The plugin's folder ends with a slash; the root's is "/".
+                return func.coalesce(func.nullif(Note.folder, "") + "/", "/")
+            case "filename":
+                return Note.name
+            case "heading":
+                return func.coalesce(Task.heading, "")
+            case "description":
+                return Task.description
+            case "status.name":
+                return case(STATUS_NAMES, value=Task.status_char, else_="")
+
+    def text_matches(self, part: TextMatches) -> ColumnElement[bool]:
+        matched = self.matches(self.text(part.field), part.pattern, part.regex, part.ignore_case)
+        return not_(matched) if part.negate else matched
+
+    def matches(
+        self, column: SQLColumnExpression[Any], pattern: str, regex: bool, ignore_case: bool
+    ) -> ColumnElement[bool]:
+        if regex and self.postgres:
+            return column.regexp_match(pattern, flags="i" if ignore_case else None)
+        if regex:  # SQLite's REGEXP is Python's `re` (cache.db), which reads inline flags
+            return column.regexp_match(f"(?i){pattern}" if ignore_case else pattern)
+        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return like_folded(self.conn, column, f"%{escaped}%")
+
+    def tag_matches(self, part: TagMatches) -> ColumnElement[bool]:
+        tag = self.tag_values()
+        found = exists(
+            select(1)
+            .select_from(tag)
+            .where(self.matches(tag.c.value, part.pattern, part.regex, part.ignore_case))
+        )
+        return not_(found) if part.negate else found
+
+    def tag_values(self) -> Any:
+        """The task's tags as a one-column table `value`."""
+        if self.postgres:
+            return func.json_array_elements_text(Task.tags).table_valued("value")
+        return func.json_each(Task.tags).table_valued("value")
+
+    def days_until(self, column: SQLColumnExpression[Any]) -> ColumnElement[Any]:
+        if self.postgres:
+            return cast(column, Date) - cast(literal(self.today), Date)
+        return func.julianday(column) - func.julianday(self.today)
+
+    def urgency(self) -> ColumnElement[Any]:
+        """The plugin's urgency score: due date, priority, scheduled and start dates summed."""
+        days = self.days_until(Task.due)
+        due_share = case(
+            (Task.due.is_(None), 0.0),
+            (days <= -7, 12.0),
+            (days >= 14, 2.4),
+            else_=8.8 - days * (9.6 / 21),
+        )
+        priority_share = case(dict(enumerate(PRIORITY_URGENCY)), value=Task.priority, else_=0.0)
+        scheduled_share = case((Task.scheduled <= self.today, 5.0), else_=0.0)
+        start_share = case((Task.start > self.today, -3.0), else_=0.0)
+        return due_share + priority_share + scheduled_share + start_share
+
+
+def _date_column(field: DateField) -> KeyedColumnElement[Any]:
+    columns = {
+        "due": Task.due,
+        "scheduled": Task.scheduled,
+        "start": Task.start,
+        "created": Task.created,
+        "done": Task.done,
+        "cancelled": Task.cancelled,
+    }
+    return columns[field].expression  # type: ignore[return-value]
+
+
+def _priority(part: PriorityIs) -> ColumnElement[bool]:
+    wanted = part.priority
+    return {
+        "is": Task.priority == wanted,
+        "not": Task.priority != wanted,
+        "above": Task.priority < wanted,
+        "below": Task.priority > wanted,
+    }[part.relation]
+
+
+def _needs_note(query: TaskQuery) -> bool:
+    keys = {g.key for g in query.groups} | {s.key for s in query.sorts}
+    if keys & {"folder", "filename"}:
+        return True
+    return any(_note_fields(part) for part in query.filters)
+
+
+def _note_fields(part: Filter) -> bool:
+    match part:
+        case AllOf(parts) | AnyOf(parts):
+            return any(_note_fields(p) for p in parts)
+        case Not(inner):
+            return _note_fields(inner)
+        case TextMatches(field=field):
+            return field in ("folder", "filename")
+        case _:
+            return False
+
+
+def _set_dates(filters: Sequence[Filter]) -> set[str]:
+    """Dates the filters' top level requires: sorting by them needs no "missing last" term,
+    so the database can walk a date's index in order."""
+    required: set[str] = set()
+    for part in filters:
+        if isinstance(part, DateMatches) and part.field != "happens":
+            required.add(part.field)
+        if isinstance(part, DatePresence) and part.present and part.field != "happens":
+            required.add(part.field)
+        if isinstance(part, AllOf):
+            required |= _set_dates(part.parts)
+    return required
+
+
+def _sort_terms(compiler: _Compiler, sort: Sort, set_dates: set[str]) -> Iterator[Any]:
+    """ORDER BY terms for one sort: missing values after present ones (before, reversed)."""
+    value, may_be_missing = _sort_value(compiler, sort.key, set_dates)
+    if may_be_missing:
+        missing = value.is_(None)
+        yield missing.desc() if sort.reverse else missing
+    yield value.desc() if sort.reverse else value
+
+
+def _sort_value(
+    compiler: _Compiler, key: SortKey | GroupKey, set_dates: set[str]
+) -> tuple[SQLColumnExpression[Any], bool]:
+    dates = ("due", "scheduled", "start", "created", "done", "cancelled")
+    if key in dates:
+        return _date_column(key), key not in set_dates  # type: ignore[arg-type]
+    match key:
+        case "happens":
+            # Start, else scheduled, else due: not always the earliest of the three.
+            happens = [_date_column(f) for f in HAPPENS]
+            return func.coalesce(*happens), True
+        case "status":
+            return case((Task.status_type.in_(DONE_TYPES), 1), else_=0), False
+        case "status.type":
+            order = {name: rank for rank, name in enumerate(STATUS_TYPE_ORDER)}
+            return case(order, value=Task.status_type, else_=len(order)), False
+        case "urgency":
+            return -compiler.urgency(), False  # the most urgent first
+        case "priority":
+            return Task.priority, False
+        case "path":
+            return Task.note_path, False
+        case "filename":
+            return Note.name, False
+        case "folder":
+            return Note.folder, False
+        case "heading":
+            return func.coalesce(Task.heading, ""), False
+        case "description":
+            return Task.description, False
+        case _:
+            return Task.line, False
+
+
+def _group_value(compiler: _Compiler, group: Group, tag: Any) -> SQLColumnExpression[Any]:
+    if group.key == "tags":
+        return func.coalesce(tag.c.value, NO_GROUP)
+    if group.key == "status":
+        return case((Task.status_type.in_(DONE_TYPES), "Done"), else_="Todo")
+    if group.key == "status.type":
+        return Task.status_type
+    if group.key == "folder":
+        return compiler.text("folder")
+    value, _ = _sort_value(compiler, group.key, set())
+    if group.key == "priority":
+        return value
+    return func.coalesce(value, NO_GROUP)
+
+
+def _ranked(compiler: _Compiler, query: TaskQuery) -> Select[Any]:
+    """Every matching task (once per tag when grouped by tags) with its group values and its
+    place in the order; `limit groups N` keeps the first N of each group."""
+    from_ = Task.__table__
+    if _needs_note(query):
+        from_ = from_.join(Note.__table__, Note.path == Task.note_path)
+    tag = compiler.tag_values().alias("tag") if any(g.key == "tags" for g in query.groups) else None
+    if tag is not None:
+        from_ = from_.join(tag, true(), isouter=True)
+    group_values: list[Any] = [
+        _group_value(compiler, g, tag).label(f"g{i}") for i, g in enumerate(query.groups)
+    ]
+    order = _order(compiler, query, group_values)
+    columns: list[Any] = [Task.id.label("task_id"), *group_values]
+    if query.group_limit is not None and group_values:
+        rank = func.row_number().over(
+            partition_by=[g.element for g in group_values], order_by=order
+        )
+        columns.append(rank.label("rank_in_group"))
+    base = select(*columns).select_from(from_).where(compiler.where(query.filters))
+    if query.group_limit is not None and group_values:
+        inner = base.subquery()
+        return select(inner).where(inner.c.rank_in_group <= query.group_limit)
+    return base.order_by(*order)
+
+
+def _order(compiler: _Compiler, query: TaskQuery, group_values: list[Any]) -> list[Any]:
+    set_dates = _set_dates(query.filters)
+    terms: list[Any] = []
+    for value, group in zip(group_values, query.groups, strict=True):
+        terms.append(value.element.desc() if group.reverse else value.element)
+    for sort in query.all_sorts():
+        terms.extend(_sort_terms(compiler, sort, set_dates))
+    terms.extend([Task.note_path, Task.line])  # a stable order, so pages never overlap
+    return terms
+
+
+def _page_rows(
+    conn: Connection,
+    compiler: _Compiler,
+    query: TaskQuery,
+    base: Select[Any],
+    offset: int,
+    wanted: int,
+) -> list[FoundTask]:
+    if wanted == 0:
+        return []
+    if query.group_limit is not None and query.groups:
+        inner = base.subquery()
+        ordered = select(inner).order_by(*[inner.c[f"g{i}"] for i in range(len(query.groups))])
+        ordered = ordered.order_by(inner.c.rank_in_group)
+        chosen = ordered.offset(offset).limit(wanted).subquery()
+    else:
+        chosen = base.offset(offset).limit(wanted).subquery()
+    names = [f"g{i}" for i in range(len(query.groups))]
+    # The page's ids in order first, then their rows by primary key: joining the page back to
+    # `tasks` lets the planner scan the table.
+    picked = conn.execute(select(chosen.c.task_id, *[chosen.c[n] for n in names])).all()
+    rows = conn.execute(select(Task.__table__).where(Task.id.in_([p[0] for p in picked]))).all()
+    by_id = {row._mapping["id"]: row._mapping for row in rows}
+    return [
+        _found(
+            by_id[p[0]], tuple(_group_name(g, v) for g, v in zip(query.groups, p[1:], strict=True))
+        )
+        for p in picked
+    ]
+
+
+def _found(task: Mapping[Any, Any], group: tuple[str, ...]) -> FoundTask:
+    dates = {
+        name: value
+        for name in ("due", "scheduled", "start", "created", "done", "cancelled")
+        if (value := task[name]) is not None
+    }
+    return FoundTask(
+        path=task["note_path"],
+        line=task["line"],
+        status_char=task["status_char"],
+        status_type=task["status_type"],
+        description=task["description"],
+        tags=list(task["tags"] or []),
+        dates=dates,
+        recurrence=task["recurrence"],
+        priority=PRIORITY_NAMES[task["priority"]],
+        heading=task["heading"],
+        group=group,
+    )
+
+
+def _group_name(group: Group, value: Any) -> str:
+    if group.key == "priority":
+        return f"Priority {int(value) + 1}: {PRIORITY_NAMES[int(value)]}"
+    return str(value)
+
+
+def _group_counts(conn: Connection, query: TaskQuery, base: Select[Any]) -> list[TaskGroup]:
+    inner = base.order_by(None).subquery()
+    keys = [inner.c[f"g{i}"] for i in range(len(query.groups))]
+    order = [k.desc() if g.reverse else k for k, g in zip(keys, query.groups, strict=True)]
+    rows = conn.execute(select(*keys, func.count()).group_by(*keys).order_by(*order)).all()
+    return [
+        TaskGroup(
+            tuple(_group_name(g, v) for g, v in zip(query.groups, row[:-1], strict=True)), row[-1]
+        )
+        for row in rows
+    ]
