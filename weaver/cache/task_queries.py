@@ -71,6 +71,7 @@ STATUS_NAMES = {" ": "Todo", "x": "Done", "X": "Done", "/": "In Progress", "-": 
 STATUS_TYPE_ORDER = ("IN_PROGRESS", "TODO", "ON_HOLD", "DONE", "CANCELLED", "NON_TASK")
 # Urgency (docs/Advanced/Urgency.md): priority's share, by index into PRIORITY_NAMES.
 PRIORITY_URGENCY = (9.0, 6.0, 3.9, 1.95, 0.0, -1.8)
+OPEN_TYPES = tuple(t for t in STATUS_TYPE_ORDER if t not in DONE_TYPES)
 HAPPENS: tuple[DateField, ...] = ("start", "scheduled", "due")
 NO_GROUP = "(none)"
 
@@ -109,8 +110,10 @@ def run_task_query(
     the query's own `limit` caps the total, as it caps what the plugin shows."""
     compiler = _Compiler(conn, today)
     base = _ranked(compiler, query)
-    total = conn.execute(select(func.count()).select_from(base.subquery())).scalar_one()
-    total = min(total, query.limit) if query.limit is not None else total
+    matching = base.order_by(None)
+    if query.limit is not None:  # counting stops at the query's own limit
+        matching = matching.limit(query.limit)
+    total = conn.execute(select(func.count()).select_from(matching.subquery())).scalar_one()
     wanted = max(0, min(limit, total - offset))
     rows = _page_rows(conn, compiler, query, base, offset, wanted)
     groups = _group_counts(conn, query, base) if query.groups else []
@@ -137,8 +140,8 @@ class _Compiler:
             case Not(inner):
                 return not_(self.filter(inner))
             case DoneIs(done):
-                in_done = Task.status_type.in_(DONE_TYPES)
-                return in_done if done else not_(in_done)
+                # IN, never NOT IN: an IN list reads the (status_type, due) index in ranges.
+                return Task.status_type.in_(DONE_TYPES if done else OPEN_TYPES)
             case StatusTypeIs(types, negate):
                 return Task.status_type.not_in(types) if negate else Task.status_type.in_(types)
             case StatusCharIs(chars):
@@ -408,23 +411,17 @@ def _page_rows(
         chosen = ordered.offset(offset).limit(wanted).subquery()
     else:
         chosen = base.offset(offset).limit(wanted).subquery()
-    group_columns = [chosen.c[f"g{i}"] for i in range(len(query.groups))]
-    position = func.row_number().over().label("position")
-    picked = select(chosen.c.task_id, *group_columns, position).subquery()
     names = [f"g{i}" for i in range(len(query.groups))]
-    rows = conn.execute(
-        select(Task.__table__, *[picked.c[name] for name in names])
-        .join(picked, picked.c.task_id == Task.id)
-        .order_by(picked.c.position)
-    ).all()
+    # The page's ids in order first, then their rows by primary key: joining the page back to
+    # `tasks` lets the planner scan the table.
+    picked = conn.execute(select(chosen.c.task_id, *[chosen.c[n] for n in names])).all()
+    rows = conn.execute(select(Task.__table__).where(Task.id.in_([p[0] for p in picked]))).all()
+    by_id = {row._mapping["id"]: row._mapping for row in rows}
     return [
         _found(
-            row._mapping,
-            tuple(
-                _group_name(g, row._mapping[n]) for g, n in zip(query.groups, names, strict=True)
-            ),
+            by_id[p[0]], tuple(_group_name(g, v) for g, v in zip(query.groups, p[1:], strict=True))
         )
-        for row in rows
+        for p in picked
     ]
 
 
