@@ -8,13 +8,14 @@ It gathers what the other built-in workflows recorded that day, so a section sta
 the workflow behind it is disabled: the notes created, modified, deleted and moved (the change
 log), the tags new to the vault and the new broken links still broken (the markdown analyzer
 and the deletion monitor), the tasks completed (task completion) and the workflow runs that
-failed (the execution history). A day further back than that history is kept (by default 90
-days of superseded change-log and analyzer records, 30 days of executions) is digested from
-what is left of it. It writes `<folder>/Digest YYYY-MM-DD.md` (replacing that day's earlier
-digest) through `ctx.vault`, so the watcher indexes it like any note but it starts no
-workflow, and returns its content with the same lists as JSON. Notes that exist are linked;
-deleted notes, tags and link targets are written as code, so the digest adds no tag and no
-broken link of its own to the vault.
+failed (the execution history); and, from the task index as it is when the digest is written,
+the open tasks overdue on that day and those due that day. A day further back than that
+history is kept (by default 90 days of superseded change-log and analyzer records, 30 days of
+executions) is digested from what is left of it. It writes `<folder>/Digest YYYY-MM-DD.md`
+(replacing that day's earlier digest) through `ctx.vault`, so the watcher indexes it like any
+note but it starts no workflow, and returns its content with the same lists as JSON. Notes that
+exist are linked; deleted notes, tags, link targets and task texts are written as code, so the
+digest adds no tag and no broken link of its own to the vault.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from weaver.engine import (
     BrokenLink,
+    FoundTask,
     OnSchedule,
     ScheduleTrigger,
     StoredRecord,
@@ -73,9 +75,13 @@ class DayActivity:
     new_broken_links: list[dict[str, str]] = field(default_factory=list)
     tasks_completed: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    overdue: list[dict[str, Any]] = field(default_factory=list)  # open tasks, the first shown
+    due_today: list[dict[str, Any]] = field(default_factory=list)
+    task_totals: dict[str, int] = field(default_factory=dict)  # overdue, dueToday: all of them
 
     def counts(self) -> dict[str, int]:
-        return {name: len(items) for name, items in self.as_json().items()}
+        counted = {name: len(items) for name, items in self.as_json().items()}
+        return counted | self.task_totals
 
     def as_json(self) -> dict[str, list[Any]]:
         return {
@@ -87,6 +93,8 @@ class DayActivity:
             "newBrokenLinks": self.new_broken_links,
             "tasksCompleted": self.tasks_completed,
             "failures": self.failures,
+            "overdue": self.overdue,
+            "dueToday": self.due_today,
         }
 
 
@@ -105,6 +113,7 @@ def write_digest(ctx: WorkflowContext[DigestInput]) -> dict[str, Any]:
     day, zone = digest_day(ctx, settings)
     since, until = day_bounds(day, zone)
     activity = gather(ctx, since, until)
+    add_open_tasks(ctx, activity, day, settings.max_items)
     existing = set(ctx.note_facts(mentioned_paths(activity)))
     keep_still_broken(activity, ctx.broken_links(existing))
     content = render(day, activity, existing, settings.max_items)
@@ -169,6 +178,29 @@ def gather(ctx: WorkflowContext[DigestInput], since: int, until: int) -> DayActi
         for run in failed
     ]
     return activity
+
+
+def add_open_tasks(
+    ctx: WorkflowContext[DigestInput], activity: DayActivity, day: dt.date, max_items: int
+) -> None:
+    """The open tasks that were late on `day`, and those due that day (read as they are now:
+    the index keeps no history of a task's status)."""
+    on = day.isoformat()
+    overdue = ctx.query_tasks(f"not done\ndue before {on}\nsort by due", day, 0, max_items)
+    due = ctx.query_tasks(f"not done\ndue on {on}", day, 0, max_items)
+    activity.overdue = [open_task(task) for task in overdue.page.items]
+    activity.due_today = [open_task(task) for task in due.page.items]
+    activity.task_totals = {"overdue": overdue.page.total, "dueToday": due.page.total}
+
+
+def open_task(task: FoundTask) -> dict[str, Any]:
+    return {
+        "path": task.path,
+        "line": task.line,
+        "description": task.description,
+        "due": task.dates.get("due"),
+        "priority": task.priority,
+    }
 
 
 def first_line(text: str) -> str:
@@ -255,6 +287,11 @@ def render(day: dt.date, activity: DayActivity, existing: set[str], max_items: i
         ("Tasks completed", [task_line(t, mention) for t in activity.tasks_completed]),
         ("Workflow failures", [failure_line(f) for f in activity.failures]),
     ]
+    counts = activity.counts()
+    task_sections = [
+        ("Overdue", activity.overdue, counts["overdue"]),
+        ("Due today", activity.due_today, counts["dueToday"]),
+    ]
     lines = [
         "---",
         "type: digest",
@@ -267,13 +304,22 @@ def render(day: dt.date, activity: DayActivity, existing: set[str], max_items: i
     for title, items in sections:
         if items:
             lines += ["", f"## {title} ({len(items)})", "", *bulleted(items, max_items)]
+    for title, tasks, total in task_sections:
+        if tasks:
+            shown = [open_task_line(task) for task in tasks]
+            lines += ["", f"## {title} ({total})", "", *bulleted(shown, max_items, total)]
     return "\n".join(lines) + "\n"
 
 
 def summary(activity: DayActivity) -> str:
     counts = activity.counts()
-    if not any(counts.values()):
-        return "Nothing happened in the vault on this day."
+    late = (
+        f" Open tasks overdue: {counts['overdue']}, due this day: {counts['dueToday']}."
+        if counts["overdue"] or counts["dueToday"]
+        else ""
+    )
+    if not any(v for k, v in counts.items() if k not in ("overdue", "dueToday")):
+        return "Nothing happened in the vault on this day." + late
     notes = ", ".join(
         f"{counts[name]} {name}" for name in ("created", "modified", "deleted", "moved")
     )
@@ -281,15 +327,24 @@ def summary(activity: DayActivity) -> str:
         f"Notes: {notes}. New tags: {counts['newTags']}. "
         f"New broken links: {counts['newBrokenLinks']}. "
         f"Tasks completed: {counts['tasksCompleted']}. "
-        f"Workflow failures: {counts['failures']}."
+        f"Workflow failures: {counts['failures']}.{late}"
     )
 
 
-def bulleted(items: list[str], max_items: int) -> list[str]:
+def bulleted(items: list[str], max_items: int, total: int | None = None) -> list[str]:
+    """The first `max_items` items, and how many more of `total` (default: all the items)."""
     lines = [f"- {item}" for item in items[:max_items]]
-    if len(items) > max_items:
-        lines.append(f"- … and {len(items) - max_items} more")
+    beyond = (len(items) if total is None else total) - len(lines)
+    if beyond > 0:
+        lines.append(f"- … and {beyond} more")
     return lines
+
+
+def open_task_line(task: dict[str, Any]) -> str:
+    """The task's text as code (a tag or link in it is not the digest's own), its note linked
+    at its line."""
+    due = f", due {task['due']}" if task.get("due") else ""
+    return f"{code(task['description'])} in {note_link(task['path'])} line {task['line']}{due}"
 
 
 def task_line(task: dict[str, Any], mention: Callable[[str, str | None], str]) -> str:

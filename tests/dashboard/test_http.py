@@ -56,6 +56,7 @@ def csrf_of(served: Served, path: str = "/workflows/test-slow-echo") -> tuple[st
         "/workflows/test-slow-echo",
         "/vault",
         "/search?q=project",
+        "/tasks",
         "/notes/Welcome.md",
         "/graph",
         "/graph?note=Welcome.md&depth=2",

@@ -30,9 +30,11 @@ EXPORTED = {
     # values read and written through the context
     "BrokenLink",
     "ExecutionRecord",
+    "FoundTask",
     "NewRecord",
     "NoteFacts",
     "StoredRecord",
+    "TaskPage",
     "WorkflowRecords",
     # vault events
     "NoteAdded",
@@ -45,6 +47,7 @@ EXPORTED = {
     "ExecutionNotFoundError",
     "InvalidInputError",
     "NoteNotFoundError",
+    "TaskQueryError",
     "PluginError",
     "WeaverError",
     "WorkflowDefinitionError",

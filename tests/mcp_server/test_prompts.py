@@ -54,6 +54,7 @@ async def test_prompts_are_listed_with_arguments(client: Client) -> None:
         "connect_note",
         "summarize_folder",
         "triage_broken_links",
+        "agenda",
     }
     assert [(a.name, a.required) for a in listed["connect_note"].arguments or []] == [
         ("path", True)

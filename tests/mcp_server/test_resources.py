@@ -76,8 +76,8 @@ async def test_resources_list_pages_through_every_note(client: Client) -> None:
         if cursor is None:
             break
     assert pages == -(-(NOTES + 1) // resources.PAGE_SIZE)
-    assert uris[:2] == [resources.STATS_URI, resources.TAGS_URI]
-    notes = uris[2:]
+    assert uris[:3] == [resources.STATS_URI, resources.TAGS_URI, "weaver://tasks/today"]
+    notes = uris[3:]
     assert len(notes) == len(set(notes)) == NOTES + 1
     assert notes[0] == "weaver://note/Sp%20ace%20%C3%A9.md"
     with pytest.raises(MCPError, match="Invalid cursor"):

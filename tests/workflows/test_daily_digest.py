@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import insert
 
+from tests.cache.test_task_queries import task
 from tests.workflow_vault import BUILTIN_IDS, WorkflowVault, workflow_vault
 from weaver.cache import executions
+from weaver.cache.models import Task
 from weaver.cache.records import NewRecord, insert_records
 from weaver.config import Settings
 from weaver.engine import InvalidInputError
@@ -199,6 +202,38 @@ def test_a_quiet_day_and_the_folder_setting(known_day: App) -> None:
         assert "- … and 1 more" in busy.splitlines()  # two new tags, one line allowed
         with pytest.raises(InvalidInputError, match="date"):
             vault.trigger(ID, {"date": "5 Jan"})
+
+
+def test_the_digest_lists_open_tasks_overdue_and_due_that_day(known_day: App) -> None:
+    rows = [
+        task("plan.md", 1, "send #budget to [[Ann]]", due="2026-01-02"),
+        task("plan.md", 2, "call the bank", due="2026-01-05"),
+        task("plan.md", 3, "paid already", status_char="x", status_type="DONE", due="2026-01-03"),
+        task("Fixed.md", 1, "next week", due="2026-01-12"),
+        task("Fixed.md", 2, "also late", due="2026-01-04"),
+        task("Fixed.md", 3, "later still", due="2025-12-30"),
+    ]
+    with known_day.db.begin() as conn:
+        conn.execute(insert(Task), rows)
+    settings = {ID: {"max_items": 2}}
+    with workflow_vault(known_day, ID, settings=settings) as vault:
+        digest = vault.trigger(ID, {"date": "2026-01-05"}).result
+    assert [t["description"] for t in digest["overdue"]] == [
+        "later still",
+        "send #budget to [[Ann]]",
+    ]
+    assert [t["description"] for t in digest["dueToday"]] == ["call the bank"]
+    assert (digest["counts"]["overdue"], digest["counts"]["dueToday"]) == (3, 1)
+    lines = digest["content"].splitlines()
+    overdue = lines[lines.index("## Overdue (3)") :]
+    assert overdue[2:5] == [
+        "- `later still` in [[Fixed]] line 3, due 2025-12-30",
+        "- `send #budget to [[Ann]]` in [[plan]] line 1, due 2026-01-02",
+        "- … and 1 more",
+    ]
+    assert "- `call the bank` in [[plan]] line 2, due 2026-01-05" in lines
+    assert "paid already" not in digest["content"] and "next week" not in digest["content"]
+    assert "Open tasks overdue: 3, due this day: 1." in digest["content"]
 
 
 def test_a_first_index_is_not_reported_as_notes_created(app: App, write_notes: Any) -> None:

@@ -29,7 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from weaver.dashboard import data, live
+from weaver.dashboard import data, live, task_list
 from weaver.dashboard.render import build_templates
 from weaver.dashboard.security import (
     CSRF_COOKIE,
@@ -98,6 +98,7 @@ class Dashboard:
             Route("/workflows/{workflow_id}/trigger", self._page(self.trigger), methods=["POST"]),
             Route("/vault", self._page(self.vault_health)),
             Route("/search", self._page(self.search)),
+            Route("/tasks", self._page(self.tasks)),
             Route("/notes/{path:path}", self._page(self.note)),
             Route("/edits/{edit_id:int}/restore", self._page(self.restore_edit), methods=["POST"]),
             Route("/graph", self._page(self.graph)),
@@ -264,6 +265,15 @@ class Dashboard:
         view = await anyio.to_thread.run_sync(data.search_notes, self.state, asked)
         return self.render(
             request, "search.html", s=view.results, error=view.error, per_page=view.results.limit
+        )
+
+    async def tasks(self, request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        offset = _int(request.query_params.get("offset"), 0)
+        found = await anyio.to_thread.run_sync(task_list.load_tasks, self.state, query, offset)
+        status = 400 if found.error else 200
+        return self.render(
+            request, "tasks.html", status, t=found, per_page=task_list.TASKS_PER_PAGE
         )
 
     async def note(self, request: Request) -> Response:

@@ -27,8 +27,9 @@ of Weaver (a test holds them to it):
     from weaver.engine import OnFile, WorkflowContext, workflow
 
 Besides the engine's own names it re-exports what a workflow reads and writes: the cache's value
-types (`NoteFacts`, `BrokenLink`, `ExecutionRecord`, records), the vault events, the errors a
-workflow raises or meets (`NoteNotFoundError`), and the analysis kit (`weaver.engine.analysis`).
+types (`NoteFacts`, `BrokenLink`, `ExecutionRecord`, records, a `TaskPage` of `FoundTask`s), the
+vault events, the errors a workflow raises or meets (`NoteNotFoundError`, `TaskQueryError`), and
+the analysis kit (`weaver.engine.analysis`).
 `__all__` is pinned by tests/engine/test_exported_members.py: a change to it is a change to the
 plugin API.
 """
@@ -36,6 +37,7 @@ plugin API.
 from weaver.cache.executions import ExecutionRecord
 from weaver.cache.note_facts import BrokenLink, NoteFacts
 from weaver.cache.records import NewRecord, StoredRecord, WorkflowRecords
+from weaver.cache.task_queries import FoundTask, TaskPage
 from weaver.engine.analysis import (
     DEFAULT_WORDS_PER_MINUTE,
     LoadedNote,
@@ -87,7 +89,7 @@ from weaver.engine.workflow_errors import (
     WorkflowNotFoundError,
     WorkflowRequestError,
 )
-from weaver.errors import NoteNotFoundError, WeaverError
+from weaver.errors import NoteNotFoundError, TaskQueryError, WeaverError
 from weaver.markdown.patterns import normalize_tag
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
@@ -100,6 +102,7 @@ __all__ = [
     "ExecutionNotFoundError",
     "ExecutionRecord",
     "FileTrigger",
+    "FoundTask",
     "InvalidInputError",
     "LoadedNote",
     "ManualTrigger",
@@ -119,6 +122,8 @@ __all__ = [
     "RunPolicy",
     "ScheduleTrigger",
     "StoredRecord",
+    "TaskPage",
+    "TaskQueryError",
     "Trigger",
     "VaultEvent",
     "WeaverError",

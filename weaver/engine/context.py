@@ -8,8 +8,8 @@
         case ScheduleTrigger(scheduled_time=when): ...
 
 The cache is read through the context's typed methods (`note_facts`, `note_paths`,
-`broken_links`, `broken_links_to`, `tag_counts`, `failures`), each answering for a whole batch
-of notes from one consistent snapshot; `ctx.cache.snapshot()` yields the raw read-only
+`broken_links`, `broken_links_to`, `tag_counts`, `failures`, `query_tasks`), each answering for
+a whole batch of notes from one consistent snapshot; `ctx.cache.snapshot()` yields the raw read-only
 connection (one SQLite itself refuses to write through) for anything else. Notes are read from
 disk and parsed with `ctx.load_note`. The vault is written through `ctx.vault`, a `VaultWriter`
 that records each write so the file event it causes starts no workflow again. What a workflow
@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -42,10 +42,12 @@ from weaver.cache.note_facts import (
     list_note_paths,
 )
 from weaver.cache.records import WorkflowRecords
+from weaver.cache.task_queries import TaskPage, run_task_query
 from weaver.cache.write import load_all_paths
 from weaver.config import Settings
 from weaver.engine.analysis import LoadedNote, load_note
 from weaver.markdown.resolver import LinkResolver, path_key
+from weaver.tasks.query_language import parse_task_query
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 from weaver.vault.writer import VaultWriter
 
@@ -236,6 +238,14 @@ class WorkflowContext(Generic[InputT]):
         first."""
         with self.cache.snapshot() as conn:
             return list_failures(conn, since, until)
+
+    def query_tasks(self, query: str, today: date, offset: int = 0, limit: int = 50) -> TaskPage:
+        """The tasks `query` (in the Tasks plugin's language, its relative dates read against
+        `today`) finds, one page from `offset` with the true total; a line Weaver does not
+        support raises `TaskQueryError` naming it."""
+        parsed = parse_task_query(query, today)
+        with self.cache.snapshot() as conn:
+            return run_task_query(conn, parsed, today, offset, limit)
 
     def load_note(self, path: str) -> LoadedNote | None:
         """A note read from disk now and parsed; None when it is not there (any more)."""

@@ -6,14 +6,17 @@ connect_note(path)       a note, its neighbours, its unresolved links, and the n
                          it without linking to it
 summarize_folder(folder) a folder's notes with tags and the start of each
 triage_broken_links()    the broken link targets, the notes holding them, likely targets
+agenda(days)             open tasks overdue, then due and scheduled in the coming days, by day
 
 Every prompt stays within the answer-size bound (`sizing`): lists are cut, and say so.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from datetime import date
 from typing import Annotated, Literal
 
 import anyio.to_thread
@@ -23,6 +26,8 @@ from sqlalchemy import Connection
 
 from weaver.cache import browse, fts, read
 from weaver.cache.read import FileFilters, FileOrder
+from weaver.cache.task_agenda import TaskSection, agenda_queries, read_sections
+from weaver.cache.task_queries import FoundTask
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.hints import check_folder
@@ -33,6 +38,9 @@ LISTED = 60
 NOTE_CHARS = 12_000
 EXCERPT = 240
 DAY_MS = 86_400_000
+TASKS_LISTED = 40  # per section of the agenda
+TASK_TOKENS = 60  # of a task's description: a line reads at a glance, and 120 lines fit
+DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def _lines(items: list[str], total: int, what: str) -> str:
@@ -158,6 +166,61 @@ def triage_broken_links_text(state: ServerState) -> str:
     )
 
 
+def agenda_text(state: ServerState, days: int, today: date | None = None) -> str:
+    day = today or date.today()
+    with read.read_snapshot(state.app.db) as conn:
+        sections = read_sections(conn, agenda_queries(day, days), day, TASKS_LISTED)
+    overdue, due, scheduled = sections
+    return (
+        f"Help me plan my next {days} days from today, {_day_name(day.isoformat())}. "
+        "These are my open tasks (note path and line after each).\n\n"
+        f"## Overdue ({overdue.page.total})\n\n{_task_lines(overdue, 'due')}\n\n"
+        f"## Due in the next {days} days ({due.page.total})\n\n{_by_day(due, 'due')}\n\n"
+        f"## Scheduled in the next {days} days ({scheduled.page.total})\n\n"
+        f"{_by_day(scheduled, 'scheduled')}\n\n"
+        "Help me plan: what to do first and on which day, what to reschedule or drop from the "
+        "overdue list, and days that hold too much. Use query_tasks for more tasks or details, "
+        "and ask me before changing a task."
+    )
+
+
+def _day_name(iso: str) -> str:
+    return f"{DAY_NAMES[date.fromisoformat(iso).weekday()]} {iso}"
+
+
+def _task_line(task: FoundTask, date_field: str | None = None) -> str:
+    text = task.description[: fit_text(task.description, TASK_TOKENS)]
+    text += "…" if len(text) < len(task.description) else ""
+    when = f" ({date_field} {task.dates[date_field]})" if date_field in task.dates else ""
+    priority = f" [{task.priority} priority]" if task.priority != "none" else ""
+    return f"- [{task.status_char}] {text}{priority}{when} — {task.path}:{task.line}"
+
+
+def _more_tasks(section: TaskSection) -> str:
+    shown, total = len(section.page.items), section.page.total
+    if shown >= total:
+        return ""
+    return f"\n(and {total - shown} more: query_tasks with query {json.dumps(section.query)})"
+
+
+def _task_lines(section: TaskSection, date_field: str) -> str:
+    lines = [_task_line(task, date_field) for task in section.page.items]
+    return ("\n".join(lines) or "(none)") + _more_tasks(section)
+
+
+def _by_day(section: TaskSection, date_field: str) -> str:
+    """The section's tasks under a heading per day (they come sorted by that date)."""
+    parts: list[str] = []
+    current = ""
+    for task in section.page.items:
+        day = task.dates.get(date_field, "")
+        if day != current:
+            parts += ["", f"### {_day_name(day)}"] if parts else [f"### {_day_name(day)}"]
+            current = day
+        parts.append(_task_line(task))
+    return ("\n".join(parts) or "(none)") + _more_tasks(section)
+
+
 def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def run(build: Callable[[], str]) -> str:
         await state.wait_ready()
@@ -197,3 +260,12 @@ def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     )
     async def triage_broken_links() -> str:
         return await run(lambda: triage_broken_links_text(state))
+
+    @server.prompt(
+        title="Plan my tasks",
+        description="Open tasks overdue, then due and scheduled in the coming days, by day",
+    )
+    async def agenda(
+        days: Annotated[int, Field(ge=1, le=90, description="How many days ahead (1-90)")] = 7,
+    ) -> str:
+        return await run(lambda: agenda_text(state, days))

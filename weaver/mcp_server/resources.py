@@ -1,11 +1,12 @@
 """MCP resources: each note (`weaver://note/{+path}`, text/markdown), listed in pages with
-cursors, two vault-level resources (stats, tags), each tool's help (`weaver://help/{tool}`,
-`tool_help`), and subscriptions.
+cursors, two vault-level resources (stats, tags), today's tasks (`weaver://tasks/today`,
+`task_resources`), each tool's help (`weaver://help/{tool}`, `tool_help`), and subscriptions.
 
 A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
 applies a change to it (the watcher's batch, through the event bus); a client that subscribed
 to anything or listed resources gets `notifications/resources/list_changed` when notes are
-added, deleted or moved, at most once per `LIST_CHANGED_DEBOUNCE` seconds. Handlers are
+added, deleted or moved, at most once per `LIST_CHANGED_DEBOUNCE` seconds; a client subscribed
+to today's tasks hears of a batch that changed them, at most once per that time too. Handlers are
 registered on the low-level server with its `add_request_handler` (the SDK's hook for methods
 MCPServer does not serve as needed: cursors, subscriptions).
 """
@@ -46,6 +47,7 @@ from mcp_types import (
 
 from weaver.cache import browse, read
 from weaver.errors import WeaverError, did_you_mean, suggest
+from weaver.mcp_server import task_resources
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
 from weaver.runtime.state import ServerState
@@ -99,6 +101,7 @@ VAULT_RESOURCES = [
         description=f"The {TAGS_LISTED:,} most used tags with their note counts",
         mime_type="application/json",
     ),
+    task_resources.TODAY_RESOURCE,
 ]
 
 
@@ -122,6 +125,9 @@ class Subscriptions:
     listening: weakref.WeakSet[Connection] = field(default_factory=weakref.WeakSet)
     loop: asyncio.AbstractEventLoop | None = None
     list_changed_due: bool = False
+    tasks_check_due: bool = False
+    tasks_seen: str | None = None  # the fingerprint of today's tasks subscribers last read
+    state: ServerState | None = None
     others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
 
     def also_tell(self, listener: Callable[[Sequence[VaultEvent]], Awaitable[None]]) -> None:
@@ -134,6 +140,7 @@ class Subscriptions:
         if self.loop is None:
             state.app.bus.subscribe(self.on_events)
         self.loop = asyncio.get_running_loop()
+        self.state = state
 
     def on_events(self, events: Sequence[VaultEvent]) -> None:
         """On the indexer's thread: hand the batch to the loop, never blocking the indexer."""
@@ -165,6 +172,33 @@ class Subscriptions:
             asyncio.get_running_loop().call_later(
                 LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._list_changed())
             )
+        if changed and self.by_uri.get(task_resources.TODAY_URI) and not self.tasks_check_due:
+            self.tasks_check_due = True
+            asyncio.get_running_loop().call_later(
+                LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._tasks_changed())
+            )
+
+    async def remember_tasks(self) -> None:
+        """Read today's tasks as a new subscriber sees them, so that the next batch is
+        compared with that."""
+        if self.state is not None and self.tasks_seen is None:
+            state = self.state
+            self.tasks_seen = await anyio.to_thread.run_sync(
+                lambda: task_resources.fingerprint(state)
+            )
+
+    async def _tasks_changed(self) -> None:
+        self.tasks_check_due = False
+        if self.state is None:
+            return
+        state = self.state
+        seen = await anyio.to_thread.run_sync(lambda: task_resources.fingerprint(state))
+        if seen == self.tasks_seen:
+            return
+        self.tasks_seen = seen
+        uri = task_resources.TODAY_URI
+        for connection in list(self.by_uri.get(uri, ())):
+            await connection.send_resource_updated(uri)
 
     async def _list_changed(self) -> None:
         self.list_changed_due = False
@@ -230,6 +264,9 @@ def install_resources(
         connection = client_connection(ctx)
         subscriptions.listening.add(connection)
         subscriptions.by_uri.setdefault(str(params.uri), weakref.WeakSet()).add(connection)
+        if str(params.uri) == task_resources.TODAY_URI:
+            await state.wait_ready()
+            await subscriptions.remember_tasks()
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
@@ -306,6 +343,8 @@ def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
         return json.dumps({"tags": tags, "total": page.total}, ensure_ascii=False), (
             "application/json"
         )
+    if uri == task_resources.TODAY_URI:
+        return task_resources.read_today(state), "application/json"
     path = note_path(uri)
     if path is None:
         raise UnknownResourceError(f"Unknown resource: {uri!r} (notes are {NOTE_TEMPLATE})")
