@@ -9,6 +9,7 @@ processes (`worker.py`) on the same vault, best of a few runs each.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,6 +28,10 @@ TIME_RATIO_TARGET = Target("<=", 1.5, "≤ 1.5x the floor's time")
 NOOP_TARGET = Target("<=", 1.0, "≤ 1 s")
 INDEX_RSS_TARGET = Target("<=", 200, "≤ 200 MB")
 SCALING_TARGET = Target(">=", 0.8, "≥ 80 % of the 10,000 figure")
+# What reading tasks costs: the full index over the same vault's with its checkboxes taken out.
+TASKS_COST_TARGET = Target("<=", 1.10, "≤ 1.10x the index without tasks")
+# A list item's checkbox: "- [ ] " becomes "- ", so the text stays and only the task goes.
+CHECKBOX = re.compile(r"^([ \t>]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)\[[^\]\n]\][ \t]", re.M)
 
 
 # ---------------------------------------------------------------- in the child process
@@ -145,17 +150,22 @@ def run(ctx: BenchContext) -> list[Figure]:
         runs = 1 if big else ctx.index_runs
         # Floor and index take turns, so that a host whose speed drifts over the minutes (as
         # shared cloud hosts do, ~20 % seen) moves both rather than the ratio between them.
-        floors, index = [], []
+        floors, index, taskless = [], [], []
+        plain = str(_without_tasks(Path(vault))) if notes == ctx.reference else None
         for _ in range(runs):
             passes = 1 if big else ctx.floor_runs
             floors.append(run_worker("floor", vault=vault, runs=passes))
             index.append(run_worker("index", vault=vault, noop_runs=3))
+            if plain:  # taking turns with the index, for the reason above
+                taskless.append(run_worker("index", vault=plain, noop_runs=0))
         floor = _merged(floors)
         for result in index:
             if result["report"]["added"] != notes or result["report"]["errors"]:
                 raise RuntimeError(f"index of {notes} notes went wrong: {result['report']}")
         ctx.results[f"floor/{notes}"] = floor
         ctx.results[f"index/{notes}"] = index
+        if taskless:
+            ctx.results[f"index-without-tasks/{notes}"] = taskless
         print(
             f"  {notes:,} notes: floor {_rate(notes, min(floor['seconds'])):,.0f}/s, index "
             f"{_rate(notes, min(r['cold_seconds'] for r in index)):,.0f}/s",
@@ -165,10 +175,48 @@ def run(ctx: BenchContext) -> list[Figure]:
     figures: list[Figure] = []
     for notes in ctx.sizes:
         figures += throughput_figures(ctx, notes)
+    figures += tasks_cost_figures(ctx)
     figures += noop_figures(ctx)
     figures += memory_figures(ctx)
     figures += scaling_figures(ctx)
     return figures
+
+
+def _without_tasks(vault: Path) -> Path:
+    """A copy of the vault whose checkboxes are plain list items, made once per workdir."""
+    copy = vault.with_name(f"{vault.name}-without-tasks")
+    if copy.exists():
+        return copy
+    partial = copy.with_name(f"{copy.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for path in vault.rglob("*"):
+        relative = path.relative_to(vault)
+        if relative.parts[0] == ".weaver" or not path.is_file():
+            continue
+        target = partial / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".md":
+            target.write_text(CHECKBOX.sub(r"\1", path.read_text("utf-8")), "utf-8")
+        else:
+            shutil.copyfile(path, target)
+    partial.rename(copy)
+    return copy
+
+
+def tasks_cost_figures(ctx: BenchContext) -> list[Figure]:
+    notes = ctx.reference
+    with_tasks = min(r["cold_seconds"] for r in ctx.results[f"index/{notes}"])
+    without = min(r["cold_seconds"] for r in ctx.results[f"index-without-tasks/{notes}"])
+    return [
+        Figure(
+            "full index",
+            f"{notes:,} notes, with tasks over the same notes without",
+            with_tasks / without,
+            "ratio",
+            f"{with_tasks / without:.2f}x ({with_tasks:.2f} s / {without:.2f} s)",
+            TASKS_COST_TARGET,
+        )
+    ]
 
 
 def _merged(floors: list[dict[str, Any]]) -> dict[str, Any]:
