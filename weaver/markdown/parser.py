@@ -16,8 +16,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
-from urllib.parse import unquote
+from typing import Any, NamedTuple
 
 from weaver.markdown.frontmatter import (
     frontmatter_aliases,
@@ -27,26 +26,20 @@ from weaver.markdown.frontmatter import (
 )
 from weaver.markdown.html_mask import mask_html
 from weaver.markdown.inline_fields import InlineField
+from weaver.markdown.links import LinkKind, RawLink, find_body_links
 from weaver.markdown.patterns import (
     BRACKET,
     BRACKET_FIELD,
     CLOSING_HASHES,
     DIGITS,
-    FILL,
     HEADING,
     INLINE_TAG_RUN,
     LINE_FIELD,
-    MD_LINK,
     MD_SUFFIX,
-    SCHEME,
     TASK,
-    WIKILINK,
     WORD_BYTES,
-    fill,
     mask_code,
     normalize_tag,
-    split_subpath,
-    split_wikilink,
 )
 from weaver.markdown.tasks import ParsedTask
 
@@ -61,9 +54,6 @@ __all__ = [
     "find_link_spans",
     "parse_note",
 ]
-
-LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
-
 
 # Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
 # older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
@@ -128,30 +118,6 @@ class _Lines:
 
 # ---------------------------------------------------------------- links
 
-# (start, end, kind, target, alias, subpath, relation) of a link found in the body
-_Raw = tuple[int, int, LinkKind, str, str | None, str | None, str | None]
-
-
-def _wikilinks(text: str, masked: str) -> Iterator[_Raw]:
-    for match in WIKILINK.finditer(masked):
-        if parts := split_wikilink(text[match.start(1) : match.end(1)]):
-            start = match.start()
-            embed = start > 0 and masked[start - 1] == "!"
-            yield start - embed, match.end(), "embed" if embed else "wikilink", *parts
-
-
-def _markdown_links(text: str, masked: str) -> Iterator[_Raw]:
-    for match in MD_LINK.finditer(masked):
-        start, end = match.span(2) if match.group(2) is not None else match.span(3)
-        destination = text[start:end]
-        if not destination or SCHEME.match(destination):
-            continue  # empty, or external (https:, mailto:, obsidian:)
-        target, subpath = split_subpath(unquote(destination))
-        alias = text[match.start(1) : match.end(1)] or None
-        embed = match.start() > 0 and masked[match.start() - 1] == "!"  # ![alt](img.png)
-        kind: LinkKind = "embed" if embed else "markdown"
-        yield match.start() - embed, match.end(), kind, target, alias, subpath, None
-
 
 class _Fields:
     """The Dataview inline fields of one line: `key:: value` and `[key:: value]`."""
@@ -175,7 +141,7 @@ class _Fields:
         return None
 
 
-def _finish(raws: list[_Raw], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
+def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
     """Give each link its line, and the inline field it sits in (`rel:: [[X]]`)."""
     if "::" not in linkless:  # no inline field anywhere (most notes): only the lines to find
         offset, index_of = lines.offset, lines.index
@@ -197,11 +163,7 @@ def _finish(raws: list[_Raw], linkless: str, lines: _Lines) -> Iterator[ParsedLi
 
 def _body_links(text: str, masked: str, lines: _Lines) -> tuple[tuple[ParsedLink, ...], str]:
     """Links in document order, and the masked text with every link blanked (for tags)."""
-    wikilinks = list(_wikilinks(text, masked))
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in wikilinks))
-    markdown = list(_markdown_links(text, wikiless))
-    linkless = fill(wikiless, ((raw[0], raw[1], FILL) for raw in markdown))
-    raws = sorted(wikilinks + markdown, key=lambda raw: raw[0])
+    raws, linkless = find_body_links(text, masked)
     return tuple(_finish(raws, linkless, lines)), linkless
 
 
@@ -307,10 +269,7 @@ def decode_note(data: bytes) -> tuple[str, str | None]:
 def find_link_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, target as `ParsedLink.target` holds it) of each link in `text`, in order,
     found as `parse_note` finds them: where in a line the link the index knows stands."""
-    masked = mask_code(text)
-    wikilinks = list(_wikilinks(text, masked))
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in wikilinks))
-    raws = sorted(wikilinks + list(_markdown_links(text, wikiless)), key=lambda raw: raw[0])
+    raws, _ = find_body_links(text, mask_code(text))
     return [(start, end, target) for start, end, _, target, *_ in raws]
 
 
@@ -320,9 +279,7 @@ def find_inline_tags(body: str) -> list[tuple[int, str]]:
     HTML (`weaver.markdown.html_mask`).
     For edits that must touch the tags the index knows and nothing else (`weaver.markdown.retag`).
     """
-    masked = mask_code(body)
-    wikiless = fill(masked, ((raw[0], raw[1], FILL) for raw in _wikilinks(body, masked)))
-    linkless = fill(wikiless, ((raw[0], raw[1], FILL) for raw in _markdown_links(body, wikiless)))
+    _, linkless = find_body_links(body, mask_code(body))
     found: list[tuple[int, str]] = []
     for run in INLINE_TAG_RUN.finditer(mask_html(linkless)):
         offset = run.start()
