@@ -26,6 +26,7 @@ from weaver.mcp_server import (
     search_tools,
     semantic_tools,
     system_tools,
+    task_edit_tools,
     workflow_tools,
     write_tools,
 )
@@ -52,6 +53,7 @@ TOOL_MODULES = (
     write_tools,
     edit_tools,
     history_tools,
+    task_edit_tools,
 )
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
@@ -80,6 +82,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         change the vault; edit_file (append, prepend, a section by heading path or a block by
         ^id), replace_in_file, update_frontmatter and append_to_daily_note change part of a
         note; list_edits and restore_edit undo Weaver's own edits.""",
+    "tasks": """When writes are enabled, update_task completes, cancels, reopens or toggles a
+        task line, or sets its dates or priority, as the Obsidian Tasks plugin does (a
+        recurring task gets its next occurrence).""",
     "workflows": """Workflows: list_workflows, trigger_workflow, get_workflow_status,
         get_workflow_history.""",
     "records": """get_workflow_records reads what the built-in workflows stored (change log,
