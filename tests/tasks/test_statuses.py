@@ -111,7 +111,7 @@ def test_entries_are_read_as_the_plugin_reads_them() -> None:
     )
     assert registry.type_of("a") == "TODO"
     assert registry.get("b").next_symbol == "x"
-    assert registry.symbols == ("a", "b")
+    assert registry.symbols == (" ", "x", "a", "b")  # no coreStatuses: the default ones
 
 
 def test_settings_without_status_settings_are_the_defaults() -> None:

@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 log = structlog.get_logger(__name__)
 
 DEFERRED_KEY = "deferred_indexes"
-DEFERRED_TABLES = ("links", "tags", "note_properties")
+DEFERRED_TABLES = ("links", "tags", "note_properties", "tasks")
 
 
 @contextmanager

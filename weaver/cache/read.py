@@ -36,6 +36,7 @@ from weaver.cache import tag_counts
 from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Attachment, CacheState, Link, Note, Tag, TagCounter
 from weaver.cache.property_match import PropertyCondition, WhereMatch, count_matched, matched_notes
+from weaver.markdown.inline_fields import InlineField
 from weaver.paging import Page
 
 Direction = Literal["outgoing", "incoming", "both"]
@@ -123,6 +124,8 @@ class FileDetail:
     broken_total: int = 0  # distinct outgoing targets that resolve to nothing
     error: str | None = None  # why the note was indexed without its metadata, if it was
     heading: str | None = None  # the first H1, as text
+    # Dataview inline fields as written, in file order (the frontmatter stays in `summary`).
+    inline_fields: tuple[InlineField, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,9 +421,14 @@ def get_file(conn: Connection, path: str, links_limit: int | None = None) -> Fil
     """A note's metadata with its distinct outgoing targets and backlinks (the first
     `links_limit` of each, with their totals), or None."""
     row = conn.execute(
-        select(*SUMMARY_COLUMNS, Note.aliases, Note.content_hash, Note.error, Note.heading).where(
-            Note.path == path
-        )
+        select(
+            *SUMMARY_COLUMNS,
+            Note.aliases,
+            Note.content_hash,
+            Note.error,
+            Note.heading,
+            Note.inline_fields,
+        ).where(Note.path == path)
     ).first()
     if row is None:
         return None
@@ -451,6 +459,7 @@ def get_file(conn: Connection, path: str, links_limit: int | None = None) -> Fil
         broken_total=sum(t.broken for t in every_target),
         error=row.error,
         heading=row.heading,
+        inline_fields=tuple(InlineField(k, v, n) for k, v, n in row.inline_fields or ()),
     )
 
 

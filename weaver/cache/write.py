@@ -23,11 +23,27 @@ from sqlalchemy import (
 
 from weaver.cache import fts
 from weaver.cache.dialect import is_postgres
-from weaver.cache.models import Attachment, Base, CacheState, Link, Note, NoteProperty, Tag
+from weaver.cache.models import (
+    Attachment,
+    Base,
+    CacheState,
+    Link,
+    Note,
+    NoteProperty,
+    Tag,
+    Task,
+)
 from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.cache.tag_counts import TagDelta, keys_by_note
+from weaver.cache.task_rows import (
+    TASK_COLUMNS,
+    inline_fields_value,
+    inline_property_rows,
+    task_rows,
+)
 from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
+from weaver.tasks.statuses import StatusRegistry
 from weaver.vault.fs import FileStat, split_path
 
 # Well under SQLite's bound-parameter limit, and large enough to keep statement counts low.
@@ -78,11 +94,14 @@ def replace_notes(
     records: Sequence[NoteRecord],
     resolver: LinkResolver,
     stored: Collection[str] | None = None,
+    statuses: StatusRegistry | None = None,
 ) -> None:
-    """Insert these notes, replacing any previous version with their tags and links.
+    """Insert these notes, replacing any previous version with their tags, links, properties
+    and tasks.
 
     `stored` (the paths the cache holds, when the caller knows them) spares a first index the
-    deletes of notes that cannot be there."""
+    deletes of notes that cannot be there. `statuses` labels the tasks (the plugin's defaults
+    when None)."""
     if not records:
         return
     delete_files(conn, [r.path for r in records if stored is None or r.path in stored])
@@ -99,9 +118,11 @@ def replace_notes(
         counts.add([key for _, key, _ in rows], 1)
     counts.apply(conn)
     insert_rows(conn, Link, LINK_COLUMNS, [row for r in records for row in _link_rows(r, resolver)])
-    insert_rows(
-        conn, NoteProperty, PROPERTY_COLUMNS, [row for r in records for row in property_rows(r)]
-    )
+    properties = [row for r in records for row in (*property_rows(r), *inline_property_rows(r))]
+    insert_rows(conn, NoteProperty, PROPERTY_COLUMNS, properties)
+    registry = statuses or StatusRegistry()
+    tasks = [row for r in records for row in task_rows(r, registry, encode)]
+    insert_rows(conn, Task, TASK_COLUMNS, tasks)
 
 
 def insert_rows(
@@ -148,6 +169,7 @@ NOTE_COLUMNS = (
     "tasks_open",
     "tasks_done",
     "error",
+    "inline_fields",
     "search_rowid",
 )
 
@@ -177,6 +199,7 @@ def _note_row(
         record.tasks_open,
         record.tasks_done,
         record.error,
+        None if (fields := inline_fields_value(record)) is None else encode(fields),
         search_rowid,
     )
 
@@ -250,7 +273,7 @@ def _link_rows(record: NoteRecord, resolver: LinkResolver) -> Iterator[tuple[Any
 
 
 def delete_files(conn: Connection, paths: Collection[str]) -> None:
-    """Forget notes (with their tags and outgoing links) and attachments."""
+    """Forget notes (with their tags, outgoing links, properties and tasks) and attachments."""
     counts = TagDelta()
     for batch in chunked(paths):
         for keys in keys_by_note(conn, batch).values():
@@ -258,6 +281,7 @@ def delete_files(conn: Connection, paths: Collection[str]) -> None:
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))
         conn.execute(delete(NoteProperty).where(NoteProperty.note_path.in_(batch)))
+        conn.execute(delete(Task).where(Task.note_path.in_(batch)))
         fts.delete_search(conn, batch)
         conn.execute(delete(Note).where(Note.path.in_(batch)))
         conn.execute(delete(Attachment).where(Attachment.path.in_(batch)))
@@ -324,7 +348,15 @@ def reresolve_links(
 
 # What a big pass rewrites, analyzed after it on PostgreSQL (workflow tables change all the
 # time and are left to autovacuum).
-PG_ANALYZED = ("notes", "note_texts", "tags", "links", "note_properties", "tag_counts")
+PG_ANALYZED = (
+    "notes",
+    "note_texts",
+    "tags",
+    "links",
+    "note_properties",
+    "tag_counts",
+    "tasks",
+)
 
 
 def refresh_statistics(conn: Connection) -> None:

@@ -29,13 +29,14 @@ from typing import Protocol
 import structlog
 from sqlalchemy import Connection, Engine, RootTransaction
 
-from weaver.cache import changes, feed, write
+from weaver.cache import changes, feed, task_rows, write
 from weaver.cache.bulk import indexes_deferred
 from weaver.cache.db import bulk_writes
 from weaver.cache.rows import NoteRecord, StoredFile
 from weaver.index.workers import ReadChunk, default_workers, read_notes
 from weaver.markdown.parser import PARSER_VERSION
 from weaver.markdown.resolver import LinkResolver, path_key
+from weaver.tasks.statuses import SETTINGS_FILE, StatusRegistry, read_status_registry
 from weaver.vault.events import (
     EventBus,
     NoteAdded,
@@ -173,6 +174,10 @@ class Indexer:
         # Paths whose callers wait in `apply_paths_together`, with each caller's outcome.
         self._waiting: list[_Request] = []
         self._waiting_lock = threading.Lock()
+        # The vault's Tasks plugin statuses, read on the first pass and again when the
+        # watcher reports their file; `statuses_problem` says why they are the defaults.
+        self.statuses: StatusRegistry | None = None
+        self.statuses_problem: str | None = None
 
     def reconcile(self, full: bool = False, observer: PassObserver | None = None) -> IndexReport:
         """Compare the whole vault with the cache and apply the difference."""
@@ -190,6 +195,7 @@ class Indexer:
 
     def _reconcile(self, full: bool, observer: PassObserver | None) -> IndexReport:
         started = time.perf_counter()
+        self._load_statuses()
         pending = self._state(REPARSE_KEY) is True or self._state(PARSED_BY_KEY) != PARSER_VERSION
         full = full or pending
         on_disk = {s.path: s for s in self.vault.scan()}
@@ -206,6 +212,19 @@ class Indexer:
         if len(on_disk) >= BIG_PASS:
             self._ensure_statistics()
         return report
+
+    def _load_statuses(self) -> None:
+        """Read the vault's task statuses and, when they differ from those the cache's task
+        rows were labelled with (the file changed while no watcher ran), re-label the rows."""
+        self.statuses, self.statuses_problem = read_status_registry(self.vault.root)
+        if self.statuses_problem:
+            log.warning("task statuses: plugin defaults used", problem=self.statuses_problem)
+        with self.engine.begin() as conn:
+            if write.get_state(conn, task_rows.STATUSES_KEY) == self.statuses.digest:
+                return
+            if task_rows.relabel_tasks(conn, self.statuses):
+                _bump_version(conn)
+            write.set_state(conn, task_rows.STATUSES_KEY, self.statuses.digest)
 
     def _ensure_statistics(self) -> None:
         """A vault big enough to have had a big pass, whose cache still has no planner
@@ -247,6 +266,9 @@ class Indexer:
     def _apply_paths(self, paths: Iterable[str]) -> IndexReport:
         started = time.perf_counter()
         paths = set(paths)
+        if self.statuses is None or SETTINGS_FILE in paths:
+            self._load_statuses()
+        paths.discard(SETTINGS_FILE)
         with self.engine.connect() as conn:
             version = write.get_state(conn, "last_updated")
             stored = write.load_stored_files(conn, under=paths)
@@ -353,7 +375,9 @@ class Indexer:
                 if chunk.records and not announced:
                     _announce(conn, plan)
                     announced = True
-                written += _write_chunk(conn, chunk, plan, stored, resolver, report, observer)
+                written += _write_chunk(
+                    conn, chunk, plan, stored, resolver, report, observer, self.statuses
+                )
                 in_transaction += len(chunk.records) + len(chunk.touched)
                 if in_transaction >= WRITE_BATCH:
                     transaction.commit()
@@ -437,6 +461,7 @@ def _write_chunk(
     resolver: LinkResolver,
     report: IndexReport,
     observer: PassObserver | None,
+    statuses: StatusRegistry | None,
 ) -> list[Written]:
     """In the caller's transaction (`_announce`d): the chunk's notes (re)written and, by a
     pass that records them, recorded as changed; its touched notes' stat updated."""
@@ -451,7 +476,7 @@ def _write_chunk(
         changes.record(conn, [r.path for r in chunk.records])
     # Provisional: replaced by the pass's final events (with moves paired) when it ends.
     feed.record_provisional(conn, _events(chunk.records, stored, (), initial=plan.first))
-    write.replace_notes(conn, chunk.records, resolver, stored)
+    write.replace_notes(conn, chunk.records, resolver, stored, statuses)
     write.touch_notes(conn, chunk.touched)
     return [Written(r.path, r.content_hash) for r in chunk.records]
 
@@ -510,6 +535,16 @@ def _events(
             events.append(NoteAdded(record.path, initial=initial))
     events.extend(NoteDeleted(p) for p in removed if p not in moved_from)
     return events
+
+
+def _bump_version(conn: Connection) -> None:
+    """A change outside a pass (task rows re-labelled): readers holding the cache's version
+    must build afresh."""
+    previous = write.get_state(conn, "last_updated")
+    changes.forget(conn, previous)
+    write.set_state(
+        conn, "last_updated", max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
+    )
 
 
 def _now_ms() -> int:

@@ -434,4 +434,6 @@ def build_record(
         headings="\n".join(h.text for h in parsed.headings),
         front=text[: len(text) - len(parsed.body)],
         search_body=segment(parsed.body),
+        tasks=parsed.tasks,
+        inline_fields=parsed.inline_fields,
     )

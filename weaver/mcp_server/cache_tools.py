@@ -33,10 +33,12 @@ from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.content import backlink_context, read_page
 from weaver.mcp_server.envelope import ArgumentError
 from weaver.mcp_server.schemas import (
+    INLINE_FIELDS_SHOWN,
     FileContentData,
     FileData,
     FileInfo,
     FileLinks,
+    InlineFieldData,
     LinkCounts,
     QueryFilesData,
     SearchLinksData,
@@ -87,9 +89,10 @@ found" when there is no such folder); `type`/`status` match the frontmatter valu
 `tag` ignores case and a leading '#', and also matches nested tags ('project' matches
 'project/alpha'); `modifiedSince` (inclusive) and `modifiedUntil` (exclusive) take Unix epoch
 milliseconds or an ISO date ('2026-11-20', local time). `where` tests any frontmatter property
-(names ignore case): a value for equality (text, number, true/false), a list for any of them, or
-operators: eq, in, lt, lte, gt, gte (numbers, or text such as ISO dates), contains (an element
-of a list property), exists (true/false). Timestamps are Unix epoch milliseconds. Use it to
+or Dataview inline field (`key:: value`; the frontmatter wins a clash), names ignoring case: a
+value for equality (text, number, true/false), a list for any of them, or operators: eq, in,
+lt, lte, gt, gte (numbers, or text such as ISO dates), contains (an element of a list property),
+exists (true/false). Timestamps are Unix epoch milliseconds. Use it to
 browse or find notes by metadata, or to see what changed recently; use
 get_file_content to read one. Examples:
 {"directory": "technical", "type": "concept", "limit": 20};
@@ -103,7 +106,9 @@ Returns path, title (the frontmatter title, else the file name, as Obsidian show
 (the first H1), type, status, frontmatter, tags, aliases, created, modified (Unix epoch
 milliseconds), size in bytes, contentHash (sha256 of the file: update_file's expectedHash),
 `error` (why the note's metadata could not be read, e.g. frontmatter that does not parse; null
-when none), and `links`: `outgoing` (distinct targets in order of appearance: the resolved
+when none), `inlineFields` (Dataview `key:: value` fields: key, value, 1-based line; the first
+100, `inlineFieldsTotal` counts them; `where=` matches them unless the frontmatter has the key),
+and `links`: `outgoing` (distinct targets in order of appearance: the resolved
 file path, or the raw link text when no file matches), `broken` (the listed outgoing targets
 that match no file) and `incoming` (paths of notes linking here, sorted). Each list holds at
 most `linksLimit` (default 50, up to 500) entries; `outgoingTotal`, `incomingTotal` and
@@ -240,6 +245,11 @@ def get_file(
         content_hash=detail.content_hash,
         error=detail.error,
         heading=detail.heading,
+        inline_fields=[
+            InlineFieldData(key=f.key, value=f.value, line=f.line)
+            for f in detail.inline_fields[:INLINE_FIELDS_SHOWN]
+        ],
+        inline_fields_total=len(detail.inline_fields),
     )
 
 

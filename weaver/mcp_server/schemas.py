@@ -16,6 +16,11 @@ from pydantic.alias_generators import to_camel
 D = TypeVar("D", bound=BaseModel)
 
 
+# Inline fields `get_file` lists: enough for any note written by hand, and a bound on one
+# generated with thousands (`inlineFieldsTotal` counts them; get_file_content reads them all).
+INLINE_FIELDS_SHOWN = 100
+
+
 class WireModel(BaseModel):
     # Built from the core's dataclasses by attribute where the names match (`model_validate`).
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, from_attributes=True)
@@ -164,6 +169,12 @@ class FileLinks(WireModel):
     )
 
 
+class InlineFieldData(WireModel):
+    key: str = Field(description="As written (`where=` compares keys case-folded)")
+    value: str
+    line: int = Field(description="1-based line in the note")
+
+
 class FileData(FileInfo):
     heading: str | None = Field(
         default=None,
@@ -180,6 +191,12 @@ class FileData(FileInfo):
     content_hash: str = Field(
         description="sha256 of the note's bytes when last indexed: update_file's expectedHash"
     )
+    inline_fields: list[InlineFieldData] = Field(
+        default_factory=list,
+        description="Dataview inline fields (`key:: value`), in file order, the first "
+        f"{INLINE_FIELDS_SHOWN}; the frontmatter wins a clash of keys in `where=`",
+    )
+    inline_fields_total: int = Field(default=0, description="Inline fields, listed or not")
 
 
 class FileContentData(WireModel):

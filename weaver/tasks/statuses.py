@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, ClassVar, get_args
 
 from weaver.errors import ConfigError
 from weaver.markdown.tasks import StatusType
@@ -66,6 +66,7 @@ class StatusRegistry:
     tell whether the labels it stored were made under the same settings."""
 
     statuses: tuple[Status, ...] = DEFAULT_STATUSES
+    unknown_type: ClassVar[StatusType] = "TODO"  # of a symbol no status declares
     _by_symbol: dict[str, Status] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -78,7 +79,7 @@ class StatusRegistry:
     def get(self, symbol: str) -> Status:
         """The status of `symbol`; the plugin's "Unknown" status when none declares it."""
         known = self._by_symbol.get(symbol)
-        return known if known is not None else Status(symbol, "Unknown", "x", "TODO")
+        return known if known is not None else Status(symbol, "Unknown", "x", self.unknown_type)
 
     def type_of(self, symbol: str) -> StatusType:
         return self.get(symbol).type
@@ -111,15 +112,15 @@ def parse_status_settings(text: str) -> StatusRegistry:
         return StatusRegistry()
     if not isinstance(settings, dict):
         raise StatusSettingsError("statusSettings is not an object")
-    statuses: list[Status] = []
-    for key in ("coreStatuses", "customStatuses"):
-        statuses += _statuses(settings.get(key), key)
-    return StatusRegistry(tuple(statuses))
+    # A list the file leaves out is the plugin's default for it (an empty one is kept empty).
+    core = _statuses(settings.get("coreStatuses"), "coreStatuses", DEFAULT_STATUSES[:2])
+    custom = _statuses(settings.get("customStatuses"), "customStatuses", DEFAULT_STATUSES[2:])
+    return StatusRegistry((*core, *custom))
 
 
-def _statuses(entries: Any, key: str) -> list[Status]:
+def _statuses(entries: Any, key: str, default: tuple[Status, ...]) -> list[Status]:
     if entries is None:
-        return []
+        return list(default)
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise StatusSettingsError(f"statusSettings.{key} is not a list of statuses")
     return [status for entry in entries if (status := _status(entry)) is not None]

@@ -25,6 +25,7 @@ import structlog
 from anyio.streams.memory import MemoryObjectSendStream
 from watchfiles import Change, awatch
 
+from weaver.tasks.statuses import SETTINGS_FILE
 from weaver.vault.events import VaultEvent
 from weaver.vault.fs import Vault
 
@@ -89,7 +90,7 @@ class VaultWatcher:
         """Apply one batch of raw watchfiles changes (absolute paths) to the cache."""
         vault = self.indexer.vault
         paths = {rel for _, absolute in changes if (rel := vault.relative(absolute))}
-        paths = {p for p in paths if p and not vault.is_ignored(p)}
+        paths = {p for p in paths if p and _watched(vault, p)}
         if not paths:
             return None
         self.batches += 1
@@ -97,7 +98,7 @@ class VaultWatcher:
 
     def _accept(self, _change: Change, absolute: str) -> bool:
         rel = self.indexer.vault.relative(absolute)
-        return bool(rel) and not self.indexer.vault.is_ignored(rel or "")
+        return bool(rel) and _watched(self.indexer.vault, rel or "")
 
     async def run(self, catch_up: CatchUp | None = None) -> None:
         """Watch, catch up, then apply batches until cancelled or watching fails.
@@ -189,6 +190,11 @@ class VaultWatcher:
                 log.info("the cache matches the disk again")
                 self.healing, self.last_error = False, None
             return
+
+
+def _watched(vault: Vault, path: str) -> bool:
+    """A vault file, or the Tasks plugin's settings: hidden, but its statuses label tasks."""
+    return path == SETTINGS_FILE or not vault.is_ignored(path)
 
 
 def describe(exc: BaseException) -> str:
