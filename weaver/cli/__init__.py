@@ -23,6 +23,7 @@ from weaver.cli.index_commands import add_index_command
 from weaver.cli.search_command import add_search_command
 from weaver.cli.serve_commands import add_serve_commands, cmd_worker
 from weaver.cli.tag_commands import add_tag_commands
+from weaver.cli.task_commands import add_task_commands
 from weaver.cli.workflow_commands import add_workflow_commands
 from weaver.errors import ConfigError, DaemonError, WeaverError
 
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_commands(commands)
     add_workflow_commands(commands)
     add_tag_commands(commands)
+    add_task_commands(commands)
     add_edit_commands(commands)
     add_search_command(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,

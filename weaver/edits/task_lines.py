@@ -36,7 +36,8 @@ Action = Literal["complete", "cancel", "reopen", "toggle", "set"]
 
 @dataclass(frozen=True, slots=True)
 class TaskTarget:
-    """Which task: `line` (1-based) with the text the caller saw there, or a block id."""
+    """Which task: `line` (1-based), or a block id; `expected_text`, the line as the caller saw
+    it, guards against a line number that now points elsewhere (the MCP tool requires it)."""
 
     line: int | None = None
     expected_text: str | None = None
@@ -108,8 +109,8 @@ def _check_request(target: TaskTarget, update: TaskUpdate) -> None:
         raise NoteEditError("nothing to set: give due, scheduled, start or priority")
     if update.action != "set" and setting:
         raise NoteEditError(f"dates and priority go with action 'set', not {update.action!r}")
-    if target.block_id is None and (target.line is None or target.expected_text is None):
-        raise NoteEditError("name the task by line and expectedText (the line as read), or blockId")
+    if target.block_id is None and target.line is None:
+        raise NoteEditError("name the task by its line or its block id")
 
 
 def _find_task(text: str, target: TaskTarget) -> ParsedTask:

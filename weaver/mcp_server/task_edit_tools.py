@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from weaver.edits import task_lines
+from weaver.edits.steps import NoteEditError
 from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.edit_tools import ExpectedHash, clip
@@ -83,6 +84,9 @@ def update_task(
     ] = None,
     expectedHash: ExpectedHash = None,
 ) -> TaskUpdateData:
+    if blockId is None and expectedText is None:
+        # A line number alone may point at another task after any edit since the caller read.
+        raise NoteEditError("give expectedText (the task line as you read it) with line")
     target = task_lines.TaskTarget(line, expectedText, blockId)
     given: dict[DateName, str | None] = {"due": due, "scheduled": scheduled, "start": start}
     # '' removes a date; None (the argument left out) leaves it as it is.
