@@ -108,6 +108,11 @@ def test_an_unreadable_rule_refuses_to_complete() -> None:
         complete("- [ ] howl 🔁 every blue moon 📅 2026-11-28")
 
 
+def test_a_recurring_task_with_a_malformed_date_is_not_completed() -> None:
+    with pytest.raises(TaskLineError, match="due date '2024-02-30' is not a date"):
+        complete("- [ ] a 🔁 every year ⏳ 2024-02-28 📅 2024-02-30")
+
+
 def test_the_next_occurrence_starts_where_the_done_status_toggles_to() -> None:
     registry = StatusRegistry(
         (

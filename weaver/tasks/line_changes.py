@@ -190,6 +190,14 @@ def _next_occurrence(
     task: ParsedTask, registry: StatusRegistry, today: date, settings: WriteSettings
 ) -> str:
     rule = parse_recurrence(task.recurrence or "")
+    # The parser keeps a malformed date as a plain field; the next dates would then be counted
+    # from another one (the plugin drops the rule instead): the user should fix it first.
+    for key, value in task.fields:
+        if key.casefold() in ("due", "scheduled", "start"):
+            raise TaskLineError(
+                f"its {key.casefold()} date {value!r} is not a date: the next occurrence would"
+                " be counted from the wrong date; correct it first"
+            )
     moved = next_dates(
         rule, task.dates, today, remove_scheduled=settings.remove_scheduled_date_on_recurrence
     )
