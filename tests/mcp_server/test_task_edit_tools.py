@@ -57,6 +57,25 @@ async def test_completing_a_recurring_task_writes_the_next_one_above(tmp_path: P
         served.app.close()
 
 
+async def test_a_task_to_delete_on_completion_leaves_its_next_occurrence(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        "Daily.md": "- [ ] stretch 🔁 every day 📅 2026-11-28 🏁 delete\n"
+    }
+    served = serve(Settings(vault=vault(tmp_path, files)))
+    try:
+        async with tools_of(served, "auto") as tools:
+            text = "- [ ] stretch 🔁 every day 📅 2026-11-28 🏁 delete"
+            data = await tools.ok(
+                "update_task", path="Daily.md", line=1, expectedText=text, action="complete"
+            )
+        assert data["deleted"] and data["insertedLine"] == 1
+        assert (served.root / "Daily.md").read_text(encoding="utf-8") == (
+            "- [ ] stretch 🔁 every day 📅 2026-11-29 🏁 delete\n"
+        )
+    finally:
+        served.app.close()
+
+
 async def test_cancel_reopen_and_set_by_block_id(tmp_path: Path) -> None:
     served = serve(Settings(vault=vault(tmp_path)))
     note = served.root / "Home.md"

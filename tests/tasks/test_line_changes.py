@@ -103,6 +103,14 @@ def test_when_done_counts_from_the_completion_date() -> None:
     assert change.inserted == "- [ ] sweep 🔁 every week when done ⏳ 2026-12-05"
 
 
+def test_on_completion_delete_leaves_only_the_next_occurrence() -> None:
+    recurring = complete("- [ ] a 🔁 every day 📅 2026-11-28 🏁 delete")
+    assert recurring.lines == ("- [ ] a 🔁 every day 📅 2026-11-29 🏁 delete",)
+    once = complete("- [ ] b  [onCompletion:: delete]")
+    assert once.lines == () and once.deleted
+    assert complete("- [ ] c 🏁 keep").lines == ("- [x] c 🏁 keep ✅ 2026-11-28",)
+
+
 def test_an_unreadable_rule_refuses_to_complete() -> None:
     with pytest.raises(RecurrenceError, match="'every blue moon'"):
         complete("- [ ] howl 🔁 every blue moon 📅 2026-11-28")

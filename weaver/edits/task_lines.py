@@ -55,7 +55,8 @@ class TaskUpdate:
 @dataclass(frozen=True, slots=True)
 class UpdatedTask:
     patched: patches.Patched
-    line: int  # where the changed task is now (one further down when its next one is above)
+    line: int  # where the changed task is now (one further down when its next one is above;
+    # where it was, when `change.deleted` removed it)
     change: LineChange
     inserted_line: int | None  # where the next occurrence was written
 
@@ -158,8 +159,7 @@ def _first_of(registry: StatusRegistry, status_type: str, default: str) -> str:
 
 
 def _updated(patched: patches.Patched, task: ParsedTask, change: LineChange) -> UpdatedTask:
-    if change.inserted is None:
-        return UpdatedTask(patched, task.line, change, None)
-    if change.inserted_below:
-        return UpdatedTask(patched, task.line, change, task.line + 1)
-    return UpdatedTask(patched, task.line + 1, change, task.line)
+    lines = change.lines
+    inserted = None if change.inserted is None else task.line + lines.index(change.inserted)
+    line = task.line if change.deleted else task.line + lines.index(change.new)
+    return UpdatedTask(patched, line, change, inserted)

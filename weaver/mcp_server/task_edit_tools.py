@@ -23,7 +23,8 @@ as the Obsidian Tasks plugin does.
 
 Change one task (a `- [ ]` line) as the Obsidian Tasks plugin would: `complete` checks it and
 adds its done date (✅ or [completion:: ...], in the line's own format); a recurring task (🔁
-every week ...) gets its next occurrence on a new line above, with its dates moved by the rule;
+every week ...) gets its next occurrence on a new line above, with its dates moved by the rule
+(a task with 🏁 delete is then removed);
 `cancel` adds the cancelled date; `reopen` unchecks it and drops those dates; `toggle` moves to
 the status's next one in the vault's Tasks settings; `set` sets `due`, `scheduled`, `start`
 (YYYY-MM-DD, "" removes) or `priority` (highest, high, medium, low, lowest, none). Name the task
@@ -40,13 +41,16 @@ DateArgument = Annotated[
 
 class TaskUpdateData(WireModel):
     path: str
-    line: int = Field(description="1-based line of the changed task now")
+    line: int = Field(description="1-based line of the changed task now (where it was if deleted)")
     before: str = Field(description="The task line before (long lines clipped with …)")
     after: str = Field(description="The task line now")
     inserted: str | None = Field(
         default=None, description="The next occurrence written for a recurring task"
     )
     inserted_line: int | None = Field(default=None, description="1-based line of `inserted`")
+    deleted: bool = Field(
+        default=False, description="The completed line was removed (its '🏁 delete' action)"
+    )
     content_hash: str = Field(description="sha256 of the note now: the next expectedHash")
     changed: bool = Field(description="False when the line already read exactly so")
     cache_synced: bool
@@ -112,6 +116,7 @@ def _data(result: task_lines.UpdatedTask) -> TaskUpdateData:
         after=clip(change.new),
         inserted=None if change.inserted is None else clip(change.inserted),
         inserted_line=result.inserted_line,
+        deleted=change.deleted,
         content_hash=patched.content_hash,
         changed=patched.changed,
         cache_synced=patched.cache_synced,

@@ -13,7 +13,8 @@ recurring task, the next occurrence is written above the line (below with the pl
 `recurrenceOnNextLine`): same indentation and description, the status the DONE status toggles to,
 its dates moved by the rule (`recurrence.next_dates`), no done, cancelled, id or dependsOn field
 and no block id (each would then name two tasks), a created date of today when the vault's
-`setCreatedDate` asks for one.
+`setCreatedDate` asks for one. A task with the On Completion action `delete` (`🏁 delete`)
+leaves only its next occurrence, if any: the completed line is removed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from weaver.errors import WeaverError
-from weaver.markdown.tasks import PRIORITY_NAMES, ParsedTask
+from weaver.markdown.tasks import CHECKBOX, PRIORITY_NAMES, ParsedTask
 from weaver.tasks.recurrence import next_dates, parse_recurrence
 from weaver.tasks.statuses import SETTINGS_FILE, StatusRegistry
 
@@ -58,7 +59,6 @@ _TASK_KEY = re.compile(
     r"|dependsOn|onCompletion)[ \t]*::",
     re.IGNORECASE,
 )
-_CHECKBOX = re.compile(r"[ \t>]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[([^\]\n])\]")
 _IDS = r"[A-Za-z0-9_-]+(?:[ \t]*,[ \t]*[A-Za-z0-9_-]+)*"
 
 
@@ -87,15 +87,17 @@ class LineChange:
     new: str
     inserted: str | None = None
     inserted_below: bool = False
+    deleted: bool = False  # `🏁 delete`: the completed line is removed, `new` is not written
 
     @property
     def lines(self) -> tuple[str, ...]:
         """The lines that replace `old`, in file order."""
+        kept = () if self.deleted else (self.new,)
         if self.inserted is None:
-            return (self.new,)
+            return kept
         if self.inserted_below:
-            return (self.new, self.inserted)
-        return (self.inserted, self.new)
+            return (*kept, self.inserted)
+        return (self.inserted, *kept)
 
 
 def read_write_settings(vault_root: Path) -> WriteSettings:
@@ -147,13 +149,21 @@ def change_status(
     if new_type == "DONE" and old_type != "DONE":
         if settings.set_done_date and task.dates.done is None:
             line = _with_new_field(line, task, "done", stamp)
-        if task.recurrence:
-            following = _next_occurrence(task, registry, today, settings)
-            return LineChange(task.raw, line, following, settings.recurrence_on_next_line)
+        following = _next_occurrence(task, registry, today, settings) if task.recurrence else None
+        below, deleted = settings.recurrence_on_next_line, _deleted_on_completion(task)
+        return LineChange(task.raw, line, following, below, deleted)
     cancelling = new_type == "CANCELLED" and old_type != "CANCELLED"
     if cancelling and settings.set_cancelled_date and task.dates.cancelled is None:
         line = _with_new_field(line, task, "cancelled", stamp)
     return LineChange(task.raw, line)
+
+
+def _deleted_on_completion(task: ParsedTask) -> bool:
+    """The plugin's On Completion action `delete` (`🏁 delete`, `[onCompletion:: delete]`)."""
+    return any(
+        key.casefold() == "oncompletion" and value.strip().casefold() == "delete"
+        for key, value in task.fields
+    )
 
 
 def set_fields(
@@ -224,7 +234,7 @@ def _todo_after_done(registry: StatusRegistry) -> str:
 
 
 def _with_status(line: str, symbol: str) -> str:
-    checkbox = _CHECKBOX.match(line)
+    checkbox = CHECKBOX.match(line)
     if checkbox is None:
         raise TaskLineError(f"{line!r} is not a task line")
     return line[: checkbox.start(1)] + symbol + line[checkbox.end(1) :]
