@@ -23,7 +23,7 @@ from weaver.cli.index_commands import add_index_command
 from weaver.cli.search_command import add_search_command
 from weaver.cli.serve_commands import add_serve_commands, cmd_worker
 from weaver.cli.tag_commands import add_tag_commands
-from weaver.cli.task_commands import add_task_commands
+from weaver.cli.task_edit_commands import add_task_commands
 from weaver.cli.workflow_commands import add_workflow_commands
 from weaver.errors import ConfigError, DaemonError, WeaverError
 

@@ -77,14 +77,14 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         get_graph show the vault's structure.""",
     "tags": """list_tags, search_tags and search_by_tags find notes by tag; add_tags,
         remove_tags and rename_tag change tags.""",
+    "tasks": """When writes are enabled, update_task completes, cancels, reopens or toggles a
+        task line, or sets its dates or priority, as the Obsidian Tasks plugin does (a
+        recurring task gets its next occurrence).""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by
         ^id), replace_in_file, update_frontmatter and append_to_daily_note change part of a
         note; list_edits and restore_edit undo Weaver's own edits.""",
-    "tasks": """When writes are enabled, update_task completes, cancels, reopens or toggles a
-        task line, or sets its dates or priority, as the Obsidian Tasks plugin does (a
-        recurring task gets its next occurrence).""",
     "workflows": """Workflows: list_workflows, trigger_workflow, get_workflow_status,
         get_workflow_history.""",
     "records": """get_workflow_records reads what the built-in workflows stored (change log,
