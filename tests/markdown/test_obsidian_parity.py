@@ -241,6 +241,28 @@ def test_tasks_match_list_items(dump: tuple[dict[str, Any], ParsedNote]) -> None
     assert (note.tasks_open, note.tasks_done) == (tasks.count(" "), len(tasks) - tasks.count(" "))
 
 
+def test_tasks_and_their_parents_match_list_items(
+    dump: tuple[dict[str, Any], ParsedNote],
+) -> None:
+    # Obsidian's parent is the enclosing list item, task or not; ours is the nearest enclosing
+    # task, so walk up through plain items. A negative parent is the top of a list.
+    data, note = dump
+    items: dict[int, dict[str, Any]] = {}
+    for item in data["cachedMetadata"].get("listItems", []):
+        items.setdefault(item["position"]["start"]["line"], item)  # `- [ ] 1. x`: two on a line
+
+    def task_parent(line: int) -> int | None:
+        parent = items[line]["parent"]
+        while parent in items and "task" not in items[parent]:
+            parent = items[parent]["parent"]
+        return parent + 1 if parent in items else None
+
+    expected = [(line + 1, item.get("task"), task_parent(line)) for line, item in items.items()]
+    assert [(t.line, t.status_char, t.parent_line) for t in note.tasks] == sorted(
+        (line, status, parent) for line, status, parent in expected if status is not None
+    )
+
+
 def test_resolve_link_to_path_matches(
     dump: tuple[dict[str, Any], ParsedNote], tasks_demo: tuple[list[str], LinkResolver]
 ) -> None:

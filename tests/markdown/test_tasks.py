@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from weaver.markdown.parser import parse_note
 from weaver.markdown.tasks import PRIORITY_NAMES, TaskDates, parse_task_line
 
 
@@ -279,3 +280,140 @@ def test_tags_follow_the_note_tag_rules(line: str, tags: tuple[str, ...]) -> Non
 def test_raw_keeps_the_line_as_written() -> None:
     line = "  - [ ] a ⏫\ufe0f 📅 2026-12-01 ^b1  "
     assert picked(line, "raw", "description") == (line, "a")
+
+
+# ---------------------------------------------------------------- a note's tasks (parse_note)
+
+
+def outline(text: str) -> list[tuple[int, int | None, str | None, str]]:
+    """(line, parent_line, heading, description) of each task parse_note finds."""
+    return [
+        (t.line, t.parent_line, t.heading, t.description) for t in parse_note("n.md", text).tasks
+    ]
+
+
+def test_nesting_follows_list_indentation() -> None:
+    text = "- [ ] A\n    - [ ] A1\n        - [x] A1a\n    - [ ] A2\n- [ ] B\n\t- [ ] B1 (tab)\n"
+    assert outline(text) == [
+        (1, None, None, "A"),
+        (2, 1, None, "A1"),
+        (3, 2, None, "A1a"),
+        (4, 1, None, "A2"),
+        (5, None, None, "B"),
+        (6, 5, None, "B1 (tab)"),
+    ]
+
+
+def test_a_plain_item_between_keeps_the_task_above_as_parent() -> None:
+    text = "- [ ] Trip\n  - Packing\n    - [ ] Tent\n- Shopping\n  - [ ] Bread\n"
+    assert outline(text) == [
+        (1, None, None, "Trip"),
+        (3, 1, None, "Tent"),
+        (5, None, None, "Bread"),
+    ]
+
+
+def test_an_item_not_indented_to_the_text_of_the_one_above_is_its_sibling() -> None:
+    # "- " puts the text at column 2: one space of indent is not inside it (CommonMark, Obsidian)
+    text = "- [ ] A\n    - [ ] A1\n\n - [ ] B\n1. [ ] C\n   - [ ] C1\n"
+    assert [(line, parent) for line, parent, _, _ in outline(text)] == [
+        (1, None),
+        (2, 1),
+        (4, None),
+        (5, None),
+        (6, 5),
+    ]
+
+
+def test_a_paragraph_or_a_heading_ends_the_list() -> None:
+    text = (
+        "- [ ] A\n\nParagraph.\n  - [ ] B\n- [ ] C\n# H\n  - [ ] D\n"
+        "- [ ] E\n  lazy line\n  - [ ] F\n"
+    )
+    assert [(line, parent) for line, parent, _, _ in outline(text)] == [
+        (1, None),
+        (4, None),
+        (5, None),
+        (7, None),
+        (8, None),
+        (10, 8),
+    ]
+
+
+def test_heading_paths_outermost_first() -> None:
+    text = (
+        "---\ntitle: x\n---\n"
+        "- [ ] before any heading\n"
+        "# Work\n"
+        "- [ ] w\n"
+        "## Reports\n"
+        "### Q1\n"
+        "- [ ] q\n"
+        "## Meetings ##\n"
+        "- [ ] m\n"
+        "# Home\n"
+        "- [ ] h\n"
+    )
+    assert [(line, heading) for line, _, heading, _ in outline(text)] == [
+        (4, None),
+        (6, "Work"),
+        (9, "Work > Reports > Q1"),
+        (11, "Work > Meetings"),
+        (13, "Home"),
+    ]
+
+
+def test_tasks_in_quotes_nest_within_the_quote() -> None:
+    text = "- [ ] outside\n\n> - [ ] quoted\n>     - [ ] inside quoted\n>\n>   - [ ] after blank\n"
+    assert [(line, parent) for line, parent, _, _ in outline(text)] == [
+        (1, None),
+        (3, None),
+        (4, 3),
+        (6, 3),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\n- [ ] in a fence\n```\n",
+        "~~~md\n- [ ] in a tilde fence\n~~~\n",
+        "%%\n- [ ] in a comment\n%%\n",
+        "<!--\n- [ ] in an html comment\n-->\n",
+        "> ```\n> - [ ] in a fence in a quote\n> ```\n",
+    ],
+)
+def test_tasks_in_code_and_comments_are_not_tasks(text: str) -> None:
+    note = parse_note("n.md", text + "- [x] real\n")
+    assert [t.description for t in note.tasks] == ["real"]
+    assert (note.tasks_open, note.tasks_done) == (0, 1)
+
+
+def test_note_tasks_are_read_as_single_lines_are() -> None:
+    text = (
+        "# H\n- [ ] Pay #bills [[Bank]] ⏫ 📅 2026-12-01 ^pay\n"
+        "  - [/] call [who:: Ann] 🔁 every month\n"
+    )
+    note = parse_note("n.md", text)
+    lines = text.split("\n")
+    for task in note.tasks:
+        alone = parse_task_line(lines[task.line - 1], task.line)
+        assert alone is not None
+        assert task._replace(parent_line=None, heading=None) == alone
+    assert (note.tasks_open, note.tasks_done) == (1, 1)  # "/" counts as not open, as before
+
+
+def test_task_line_numbers_count_frontmatter_and_crlf() -> None:
+    note = parse_note("n.md", "---\na: 1\n---\r\nText\r\n- [ ] t\r\n")
+    assert [(t.line, t.raw, t.description) for t in note.tasks] == [(5, "- [ ] t", "t")]
+
+
+def test_long_lines_of_field_starts_stay_linear() -> None:
+    # Every piece opens a field that never closes at the line end; tried right to left, each
+    # start is tried once, so this finishes at once (no timing is asserted).
+    pieces = ["[a:: b ", "(c:: ", "🔁 every ", "#t ", "⛔ x, ", "^ ", "📅 2026-", "🆔 "]
+    line = "- [ ] " + "".join(pieces) * 20_000 + "the end ⏫"
+    task = parse_task_line(line, 1)
+    assert task is not None
+    assert task.priority == 1
+    assert (task.task_id, task.description[-9:]) == (None, "🆔 the end")

@@ -25,23 +25,20 @@ from weaver.markdown.frontmatter import (
     scalar_text,
 )
 from weaver.markdown.html_mask import mask_html
-from weaver.markdown.inline_fields import InlineField
+from weaver.markdown.inline_fields import InlineField, LineFields, find_inline_fields
 from weaver.markdown.links import LinkKind, RawLink, find_body_links
 from weaver.markdown.patterns import (
-    BRACKET,
-    BRACKET_FIELD,
     CLOSING_HASHES,
     DIGITS,
     HEADING,
     INLINE_TAG_RUN,
-    LINE_FIELD,
     MD_SUFFIX,
     TASK,
     WORD_BYTES,
     mask_code,
     normalize_tag,
 )
-from weaver.markdown.tasks import ParsedTask
+from weaver.markdown.tasks import HeadingLine, ParsedTask, find_tasks
 
 __all__ = [
     "PARSER_VERSION",
@@ -57,8 +54,9 @@ __all__ = [
 
 # Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
 # older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
-# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`.
-PARSER_VERSION = 2
+# indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`. 3: tasks with
+# their fields and nesting, and Dataview inline fields (the cache had neither before).
+PARSER_VERSION = 3
 
 
 class ParsedLink(NamedTuple):
@@ -119,28 +117,6 @@ class _Lines:
 # ---------------------------------------------------------------- links
 
 
-class _Fields:
-    """The Dataview inline fields of one line: `key:: value` and `[key:: value]`."""
-
-    def __init__(self, line: str) -> None:
-        self.brackets: list[tuple[int, int, str]] = []  # (value start, value end, key), disjoint
-        for match in BRACKET_FIELD.finditer(line):
-            close = BRACKET.search(line, match.end())
-            if close and close.group() == ("]" if match.group(1) == "[" else ")"):
-                self.brackets.append((match.end(), close.start(), match.group(2).strip()))
-        self.starts = [start for start, _, _ in self.brackets]
-        whole = LINE_FIELD.match(line)
-        self.line_field = (whole.end(), whole.group(1).strip()) if whole else None
-
-    def key_at(self, start: int, end: int) -> str | None:
-        index = bisect_right(self.starts, start) - 1
-        if index >= 0 and end <= self.brackets[index][1]:
-            return self.brackets[index][2]
-        if self.line_field and start >= self.line_field[0]:
-            return self.line_field[1]
-        return None
-
-
 def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[ParsedLink]:
     """Give each link its line, and the inline field it sits in (`rel:: [[X]]`)."""
     if "::" not in linkless:  # no inline field anywhere (most notes): only the lines to find
@@ -148,13 +124,13 @@ def _finish(raws: list[RawLink], linkless: str, lines: _Lines) -> Iterator[Parse
         for start, _, kind, target, alias, subpath, relation in raws:
             yield ParsedLink(target, kind, alias, subpath, relation, offset + index_of(start))
         return
-    fields: dict[int, tuple[int, _Fields | None]] = {}
+    fields: dict[int, tuple[int, LineFields | None]] = {}
     for start, end, kind, target, alias, subpath, relation in raws:
         index = lines.index(start)
         if index not in fields:
             lo, hi = lines.bounds(index)
             line = linkless[lo:hi]
-            fields[index] = (lo, _Fields(line) if "::" in line else None)
+            fields[index] = (lo, LineFields(line) if "::" in line else None)
         lo, found = fields[index]
         if relation is None and found is not None:
             relation = found.key_at(start - lo, end - lo)
@@ -177,9 +153,9 @@ def _dedupe_tags(tags: Iterable[str]) -> tuple[str, ...]:
     return tuple(firsts.values())
 
 
-def _inline_tags(linkless: str) -> list[str]:
+def _inline_tags(tagged: str) -> list[str]:
     """Distinct inline tags in order; findall and fromkeys keep a tag-dense note fast."""
-    runs = dict.fromkeys(INLINE_TAG_RUN.findall(mask_html(linkless)))
+    runs = dict.fromkeys(INLINE_TAG_RUN.findall(tagged))
     unique = dict.fromkeys(tag for run in runs for tag in run.split("#")[1:])
     return [tag for tag in unique if DIGITS.fullmatch(tag) is None]
 
@@ -222,6 +198,20 @@ def _first_h1(headings: Iterable[Heading]) -> str | None:
     return next((plain_text(h.text) for h in headings if h.level == 1 and plain_text(h.text)), None)
 
 
+def _tasks(
+    scan: str,
+    masked: str,
+    linkless: str,
+    tagged: str,
+    headings: tuple[Heading, ...],
+    offset: int,
+) -> tuple[ParsedTask, ...]:
+    if TASK.search("\n" + masked) is None:  # most notes: no list walk at all
+        return ()
+    outline = [HeadingLine(h.line, h.level, h.text) for h in headings]
+    return find_tasks(scan, linkless, tagged, outline, offset)
+
+
 # ---------------------------------------------------------------- entry points
 
 
@@ -235,7 +225,9 @@ def parse_note(path: str, text: str) -> ParsedNote:
     lines = _Lines(scan, text.count("\n", 0, fm.body_start))
     body_links, linkless = _body_links(scan, masked, lines)
     headings = _headings(scan, masked, lines)
-    statuses = [m.group(1) for m in TASK.finditer("\n" + masked)]
+    tagged = mask_html(linkless)
+    tasks = _tasks(scan, masked, linkless, tagged, headings, lines.offset)
+    done = sum(task.status_char != " " for task in tasks)
     fm_links = tuple(
         ParsedLink(lk.target, "frontmatter", lk.alias, lk.subpath, lk.relation, lk.line)
         for lk in fm.links
@@ -244,17 +236,19 @@ def parse_note(path: str, text: str) -> ParsedNote:
         frontmatter=fm.data,
         title=_title(path, fm.data),
         heading=_first_h1(headings),
-        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(linkless)]),
+        tags=_dedupe_tags([*frontmatter_tags(fm.data), *_inline_tags(tagged)]),
         aliases=frontmatter_aliases(fm.data),
         type=scalar_text(fm.data.get("type")),
         status=scalar_text(fm.data.get("status")),
         links=fm_links + body_links,
         headings=headings,
-        tasks_open=statuses.count(" "),
-        tasks_done=len(statuses) - statuses.count(" "),
+        tasks_open=len(tasks) - done,
+        tasks_done=done,
         body=body,
         word_count=len(masked.encode().translate(WORD_BYTES).split()),
         error=fm.error,
+        tasks=tasks,
+        inline_fields=find_inline_fields(scan, linkless, lines.offset),
     )
 
 

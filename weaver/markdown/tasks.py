@@ -28,11 +28,12 @@ from weaver.markdown.patterns import BRACKET, BRACKET_FIELD, DIGITS, INLINE_TAG_
 
 __all__ = [
     "PRIORITY_NAMES",
+    "HeadingLine",
     "ParsedTask",
     "StatusType",
     "TaskDates",
+    "find_tasks",
     "parse_task_line",
-    "read_task_line",
 ]
 
 # The Tasks plugin's status types; NON_TASK marks a checkbox the settings say is not a task.
@@ -94,6 +95,7 @@ _FIELD_AT_END = re.compile(
     r"|(?P<open>[\[(])(?P<key>[^\s:\[\]()][^:\[\]()\n]*+)::(?P<value>[^\[\]()\n]*+)(?P<close>[\])])"
     r")[ \t]*+,?[ \t]*+$"
 )
+_FIELD_START = re.compile(r"[📅📆🗓⏳⌛🛫➕✅❌🔺⏫🔼🔽⏬🔁🆔⛔🏁^#\[(]")
 _SIGNS = {"📅": "due", "📆": "due", "🗓": "due", "⏳": "scheduled", "⌛": "scheduled"}
 _SIGNS |= {"🛫": "start", "➕": "created", "✅": "done", "❌": "cancelled"}
 _PRIORITY_SIGNS = {"🔺": 0, "⏫": 1, "🔼": 2, "🔽": 4, "⏬": 5}
@@ -106,6 +108,18 @@ _NONE = PRIORITY_NAMES.index("none")
 
 class _Fields:
     """What the backwards read of one line found, filled field by field (rightmost first)."""
+
+    __slots__ = (
+        "block_id",
+        "dates",
+        "depends_on",
+        "others",
+        "priority",
+        "recurrence",
+        "task_id",
+        "trailing_tags",
+        "warnings",
+    )
 
     def __init__(self) -> None:
         self.dates: dict[str, str] = {}
@@ -165,7 +179,6 @@ def _split_ids(value: str) -> tuple[str, ...]:
 def _take(found: _Fields, match: re.Match[str], raw: str) -> bool:
     """Record the field `match` found at the end of the line; False when it ends the read (a
     Dataview field whose brackets do not pair)."""
-    text = raw[match.start() : match.end()].strip()
     match match.lastgroup:
         case "date":
             name = _SIGNS[match.group("sign")]
@@ -184,7 +197,7 @@ def _take(found: _Fields, match: re.Match[str], raw: str) -> bool:
         case "block":
             found.block_id = found.block_id or match.group("block")
         case "tag":
-            found.trailing_tags.append(text.rstrip(", \t"))
+            found.trailing_tags.append(raw[match.start("tag") : match.end("tag")])
         case _:
             if (match.group("open") == "[") != (match.group("close") == "]"):
                 return False
@@ -196,19 +209,28 @@ def _take(found: _Fields, match: re.Match[str], raw: str) -> bool:
 def _read_trailing(raw: str, masked: str, start: int) -> tuple[_Fields, int]:
     """The fields at the end of the line after `start`, and where the description ends."""
     found = _Fields()
-    end = _strip_end(masked, start, len(masked))
-    while (match := _FIELD_AT_END.search(masked, start, end)) and _take(found, match, raw):
-        end = _strip_end(masked, start, match.start())
+    # Only where a field can start is a match tried, right to left: a search for "a field, then
+    # the end" would try every offset of a long description, again for every field.
+    # A field's match takes the blanks and comma after it, so `end` needs no trimming.
+    candidates = [m.start() for m in _FIELD_START.finditer(masked, start)]
+    end = len(masked)
+    while (match := _field_ending_at(masked, candidates, end)) and _take(found, match, raw):
+        end = match.start()
     found.others.reverse()  # read backwards, kept as written
     found.warnings.reverse()
     found.trailing_tags.reverse()
     return found, end
 
 
-def _strip_end(text: str, start: int, end: int) -> int:
-    while end > start and text[end - 1] in " \t":
-        end -= 1
-    return end
+def _field_ending_at(masked: str, candidates: list[int], end: int) -> re.Match[str] | None:
+    """The field that ends at `end`, trying `candidates` (offsets, ascending) from the right and
+    dropping each one tried: the next field ends left of this one, so no candidate is tried
+    twice and a line costs what its length does."""
+    while candidates:
+        pos = candidates.pop()
+        if pos < end and (match := _FIELD_AT_END.match(masked, pos, end)):
+            return match
+    return None
 
 
 def _inner_fields(raw: str, masked: str, start: int, end: int) -> list[tuple[str, str]]:
@@ -229,10 +251,12 @@ def _line_tags(masked: str, start: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))
 
 
-def read_task_line(raw: str, masked: str, line: int) -> ParsedTask | None:
-    """The task on `raw`, given `masked`: the same line, as long, with its code, comments, links
-    and HTML markup blanked as the parser blanks them (what `parse_task_line` computes, and
-    `parse_note` already has). None when the line is not a checkbox list item."""
+def _read_task(
+    raw: str, masked: str, tagged: str, line: int, parent: int | None, heading: str | None
+) -> ParsedTask | None:
+    """The task on `raw`, given the same line as long with its code, comments and links blanked
+    (`masked`: where the checkbox and fields are read) and its HTML markup too (`tagged`: where
+    tags are read, as the note's tags are). None when the line is not a checkbox list item."""
     checkbox = CHECKBOX.match(masked)
     if checkbox is None:
         return None
@@ -242,13 +266,13 @@ def read_task_line(raw: str, masked: str, line: int) -> ParsedTask | None:
     inner = _inner_fields(raw, masked, start, end) if "::" in raw else []
     return ParsedTask(
         line=line,
-        parent_line=None,
-        heading=None,
+        parent_line=parent,
+        heading=heading,
         block_id=found.block_id,
         status_char=checkbox.group(1),
         description=description,
         raw=raw,
-        tags=_line_tags(masked, start),
+        tags=_line_tags(tagged, start),
         dates=TaskDates(**found.dates),
         recurrence=found.recurrence,
         priority=_NONE if found.priority is None else found.priority,
@@ -263,6 +287,96 @@ def parse_task_line(text: str, line: int) -> ParsedTask | None:
     """The task on one line of a file (`text` without its line break; `line` 1-based), read alone:
     None when it is not a checkbox list item. `parent_line` and `heading` are None (they need the
     note around the line, see `find_tasks`)."""
-    masked = mask_code(text)
-    _, linkless = find_body_links(text, masked)
-    return read_task_line(text, mask_html(linkless), line)
+    _, linkless = find_body_links(text, mask_code(text))
+    return _read_task(text, linkless, mask_html(linkless), line, None, None)
+
+
+# ---------------------------------------------------------------- a note's tasks
+
+# What shapes a note's lists, found in one pass over "\n" + body: a list item (its indentation,
+# quote markers included, its marker and the gap after it), and a blank line before a line at
+# the left margin, which ends every list above it (a line right after an item, without a blank,
+# continues that item).
+_LIST_EVENT = re.compile(
+    r"\n(?:(?P<indent>[ \t>]*+)(?P<marker>[-*+]|[0-9]{1,9}+[.)])(?P<gap>[ \t]++|(?=\n)|$)"
+    r"|[ \t>]*+(?=\n[^ \t\n>]))"
+)
+
+
+class HeadingLine(NamedTuple):
+    line: int  # 0-based line in the file, as `weaver.markdown.parser.Heading`
+    level: int
+    text: str
+
+
+class _Outline:
+    """The headings above the current line, outermost first."""
+
+    def __init__(self, headings: list[HeadingLine]) -> None:
+        self._pending = headings[::-1]  # next heading last, popped as lines pass it
+        self._open: list[HeadingLine] = []
+        self.path: str | None = None
+
+    def advance(self, line: int) -> bool:
+        """Move to `line`; True when a heading came in between (it ends every list)."""
+        moved = False
+        while self._pending and self._pending[-1].line < line:
+            heading = self._pending.pop()
+            while self._open and self._open[-1].level >= heading.level:
+                self._open.pop()
+            self._open.append(heading)
+            moved = True
+        if moved:
+            self.path = " > ".join(h.text for h in self._open) or None
+        return moved
+
+
+def _content_column(indent: int, item: re.Match[str]) -> int:
+    """Where a list item's text starts, which a nested item must reach (CommonMark: one to four
+    spaces after the marker count, more make an indented code block, so then just one)."""
+    gap = len(item.group("gap").expandtabs(4))
+    return indent + len(item.group("marker")) + (gap if 1 <= gap <= 4 else 1)
+
+
+def find_tasks(
+    text: str, masked: str, tagged: str, headings: list[HeadingLine], first_line: int
+) -> tuple[ParsedTask, ...]:
+    """Every task in a note body, in order, with the task it is nested under and its heading path.
+
+    `masked` is the body with code, comments and links blanked, `tagged` with HTML markup blanked
+    too (both as `parse_note` computes them); `first_line` is the 0-based file line the body
+    starts at. One pass over the list items; a task's parent is the nearest task among the items
+    it is indented under, through plain items too.
+    """
+    tasks: list[ParsedTask] = []
+    outline = _Outline(headings)
+    items: list[
+        tuple[int, int | None]
+    ] = []  # the open list items: indent, nearest task at or above
+    quotes = 0  # the quote depth the open items are in
+    index, counted = 0, 0
+    for event in _LIST_EVENT.finditer("\n" + masked):
+        start = event.start()  # the "\n" prefix shifts offsets by one: start is the line start
+        index += masked.count("\n", counted, start)
+        counted = start
+        if outline.advance(first_line + index) or event.group("indent") is None:
+            items.clear()
+            if event.group("indent") is None:
+                continue
+        indent = event.group("indent")
+        width = len(indent.expandtabs(4))
+        if indent.count(">") != quotes:  # into or out of a quote: its lists are others
+            items.clear()
+            quotes = indent.count(">")
+        while items and items[-1][0] > width:  # not indented to the item's text: not inside it
+            items.pop()
+        parent = items[-1][1] if items else None
+        end = masked.find("\n", start)
+        end = len(masked) if end < 0 else end
+        line = first_line + index + 1
+        raw, heading = text[start:end], outline.path
+        task = _read_task(raw, masked[start:end], tagged[start:end], line, parent, heading)
+        if task is not None:
+            tasks.append(task)
+        items.append((_content_column(width, event), line if task else parent))
+    return tuple(tasks)
