@@ -144,6 +144,14 @@ async def test_a_stale_line_is_refused_and_the_file_left_alone(tmp_path: Path) -
                 "update_task", path="Home.md", line=1, expectedText="# Home", action="complete"
             )
             assert "line 1 is not a task" in not_task
+            in_code = await tools.error(
+                "update_task",
+                path="Home.md",
+                line=5,
+                expectedText="- [ ] not a task in code",
+                action="complete",
+            )
+            assert "line 5 is not a task" in in_code
             unnamed = await tools.error("update_task", path="Home.md", line=3, action="reopen")
             assert "expectedText" in unnamed
             done_twice = await tools.error(

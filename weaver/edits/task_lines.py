@@ -16,9 +16,9 @@ from typing import Any, Literal
 from weaver.edits import patches
 from weaver.edits.steps import CacheSync, NoteEditError, Notes
 from weaver.errors import WeaverError
-from weaver.markdown import patch
+from weaver.markdown.parser import parse_note
 from weaver.markdown.patch import TextEditError
-from weaver.markdown.tasks import ParsedTask, parse_task_line
+from weaver.markdown.tasks import ParsedTask
 from weaver.tasks.line_changes import (
     DateName,
     LineChange,
@@ -82,7 +82,7 @@ def update_task(
 
     def transform(text: str) -> tuple[str, int]:
         lines = text.split("\n")
-        task = _find_task(text, target)
+        task = _find_task(path, text, target)
         try:
             change = _changed(task, update, registry, settings)
         except WeaverError as exc:
@@ -114,27 +114,30 @@ def _check_request(target: TaskTarget, update: TaskUpdate) -> None:
         raise NoteEditError("name the task by its line or its block id")
 
 
-def _find_task(text: str, target: TaskTarget) -> ParsedTask:
-    lines = text.split("\n")
-    number = target.line if target.block_id is None else _block_line(text, target.block_id)
-    if number is None or not 1 <= number <= len(lines):
-        raise TextEditError(f"there is no line {number}: the note has {len(lines)} lines")
-    task = parse_task_line(lines[number - 1], number)
-    if task is None:
-        raise TextEditError(f"line {number} is not a task: {lines[number - 1]!r}")
+def _find_task(path: str, text: str, target: TaskTarget) -> ParsedTask:
+    """The task `target` names, among those the parser finds (never a checkbox in code)."""
+    tasks = parse_note(path, text).tasks
+    if target.block_id is not None:
+        block = target.block_id.removeprefix("^").casefold()
+        task = next((t for t in tasks if (t.block_id or "").casefold() == block), None)
+        if task is None:
+            raise TextEditError(f"no task has the block id ^{target.block_id.removeprefix('^')}")
+    else:
+        task = next((t for t in tasks if t.line == target.line), None)
+        if task is None:
+            raise TextEditError(f"line {target.line} is not a task: {_line_at(text, target)}")
     if target.expected_text is not None and task.raw != target.expected_text.rstrip("\r\n"):
         raise TextEditError(
-            f"line {number} now reads {task.raw!r}, not {target.expected_text!r}; read the"
+            f"line {task.line} now reads {task.raw!r}, not {target.expected_text!r}; read the"
             " note again"
         )
     return task
 
 
-def _block_line(text: str, block_id: str) -> int:
-    """The line that ends the block `^block_id` (a task's id ends its own line)."""
-    front, body = patch.split_body(text)
-    block = patch.find_block(body, block_id)
-    return text.count("\n", 0, len(front) + block.end) + 1
+def _line_at(text: str, target: TaskTarget) -> str:
+    lines = text.split("\n")
+    line = target.line or 0
+    return repr(lines[line - 1]) if 1 <= line <= len(lines) else f"the note has {len(lines)} lines"
 
 
 def _changed(
