@@ -2,7 +2,9 @@
 
 A task is a note with `type: task` (the `note_type` setting) or one in the tasks folder (the
 `folder` setting, default `Tasks`). It is complete when its `status` is one of `done_statuses`
-(default done, completed; any case) or when it has checkboxes and all of them are checked. When
+(default done, completed; any case) or when it has checkboxes and all of them are done, as the
+task index reads them through the vault's Tasks statuses (`[x]` and `[-]` close a checkbox,
+`[ ]` and `[/]` leave it open: the plugin's `done` and `not done`). When
 a task that was not complete becomes complete, a `completion` record (keyed by the note's path)
 says which task (`id` and `name` from the frontmatter, else its path and title), why
 (`reason`: status or checkboxes), when, and, when the frontmatter has `started_at`, how long it

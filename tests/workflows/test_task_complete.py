@@ -70,6 +70,15 @@ def test_all_checkboxes_checked_in_the_tasks_folder(vault: WorkflowVault) -> Non
     assert (done["reason"], done["name"], done["durationMs"]) == ("checkboxes", "move", None)
 
 
+def test_checkboxes_count_by_the_vaults_status_types(vault: WorkflowVault) -> None:
+    vault.write({"Tasks/trip.md": "# Trip\n- [ ] book\n- [ ] pack\n"})
+    vault.write({"Tasks/trip.md": "# Trip\n- [x] book\n- [/] pack\n"})
+    assert completions(vault) == []  # in progress is not done, though it is not a space
+    vault.write({"Tasks/trip.md": "# Trip\n- [x] book\n- [-] pack\n"})
+    [done] = completions(vault)
+    assert done["reason"] == "checkboxes"  # a cancelled task no longer holds the note open
+
+
 def test_what_is_not_a_completion(vault: WorkflowVault) -> None:
     vault.write(
         {

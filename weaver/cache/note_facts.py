@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Select, func, select
 
-from weaver.cache.models import Link, Note, Tag
+from weaver.cache.models import Link, Note, Tag, Task
 from weaver.cache.write import chunked
 
 # Any SELECT: `.where` on one returns the same kind of statement.
@@ -34,8 +34,8 @@ class NoteFacts:
     created: int
     modified: int
     word_count: int
-    tasks_open: int
-    tasks_done: int
+    tasks_open: int  # TODO, IN_PROGRESS, ON_HOLD tasks (the Tasks plugin's `not done`)
+    tasks_done: int  # DONE, CANCELLED, NON_TASK tasks (its `done`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,19 @@ class BrokenLink:
     target: str
     kind: str
     line: int
+
+
+def _task_count(status_types: tuple[str, ...]) -> Any:
+    """The note's tasks of these status types, from the task index: the types follow the
+    vault's Tasks settings, so `[/]` counts as open and `[-]` as closed, as the plugin's `not
+    done` and `done` filters split them (the notes table's counts only tell a space from the
+    rest)."""
+    return (
+        select(func.count())
+        .where(Task.note_path == Note.path, Task.status_type.in_(status_types))
+        .correlate(Note)
+        .scalar_subquery()
+    )
 
 
 _FACT_COLUMNS = (
@@ -59,8 +72,8 @@ _FACT_COLUMNS = (
     Note.created,
     Note.modified,
     Note.word_count,
-    Note.tasks_open,
-    Note.tasks_done,
+    _task_count(("TODO", "IN_PROGRESS", "ON_HOLD")),
+    _task_count(("DONE", "CANCELLED", "NON_TASK")),
 )
 
 

@@ -24,6 +24,7 @@ from weaver.cli.search_command import add_search_command
 from weaver.cli.serve_commands import add_serve_commands, cmd_worker
 from weaver.cli.tag_commands import add_tag_commands
 from weaver.cli.task_command import add_task_command
+from weaver.cli.task_edit_commands import add_task_edit_commands
 from weaver.cli.workflow_commands import add_workflow_commands
 from weaver.errors import ConfigError, DaemonError, WeaverError
 
@@ -134,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_edit_commands(commands)
     add_search_command(commands)
     add_task_command(commands)
+    add_task_edit_commands(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
     for command in commands.choices.values():

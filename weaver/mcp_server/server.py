@@ -27,6 +27,7 @@ from weaver.mcp_server import (
     semantic_tools,
     system_tools,
     task_tools,
+    task_edit_tools,
     workflow_tools,
     write_tools,
 )
@@ -54,6 +55,7 @@ TOOL_MODULES = (
     write_tools,
     edit_tools,
     history_tools,
+    task_edit_tools,
 )
 
 INSTRUCTIONS = """Weaver serves a shadow cache of the user's Obsidian-style markdown vault:
@@ -79,7 +81,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         remove_tags and rename_tag change tags.""",
     "tasks": """query_tasks finds checkbox tasks by status, dates, priority, tag or place (or a
         query in the Tasks plugin's language); run_tasks_block answers a note's ```tasks
-        block as the plugin shows it.""",
+        block as the plugin shows it. When writes are enabled, update_task completes, cancels,
+        reopens or toggles a task line, or sets its dates or priority, as the Tasks plugin does
+        (a recurring task gets its next occurrence).""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by
