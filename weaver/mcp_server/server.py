@@ -26,8 +26,8 @@ from weaver.mcp_server import (
     search_tools,
     semantic_tools,
     system_tools,
-    task_tools,
     task_edit_tools,
+    task_tools,
     workflow_tools,
     write_tools,
 )
