@@ -348,6 +348,8 @@ def find_tasks(
     starts at. One pass over the list items; a task's parent is the nearest task among the items
     it is indented under, through plain items too.
     """
+    if _NESTED_TASK.search("\n" + masked) is None:
+        return _unnested_tasks(text, masked, tagged, headings, first_line)
     tasks: list[ParsedTask] = []
     outline = _Outline(headings)
     # The open list items: the column their text starts at, the nearest task at or above them.
@@ -378,4 +380,33 @@ def find_tasks(
         if task is not None:
             tasks.append(task)
         items.append((_content_column(width, event), line if task else parent))
+    return tuple(tasks)
+
+
+# A task line that starts indented or in a quote: only such a task can have a parent.
+_NESTED_TASK = re.compile(r"\n[ \t>]++(?:[-*+]|[0-9]{1,9}+[.)])[ \t]++\[[^\]\n]\](?=[ \t]|\n|$)")
+_UNNESTED_TASK = re.compile(r"^(?:[-*+]|[0-9]{1,9}+[.)])[ \t]++\[[^\]\n]\](?=[ \t]|$)", re.M)
+
+
+def _unnested_tasks(
+    text: str, masked: str, tagged: str, headings: list[HeadingLine], first_line: int
+) -> tuple[ParsedTask, ...]:
+    """`find_tasks` for a note whose tasks all start at the left margin, most notes with tasks:
+    none can be nested, so the list items between them need no walk."""
+    tasks: list[ParsedTask] = []
+    outline = _Outline(headings)
+    index, counted = 0, 0
+    for found in _UNNESTED_TASK.finditer(masked):
+        start = found.start()
+        index += masked.count("\n", counted, start)
+        counted = start
+        outline.advance(first_line + index)
+        end = masked.find("\n", start)
+        end = len(masked) if end < 0 else end
+        line = first_line + index + 1
+        task = _read_task(
+            text[start:end], masked[start:end], tagged[start:end], line, None, outline.path
+        )
+        if task is not None:
+            tasks.append(task)
     return tuple(tasks)
