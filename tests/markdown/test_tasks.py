@@ -417,3 +417,27 @@ def test_long_lines_of_field_starts_stay_linear() -> None:
     assert task is not None
     assert task.priority == 1
     assert (task.task_id, task.description[-9:]) == (None, "🆔 the end")
+
+
+def test_unindented_tasks_read_without_the_list_walk_as_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Notes whose tasks all start at the margin skip the list walk: same tasks either way."""
+    import re
+
+    from tests.corpora import require_corpora
+    from weaver.markdown import tasks
+
+    synthetic = (
+        "# A\n- [ ] one 📅 2026-12-01\n  - plain child\n- two, plain\n- [x] three ✅ 2026-11-01\n"
+        "## B\n\n1. [/] four #tag ^b4\n```\n- [ ] in code\n```\n- [ ] five\n"
+    )
+    notes = [("synthetic.md", synthetic)]
+    demo = require_corpora() / "tasks-demo"
+    notes += [(str(p), p.read_text("utf-8")) for p in sorted(demo.rglob("*.md"))]
+    fast = [parse_note(path, text).tasks for path, text in notes]
+    monkeypatch.setattr(tasks, "_NESTED_TASK", re.compile(""))  # every note walks its lists
+    walked = [parse_note(path, text).tasks for path, text in notes]
+    assert fast == walked
+    assert [t.description for t in fast[0]] == ["one", "three", "four #tag", "five"]
+    assert [t.heading for t in fast[0]] == ["A", "A", "A > B", "A > B"]
