@@ -201,7 +201,8 @@ def test_the_task_query_figures_run_on_a_small_vault(
     vault: tuple[Path, VaultFacts], tmp_path: Path
 ) -> None:
     """The task_queries group on the 50-note vault: its vault holds emoji task lines, the
-    group finds (or fills) their rows and judges each case; values are `make bench`'s."""
+    index writes their rows and the group judges each case and a tasks block; values are
+    `make bench`'s."""
     from tests.benchmarks import task_queries
     from tests.benchmarks.context import BenchContext
 
@@ -209,7 +210,28 @@ def test_the_task_query_figures_run_on_a_small_vault(
     ctx = BenchContext(workdir=tmp_path, sizes=(NOTES,), reference=NOTES, quick=True, calls=2)
     shutil.copytree(root, ctx.vault(NOTES))
     figures = task_queries.run(ctx)  # indexes the vault first
-    assert len(figures) == len(task_queries.CASES) + 1
+    assert len(figures) == len(task_queries.CASES) + 2  # the structured call, the block
+    assert "run_tasks_block" in figures[-1].name and figures[-1].target is not None
     assert all(f.data["tasks"] >= 2 * NOTES for f in figures)  # about 3 task lines a note
     assert all("× a 50-row page" in f.shown for f in figures)
     assert "📅" in "".join(p.read_text() for p in root.rglob("*.md"))
+
+
+def test_the_tasks_cost_copy_keeps_the_text_and_drops_only_the_checkboxes(
+    vault: tuple[Path, VaultFacts], tmp_path: Path
+) -> None:
+    """The indexing group's "with tasks over without" compares against this copy: the same
+    notes, each `- [ ] ` a plain `- `, so the difference is what reading tasks costs."""
+    from tests.benchmarks.indexing import _without_tasks
+
+    root, _facts = vault
+    source = shutil.copytree(root, tmp_path / "vault-50")
+    copy = _without_tasks(source)
+    notes = sorted(p.relative_to(source) for p in source.rglob("*.md"))
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*.md")) == notes
+    before = {n: parse_note(str(n), (source / n).read_text("utf-8")) for n in notes}
+    after = {n: parse_note(str(n), (copy / n).read_text("utf-8")) for n in notes}
+    assert sum(len(p.tasks) for p in before.values()) >= 2 * NOTES
+    assert not any(p.tasks for p in after.values())
+    assert all(after[n].links == before[n].links for n in notes)
+    assert _without_tasks(source) == copy  # made once

@@ -369,6 +369,7 @@ def refresh_statistics(conn: Connection) -> None:
     page's tags (5 ms against 0.5). So every table a pass fills is analyzed with the notes."""
     if conn.dialect.name == "sqlite":
         conn.exec_driver_sql("ANALYZE notes")
+        conn.exec_driver_sql("ANALYZE tasks")
     elif is_postgres(conn):
         conn.exec_driver_sql(f"ANALYZE {', '.join(PG_ANALYZED)}")
 
