@@ -66,7 +66,7 @@ from weaver.tasks.query import (
 __all__ = ["FoundTask", "TaskGroup", "TaskPage", "run_task_query"]
 
 # The plugin's names of its core and default statuses, by checkbox character.
-STATUS_NAMES = {" ": "Todo", "x": "Done", "X": "Done", "/": "In Progress", "-": "Cancelled"}
+STATUS_NAMES = {" ": "Todo", "x": "Done", "/": "In Progress", "-": "Cancelled"}
 # `sort by status.type` order (docs/Queries/Sorting.md): actionable first.
 STATUS_TYPE_ORDER = ("IN_PROGRESS", "TODO", "ON_HOLD", "DONE", "CANCELLED", "NON_TASK")
 # Urgency (docs/Advanced/Urgency.md): priority's share, by index into PRIORITY_NAMES.
