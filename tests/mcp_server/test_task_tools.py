@@ -78,7 +78,7 @@ async def test_overdue_tasks_with_their_place_dates_and_priority(tools: Tools) -
     assert found["path"] == "Work/Plan.md" and found["line"] == 1
     assert (found["status"], found["statusType"], found["priority"]) == (" ", "TODO", "high")
     assert found["dates"] == {"due": days(-3)} and found["tags"] == ["#work"]
-    assert "replace_in_file" in data["hint"]
+    assert "update_task" in data["hint"] and found["text"] == "- [ ] overdue report"
 
 
 async def test_structured_arguments_and_the_language_are_anded(tools: Tools) -> None:

@@ -105,11 +105,13 @@ async def test_an_edit_a_rename_and_a_delete_on_disk_carry_the_tasks(served: Ser
 async def test_a_completed_recurring_task_is_done_and_its_next_one_open(served: Served) -> None:
     try:
         async with tools_of(served, "auto") as tools:
-            await tools.ok(
+            (water,) = (await tools.ok("query_tasks", text="water"))["tasks"]
+            assert water["text"] == f"- [ ] water plants 🔁 every week 📅 {day(1)}"
+            await tools.ok(  # what the query answered is all update_task needs
                 "update_task",
-                path="Projects/Plan.md",
-                line=10,
-                expectedText=f"- [ ] water plants 🔁 every week 📅 {day(1)}",
+                path=water["path"],
+                line=water["line"],
+                expectedText=water["text"],
                 action="complete",
                 date=day(0),
             )

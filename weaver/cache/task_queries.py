@@ -83,6 +83,7 @@ class FoundTask:
     status_char: str
     status_type: str
     description: str
+    raw: str  # the whole line as written
     tags: list[str]
     dates: dict[str, str]  # only the dates the task sets
     recurrence: str | None
@@ -438,6 +439,7 @@ def _found(task: Mapping[Any, Any], group: tuple[str, ...]) -> FoundTask:
         status_char=task["status_char"],
         status_type=task["status_type"],
         description=task["description"],
+        raw=task["raw"],
         tags=list(task["tags"] or []),
         dates=dates,
         recurrence=task["recurrence"],

@@ -13,6 +13,7 @@ class TaskInfo(WireModel):
     status: str = Field(description="The character between the brackets: ' ', 'x', '/', ...")
     status_type: str = Field(description="TODO, DONE, IN_PROGRESS, ON_HOLD, CANCELLED, NON_TASK")
     description: str
+    text: str = Field(description="The whole line, as update_task's expectedText wants it")
     dates: dict[str, str] = Field(
         description="The dates the task sets (due, scheduled, start, created, done, cancelled)"
     )

@@ -36,7 +36,7 @@ the plugin's language, one instruction per line (`not done`, `due before tomorro
 A line Weaver does not support is an error naming it. Sorting follows `sort` (e.g. ["due",
 "priority reverse"]) then the plugin's default (status type, urgency, due, priority, path);
 `groupBy` (due, folder, path, filename, heading, priority, status, status.type, tags) orders by
-group and counts every group. Returns `tasks` (path, line, status, statusType, description,
+group and counts every group. Returns `tasks` (path, line, status, statusType, description, text,
 dates, priority, recurrence, tags, heading, group), `total` over all pages, `groups`, `hasMore`
 and a `hint`. Dates are ISO; relative words are read against today. Examples:
 {"overdue": true, "sort": ["due"]}; {"query": "not done\\ndue before next week\\ngroup by folder"};
@@ -132,6 +132,7 @@ def _task_info(found: FoundTask) -> TaskInfo:
         status=found.status_char,
         status_type=found.status_type,
         description=found.description,
+        text=found.raw,
         dates=found.dates,
         priority=found.priority,
         recurrence=found.recurrence,
@@ -143,7 +144,7 @@ def _task_info(found: FoundTask) -> TaskInfo:
 
 def _answer(found: TaskPage, query: TaskQuery, tool_name: str) -> dict[str, object]:
     page = found.page
-    hint = "To change a task, edit its line (`line` of `path`), e.g. with replace_in_file."
+    hint = "To change a task: update_task with its path, line and text (as expectedText)."
     if page.has_more:
         hint += f" More tasks: call {tool_name} again with offset {page.next_offset}."
     return {
