@@ -386,9 +386,9 @@ class Indexer:
                     observer.notes_read(done, len(work))
             if transaction is not None:
                 transaction.commit()
-            if big:
-                with conn.begin():
-                    write.refresh_statistics(conn)
+        if big:  # after the deferred indexes are back: ANALYZE describes the indexes it finds
+            with self.engine.begin() as conn:
+                write.refresh_statistics(conn)
         return written
 
     def _finish(
