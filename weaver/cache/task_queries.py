@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import KeyedColumnElement
 
 from weaver.cache.dialect import is_postgres
-from weaver.cache.models import Note, Task
+from weaver.cache.models import Task
 from weaver.cache.read import like_folded
 from weaver.markdown.tasks import PRIORITY_NAMES
 from weaver.paging import Page
@@ -122,7 +122,7 @@ def run_task_query(
 
 
 class _Compiler:
-    """Expressions over `tasks` (joined to `notes` for folder and file name)."""
+    """Expressions over `tasks`."""
 
     def __init__(self, conn: Connection, today: date) -> None:
         self.conn = conn
@@ -187,15 +187,30 @@ class _Compiler:
                 return Task.note_path
             case "folder":
                 # The plugin's folder ends with a slash; the root's is "/".
-                return func.coalesce(func.nullif(Note.folder, "") + "/", "/")
+                return func.coalesce(self.folder_prefix(), "/")
             case "filename":
-                return Note.name
+                return self.filename()
             case "heading":
                 return func.coalesce(Task.heading, "")
             case "description":
                 return Task.description
             case "status.name":
                 return case(STATUS_NAMES, value=Task.status_char, else_="")
+
+    # Folder and file name come from the task's own path rather than a join to `notes`: the
+    # join read a note row per matching task, most of the time of a grouped query.
+    def folder_prefix(self) -> ColumnElement[str]:
+        """The path up to its last "/" included; NULL at the vault's root."""
+        if self.postgres:
+            return func.substring(Task.note_path, r"^(.*/)")
+        # rtrim drops the trailing characters that are not "/": what is left ends at the last.
+        return func.nullif(func.rtrim(Task.note_path, func.replace(Task.note_path, "/", "")), "")
+
+    def filename(self) -> ColumnElement[str]:
+        if self.postgres:
+            return func.regexp_replace(Task.note_path, r"^.*/", "")
+        prefix = func.rtrim(Task.note_path, func.replace(Task.note_path, "/", ""))
+        return func.substr(Task.note_path, func.length(prefix) + 1)
 
     def text_matches(self, part: TextMatches) -> ColumnElement[bool]:
         matched = self.matches(self.text(part.field), part.pattern, part.regex, part.ignore_case)
@@ -268,25 +283,6 @@ def _priority(part: PriorityIs) -> ColumnElement[bool]:
     }[part.relation]
 
 
-def _needs_note(query: TaskQuery) -> bool:
-    keys = {g.key for g in query.groups} | {s.key for s in query.sorts}
-    if keys & {"folder", "filename"}:
-        return True
-    return any(_note_fields(part) for part in query.filters)
-
-
-def _note_fields(part: Filter) -> bool:
-    match part:
-        case AllOf(parts) | AnyOf(parts):
-            return any(_note_fields(p) for p in parts)
-        case Not(inner):
-            return _note_fields(inner)
-        case TextMatches(field=field):
-            return field in ("folder", "filename")
-        case _:
-            return False
-
-
 def _set_dates(filters: Sequence[Filter]) -> set[str]:
     """Dates the filters' top level requires: sorting by them needs no "missing last" term,
     so the database can walk a date's index in order."""
@@ -333,9 +329,9 @@ def _sort_value(
         case "path":
             return Task.note_path, False
         case "filename":
-            return Note.name, False
+            return compiler.filename(), False
         case "folder":
-            return Note.folder, False
+            return func.coalesce(compiler.folder_prefix(), ""), False
         case "heading":
             return func.coalesce(Task.heading, ""), False
         case "description":
@@ -363,8 +359,6 @@ def _ranked(compiler: _Compiler, query: TaskQuery) -> Select[Any]:
     """Every matching task (once per tag when grouped by tags) with its group values and its
     place in the order; `limit groups N` keeps the first N of each group."""
     from_ = Task.__table__
-    if _needs_note(query):
-        from_ = from_.join(Note.__table__, Note.path == Task.note_path)
     tag = compiler.tag_values().alias("tag") if any(g.key == "tags" for g in query.groups) else None
     if tag is not None:
         from_ = from_.join(tag, true(), isouter=True)
