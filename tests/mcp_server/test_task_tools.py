@@ -4,6 +4,7 @@ plugin shows it, and errors naming the unsupported line. Task rows are inserted 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import date, timedelta
 from typing import Any
@@ -127,3 +128,28 @@ async def test_an_unsupported_line_is_an_error_naming_it(tools: Tools) -> None:
     assert "line 2" in error and "due before someday" in error
     error = await tools.error("run_tasks_block", path="Home.md", index=3)
     assert "3 tasks block" in error
+
+
+async def test_a_page_of_very_long_task_lines_is_cut_to_fit_and_says_where_to_go_on(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.mcp_server.test_cache_tools import tools_of
+    from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+
+    root = write_files(tmp_path_factory.mktemp("long") / "vault", {"Long.md": "- [ ] a\n"})
+    served = serve(Settings(vault=root))
+    try:
+        with served.app.db.begin() as conn:
+            conn.execute(delete(Task))
+            long = [task("Long.md", n, f"task {n} " + "word " * 600) for n in range(1, 51)]
+            conn.execute(insert(Task), long)
+        async with tools_of(served, "auto") as tools:
+            envelope = await tools.raw("query_tasks", {})
+            data = envelope["data"]
+            assert 0 < len(data["tasks"]) < 50 and data["total"] == 50 and data["hasMore"]
+            assert f"offset {len(data['tasks'])}" in data["hint"]
+            assert estimate_tokens(json.dumps(envelope)) < ANSWER_TOKEN_BOUND
+            rest = await tools.ok("query_tasks", offset=len(data["tasks"]))
+            assert rest["tasks"][0]["line"] == len(data["tasks"]) + 1
+    finally:
+        served.app.close()

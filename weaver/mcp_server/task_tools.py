@@ -15,6 +15,7 @@ from weaver.mcp_server.arguments import Filter, Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.envelope import ArgumentError
+from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_tokens
 from weaver.mcp_server.task_schemas import QueryTasksData, TaskGroupInfo, TaskInfo, TasksBlockData
 from weaver.runtime.state import ServerState
 from weaver.tasks.blocks import find_tasks_blocks
@@ -144,16 +145,29 @@ def _task_info(found: FoundTask) -> TaskInfo:
 
 def _answer(found: TaskPage, query: TaskQuery, tool_name: str) -> dict[str, object]:
     page = found.page
+    tasks = _within_budget([_task_info(t) for t in page.items])
+    has_more = page.has_more or len(tasks) < len(page.items)
     hint = "To change a task: update_task with its path, line and text (as expectedText)."
-    if page.has_more:
-        hint += f" More tasks: call {tool_name} again with offset {page.next_offset}."
+    if has_more:
+        hint += f" More tasks: call {tool_name} again with offset {page.offset + len(tasks)}."
     return {
-        "tasks": [_task_info(t) for t in page.items],
+        "tasks": tasks,
         "total": page.total,
         "limit": page.limit or len(page.items),
         "offset": page.offset,
-        "has_more": page.has_more,
+        "has_more": has_more,
         "groups": [TaskGroupInfo(names=list(g.names), count=g.count) for g in found.groups],
         "layout": list(query.layout),
         "hint": hint,
     }
+
+
+def _within_budget(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """The page's first tasks whose text fits a context window's budget: a page of very long
+    task lines is cut short (the answer then says to go on from the first one left out)."""
+    used = 0
+    for kept, task in enumerate(tasks):
+        used += estimate_tokens(task.model_dump_json())
+        if used > TEXT_TOKEN_BUDGET and kept > 0:
+            return tasks[:kept]
+    return tasks
