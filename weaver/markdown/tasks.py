@@ -95,7 +95,10 @@ _FIELD_AT_END = re.compile(
     r"|(?P<open>[\[(])(?P<key>[^\s:\[\]()][^:\[\]()\n]*+)::(?P<value>[^\[\]()\n]*+)(?P<close>[\])])"
     r")[ \t]*+,?[ \t]*+$"
 )
-_FIELD_START = re.compile(r"[📅📆🗓⏳⌛🛫➕✅❌🔺⏫🔼🔽⏬🔁🆔⛔🏁^#\[(]")
+_FIELD_START_CHARS = frozenset("📅📆🗓⏳⌛🛫➕✅❌🔺⏫🔼🔽⏬🔁🆔⛔🏁^#[(")
+# A superset of where a field can start, filtered by `_FIELD_START_CHARS`: a class of ranges
+# scans a line about twice as fast as the class of those twenty characters.
+_FIELD_START = re.compile(r"[#^\[(\u2300-\U0010ffff]")
 _SIGNS = {"📅": "due", "📆": "due", "🗓": "due", "⏳": "scheduled", "⌛": "scheduled"}
 _SIGNS |= {"🛫": "start", "➕": "created", "✅": "done", "❌": "cancelled"}
 _PRIORITY_SIGNS = {"🔺": 0, "⏫": 1, "🔼": 2, "🔽": 4, "⏬": 5}
@@ -212,7 +215,9 @@ def _read_trailing(raw: str, masked: str, start: int) -> tuple[_Fields, int]:
     # Only where a field can start is a match tried, right to left: a search for "a field, then
     # the end" would try every offset of a long description, again for every field.
     # A field's match takes the blanks and comma after it, so `end` needs no trimming.
-    candidates = [m.start() for m in _FIELD_START.finditer(masked, start)]
+    candidates = [
+        m.start() for m in _FIELD_START.finditer(masked, start) if m[0] in _FIELD_START_CHARS
+    ]
     end = len(masked)
     while (match := _field_ending_at(masked, candidates, end)) and _take(found, match, raw):
         end = match.start()
