@@ -210,8 +210,10 @@ def test_the_task_query_figures_run_on_a_small_vault(
     ctx = BenchContext(workdir=tmp_path, sizes=(NOTES,), reference=NOTES, quick=True, calls=2)
     shutil.copytree(root, ctx.vault(NOTES))
     figures = task_queries.run(ctx)  # indexes the vault first
-    assert len(figures) == len(task_queries.CASES) + 2  # the structured call, the block
-    assert "run_tasks_block" in figures[-1].name and figures[-1].target is not None
+    blocks = len(task_queries.BLOCKS)
+    assert len(figures) == len(task_queries.CASES) + 1 + blocks  # + the structured call
+    assert all("run_tasks_block" in f.name for f in figures[-blocks:])
+    assert figures[-blocks].target is not None
     assert all(f.data["tasks"] >= 2 * NOTES for f in figures)  # about 3 task lines a note
     assert all("× a 50-row page" in f.shown for f in figures)
     assert "📅" in "".join(p.read_text() for p in root.rglob("*.md"))
