@@ -83,7 +83,7 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(
     else:
         seen = run_ts_client(node, tmp_path, spec)
     assert seen["capabilities"]["resources"]["subscribe"] is True
-    assert len(seen["resources"]) == 2 + 602  # vault resources + notes, over 7 pages
+    assert len(seen["resources"]) == 3 + 602  # vault resources + notes, over 7 pages
     assert seen["templates"] == ["weaver://note/{+path}", "weaver://help/{tool}"]
     assert seen["read"] == "# Hub\nThe centre.\n"
     assert set(seen["prompts"]) >= {"connect_note", "triage_broken_links"}
@@ -136,9 +136,10 @@ def test_the_inspector_cli_lists_and_reads_resources_and_prompts(
 
 def check_inspector(node: Path, target: list[str], cwd: Path) -> None:
     listed = inspector(node, target, cwd, "--method", "resources/list")
-    assert [r["uri"] for r in listed["resources"][:3]] == [
+    assert [r["uri"] for r in listed["resources"][:4]] == [
         "weaver://vault/stats",
         "weaver://vault/tags",
+        "weaver://tasks/today",
         "weaver://note/Hub.md",
     ]
     assert listed["nextCursor"]
