@@ -16,7 +16,7 @@ from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, serve
 from weaver.cache.models import Task
 from weaver.config import Settings
-from weaver.mcp_server.prompts import DAY_NAMES, agenda_text
+from weaver.mcp_server.prompts import agenda_text
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ def day(n: int) -> str:
 
 def heading(n: int) -> str:
     when = TODAY + timedelta(days=n)
-    return f"### {DAY_NAMES[when.weekday()]} {when.isoformat()}"
+    return f"### {when.strftime('%A')} {when.isoformat()}"
 
 
 TASKS = [

@@ -12,11 +12,11 @@ from weaver.cache.task_queries import FoundTask, run_task_query
 from weaver.errors import TaskQueryError
 from weaver.paging import Page
 from weaver.runtime.state import ServerState
+from weaver.tasks.dates import named_day
 from weaver.tasks.query import DoneIs, Sort, TaskQuery
 from weaver.tasks.query_language import parse_task_query
 
 TASKS_PER_PAGE = 100
-DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 # What the page always shows: open tasks, soonest due first (those without a date last).
 OPEN_BY_DUE = TaskQuery(filters=(DoneIs(False),), sorts=(Sort("due"),))
 
@@ -63,5 +63,5 @@ def day_label(due: str | None, today: date) -> tuple[str, bool]:
         return "No due date", False
     if due < today.isoformat():
         return "Overdue", True
-    name = DAY_NAMES[date.fromisoformat(due).weekday()]
-    return (f"Today, {name} {due}" if due == today.isoformat() else f"{name} {due}"), False
+    name = named_day(due)
+    return (f"Today, {name}" if due == today.isoformat() else name), False

@@ -33,6 +33,7 @@ from weaver.mcp_server.content import decode
 from weaver.mcp_server.hints import check_folder
 from weaver.mcp_server.sizing import fit_text
 from weaver.runtime.state import ServerState
+from weaver.tasks.dates import named_day
 
 LISTED = 60
 NOTE_CHARS = 12_000
@@ -40,7 +41,6 @@ EXCERPT = 240
 DAY_MS = 86_400_000
 TASKS_LISTED = 40  # per section of the agenda
 TASK_TOKENS = 60  # of a task's description: a line reads at a glance, and 120 lines fit
-DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 def _lines(items: list[str], total: int, what: str) -> str:
@@ -172,7 +172,7 @@ def agenda_text(state: ServerState, days: int, today: date | None = None) -> str
         sections = read_sections(conn, agenda_queries(day, days), day, TASKS_LISTED)
     overdue, due, scheduled = sections
     return (
-        f"Help me plan my next {days} days from today, {_day_name(day.isoformat())}. "
+        f"Help me plan my next {days} days from today, {named_day(day.isoformat())}. "
         "These are my open tasks (note path and line after each).\n\n"
         f"## Overdue ({overdue.page.total})\n\n{_task_lines(overdue, 'due')}\n\n"
         f"## Due in the next {days} days ({due.page.total})\n\n{_by_day(due, 'due')}\n\n"
@@ -182,10 +182,6 @@ def agenda_text(state: ServerState, days: int, today: date | None = None) -> str
         "overdue list, and days that hold too much. Use query_tasks for more tasks or details, "
         "and ask me before changing a task."
     )
-
-
-def _day_name(iso: str) -> str:
-    return f"{DAY_NAMES[date.fromisoformat(iso).weekday()]} {iso}"
 
 
 def _task_line(task: FoundTask, date_field: str | None = None) -> str:
@@ -215,7 +211,7 @@ def _by_day(section: TaskSection, date_field: str) -> str:
     for task in section.page.items:
         day = task.dates.get(date_field, "")
         if day != current:
-            parts += ["", f"### {_day_name(day)}"] if parts else [f"### {_day_name(day)}"]
+            parts += ["", f"### {named_day(day)}"] if parts else [f"### {named_day(day)}"]
             current = day
         parts.append(_task_line(task))
     return ("\n".join(parts) or "(none)") + _more_tasks(section)

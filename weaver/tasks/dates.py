@@ -11,9 +11,16 @@ import re
 from datetime import date, timedelta
 from typing import NamedTuple
 
-__all__ = ["DateRange", "parse_date_phrase"]
+__all__ = ["DateRange", "named_day", "parse_date_phrase"]
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def named_day(iso: str) -> str:
+    """`Friday 2026-11-27`: how a day heads a list of tasks (English whatever the locale)."""
+    return f"{WEEKDAYS[date.fromisoformat(iso).weekday()].capitalize()} {iso}"
+
+
 NUMBER_WORDS = {
     "a": 1,
     "an": 1,
