@@ -5,12 +5,14 @@ with the file untouched, and the change undone with restore_edit."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import write_files
-from tests.mcp_server.test_cache_tools import serve, tools_of
+from tests.mcp_server.test_cache_tools import Tools, serve, tools_of
 from weaver.config import Settings
 from weaver.edits import steps
 
@@ -173,5 +175,38 @@ async def test_an_update_is_undone_with_restore_edit(tmp_path: Path) -> None:
             assert listed["edits"][0]["operation"] == "update_task"
             await tools.ok("restore_edit", path="Home.md", editId=listed["edits"][0]["editId"])
         assert (served.root / "Home.md").read_bytes() == before
+    finally:
+        served.app.close()
+
+
+async def test_two_clients_completing_one_recurring_task_write_one_next_occurrence(
+    tmp_path: Path,
+) -> None:
+    """Both saw the same line; the note lock lets one complete it, the other is told the line
+    changed, so the next occurrence is written once and the file has no stray line."""
+    import anyio
+
+    served = serve(Settings(vault=vault(tmp_path)))
+    text = "- [ ] pay rent 🔁 every month on the 1st 📅 2026-12-01"
+    answers: list[dict[str, Any]] = []
+    try:
+        async with tools_of(served, "auto") as first, tools_of(served, "auto") as second:
+
+            async def complete(tools: Tools) -> None:
+                args = {"path": "Home.md", "line": 2, "expectedText": text, "action": "complete"}
+                answers.append(await tools.raw("update_task", args))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(complete, first)
+                group.start_soon(complete, second)
+        assert sorted(a["success"] for a in answers) == [False, True]
+        (refused,) = [a for a in answers if not a["success"]]
+        assert "2026-12-01" in str(refused["error"])  # it says what the line holds now
+        lines = (served.root / "Home.md").read_text(encoding="utf-8").splitlines()
+        assert sum("pay rent" in line for line in lines) == 2
+        assert lines[1:3] == [
+            "- [ ] pay rent 🔁 every month on the 1st 📅 2027-01-01",
+            f"- [x] pay rent 🔁 every month on the 1st 📅 2026-12-01 ✅ {date.today().isoformat()}",
+        ]
     finally:
         served.app.close()
