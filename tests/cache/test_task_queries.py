@@ -179,6 +179,37 @@ def test_groups_are_counted_over_the_whole_match_not_the_page(tasks_app: App) ->
     assert answer.page.items[0].group == ("/",)
 
 
+def test_groups_by_file_name_join_same_named_notes_in_the_pages_order(
+    tasks_app: App, write_notes: WriteNotes
+) -> None:
+    write_notes({"Archive/Inbox.md": "old inbox\n"})
+    tasks_app.indexer.reconcile()
+    with tasks_app.db.begin() as conn:
+        conn.execute(insert(Task), [task("Archive/Inbox.md", 1, "file the receipts")])
+    answer = run(tasks_app, "not done\ngroup by filename reverse")
+    assert [(g.names[0], g.count) for g in answer.groups] == [
+        ("Inbox.md", 2),  # one group for the two notes called Inbox.md, in different folders
+        ("Beta.md", 1),
+        ("Alpha.md", 2),
+        ("2026-05-13.md", 2),
+    ]
+    shown = list(dict.fromkeys(t.group for t in answer.page.items))
+    assert shown == [g.names for g in answer.groups]
+
+
+def test_two_group_levels_order_as_the_page_does(tasks_app: App) -> None:
+    answer = run(tasks_app, "not done\ngroup by folder reverse\ngroup by priority")
+    assert [(g.names, g.count) for g in answer.groups] == [
+        (("Projects/Sub/", "Priority 4: none"), 1),
+        (("Projects/", "Priority 2: high"), 1),
+        (("Projects/", "Priority 4: none"), 1),
+        (("Daily/", "Priority 4: none"), 2),
+        (("/", "Priority 6: lowest"), 1),
+    ]
+    shown = list(dict.fromkeys(t.group for t in answer.page.items))
+    assert shown == [g.names for g in answer.groups]
+
+
 def test_grouping_by_tags_shows_a_task_under_each_tag(tasks_app: App) -> None:
     answer = run(tasks_app, "has tags\ngroup by tags")
     counts = {g.names[0]: g.count for g in answer.groups}

@@ -8,7 +8,8 @@ and sort as text; the plugin's urgency is worked out in SQL from `today`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -62,6 +63,7 @@ from weaver.tasks.query import (
     TextField,
     TextMatches,
 )
+from weaver.vault.fs import path_folder, path_name
 
 __all__ = ["FoundTask", "TaskGroup", "TaskPage", "run_task_query"]
 
@@ -198,19 +200,18 @@ class _Compiler:
                 return case(STATUS_NAMES, value=Task.status_char, else_="")
 
     # Folder and file name come from the task's own path rather than a join to `notes`: the
-    # join read a note row per matching task, most of the time of a grouped query.
+    # join read a note row per matching task, most of the time of a grouped query. On SQLite
+    # they are functions the cache registers (`weaver.cache.db`).
     def folder_prefix(self) -> ColumnElement[str]:
         """The path up to its last "/" included; NULL at the vault's root."""
         if self.postgres:
             return func.substring(Task.note_path, r"^(.*/)")
-        # rtrim drops the trailing characters that are not "/": what is left ends at the last.
-        return func.nullif(func.rtrim(Task.note_path, func.replace(Task.note_path, "/", "")), "")
+        return func.path_folder(Task.note_path)
 
     def filename(self) -> ColumnElement[str]:
         if self.postgres:
             return func.regexp_replace(Task.note_path, r"^.*/", "")
-        prefix = func.rtrim(Task.note_path, func.replace(Task.note_path, "/", ""))
-        return func.substr(Task.note_path, func.length(prefix) + 1)
+        return func.path_name(Task.note_path)
 
     def text_matches(self, part: TextMatches) -> ColumnElement[bool]:
         matched = self.matches(self.text(part.field), part.pattern, part.regex, part.ignore_case)
@@ -241,24 +242,30 @@ class _Compiler:
             return func.json_array_elements_text(Task.tags).table_valued("value")
         return func.json_each(Task.tags).table_valued("value")
 
-    def days_until(self, column: SQLColumnExpression[Any]) -> ColumnElement[Any]:
-        if self.postgres:
-            return cast(column, Date) - cast(literal(self.today), Date)
-        return func.julianday(column) - func.julianday(self.today)
-
     def urgency(self) -> ColumnElement[Any]:
-        """The plugin's urgency score: due date, priority, scheduled and start dates summed."""
-        days = self.days_until(Task.due)
-        due_share = case(
-            (Task.due.is_(None), 0.0),
-            (days <= -7, 12.0),
-            (days >= 14, 2.4),
-            else_=8.8 - days * (9.6 / 21),
-        )
-        priority_share = case(dict(enumerate(PRIORITY_URGENCY)), value=Task.priority, else_=0.0)
-        scheduled_share = case((Task.scheduled <= self.today, 5.0), else_=0.0)
-        start_share = case((Task.start > self.today, -3.0), else_=0.0)
-        return due_share + priority_share + scheduled_share + start_share
+        """The plugin's urgency score (due date, priority, scheduled and start dates summed),
+        negated: ascending puts the most urgent first."""
+        return _urgency(self.today, self.postgres)
+
+
+# Built once a day per backend: every query's default order ends with urgency, and building
+# its expression was half the Python time of a query.
+@functools.lru_cache(maxsize=4)
+def _urgency(today: str, postgres: bool) -> ColumnElement[Any]:
+    if postgres:
+        days: ColumnElement[Any] = cast(Task.due, Date) - cast(literal(today), Date)
+    else:
+        days = func.julianday(Task.due) - func.julianday(today)
+    due_share = case(
+        (Task.due.is_(None), 0.0),
+        (days <= -7, 12.0),
+        (days >= 14, 2.4),
+        else_=8.8 - days * (9.6 / 21),
+    )
+    priority_share = case(dict(enumerate(PRIORITY_URGENCY)), value=Task.priority, else_=0.0)
+    scheduled_share = case((Task.scheduled <= today, 5.0), else_=0.0)
+    start_share = case((Task.start > today, -3.0), else_=0.0)
+    return -(due_share + priority_share + scheduled_share + start_share)
 
 
 def _date_column(field: DateField) -> KeyedColumnElement[Any]:
@@ -323,7 +330,7 @@ def _sort_value(
             order = {name: rank for rank, name in enumerate(STATUS_TYPE_ORDER)}
             return case(order, value=Task.status_type, else_=len(order)), False
         case "urgency":
-            return -compiler.urgency(), False  # the most urgent first
+            return compiler.urgency(), False  # negated: the most urgent first
         case "priority":
             return Task.priority, False
         case "path":
@@ -366,7 +373,11 @@ def _ranked(compiler: _Compiler, query: TaskQuery) -> Select[Any]:
         _group_value(compiler, g, tag).label(f"g{i}") for i, g in enumerate(query.groups)
     ]
     order = _order(compiler, query, group_values)
-    columns: list[Any] = [Task.id.label("task_id"), *group_values]
+    columns: list[Any] = [
+        Task.id.label("task_id"),
+        Task.note_path.label("task_path"),
+        *group_values,
+    ]
     if query.group_limit is not None and group_values:
         rank = func.row_number().over(
             partition_by=[g.element for g in group_values], order_by=order
@@ -383,7 +394,11 @@ def _order(compiler: _Compiler, query: TaskQuery, group_values: list[Any]) -> li
     set_dates = _set_dates(query.filters)
     terms: list[Any] = []
     for value, group in zip(group_values, query.groups, strict=True):
-        terms.append(value.element.desc() if group.reverse else value.element)
+        term = value.element
+        if compiler.postgres and group.key != "priority":
+            # By code point, as SQLite and `_group_counts` order groups, not by the locale.
+            term = term.collate("C")
+        terms.append(term.desc() if group.reverse else term)
     for sort in query.all_sorts():
         terms.extend(_sort_terms(compiler, sort, set_dates))
     terms.extend([Task.note_path, Task.line])  # a stable order, so pages never overlap
@@ -411,7 +426,7 @@ def _page_rows(
     # The page's ids in order first, then their rows by primary key: joining the page back to
     # `tasks` lets the planner scan the table.
     picked = conn.execute(select(chosen.c.task_id, *[chosen.c[n] for n in names])).all()
-    rows = conn.execute(select(Task.__table__).where(Task.id.in_([p[0] for p in picked]))).all()
+    rows = conn.execute(select(*_SHOWN).where(Task.id.in_([p[0] for p in picked]))).all()
     by_id = {row._mapping["id"]: row._mapping for row in rows}
     return [
         _found(
@@ -419,6 +434,29 @@ def _page_rows(
         )
         for p in picked
     ]
+
+
+# What an answer shows of a task: not its other fields, dependencies and warnings, whose JSON
+# would be decoded for nothing.
+_SHOWN = (
+    Task.id,
+    Task.note_path,
+    Task.line,
+    Task.status_char,
+    Task.status_type,
+    Task.description,
+    Task.raw,
+    Task.tags,
+    Task.due,
+    Task.scheduled,
+    Task.start,
+    Task.created,
+    Task.done,
+    Task.cancelled,
+    Task.recurrence,
+    Task.priority,
+    Task.heading,
+)
 
 
 def _found(task: Mapping[Any, Any], group: tuple[str, ...]) -> FoundTask:
@@ -449,14 +487,32 @@ def _group_name(group: Group, value: Any) -> str:
     return str(value)
 
 
+# Groups named after the task's path: counted per path by the database and folded into their
+# names here, which spares it a function call per matching task (most of the counting's time).
+_FROM_PATH: dict[str, Callable[[str], str]] = {
+    "filename": lambda path: path_name(path) or NO_GROUP,
+    "folder": lambda path: path_folder(path) or "/",
+}
+
+
 def _group_counts(conn: Connection, query: TaskQuery, base: Select[Any]) -> list[TaskGroup]:
     inner = base.order_by(None).subquery()
-    keys = [inner.c[f"g{i}"] for i in range(len(query.groups))]
-    order = [k.desc() if g.reverse else k for k, g in zip(keys, query.groups, strict=True)]
-    rows = conn.execute(select(*keys, func.count()).group_by(*keys).order_by(*order)).all()
-    return [
-        TaskGroup(
-            tuple(_group_name(g, v) for g, v in zip(query.groups, row[:-1], strict=True)), row[-1]
+    keys = [
+        inner.c.task_path if g.key in _FROM_PATH else inner.c[f"g{i}"]
+        for i, g in enumerate(query.groups)
+    ]
+    counts: dict[tuple[Any, ...], int] = {}
+    for *values, count in conn.execute(select(*keys, func.count()).group_by(*keys)):
+        folded = tuple(
+            _FROM_PATH[g.key](v) if g.key in _FROM_PATH else v
+            for g, v in zip(query.groups, values, strict=True)
         )
-        for row in rows
+        counts[folded] = counts.get(folded, 0) + count
+    ordered = list(counts.items())
+    # Level by level from the last, each sort stable: the order the page's ORDER BY gives.
+    for level in reversed(range(len(query.groups))):
+        ordered.sort(key=lambda item: item[0][level], reverse=query.groups[level].reverse)
+    return [
+        TaskGroup(tuple(_group_name(g, v) for g, v in zip(query.groups, key, strict=True)), count)
+        for key, count in ordered
     ]

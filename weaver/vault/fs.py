@@ -72,6 +72,20 @@ def split_path(path: str) -> tuple[str, str]:
     return folder, name
 
 
+def path_folder(path: str | None) -> str | None:
+    """A vault path's folder with its trailing "/" (`a/b/` for `a/b/c.md`), as the Tasks plugin
+    names folders; None at the root. Also a SQL function of the cache (`weaver.cache.db`)."""
+    if path is None:
+        return None
+    folder, _name = split_path(path)
+    return f"{folder}/" if folder else None
+
+
+def path_name(path: str | None) -> str | None:
+    """A vault path's file name (`c.md` for `a/b/c.md`); also a SQL function of the cache."""
+    return None if path is None else split_path(path)[1]
+
+
 class Vault:
     """A vault root plus the rules that decide which files under it are part of it."""
 
