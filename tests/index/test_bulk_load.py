@@ -211,4 +211,4 @@ def test_a_first_big_index_leaves_statistics_for_the_task_indexes(
     app.indexer.reconcile()
     with app.db.connect() as conn:
         analyzed = conn.exec_driver_sql("SELECT idx FROM sqlite_stat1 WHERE tbl = 'tasks'").all()
-    assert {"ix_tasks_status_due", "ix_tasks_due"} <= {row[0] for row in analyzed}
+    assert {"ix_tasks_status_due", "ix_tasks_due_order"} <= {row[0] for row in analyzed}

@@ -188,7 +188,18 @@ class Task(Base):
         Index("ix_tasks_note_line", "note_path", "line"),
         # "What is open and due by X", the commonest question, reads one index range.
         Index("ix_tasks_status_due", "status_type", "due"),
-        Index("ix_tasks_due", "due"),
+        # Due dates in order, with what the default order and a group by file read: open
+        # tasks of a week sorted and grouped without reading a table row (migration 0021).
+        Index(
+            "ix_tasks_due_order",
+            "due",
+            "status_type",
+            "priority",
+            "scheduled",
+            "start",
+            "note_path",
+            "line",
+        ),
         Index("ix_tasks_scheduled", "scheduled"),
         Index("ix_tasks_done", "done"),
     )
