@@ -153,3 +153,27 @@ async def test_a_page_of_very_long_task_lines_is_cut_to_fit_and_says_where_to_go
             assert rest["tasks"][0]["line"] == len(data["tasks"]) + 1
     finally:
         served.app.close()
+
+
+async def test_thousands_of_groups_are_listed_a_window_at_a_time(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.mcp_server.test_cache_tools import tools_of
+    from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+
+    files: dict[str, str | bytes] = {f"Backlog/Note {n:04}.md": "- [ ] a\n" for n in range(1500)}
+    root = write_files(tmp_path_factory.mktemp("groups") / "vault", files)
+    served = serve(Settings(vault=root))
+    try:
+        async with tools_of(served, "auto") as tools:
+            envelope = await tools.raw("query_tasks", {"groupBy": ["filename"], "limit": 10})
+            data = envelope["data"]
+            assert (data["total"], data["groupsTotal"], len(data["groups"])) == (1500, 1500, 100)
+            assert data["groups"][0] == {"names": ["Note 0000.md"], "count": 1}
+            assert "1,500 groups" in data["hint"]
+            assert estimate_tokens(json.dumps(envelope)) < ANSWER_TOKEN_BOUND
+            later = await tools.ok("query_tasks", groupBy=["filename"], limit=10, offset=1200)
+            assert later["groups"][0]["names"] == ["Note 1200.md"] == later["tasks"][0]["group"]
+            assert later["groups"][-1]["names"] == ["Note 1299.md"]
+    finally:
+        served.app.close()

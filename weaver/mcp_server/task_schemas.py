@@ -35,7 +35,11 @@ class QueryTasksData(WireModel):
     limit: int
     offset: int
     has_more: bool
-    groups: list[TaskGroupInfo] = Field(description="Every group with its count, in order")
+    groups: list[TaskGroupInfo] = Field(
+        description="The groups in order with their counts: every one, or when there are more "
+        "than 100, the 100 from the page's first task's group on"
+    )
+    groups_total: int = Field(description="Groups over all pages")
     layout: list[str] = Field(description="The query's show/hide lines, which change no match")
     hint: str = Field(description="How to change a task, and how to get the next page")
 

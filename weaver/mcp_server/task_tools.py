@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import Field
 
 from weaver.cache import read
-from weaver.cache.task_queries import FoundTask, TaskPage, run_task_query
+from weaver.cache.task_queries import FoundTask, TaskGroup, TaskPage, run_task_query
 from weaver.mcp_server.arguments import Filter, Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.content import decode
@@ -53,6 +53,8 @@ opening line) and `blocks` (how many the note holds); a line the block holds tha
 not support is an error naming the line and its number. Example: {"path": "Home.md"}."""
 
 DEFAULT_TASKS = 50
+# Groups an answer lists at most: more than any overview needs (`_groups_shown`).
+MAX_GROUPS = 100
 
 
 @tool("Query tasks", QUERY_TASKS, toolset="tasks")
@@ -147,7 +149,13 @@ def _answer(found: TaskPage, query: TaskQuery, tool_name: str) -> dict[str, obje
     page = found.page
     tasks = _within_budget([_task_info(t) for t in page.items])
     has_more = page.has_more or len(tasks) < len(page.items)
+    groups = _groups_shown(found)
     hint = "To change a task: update_task with its path, line and text (as expectedText)."
+    if len(groups) < len(found.groups):
+        hint += (
+            f" {len(found.groups):,} groups: those from this page's first task's group on are "
+            "listed; later pages list the later ones."
+        )
     if has_more:
         hint += f" More tasks: call {tool_name} again with offset {page.offset + len(tasks)}."
     return {
@@ -156,10 +164,21 @@ def _answer(found: TaskPage, query: TaskQuery, tool_name: str) -> dict[str, obje
         "limit": page.limit or len(page.items),
         "offset": page.offset,
         "has_more": has_more,
-        "groups": [TaskGroupInfo(names=list(g.names), count=g.count) for g in found.groups],
+        "groups": [TaskGroupInfo(names=list(g.names), count=g.count) for g in groups],
+        "groups_total": len(found.groups),
         "layout": list(query.layout),
         "hint": hint,
     }
+
+
+def _groups_shown(found: TaskPage) -> list[TaskGroup]:
+    """Every group, or `MAX_GROUPS` of them from the group of the page's first task: grouped by
+    file, a backlog has thousands of groups, which would crowd the tasks out of the answer."""
+    if len(found.groups) <= MAX_GROUPS:
+        return found.groups
+    first = found.page.items[0].group if found.page.items else None
+    start = next((i for i, g in enumerate(found.groups) if g.names == first), 0)
+    return found.groups[start : start + MAX_GROUPS]
 
 
 def _within_budget(tasks: list[TaskInfo]) -> list[TaskInfo]:
