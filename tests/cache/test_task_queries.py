@@ -234,3 +234,16 @@ def test_a_task_says_its_dates_priority_and_place(tasks_app: App) -> None:
         ["#work"],
     )
     assert plan.dates == {"due": "2026-05-10"}
+
+
+def test_groups_count_only_the_tasks_the_querys_limit_keeps(tasks_app: App) -> None:
+    # The plugin limits the sorted tasks first, then groups what is left.
+    answer = run(tasks_app, "not done\nsort by due\ngroup by folder\nlimit 2")
+    assert answer.page.total == 2
+    assert {g.names: g.count for g in answer.groups} == {("Projects/",): 2}
+
+
+def test_limit_groups_pages_follow_a_reversed_groups_order(tasks_app: App) -> None:
+    answer = run(tasks_app, "group by status reverse\nlimit groups 1")
+    assert [g.names for g in answer.groups] == [("Todo",), ("Done",)]
+    assert [t.group for t in answer.page.items] == [("Todo",), ("Done",)]

@@ -372,7 +372,9 @@ def _ranked(compiler: _Compiler, query: TaskQuery) -> Select[Any]:
     group_values: list[Any] = [
         _group_value(compiler, g, tag).label(f"g{i}") for i, g in enumerate(query.groups)
     ]
-    order = _order(compiler, query, group_values)
+    sorts = _sort_order(compiler, query)
+    pairs = zip(query.groups, group_values, strict=True)
+    order = [*(_group_term(compiler, g, v.element) for g, v in pairs), *sorts]
     columns: list[Any] = [
         Task.id.label("task_id"),
         Task.note_path.label("task_path"),
@@ -383,26 +385,44 @@ def _ranked(compiler: _Compiler, query: TaskQuery) -> Select[Any]:
             partition_by=[g.element for g in group_values], order_by=order
         )
         columns.append(rank.label("rank_in_group"))
-    base = select(*columns).select_from(from_).where(compiler.where(query.filters))
+    where = compiler.where(query.filters)
+    if query.limit is not None and group_values:
+        # The plugin keeps the first N tasks in sort order, then groups those.
+        kept = select(Task.id).where(where).order_by(*sorts).limit(query.limit)
+        where = and_(where, Task.id.in_(kept.scalar_subquery()))
+    base = select(*columns).select_from(from_).where(where)
     if query.group_limit is not None and group_values:
         inner = base.subquery()
         return select(inner).where(inner.c.rank_in_group <= query.group_limit)
     return base.order_by(*order)
 
 
-def _order(compiler: _Compiler, query: TaskQuery, group_values: list[Any]) -> list[Any]:
+def _sort_order(compiler: _Compiler, query: TaskQuery) -> list[Any]:
+    """ORDER BY terms of the query's sorts, the plugin's defaults after them."""
     set_dates = _set_dates(query.filters)
     terms: list[Any] = []
-    for value, group in zip(group_values, query.groups, strict=True):
-        term = value.element
-        if compiler.postgres and group.key != "priority":
-            # By code point, as SQLite and `_group_counts` order groups, not by the locale.
-            term = term.collate("C")
-        terms.append(term.desc() if group.reverse else term)
     for sort in query.all_sorts():
         terms.extend(_sort_terms(compiler, sort, set_dates))
     terms.extend([Task.note_path, Task.line])  # a stable order, so pages never overlap
     return terms
+
+
+def _in_order(compiler: _Compiler, query: TaskQuery, base: Select[Any]) -> Select[Any]:
+    """`base` in the order pages show it: with `limit groups N`, the kept tasks of each group
+    after the group's order (`_ranked` leaves them unordered)."""
+    if query.group_limit is None or not query.groups:
+        return base
+    inner = base.subquery()
+    terms = [_group_term(compiler, g, inner.c[f"g{i}"]) for i, g in enumerate(query.groups)]
+    return select(inner).order_by(*terms, inner.c.rank_in_group)
+
+
+def _group_term(compiler: _Compiler, group: Group, value: Any) -> Any:
+    """ORDER BY term for a group's value; by code point on PostgreSQL too, not by the locale,
+    as SQLite and `_group_counts` order groups."""
+    if compiler.postgres and group.key != "priority":
+        value = value.collate("C")
+    return value.desc() if group.reverse else value
 
 
 def _page_rows(
@@ -415,13 +435,7 @@ def _page_rows(
 ) -> list[FoundTask]:
     if wanted == 0:
         return []
-    if query.group_limit is not None and query.groups:
-        inner = base.subquery()
-        ordered = select(inner).order_by(*[inner.c[f"g{i}"] for i in range(len(query.groups))])
-        ordered = ordered.order_by(inner.c.rank_in_group)
-        chosen = ordered.offset(offset).limit(wanted).subquery()
-    else:
-        chosen = base.offset(offset).limit(wanted).subquery()
+    chosen = _in_order(compiler, query, base).offset(offset).limit(wanted).subquery()
     names = [f"g{i}" for i in range(len(query.groups))]
     # The page's ids in order first, then their rows by primary key: joining the page back to
     # `tasks` lets the planner scan the table.
