@@ -139,3 +139,39 @@ async def test_a_subscriber_hears_when_a_batch_changes_todays_tasks(served: Serv
         assert heard == [TODAY_URI]
         body = await read_today(client)
         assert body["sections"][0]["tasks"] == []
+
+
+async def test_a_subscriber_hears_at_midnight_that_today_moved_on(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from weaver.mcp_server import task_resources
+
+    class Tomorrow(date):
+        @classmethod
+        def today(cls) -> Tomorrow:
+            return cls.fromordinal(TODAY.toordinal() + 1)
+
+    heard: list[str] = []
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            heard.append(str(root.params.uri))
+            changed.set()
+
+    monkeypatch.setattr(task_resources, "seconds_until_tomorrow", lambda: 0.5)
+    async with Client(served.server, mode="legacy", message_handler=on_message) as client:
+        with pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource(TODAY_URI)
+        await anyio.sleep(1.2)  # midnights pass, the date has not changed: nothing is sent
+        assert heard == []
+        monkeypatch.setattr(task_resources, "date", Tomorrow)  # no note changes, the day does
+        with anyio.fail_after(5):
+            await changed.wait()
+        await anyio.sleep(1.2)  # told once, not at every later check
+        assert heard == [TODAY_URI]
+        body = await read_today(client)
+        assert body["today"] == day(1)
+        overdue = body["sections"][0]["tasks"]
+        assert [t["description"] for t in overdue] == ["late report", "call the bank"]

@@ -127,6 +127,8 @@ class Subscriptions:
     list_changed_due: bool = False
     tasks_check_due: bool = False
     tasks_seen: str | None = None  # the fingerprint of today's tasks subscribers last read
+    new_day: asyncio.TimerHandle | None = None  # when today's tasks are read again at midnight
+    day_check: asyncio.Future[None] | None = None  # that reading, held until it is done
     state: ServerState | None = None
     others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
 
@@ -186,6 +188,20 @@ class Subscriptions:
             self.tasks_seen = await anyio.to_thread.run_sync(
                 lambda: task_resources.fingerprint(state)
             )
+
+    def check_tasks_at_midnight(self) -> None:
+        """Today's tasks change with the date, when no note does (the due today become
+        overdue): while anyone is subscribed, read them again once the day turns. One timer
+        a day, not a poll."""
+        if self.new_day is None:
+            delay = task_resources.seconds_until_tomorrow()
+            self.new_day = asyncio.get_running_loop().call_later(delay, self._on_new_day)
+
+    def _on_new_day(self) -> None:
+        self.new_day = None
+        if self.by_uri.get(task_resources.TODAY_URI):
+            self.day_check = asyncio.ensure_future(self._tasks_changed())
+            self.check_tasks_at_midnight()
 
     async def _tasks_changed(self) -> None:
         self.tasks_check_due = False
@@ -267,6 +283,7 @@ def install_resources(
         if str(params.uri) == task_resources.TODAY_URI:
             await state.wait_ready()
             await subscriptions.remember_tasks()
+            subscriptions.check_tasks_at_midnight()
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:

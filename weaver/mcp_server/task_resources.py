@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import date
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from mcp_types import Resource
@@ -43,6 +43,13 @@ def read_today(state: ServerState, today: date | None = None) -> str:
     body = {"today": day.isoformat(), "sections": [_section(s) for s in sections]}
     _fit(body)
     return json.dumps(body, ensure_ascii=False)
+
+
+def seconds_until_tomorrow() -> float:
+    """From now to just past the machine's next midnight, when `read_today` reads a new day."""
+    now = datetime.now()
+    midnight = datetime.combine(now.date() + timedelta(days=1), time.min)
+    return (midnight - now).total_seconds() + 1.0
 
 
 def fingerprint(state: ServerState) -> str:
