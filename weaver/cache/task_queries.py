@@ -113,13 +113,17 @@ def run_task_query(
     the query's own `limit` caps the total, as it caps what the plugin shows."""
     compiler = _Compiler(conn, today)
     base = _ranked(compiler, query)
-    matching = base.order_by(None)
-    if query.limit is not None:  # counting stops at the query's own limit
-        matching = matching.limit(query.limit)
-    total = conn.execute(select(func.count()).select_from(matching.subquery())).scalar_one()
+    groups = _group_counts(conn, query, base) if query.groups else []
+    if query.groups:  # the groups hold every matching row once: no second count
+        total = sum(g.count for g in groups)
+        total = total if query.limit is None else min(total, query.limit)
+    else:
+        matching = base.order_by(None)
+        if query.limit is not None:  # counting stops at the query's own limit
+            matching = matching.limit(query.limit)
+        total = conn.execute(select(func.count()).select_from(matching.subquery())).scalar_one()
     wanted = max(0, min(limit, total - offset))
     rows = _page_rows(conn, compiler, query, base, offset, wanted)
-    groups = _group_counts(conn, query, base) if query.groups else []
     return TaskPage(Page(rows, total, offset, limit), groups)
 
 
@@ -511,22 +515,20 @@ _FROM_PATH: dict[str, Callable[[str], str]] = {
 
 def _group_counts(conn: Connection, query: TaskQuery, base: Select[Any]) -> list[TaskGroup]:
     inner = base.order_by(None).subquery()
-    keys = [
-        inner.c.task_path if g.key in _FROM_PATH else inner.c[f"g{i}"]
-        for i, g in enumerate(query.groups)
-    ]
+    levels = list(enumerate(query.groups))
+    keys = [inner.c.task_path if g.key in _FROM_PATH else inner.c[f"g{i}"] for i, g in levels]
+    folds = [(i, _FROM_PATH.get(g.key)) for i, g in levels]
     counts: dict[tuple[Any, ...], int] = {}
-    for *values, count in conn.execute(select(*keys, func.count()).group_by(*keys)):
-        folded = tuple(
-            _FROM_PATH[g.key](v) if g.key in _FROM_PATH else v
-            for g, v in zip(query.groups, values, strict=True)
-        )
-        counts[folded] = counts.get(folded, 0) + count
+    # Fetched whole: iterating the result fetches row by row, a third of the time for
+    # thousands of groups (a backlog grouped by file).
+    for row in conn.execute(select(*keys, func.count()).group_by(*keys)).all():
+        key = tuple([row[i] if fold is None else fold(row[i]) for i, fold in folds])
+        counts[key] = counts.get(key, 0) + row[-1]
     ordered = list(counts.items())
     # Level by level from the last, each sort stable: the order the page's ORDER BY gives.
-    for level in reversed(range(len(query.groups))):
-        ordered.sort(key=lambda item: item[0][level], reverse=query.groups[level].reverse)
+    for i, group in reversed(levels):
+        ordered.sort(key=lambda item: item[0][i], reverse=group.reverse)
     return [
-        TaskGroup(tuple(_group_name(g, v) for g, v in zip(query.groups, key, strict=True)), count)
+        TaskGroup(tuple([_group_name(g, key[i]) for i, g in levels]), count)
         for key, count in ordered
     ]

@@ -77,13 +77,13 @@ def path_folder(path: str | None) -> str | None:
     names folders; None at the root. Also a SQL function of the cache (`weaver.cache.db`)."""
     if path is None:
         return None
-    folder, _name = split_path(path)
-    return f"{folder}/" if folder else None
+    cut = path.rfind("/")  # not split_path: called for every task of a grouped query
+    return path[: cut + 1] if cut >= 0 else None
 
 
 def path_name(path: str | None) -> str | None:
     """A vault path's file name (`c.md` for `a/b/c.md`); also a SQL function of the cache."""
-    return None if path is None else split_path(path)[1]
+    return None if path is None else path[path.rfind("/") + 1 :]
 
 
 class Vault:
