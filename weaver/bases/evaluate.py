@@ -46,15 +46,13 @@ class Context:
     def formula(self, name: str) -> Value:
         if name in self._formulas:
             return self._formulas[name]
-        expression = self.env.formulas[name]
         if name in self._running:
+            # Raised as a type error, so the error points at the reference that closed the loop.
             chain = " -> ".join([*self._running[self._running.index(name) :], name])
-            raise BaseExpressionError(
-                expression.source, 0, f"formulas refer to each other: {chain}"
-            )
+            raise ValueTypeError(f"formulas refer to each other: {chain}")
         self._running.append(name)
         try:
-            value = evaluate(expression, self)
+            value = evaluate(self.env.formulas[name], self)
         finally:
             self._running.pop()
         self._formulas[name] = value
