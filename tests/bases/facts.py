@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from weaver.bases import Context, Environment, FileFacts, Value, evaluate, parse_expression
+from weaver.bases import Context, Environment, FileFacts, Value, compile_expression, evaluate
 
 # A Tuesday noon: every test's now().
 NOW = dt.datetime(2025, 5, 27, 12, 0, 0)
@@ -47,7 +47,7 @@ def env(
     def find_file(target: str) -> FileFacts | None:
         return by_path.get(target) or by_path.get(f"{target}.md")
 
-    parsed = {name: parse_expression(text) for name, text in (formulas or {}).items()}
+    parsed = {name: compile_expression(text) for name, text in (formulas or {}).items()}
     return Environment(
         now=NOW, formulas=parsed, this=this, find_file=find_file, random=lambda: 0.25
     )
@@ -58,4 +58,4 @@ def value(
 ) -> Value:
     """`text` evaluated for `facts` (a plain note by default)."""
     context = Context(facts or Facts(), environment or env())
-    return evaluate(parse_expression(text), context)
+    return evaluate(compile_expression(text), context)

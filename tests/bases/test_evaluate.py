@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from tests.bases.facts import NOW, Facts, env, value
-from weaver.bases import Context, Date, Duration, Link, matches, parse_expression
+from weaver.bases import Context, Date, Duration, Link, compile_expression, matches
 from weaver.bases.values import File
 from weaver.errors import BaseExpressionError
 
@@ -141,7 +141,7 @@ def test_this_is_the_file_showing_the_base() -> None:
 def test_formulas_use_each_other_and_run_once_per_row() -> None:
     environment = env({"ppu": "price / age", "label": 'formula.ppu.toFixed(1) + " each"'})
     context = Context(BOOK, environment)
-    assert matches(parse_expression("formula.ppu > 2"), context)
+    assert matches(compile_expression("formula.ppu > 2"), context)
     assert value('formula["label"]', BOOK, environment) == "2.5 each"
 
 
@@ -211,10 +211,15 @@ def test_a_formula_error_names_the_formula_text() -> None:
 )
 def test_realistic_filters_keep_the_right_notes(text: str, kept: list[str]) -> None:
     notes = (BOOK, OLD_BOOK, PROJECT)
-    expression = parse_expression(text)
+    expression = compile_expression(text)
     assert [n.path for n in notes if matches(expression, Context(n, env()))] == kept
 
 
 def test_a_formula_using_itself_is_an_error() -> None:
     with pytest.raises(BaseExpressionError, match="refer to each other: a -> a"):
         value("formula.a", BOOK, env({"a": "formula.a + 1"}))
+
+
+def test_an_unknown_function_is_reported_before_any_row() -> None:
+    with pytest.raises(BaseExpressionError, match="at 17: unknown function 'frobnicate'"):
+        compile_expression('status == "a" && frobnicate()')

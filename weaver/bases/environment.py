@@ -8,7 +8,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from weaver.bases.syntax import Expression
+from weaver.bases.compiler import Program
 from weaver.bases.values import FileFacts
 
 
@@ -22,7 +22,7 @@ class Environment:
     `find_file(target)` resolves a link target or path to a file (None: no such file)."""
 
     now: dt.datetime
-    formulas: Mapping[str, Expression] = field(default_factory=dict)
+    formulas: Mapping[str, Program] = field(default_factory=dict)
     this: FileFacts | None = None
     find_file: Callable[[str], FileFacts | None] = _no_files
     random: Callable[[], float] = random.random

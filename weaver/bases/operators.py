@@ -6,6 +6,8 @@ property most notes lack must not stop a whole view; any other mix of types is a
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 
 from weaver.bases import times
 from weaver.bases.values import (
@@ -18,6 +20,14 @@ from weaver.bases.values import (
     to_text,
     type_name,
 )
+
+_NUMBERS = (int, float)
+_ORDERED: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+}
 
 
 def _number(value: Value) -> bool:
@@ -99,6 +109,9 @@ def comparison(op: str, left: Value, right: Value) -> bool:
         return equals(*_dates_aligned(left, right)) == (op == "==")
     if left is None or right is None:
         return False
+    if type(left) in _NUMBERS and type(right) in _NUMBERS:  # the common case, without compare()
+        assert isinstance(left, int | float) and isinstance(right, int | float)
+        return bool(_ORDERED[op](left, right))
     order = compare(*_dates_aligned(left, right))
     match op:
         case "<":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 
 from weaver.bases.values import Date, Duration, ValueTypeError
@@ -46,6 +47,7 @@ _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
 
 
+@functools.lru_cache(maxsize=256)  # the same few duration texts, once per row
 def parse_duration(text: str) -> Duration:
     """`"1d"`, `"2 weeks"`, `"-3h"`, `"1M 4h"`; anything else is a type error naming it."""
     months, millis, end = 0, 0.0, 0

@@ -5,16 +5,30 @@ with extra names bound (`value`, `index`, `acc`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from weaver.bases.environment import Environment
-from weaver.bases.values import Value, ValueTypeError, type_name
+from weaver.bases.values import FileFacts, Value, ValueTypeError, type_name
 
 Thunk = Callable[[Mapping[str, Value]], Value]
 
 
-@dataclass(frozen=True, slots=True)
+class Services(Protocol):
+    """What functions may ask of the evaluation's environment (`bases.Environment`)."""
+
+    @property
+    def now(self) -> dt.datetime: ...
+    @property
+    def today(self) -> dt.datetime: ...
+    @property
+    def find_file(self) -> Callable[[str], FileFacts | None]: ...
+    @property
+    def random(self) -> Callable[[], float]: ...
+
+
+@dataclass(slots=True)  # not frozen: one is made per call per row, and frozen ones cost more
 class Invocation:
     """One call: the receiver (None for a global function), the evaluated arguments (for a
     lazy function: `thunks` instead), and the environment."""
@@ -22,7 +36,7 @@ class Invocation:
     receiver: Value
     args: tuple[Value, ...]
     thunks: tuple[Thunk, ...]
-    env: Environment
+    env: Services
 
 
 @dataclass(frozen=True, slots=True)
