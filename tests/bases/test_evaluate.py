@@ -132,6 +132,12 @@ def test_a_link_equals_the_file_it_names() -> None:
     assert value("file.hasLink(this.file)", Facts(links=("People/Frank Herbert.md",)), environment)
 
 
+def test_links_naming_one_note_are_equal() -> None:
+    assert value('link("Frank Herbert") == author', BOOK) is True
+    assert value('link("People/Frank Herbert.md") == author', BOOK) is True
+    assert value('link("Other") == author', BOOK) is False
+
+
 def test_this_is_the_file_showing_the_base() -> None:
     base = Facts(path="Bases/Reading.base")
     assert value("this.file.folder", BOOK, env(this=base)) == "Bases"
@@ -223,3 +229,28 @@ def test_a_formula_using_itself_is_an_error() -> None:
 def test_an_unknown_function_is_reported_before_any_row() -> None:
     with pytest.raises(BaseExpressionError, match="at 17: unknown function 'frobnicate'"):
         compile_expression('status == "a" && frobnicate()')
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('date("9999-12-31") + "1y"', "out of range"),
+        ('"a".replace(/(a)/, "$5")', "invalid group reference"),
+        ('"ab".repeat(100000000)', "too long"),
+        ("(2.5).round(400)", "round\\(\\)'s digits must be between 0 and 100"),
+    ],
+)
+def test_a_value_out_of_range_is_an_error_too(text: str, message: str) -> None:
+    with pytest.raises(BaseExpressionError, match=message):
+        value(text, BOOK)
+
+
+def test_infinity_stays_infinity_as_in_javascript() -> None:
+    assert value("(1 / 0).ceil()", BOOK) == float("inf")
+    assert value("(-1 / 0).round()", BOOK) == float("-inf")
+    assert value("(1 / 0).toFixed(2)", BOOK) == "Infinity"
+
+
+def test_an_expression_nested_too_deeply_is_a_syntax_error() -> None:
+    with pytest.raises(BaseExpressionError, match="nested too deeply"):
+        compile_expression("(" * 5000 + "1" + ")" * 5000)

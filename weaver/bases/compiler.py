@@ -9,6 +9,7 @@ Names: `file` is the row's file, `note` its frontmatter, `formula.x` another for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -50,6 +51,9 @@ class Row(Protocol):
 
 Bound = Mapping[str, Value]
 Run = Callable[[Row, Bound], Value]
+# What a function or operator may raise for a value it cannot take: a date past year 9999, a
+# replacement naming a group the pattern lacks. Reported like a type error, never let through.
+_FAULTS = (ValueTypeError, ArithmeticError, ValueError, re.error)
 _COMPARISONS = frozenset({"==", "!=", "<", ">", "<=", ">="})
 
 
@@ -73,7 +77,7 @@ class _Compiler:
     def __init__(self, source: str) -> None:
         self.source = source
 
-    def error(self, pos: int, exc: ValueTypeError) -> BaseExpressionError:
+    def error(self, pos: int, exc: Exception) -> BaseExpressionError:
         return BaseExpressionError(self.source, pos, str(exc))
 
     def node(self, node: Node) -> Run:
@@ -162,7 +166,7 @@ class _Compiler:
                     assert isinstance(name, str)
                     return fields.member(value(row, bound), name)
                 return fields.item(value(row, bound), name)
-            except ValueTypeError as exc:
+            except _FAULTS as exc:
                 raise self.error(pos, exc) from None
 
         return run
@@ -175,7 +179,7 @@ class _Compiler:
         def run(row: Row, bound: Bound) -> Value:
             try:
                 return operators.negate(operand(row, bound))
-            except ValueTypeError as exc:
+            except _FAULTS as exc:
                 raise self.error(node.pos, exc) from None
 
         return run
@@ -196,7 +200,7 @@ class _Compiler:
             a, b = left(row, bound), right(row, bound)
             try:
                 return apply(op, a, b)
-            except ValueTypeError as exc:
+            except _FAULTS as exc:
                 raise self.error(node.pos, exc) from None
 
         return run
@@ -236,7 +240,7 @@ class _Compiler:
     def invoke(self, node: Call, function: Function, receiver: Value, args: list[Run]) -> Run:
         try:
             check_arity(function, len(args))
-        except ValueTypeError as exc:
+        except _FAULTS as exc:
             raise self.error(node.pos, exc) from None
         return lambda row, bound: self.run_function(node, function, receiver, args, row, bound)
 
@@ -258,7 +262,7 @@ class _Compiler:
             else:
                 call = Invocation(receiver, tuple(arg(row, bound) for arg in args), (), row.env)
             return function.run(call)
-        except ValueTypeError as exc:
+        except _FAULTS as exc:
             raise self.error(node.pos, exc) from None
 
 

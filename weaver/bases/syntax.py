@@ -115,7 +115,10 @@ _OPERAND_EXPECTED = frozenset(_OPERATORS) | frozenset("([{,:")
 def parse_expression(text: str) -> Expression:
     """The tree of a filter or formula; a syntax error raises `BaseExpressionError`."""
     parser = _Parser(text)
-    root = parser.expression(0)
+    try:
+        root = parser.expression(0)
+    except RecursionError:
+        raise BaseExpressionError(text, 0, "expression nested too deeply") from None
     if parser.peek.kind != "end":
         parser.fail(parser.peek.pos, f"unexpected {parser.peek.text!r}")
     return Expression(text, root)

@@ -201,8 +201,8 @@ def equals(left: Value, right: Value) -> bool:
             return same_note(left.target, right.facts.path)
         case (File(), Link()):
             return same_note(right.target, left.facts.path)
-        case (Link(), Link()):
-            return left.target == right.target
+        case (Link(), Link()):  # `[[Plan]]` and `[[Projects/Plan]]` name the same note
+            return same_note(left.target, right.target) or same_note(right.target, left.target)
         case (list(), list()):
             return len(left) == len(right) and all(map(equals, left, right))
         case (dict(), dict()):

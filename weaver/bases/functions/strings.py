@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 
 from weaver.bases.functions.registry import Function, Invocation, expect, fn, number_arg
-from weaver.bases.values import Regex, Value
+from weaver.bases.values import Regex, Value, ValueTypeError
+
+_MAX_LENGTH = 1_000_000  # a formula's text, not a way to fill the memory
 
 # `$1` in a replacement is a capture group, as in JavaScript; `$&` the whole match.
 _DOLLAR = re.compile(r"\$(\d+|&|\$)")
@@ -78,7 +80,10 @@ def _slice(call: Invocation) -> Value:
 
 
 def _repeat(call: Invocation) -> Value:
-    return _text(call) * int(number_arg(call.args[0], "repeat()'s count"))
+    text, count = _text(call), int(number_arg(call.args[0], "repeat()'s count"))
+    if len(text) * count > _MAX_LENGTH:
+        raise ValueTypeError(f"repeat() would make a string too long (over {_MAX_LENGTH:,})")
+    return text * count
 
 
 def _title(call: Invocation) -> Value:
