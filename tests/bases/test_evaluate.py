@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from tests.bases.facts import NOW, Facts, env, value
-from weaver.bases import Context, Date, Duration, Link, compile_expression, matches
+from weaver.bases import Context, Date, Duration, Link, compile_expression, evaluate, matches
 from weaver.bases.values import File
 from weaver.errors import BaseExpressionError
 
@@ -130,6 +130,35 @@ def test_a_link_equals_the_file_it_names() -> None:
     assert value("author == this", BOOK, environment) is True
     assert value("list(author).contains(this)", BOOK, environment) is True
     assert value("file.hasLink(this.file)", Facts(links=("People/Frank Herbert.md",)), environment)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "shown"),
+    [
+        ('"a"', "string", "a"),
+        ("2.50", "number", "2.5"),
+        ("false", "boolean", "false"),
+        ("null", "null", "null"),
+        ('date("2025-05-01")', "date", "2025-05-01"),
+        ('date("2025-05-01 09:30")', "date", "2025-05-01 09:30:00"),
+        ('duration("1M 2h")', "duration", "1M 7200s"),
+        ("[1, 2]", "list", "1, 2"),
+        ('{"a": 1}', "object", "{a: 1}"),
+        ("author", "link", "Frank Herbert"),
+        ("file", "file", "Reading/Dune.md"),
+        ("/a+/g", "regexp", "/a+/g"),
+        ('icon("plus")', "icon", "plus"),
+    ],
+)
+def test_each_type_knows_its_name_and_reads_as_text(text: str, kind: str, shown: str) -> None:
+    assert value(f"({text}).isType({kind!r})", BOOK) is True
+    assert value(f"({text}).toString()", BOOK) == shown
+
+
+def test_a_summary_sees_the_column_as_values() -> None:
+    summary = compile_expression("values.mean().round(3)")
+    row = Context(BOOK, env())
+    assert evaluate(summary, row, {"values": [1, 2, 2]}) == 1.667
 
 
 def test_links_naming_one_note_are_equal() -> None:

@@ -132,6 +132,8 @@ CASES: list[tuple[str, Value]] = [
     ('["c", "a", "b"].sort()', ["a", "b", "c"]),
     ("[10, 9, 100].sort()", [9, 10, 100]),
     ("[1,2,2,3].unique()", [1, 2, 3]),
+    ("[1, null, 2, 6].mean()", 3),
+    ("[].mean()", None),
     # link
     ('link("Books/Textbook").asFile().name', "Textbook.md"),
     ('link("Nowhere").asFile()', None),

@@ -43,6 +43,7 @@ DOCUMENTED_FUNCTIONS: tuple[str, ...] = (
     "list.contains", "list.containsAll", "list.containsAny", "list.filter", "list.flat",
     "list.isEmpty", "list.join", "list.map", "list.reduce", "list.reverse", "list.slice",
     "list.sort", "list.unique",
+    "list.mean",  # not on the Functions page; the syntax page's summaries example uses it
     "link.asFile", "link.linksTo",
     "file.asLink", "file.hasLink", "file.hasProperty", "file.hasTag", "file.inFolder",
     "object.isEmpty", "object.keys", "object.values",

@@ -65,6 +65,12 @@ def _sort(call: Invocation) -> Value:
     return sorted(_items(call), key=functools.cmp_to_key(compare))
 
 
+def _mean(call: Invocation) -> Value:
+    """The mean of the numbers (nulls skipped): the syntax page's summaries use it."""
+    numbers = [number_arg(item, "mean()'s elements") for item in _items(call) if item is not None]
+    return sum(numbers) / len(numbers) if numbers else None
+
+
 def _unique(call: Invocation) -> Value:
     kept: list[Value] = []
     for item in _items(call):
@@ -86,4 +92,5 @@ FUNCTIONS: tuple[Function, ...] = (
     fn("list", "slice", _slice, (1, 2)),
     fn("list", "sort", _sort),
     fn("list", "unique", _unique),
+    fn("list", "mean", _mean),
 )
