@@ -104,14 +104,6 @@ class _Compiler:
                 entries = [(key, self.node(item)) for key, item in node.entries]
                 return lambda row, bound: {key: item(row, bound) for key, item in entries}
 
-    def fixed_error(self, pos: int, message: str) -> Run:
-        """A name that can never be read where it stands: an error whenever it is evaluated."""
-
-        def run(row: Row, bound: Bound) -> Value:
-            raise BaseExpressionError(self.source, pos, message)
-
-        return run
-
     def name(self, node: Name) -> Run:
         name = node.name
         match name:
@@ -121,8 +113,9 @@ class _Compiler:
                 return lambda row, bound: _note(row)
             case "this":
                 return self.this(node)
-            case "formula":
-                return self.fixed_error(node.pos, "'formula' needs a formula's name: formula.x")
+            case "formula":  # never readable alone: an error before any row is seen
+                message = "'formula' needs a formula's name: formula.x"
+                raise BaseExpressionError(self.source, node.pos, message)
 
         def run(row: Row, bound: Bound) -> Value:
             if name in bound:
@@ -150,7 +143,7 @@ class _Compiler:
     def named(self, pos: int, target: Node, key: Run, key_pos: int | None = None) -> Run:
         """`target.key` or `target[key]`; `note.x` and `formula.x` read a property or formula."""
         scope = target.name if isinstance(target, Name) else None
-        value = self.node(target)
+        value = self.node(target) if scope not in ("note", "formula") else None
 
         def run(row: Row, bound: Bound) -> Value:
             name = key(row, bound)
@@ -162,6 +155,7 @@ class _Compiler:
                     if scope == "note":
                         return fields.property_value(row.file.facts.properties.get(name))
                     return row.formula(name)
+                assert value is not None
                 if key_pos is None:
                     assert isinstance(name, str)
                     return fields.member(value(row, bound), name)
