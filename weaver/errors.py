@@ -4,6 +4,8 @@ WeaverError
 ├── ConfigError            bad config file, unknown key, missing vault
 │   └── StatusSettingsError  the Tasks plugin's data.json is broken (tasks.statuses)
 ├── TaskQueryError         a Tasks query line Weaver cannot read (names the line)
+├── BaseExpressionError    a Bases expression that cannot be parsed or evaluated (names the
+│                          expression and the character position)
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
 │   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
@@ -41,6 +43,18 @@ class TaskQueryError(WeaverError):
         super().__init__(f"line {number}: {reason}: '{line}'")
         self.number = number
         self.line = line
+
+
+class BaseExpressionError(WeaverError):
+    """A Bases filter or formula that cannot be read or evaluated: never taken as true, false
+    or empty, since a filter dropped silently would answer a different question. `position`
+    is the 0-based character in `expression` where the fault lies."""
+
+    def __init__(self, expression: str, position: int, message: str) -> None:
+        super().__init__(f"expression '{expression}' at {position}: {message}")
+        self.expression = expression
+        self.position = position
+        self.message = message
 
 
 class CacheError(WeaverError):
