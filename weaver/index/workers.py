@@ -31,7 +31,7 @@ from typing import IO
 
 import structlog
 
-from weaver.cache.rows import NoteRecord, StoredFile
+from weaver.cache.rows import NoteRecord, StoredFile, task_row
 from weaver.errors import too_large
 from weaver.markdown.cjk import segment
 from weaver.markdown.parser import decode_note, parse_note
@@ -434,6 +434,6 @@ def build_record(
         headings="\n".join(h.text for h in parsed.headings),
         front=text[: len(text) - len(parsed.body)],
         search_body=segment(parsed.body),
-        tasks=parsed.tasks,
+        tasks=tuple(map(task_row, parsed.tasks)),
         inline_fields=parsed.inline_fields,
     )
