@@ -107,6 +107,7 @@ _DATE_KEYS = {"due": "due", "scheduled": "scheduled", "start": "start", "created
 _DATE_KEYS |= {"completion": "done", "cancelled": "cancelled"}
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _NONE = PRIORITY_NAMES.index("none")
+_NO_DATES = TaskDates()  # shared by the tasks without dates, as `()` is
 
 
 class _Fields:
@@ -251,6 +252,8 @@ def _inner_fields(raw: str, masked: str, start: int, end: int) -> list[tuple[str
 
 
 def _line_tags(masked: str, start: int) -> tuple[str, ...]:
+    if masked.find("#", start) < 0:  # most task lines: no search, no generator to run
+        return ()
     runs = INLINE_TAG_RUN.findall(masked, start)
     tags = (f"#{tag}" for run in runs for tag in run.split("#")[1:] if not DIGITS.fullmatch(tag))
     return tuple(dict.fromkeys(tags))
@@ -267,7 +270,9 @@ def _read_task(
         return None
     start = checkbox.end()
     found, end = _read_trailing(raw, masked, start)
-    description = " ".join([raw[start:end].strip(), *found.trailing_tags]).strip()
+    description = raw[start:end].strip()
+    if found.trailing_tags:
+        description = " ".join([description, *found.trailing_tags]).strip()
     inner = _inner_fields(raw, masked, start, end) if "::" in raw else []
     return ParsedTask(
         line=line,
@@ -278,7 +283,7 @@ def _read_task(
         description=description,
         raw=raw,
         tags=_line_tags(tagged, start),
-        dates=TaskDates(**found.dates),
+        dates=TaskDates(**found.dates) if found.dates else _NO_DATES,
         recurrence=found.recurrence,
         priority=_NONE if found.priority is None else found.priority,
         task_id=found.task_id,
