@@ -56,7 +56,8 @@ class TaskDates(NamedTuple):
 
 
 class ParsedTask(NamedTuple):
-    """One task line. A named tuple, as `ParsedLink`: parsed notes cross a process boundary."""
+    """One task line. Parse workers send it on as a plain `weaver.cache.rows.TaskRow` (a named
+    tuple costs the indexer far more to unpickle and keep: see there)."""
 
     line: int  # 1-based line in the file
     parent_line: int | None  # the line of the task this one is nested under, if any
