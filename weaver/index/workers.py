@@ -48,7 +48,8 @@ AHEAD = 8
 PARALLEL_MIN = 2000
 # More workers than this only wait for the single writer.
 MAX_WORKERS = 4
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+# The folder holding this `weaver` package (this file is weaver/index/workers.py).
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _WORKER_CODE = "from weaver.index.workers import serve_worker; serve_worker()"
 
 
@@ -163,7 +164,9 @@ class ParseWorker:
         env[PARENT_ENV] = str(os.getpid())
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE],
+                # -P: no current folder ahead of PYTHONPATH, where another checkout's `weaver`
+                # would be imported instead of this one, and send records of another shape.
+                [sys.executable, "-P", "-c", _WORKER_CODE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
