@@ -4,11 +4,14 @@ and inline fields readable by `get_file` and matchable by `query_files where=`."
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import json
 import os
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import Connection, select
@@ -16,14 +19,17 @@ from sqlalchemy import Connection, select
 from weaver.cache import read, write
 from weaver.cache.models import Note, Task
 from weaver.cache.property_match import PropertyCondition
-from weaver.cache.rows import NoteRecord
-from weaver.cache.task_rows import relabel_tasks
+from weaver.cache.rows import NoteRecord, task_row
+from weaver.cache.task_rows import TASK_COLUMNS, relabel_tasks, task_rows
 from weaver.index.indexer import Indexer
+from weaver.index.workers import build_record
 from weaver.markdown.inline_fields import InlineField
+from weaver.markdown.parser import parse_note
 from weaver.markdown.resolver import LinkResolver
 from weaver.markdown.tasks import ParsedTask, TaskDates
 from weaver.runtime.app import App
 from weaver.tasks.statuses import SETTINGS_FILE, StatusRegistry, parse_status_settings
+from weaver.vault.fs import FileStat
 
 pytestmark = pytest.mark.both_backends
 
@@ -74,7 +80,7 @@ def note(
         tasks_done=0,
         error=None,
         body="",
-        tasks=tasks,
+        tasks=tuple(map(task_row, tasks)),
         inline_fields=fields,
     )
 
@@ -224,3 +230,66 @@ def test_the_indexer_relabels_when_the_settings_file_changes(app: App, vault_dir
     assert restarted.statuses_problem is not None and "broken" in restarted.statuses_problem
     with app.db.connect() as conn:
         assert tasks_of(conn) == [("a.md", 1, "?", "TODO", None)]
+
+
+# Every kind of value a task row holds, and a task nested under it.
+RICH_NOTE = (
+    "# Plan\n\n"
+    "- [x] Call [[Ana]] #work [owner:: ana] 📅 2026-12-01 ⏳ 2026-11-30 🔁 every week ⏫ 🆔 t1"
+    " ⛔ a,b ✅ 2026-13-01 ^blk\n"
+    "    - [?] ask about #home\n"
+)
+
+
+def worker_record(text: str) -> NoteRecord:
+    """A note's record as a parse worker sends it: built there, pickled through the pipe."""
+    data = text.encode()
+    stat = FileStat("plan.md", len(data), 1, 1)
+    record = build_record(stat, data, hashlib.sha256(data).hexdigest(), None)
+    return cast(NoteRecord, pickle.loads(pickle.dumps(record, pickle.HIGHEST_PROTOCOL)))
+
+
+def test_a_record_from_a_worker_writes_every_value_of_its_parsed_tasks() -> None:
+    parsed = parse_note("plan.md", RICH_NOTE).tasks
+    rows = [
+        dict(zip(TASK_COLUMNS, row, strict=True))
+        for row in task_rows(worker_record(RICH_NOTE), QUESTION, json.dumps)
+    ]
+    expected = [
+        {
+            **task._asdict(),
+            **task.dates._asdict(),
+            "note_path": "plan.md",
+            "status_type": QUESTION.type_of(task.status_char),
+            "tags": json.dumps(list(task.tags)),
+            "depends_on": json.dumps(list(task.depends_on)),
+            "fields": json.dumps(dict(task.fields)),
+            "warnings": json.dumps(list(task.warnings)),
+        }
+        for task in parsed
+    ]
+    for row in expected:
+        del row["dates"]
+    assert rows == expected
+    assert [(r["line"], r["parent_line"], r["status_type"]) for r in rows] == [
+        (3, None, "DONE"),
+        (4, 3, "NON_TASK"),
+    ]
+    first = rows[0]
+    assert (first["due"], first["scheduled"], first["done"]) == ("2026-12-01", "2026-11-30", None)
+    assert (first["priority"], first["task_id"], first["block_id"]) == (1, "t1", "blk")
+    assert json.loads(first["depends_on"]) == ["a", "b"]
+    assert json.loads(first["warnings"]) == ["done date '2026-13-01' is not a date"]
+
+
+def test_a_workers_tasks_arrive_as_values_the_cycle_collector_lets_go() -> None:
+    """A parsed task that stays tracked by the cycle collector after crossing the pipe is walked
+    at every collection while the writer runs: 30,000 of them made a first index of a vault
+    with tasks a fifth slower than of the same vault without."""
+    record = worker_record(RICH_NOTE)
+    # A tuple is let go at a collection once what it holds is: a row holding tuples of pairs
+    # (its fields), at the third.
+    for _ in range(3):
+        gc.collect()
+    assert len(record.tasks) == 2
+    assert not any(gc.is_tracked(task) for task in record.tasks)

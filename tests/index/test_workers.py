@@ -212,3 +212,19 @@ def test_a_small_pass_starts_no_worker(vault: Vault, monkeypatch: pytest.MonkeyP
         chunks = read_with(vault, workers=2)
     assert sum(len(c.records) for c in chunks) == 62
     assert logs == []
+
+
+@pytest.mark.usefixtures("every_pass_is_big")
+def test_workers_run_this_weaver_whatever_folder_the_indexer_runs_in(
+    vault: Vault, read_here: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a folder holding another `weaver` (a checkout of another version), the workers
+    still parse with the indexer's own code: one of another version sends what this one cannot
+    write (its tasks in another shape)."""
+    other = tmp_path / "elsewhere"
+    (other / "weaver").mkdir(parents=True)
+    (other / "weaver" / "__init__.py").write_text("raise SystemExit(7)\n")
+    monkeypatch.chdir(other)
+    with capture_logs() as logs:
+        assert records_by_path(read_with(vault, workers=2)) == read_here
+    assert [e for e in logs if e["event"].startswith("parse worker")] == []

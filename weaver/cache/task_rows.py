@@ -14,36 +14,14 @@ from typing import Any
 from sqlalchemy import Connection, update
 
 from weaver.cache.models import Task
-from weaver.cache.rows import NoteRecord
+from weaver.cache.rows import JSON_FROM, STATUS_CHAR_AT, TASK_ROW_FIELDS, NoteRecord
 from weaver.tasks.statuses import StatusRegistry
 
 # The digest (`StatusRegistry.digest`) of the settings the task rows were labelled with.
 STATUSES_KEY = "task_statuses"
 
-TASK_COLUMNS = (
-    "note_path",
-    "line",
-    "parent_line",
-    "heading",
-    "block_id",
-    "status_char",
-    "status_type",
-    "description",
-    "raw",
-    "tags",
-    "due",
-    "scheduled",
-    "start",
-    "created",
-    "done",
-    "cancelled",
-    "recurrence",
-    "priority",
-    "task_id",
-    "depends_on",
-    "fields",
-    "warnings",
-)
+# What the writer adds to a `TaskRow` in front of it, then the row's values.
+TASK_COLUMNS = ("note_path", "status_type", *TASK_ROW_FIELDS)
 
 
 def task_rows(
@@ -54,32 +32,20 @@ def task_rows(
     # Most tasks have no tags, dependencies, other fields or warnings: those four values are
     # encoded once per note rather than once per task (a big index writes 300,000 tasks).
     empty_list, empty_dict = encode([]), encode({})
-    for task in record.tasks:
-        dates = task.dates
-        yield (
-            record.path,
-            task.line,
-            task.parent_line,
-            task.heading,
-            task.block_id,
-            task.status_char,
-            statuses.type_of(task.status_char),
-            task.description,
-            task.raw,
-            encode(list(task.tags)) if task.tags else empty_list,
-            dates.due,
-            dates.scheduled,
-            dates.start,
-            dates.created,
-            dates.done,
-            dates.cancelled,
-            task.recurrence,
-            task.priority,
-            task.task_id,
-            encode(list(task.depends_on)) if task.depends_on else empty_list,
-            encode(dict(task.fields)) if task.fields else empty_dict,
-            encode(list(task.warnings)) if task.warnings else empty_list,
-        )
+    plain = (empty_list, empty_list, empty_dict, empty_list)
+    for row in record.tasks:
+        tags, depends_on, fields, warnings = row[JSON_FROM:]
+        if tags or depends_on or fields or warnings:
+            encoded = (
+                encode(list(tags)) if tags else empty_list,
+                encode(list(depends_on)) if depends_on else empty_list,
+                encode(dict(fields)) if fields else empty_dict,
+                encode(list(warnings)) if warnings else empty_list,
+            )
+        else:
+            encoded = plain
+        status_type = statuses.type_of(row[STATUS_CHAR_AT])
+        yield (record.path, status_type, *row[:JSON_FROM], *encoded)
 
 
 def inline_fields_value(record: NoteRecord) -> list[list[Any]] | None:

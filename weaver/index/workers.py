@@ -31,7 +31,7 @@ from typing import IO
 
 import structlog
 
-from weaver.cache.rows import NoteRecord, StoredFile
+from weaver.cache.rows import NoteRecord, StoredFile, task_row
 from weaver.errors import too_large
 from weaver.markdown.cjk import segment
 from weaver.markdown.parser import decode_note, parse_note
@@ -48,7 +48,8 @@ AHEAD = 8
 PARALLEL_MIN = 2000
 # More workers than this only wait for the single writer.
 MAX_WORKERS = 4
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+# The folder holding this `weaver` package (this file is weaver/index/workers.py).
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _WORKER_CODE = "from weaver.index.workers import serve_worker; serve_worker()"
 
 
@@ -163,7 +164,9 @@ class ParseWorker:
         env[PARENT_ENV] = str(os.getpid())
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_CODE],
+                # -P: no current folder ahead of PYTHONPATH, where another checkout's `weaver`
+                # would be imported instead of this one, and send records of another shape.
+                [sys.executable, "-P", "-c", _WORKER_CODE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
@@ -434,6 +437,6 @@ def build_record(
         headings="\n".join(h.text for h in parsed.headings),
         front=text[: len(text) - len(parsed.body)],
         search_body=segment(parsed.body),
-        tasks=parsed.tasks,
+        tasks=tuple(map(task_row, parsed.tasks)),
         inline_fields=parsed.inline_fields,
     )

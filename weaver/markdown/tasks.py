@@ -56,7 +56,8 @@ class TaskDates(NamedTuple):
 
 
 class ParsedTask(NamedTuple):
-    """One task line. A named tuple, as `ParsedLink`: parsed notes cross a process boundary."""
+    """One task line. Parse workers send it on as a plain `weaver.cache.rows.TaskRow` (a named
+    tuple costs the indexer far more to unpickle and keep: see there)."""
 
     line: int  # 1-based line in the file
     parent_line: int | None  # the line of the task this one is nested under, if any
@@ -107,6 +108,7 @@ _DATE_KEYS = {"due": "due", "scheduled": "scheduled", "start": "start", "created
 _DATE_KEYS |= {"completion": "done", "cancelled": "cancelled"}
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _NONE = PRIORITY_NAMES.index("none")
+_NO_DATES = TaskDates()  # shared by the tasks without dates, as `()` is
 
 
 class _Fields:
@@ -251,6 +253,8 @@ def _inner_fields(raw: str, masked: str, start: int, end: int) -> list[tuple[str
 
 
 def _line_tags(masked: str, start: int) -> tuple[str, ...]:
+    if masked.find("#", start) < 0:  # most task lines: no search, no generator to run
+        return ()
     runs = INLINE_TAG_RUN.findall(masked, start)
     tags = (f"#{tag}" for run in runs for tag in run.split("#")[1:] if not DIGITS.fullmatch(tag))
     return tuple(dict.fromkeys(tags))
@@ -267,7 +271,9 @@ def _read_task(
         return None
     start = checkbox.end()
     found, end = _read_trailing(raw, masked, start)
-    description = " ".join([raw[start:end].strip(), *found.trailing_tags]).strip()
+    description = raw[start:end].strip()
+    if found.trailing_tags:
+        description = " ".join([description, *found.trailing_tags]).strip()
     inner = _inner_fields(raw, masked, start, end) if "::" in raw else []
     return ParsedTask(
         line=line,
@@ -278,7 +284,7 @@ def _read_task(
         description=description,
         raw=raw,
         tags=_line_tags(tagged, start),
-        dates=TaskDates(**found.dates),
+        dates=TaskDates(**found.dates) if found.dates else _NO_DATES,
         recurrence=found.recurrence,
         priority=_NONE if found.priority is None else found.priority,
         task_id=found.task_id,
