@@ -4,6 +4,9 @@ WeaverError
 ├── ConfigError            bad config file, unknown key, missing vault
 │   └── StatusSettingsError  the Tasks plugin's data.json is broken (tasks.statuses)
 ├── TaskQueryError         a Tasks query line Weaver cannot read (names the line)
+├── CanvasError            a `.canvas` file and what is asked of it
+│   ├── InvalidCanvasError   not a JSON Canvas 1.0 document (names each node or edge, field)
+│   └── CanvasEditError      an edit the canvas cannot take (an unknown node id, a bad side)
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
 │   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
@@ -41,6 +44,34 @@ class TaskQueryError(WeaverError):
         super().__init__(f"line {number}: {reason}: '{line}'")
         self.number = number
         self.line = line
+
+
+class CanvasError(WeaverError):
+    """A `.canvas` file, or an edit asked of one, that Weaver cannot take."""
+
+
+class InvalidCanvasError(CanvasError):
+    """The file does not hold a JSON Canvas 1.0 document: each problem names the node or edge
+    (its id and place) and the field, the first few in the message."""
+
+    def __init__(self, path: str, problems: Sequence[str]) -> None:
+        shown = "; ".join(problems[:MAX_PROBLEMS])
+        more = len(problems) - MAX_PROBLEMS
+        rest = f"; and {more} more" if more > 0 else ""
+        super().__init__(f"Invalid canvas: {path!r}: {shown}{rest}")
+        self.path = path
+        self.problems = tuple(problems)
+
+
+# A broken canvas can have a problem on every node: the first few say what is wrong.
+MAX_PROBLEMS = 5
+
+
+class CanvasEditError(CanvasError):
+    """An edit the canvas cannot take; nothing was changed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Cannot edit the canvas: {reason}")
 
 
 class CacheError(WeaverError):
