@@ -36,6 +36,12 @@ def canvas_files(app: Notes) -> CanvasFiles:
     return CanvasFiles(app.db, app.vault.of_kind(CANVASES))
 
 
+def files_for(app: Notes, path: str) -> Notes:
+    """The notes, or the canvases when `path` names one: what the journal's readers (the edit
+    history, recovery at start) read a journalled path through."""
+    return canvas_files(app) if path.lower().endswith(CANVASES.suffix) else app
+
+
 @dataclass(frozen=True, slots=True)
 class CanvasRead:
     path: str

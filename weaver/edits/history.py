@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from weaver.cache import journal
-from weaver.edits.canvases import canvas_files
+from weaver.edits.canvases import files_for
 from weaver.edits.notes import MOVE_FILE, move_note
 from weaver.edits.steps import (
     ABSENT,
@@ -30,7 +30,6 @@ from weaver.edits.steps import (
     write_note,
 )
 from weaver.errors import VaultError
-from weaver.vault.fs import CANVASES
 
 RESTORE_EDIT = "restore_edit"
 
@@ -56,7 +55,7 @@ class NoteEdits:
 
 def list_edits(app: Notes, path: str, *, limit: int, offset: int) -> NoteEdits:
     """The writes of the note (or canvas) at `path` by Weaver, newest first, a page at a time."""
-    app = _files_of(app, path)
+    app = files_for(app, path)
     clean = app.vault.check_note_path(path)
     with app.db.connect() as conn:
         rows, total = journal.list_note_edits(conn, clean, limit, offset)
@@ -82,7 +81,7 @@ def restore_edit(
     """Put the note back as it was before edit `edit_id` (a note that edit created goes to
     `.trash/`, one it removed comes back). Refused when the note is no longer as that edit
     left it, unless `expected_hash` names what it is now."""
-    app = _files_of(app, path)
+    app = files_for(app, path)
     clean = app.vault.check_note_path(path)
     with app.db.connect() as conn:
         found = journal.get_replaced_text(conn, edit_id, clean)
@@ -127,12 +126,6 @@ def _move_back(app: Notes, edit: journal.NoteEdit, sync: CacheSync) -> Change:
     moved = move_note(app, target, source, sync)
     data = app.vault.read_note(moved.path)
     return Change(moved.path, None, data, True, None, None, moved.cache_synced)
-
-
-def _files_of(app: Notes, path: str) -> Notes:
-    """The notes, or the canvases when `path` names one: a canvas's edits are journalled as a
-    note's (`weaver.edits.canvases`), and undone the same way."""
-    return canvas_files(app) if path.lower().endswith(CANVASES.suffix) else app
 
 
 def _current_hash(app: Notes, path: str) -> str | None:
