@@ -9,7 +9,7 @@ from tests.canvas.test_document import EVERY_KIND
 from tests.edits.test_integrity import sync_for
 from tests.helpers import WriteNotes
 from weaver.canvas import operations
-from weaver.canvas.document import read_canvas
+from weaver.canvas.document import Canvas, read_canvas
 from weaver.edits import canvases, history, steps
 from weaver.edits.interrupted import recover_edits
 from weaver.runtime.app import App
@@ -18,7 +18,7 @@ BOARD = "Boards/Sprint.canvas"
 TEXT = "b0000000000000b2"
 
 
-def remove_text(canvas: operations.Canvas) -> operations.Edited:
+def remove_text(canvas: Canvas) -> operations.Edited:
     return operations.remove_node(canvas, TEXT)
 
 

@@ -75,6 +75,7 @@ async def test_a_board_reads_as_cards_and_edges(served: Served) -> None:
     assert (note["file"], note["subpath"], note["group"]) == ("Projects/Weaver.md", "#Goals", GROUP)
     assert link["url"] == "https://jsoncanvas.org/"
     assert photo["width"] == 120.5 and "group" not in photo
+    assert "missing" not in note and photo["missing"] is True  # img/photo.png is not there
     assert data["edges"][1] == {
         "id": "f0000000000000f7",
         "fromNode": NOTE,

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from weaver.cache import graph as cache_graph
+from weaver.cache import read
 from weaver.canvas import operations
 from weaver.canvas.document import Canvas, Edge, Node, group_of
 from weaver.edits import canvases
@@ -70,8 +72,9 @@ group) and the edges between them, a page at a time.
 
 Returns `nodes` in the file's order (lowest first), each with `id`, `type`, position and size
 (`x`, `y`, `width`, `height`), `color`, and its content: `text` (markdown) for a text card,
-`file` (the vault path of the note or attachment) and `subpath` for a file card, `url` for a
-link card, `label` for a group; `group` is the id of the smallest group the card lies in.
+`file` (the vault path of the note or attachment; `missing` when the vault has no such file)
+and `subpath` for a file card, `url` for a link card, `label` for a group; `group` is the id
+of the smallest group the card lies in.
 Text in a page is cut at 300 characters (`textChars` then gives its whole length): pass
 `node` (an id) for one card's whole text and every edge to or from it. `edges` join
 `fromNode` to `toNode` (with sides, ends, `label`, `color`). Fields the app or a plugin added
@@ -115,6 +118,7 @@ class CanvasNodeInfo(WireModel):
     text: str | None = Field(default=None, description="A text card's markdown (maybe cut)")
     text_chars: int | None = Field(default=None, description="The whole text's length, if cut")
     file: str | None = Field(default=None, description="A file card's vault path")
+    missing: bool | None = Field(default=None, description="True: no such file in the vault")
     subpath: str | None = None
     url: str | None = None
     label: str | None = None
@@ -177,12 +181,29 @@ def get_canvas(
     found = canvases.read_canvas_file(state.app, path)
     canvas = found.canvas
     if node is not None:
-        return _one_node(found, node, edgeLimit, edgeOffset)
-    page = canvas.nodes[offset : offset + limit]
-    nodes = _fitting([_node_info(n, canvas, LISTED_TEXT_CHARS) for n in page], NODE_TOKENS)
-    edge_page = canvas.edges[edgeOffset : edgeOffset + edgeLimit]
-    edges = _fitting([_edge_info(e) for e in edge_page], EDGE_TOKENS)
-    return _answer(found, nodes, len(canvas.nodes), offset, edges, len(canvas.edges), edgeOffset)
+        answer = _one_node(found, node, edgeLimit, edgeOffset)
+    else:
+        page = canvas.nodes[offset : offset + limit]
+        nodes = _fitting([_node_info(n, canvas, LISTED_TEXT_CHARS) for n in page], NODE_TOKENS)
+        edge_page = canvas.edges[edgeOffset : edgeOffset + edgeLimit]
+        edges = _fitting([_edge_info(e) for e in edge_page], EDGE_TOKENS)
+        total = len(canvas.edges)
+        answer = _answer(found, nodes, len(canvas.nodes), offset, edges, total, edgeOffset)
+    _mark_missing(state, answer["nodes"])
+    return answer
+
+
+def _mark_missing(state: ServerState, nodes: list[dict[str, Any]]) -> None:
+    """`missing` on a file card whose file the vault does not have (deleted or renamed outside
+    Obsidian, which would have updated the card): asked of the cache, as `files_exist` is."""
+    files = [n["file"] for n in nodes if "file" in n]
+    if not files:
+        return
+    with read.read_snapshot(state.app.db) as conn:
+        present = cache_graph.existing_paths(conn, files)
+    for node in nodes:
+        if "file" in node and node["file"] not in present:
+            node["missing"] = True
 
 
 def _one_node(found: canvases.CanvasRead, node_id: str, limit: int, offset: int) -> dict[str, Any]:
