@@ -74,6 +74,12 @@ def test_a_card_is_written_in_obsidians_field_order() -> None:
     assert list(group.fields) == ["id", "type", "x", "y", "width", "height", "label"]
 
 
+def test_whole_numbers_are_written_as_integers_as_obsidian_writes_them() -> None:
+    new = ops.NewNode("group", x=600.0, y=-260.0, width=300.0, height=200.5)
+    edited = ops.add_node(board(), new, make_id=ids("1234567890abcdef"))
+    assert b'"x":600,"y":-260,"width":300,"height":200.5}' in write_canvas(edited.canvas)
+
+
 def test_a_group_goes_below_every_card() -> None:
     edited = ops.add_node(board(), ops.NewNode("group", x=0, y=0))
     assert edited.canvas.nodes[0] == edited.node

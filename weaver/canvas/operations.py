@@ -89,7 +89,8 @@ def add_node(canvas: Canvas, new: NewNode, make_id: IdMaker = new_id) -> Edited:
     fields: dict[str, Any] = {"id": _fresh_id(canvas, make_id), "type": new.type}
     content = [(k, new.content[k]) for k in TYPE_FIELDS[new.type] if k in new.content]
     fields |= {k: v for k, v in content if k not in AFTER_GEOMETRY}
-    fields |= {"x": x, "y": y, "width": width, "height": height}
+    geometry = {"x": x, "y": y, "width": width, "height": height}
+    fields |= {key: _whole(value) for key, value in geometry.items()}
     fields |= {k: v for k, v in content if k in AFTER_GEOMETRY}
     if new.color is not None:
         fields["color"] = new.color

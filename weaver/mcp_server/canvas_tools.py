@@ -21,7 +21,7 @@ from weaver.canvas import operations
 from weaver.canvas.document import Canvas, Edge, Node, group_of
 from weaver.edits import canvases
 from weaver.edits.steps import CacheSync
-from weaver.mcp_server.arguments import Offset, clamp_to
+from weaver.mcp_server.arguments import Limit, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.edit_tools import ExpectedHash
 from weaver.mcp_server.envelope import ArgumentError
@@ -40,7 +40,6 @@ DEFAULT_EDGES = 100
 # 25,000-token bound. A page asked bigger stops at its share and says where to go on.
 NODE_TOKENS = 12_000
 EDGE_TOKENS = 6_000
-MAX_ITEMS = 1000
 # A field of no spec (a plugin's) longer than this as JSON is named, not shown: one card's
 # plugin data must not crowd a page out.
 MAX_EXTRA_CHARS = 1_000
@@ -96,9 +95,6 @@ cyan, purple) or '#RRGGBB'. Pass get_canvas's contentHash as `expectedHash`: a c
 since (say, in Obsidian) is refused. The edit is journalled. Example: {"path": "Plan.canvas",
 "operation": "connect", "fromNode": "6f0a...", "toNode": "1c2b...", "label": "blocks"}."""
 
-ItemLimit = Annotated[
-    int, Field(ge=1, le=MAX_ITEMS, description="Items per page, 1-1000"), clamp_to(1, MAX_ITEMS)
-]
 CanvasPath = Annotated[
     str, Field(description="Canvas path relative to the vault root, e.g. 'Boards/Plan.canvas'")
 ]
@@ -173,9 +169,9 @@ def get_canvas(
     state: ServerState,
     path: CanvasPath,
     node: Annotated[str | None, Field(description="One card's id: its whole text")] = None,
-    limit: ItemLimit = DEFAULT_NODES,
+    limit: Limit = DEFAULT_NODES,
     offset: Offset = 0,
-    edgeLimit: ItemLimit = DEFAULT_EDGES,
+    edgeLimit: Limit = DEFAULT_EDGES,
     edgeOffset: Offset = 0,
 ) -> dict[str, Any]:
     found = canvases.read_canvas_file(state.app, path)
@@ -410,6 +406,7 @@ def edit_canvas(
     toEnd: End | None = None,
     expectedHash: ExpectedHash = None,
 ) -> dict[str, Any]:
+    # The arguments given, by their wire names (the parameters are named as the spec's fields).
     given = {k: v for k, v in locals().items() if v is not None and k in TAKES_ANY}
     _check_arguments(operation, given)
     change = _operation(operation, given)
