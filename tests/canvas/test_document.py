@@ -60,6 +60,20 @@ def test_another_layout_comes_back_as_the_same_json_in_obsidians() -> None:
     assert [list(n) for n in before["nodes"]] == [list(n) for n in after["nodes"]]
 
 
+def test_an_older_obsidians_field_order_and_an_empty_edge_list_round_trip() -> None:
+    # Obsidian once wrote `type` before `id`; an empty array stays on its key's line.
+    older = (
+        b"{\n"
+        b'\t"nodes":[\n'
+        b'\t\t{"type":"file","file":"Home.md","id":"0123456789abcdef","x":-200,"y":-80,'
+        b'"width":350,"height":240}\n'
+        b"\t],\n"
+        b'\t"edges":[]\n'
+        b"}"
+    )
+    assert write_canvas(read_canvas(older)) == older
+
+
 def test_a_canvas_of_edges_only_or_nothing_keeps_its_keys() -> None:
     assert write_canvas(read_canvas(b'{\n\t"nodes":[]\n}')) == b'{\n\t"nodes":[]\n}'
     assert write_canvas(read_canvas(b"{}")) == b"{}"
