@@ -107,11 +107,12 @@ def test_an_id_already_taken_is_never_given_again() -> None:
         (ops.NewNode("group", width=0), "width and height must be above 0"),
         (ops.NewNode("group", color="blue"), "a color is a preset '1' to '6'"),
         (ops.NewNode("group", content={"backgroundStyle": "tile"}), "backgroundStyle is one of"),
-        (ops.NewNode("file", content={"file": "a.md", "subpath": "H"}), "'subpath' must start"),
+        (ops.NewNode("file", content={"file": "a.md", "subpath": "H"}), "a subpath starts"),
+        (ops.NewNode("group", x=float("nan"), y=0), "it would leave node"),
     ],
 )
 def test_a_card_that_cannot_be_made_is_refused(new: ops.NewNode, reason: str) -> None:
-    with pytest.raises(Exception, match=re.escape(reason)):
+    with pytest.raises(CanvasEditError, match=re.escape(reason)):
         ops.add_node(board(), new)
 
 

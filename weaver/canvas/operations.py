@@ -26,7 +26,7 @@ from weaver.canvas.document import (
     is_color,
     lies_within,
 )
-from weaver.errors import CanvasEditError
+from weaver.errors import CanvasEditError, InvalidCanvasError
 
 # Obsidian's size for a new card of each type (a text card is one line high).
 DEFAULT_SIZES: Final = {
@@ -111,6 +111,8 @@ def _check_new(new: NewNode) -> None:
     required = REQUIRED_FIELD.get(new.type)
     if required is not None and required not in new.content:
         raise CanvasEditError(f"a {new.type} node needs {required!r}")
+    if not new.content.get("subpath", "#").startswith("#"):
+        raise CanvasEditError("a subpath starts with '#': '#Heading' or '#^block'")
     style = new.content.get("backgroundStyle")
     if style is not None and style not in BACKGROUND_STYLES:
         raise CanvasEditError(f"backgroundStyle is one of {', '.join(BACKGROUND_STYLES)}")
@@ -307,6 +309,9 @@ def _check_color(color: str | None) -> None:
 
 def _checked(canvas: Canvas) -> Canvas:
     """An edit that adds values is checked as a read is: it never writes what it would refuse
-    to read."""
-    check_canvas(canvas)
+    to read (a value the checks above let through, such as a position that is not finite)."""
+    try:
+        check_canvas(canvas)
+    except InvalidCanvasError as exc:
+        raise CanvasEditError(f"it would leave {'; '.join(exc.problems)}") from None
     return canvas
