@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for units in (
         "errors log json_nesting gc_freeze obsidian_app paging installation toolsets",
         "markdown",
-        "tasks bases",
+        "tasks bases canvas",
         "views",
         "config",
         "vault",

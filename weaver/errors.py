@@ -6,6 +6,9 @@ WeaverError
 ├── TaskQueryError         a Tasks query line Weaver cannot read (names the line)
 ├── BaseExpressionError    a Bases expression that cannot be parsed or evaluated (names the
 │                          expression and the character position)
+├── CanvasError            a `.canvas` file and what is asked of it
+│   ├── InvalidCanvasError   not a JSON Canvas 1.0 document (names each node or edge, field)
+│   └── CanvasEditError      an edit the canvas cannot take (an unknown node id, a bad side)
 ├── CacheError             the SQLite cache cannot be opened, migrated or queried
 │   └── RecordsReadOnlyError  a workflow wrote another workflow's records (cache.records)
 ├── VaultError             a vault path is not acceptable
@@ -55,6 +58,34 @@ class BaseExpressionError(WeaverError):
         self.expression = expression
         self.position = position
         self.message = message
+
+
+class CanvasError(WeaverError):
+    """A `.canvas` file, or an edit asked of one, that Weaver cannot take."""
+
+
+class InvalidCanvasError(CanvasError):
+    """The file does not hold a JSON Canvas 1.0 document: each problem names the node or edge
+    (its id and place) and the field, the first few in the message."""
+
+    def __init__(self, path: str, problems: Sequence[str]) -> None:
+        shown = "; ".join(problems[:MAX_PROBLEMS])
+        more = len(problems) - MAX_PROBLEMS
+        rest = f"; and {more} more" if more > 0 else ""
+        super().__init__(f"Invalid canvas: {path!r}: {shown}{rest}")
+        self.path = path
+        self.problems = tuple(problems)
+
+
+# A broken canvas can have a problem on every node: the first few say what is wrong.
+MAX_PROBLEMS = 5
+
+
+class CanvasEditError(CanvasError):
+    """An edit the canvas cannot take; nothing was changed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Cannot edit the canvas: {reason}")
 
 
 class CacheError(WeaverError):

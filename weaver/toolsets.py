@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 Toolset = Literal[
-    "notes", "search", "graph", "tags", "tasks", "edit", "workflows", "records", "system"
+    "notes",
+    "search",
+    "graph",
+    "tags",
+    "tasks",
+    "canvas",
+    "edit",
+    "workflows",
+    "records",
+    "system",
 ]
 TOOLSETS: tuple[Toolset, ...] = get_args(Toolset)
 # Reading, finding and writing notes: what most assistants are asked to do, within the

@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import WriteNotes
 from weaver.errors import InvalidPathError, NoteNotFoundError
-from weaver.vault.fs import Vault
+from weaver.vault.fs import CANVASES, Vault
 
 
 def test_scan_skips_hidden_ignored_and_symlinked_folders(
@@ -70,6 +70,26 @@ def test_missing_note_is_not_found_and_present_one_is_served(
     assert vault.note_file("./dir/n.md") == vault_dir.resolve() / "dir" / "n.md"
     with pytest.raises(NoteNotFoundError):
         vault.note_file("dir/absent.md")
+
+
+def test_a_canvas_view_takes_canvas_paths_with_every_rule_of_note_paths(
+    vault_dir: Path, tmp_path: Path, write_notes: WriteNotes
+) -> None:
+    write_notes({"Boards/Plan.canvas": "{}", "Plan.md": "x"})
+    (tmp_path / "secret.canvas").write_text("{}")
+    (vault_dir / "link.canvas").symlink_to(tmp_path / "secret.canvas")
+    vault = Vault(vault_dir)
+    canvases = vault.of_kind(CANVASES)
+    assert canvases.read_note("./Boards/Plan.canvas") == b"{}"
+    with pytest.raises(InvalidPathError, match=r"not a canvas \(\.canvas\)"):
+        canvases.read_note("Plan.md")
+    with pytest.raises(InvalidPathError, match="outside the vault"):
+        canvases.read_note("link.canvas")
+    with pytest.raises(InvalidPathError, match="hidden or ignored"):
+        canvases.check_note_path(".obsidian/x.canvas")
+    # The vault it was made from still takes notes only.
+    with pytest.raises(InvalidPathError, match="not a markdown note"):
+        vault.read_note("Boards/Plan.canvas")
 
 
 def test_stat_sees_only_vault_files(vault_dir: Path, write_notes: WriteNotes) -> None:

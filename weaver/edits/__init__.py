@@ -6,4 +6,5 @@
 - `tags`: a tag renamed across the vault (journalled), tags added or removed on given notes.
 - `journal`: finishing, at the next start, a journalled change a killed process left midway.
 - `daily`: daily notes and templates from the vault's `.obsidian` settings.
+- `canvases`: a `.canvas` file read, and changed one edit at a time through the same step.
 """

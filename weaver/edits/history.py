@@ -17,6 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from weaver.cache import journal
+from weaver.edits.canvases import files_for
 from weaver.edits.notes import MOVE_FILE, move_note
 from weaver.edits.steps import (
     ABSENT,
@@ -53,7 +54,8 @@ class NoteEdits:
 
 
 def list_edits(app: Notes, path: str, *, limit: int, offset: int) -> NoteEdits:
-    """The writes of the note at `path` by Weaver, newest first, a page at a time."""
+    """The writes of the note (or canvas) at `path` by Weaver, newest first, a page at a time."""
+    app = files_for(app, path)
     clean = app.vault.check_note_path(path)
     with app.db.connect() as conn:
         rows, total = journal.list_note_edits(conn, clean, limit, offset)
@@ -79,6 +81,7 @@ def restore_edit(
     """Put the note back as it was before edit `edit_id` (a note that edit created goes to
     `.trash/`, one it removed comes back). Refused when the note is no longer as that edit
     left it, unless `expected_hash` names what it is now."""
+    app = files_for(app, path)
     clean = app.vault.check_note_path(path)
     with app.db.connect() as conn:
         found = journal.get_replaced_text(conn, edit_id, clean)

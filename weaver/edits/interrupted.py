@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import structlog
 
 from weaver.cache import journal
+from weaver.edits.canvases import files_for
 from weaver.edits.notes import MOVE_FILE
 from weaver.edits.steps import (
     ABSENT,
@@ -138,7 +139,7 @@ def _redo(app: Notes, note: journal.JournalNote, actual: str) -> NoteOutcome:
     if note.new_data is None:  # one note's edit, or a move's source not renamed
         return NoteOutcome(note.path, journal.SKIPPED, "interrupted before its write; not applied")
     try:
-        guarded_write(app.vault, note.path, note.new_data, expected=actual)
+        guarded_write(files_for(app, note.path).vault, note.path, note.new_data, expected=actual)
     except NoteChangedError:
         return NoteOutcome(note.path, journal.SKIPPED, EDITED)
     except (VaultError, OSError) as exc:
@@ -148,6 +149,6 @@ def _redo(app: Notes, note: journal.JournalNote, actual: str) -> NoteOutcome:
 
 def _hash_on_disk(app: Notes, path: str) -> str:
     try:
-        return digest(app.vault.read_note(path))
+        return digest(files_for(app, path).vault.read_note(path))
     except NoteNotFoundError:
         return ABSENT

@@ -53,7 +53,8 @@ LIST_EDITS = """A note's recent writes by Weaver, newest first: what restore_edi
 The recent writes of one note by Weaver (any tool, workflow recovery or
 `weaver` command), newest first, with what each replaced kept for 30 days: the edits
 restore_edit can undo. `current` marks the edit the note is still exactly as. Notes edited in
-Obsidian or elsewhere have no entries for those saves. Example: {"path": "Projects/Weaver.md"}."""
+Obsidian or elsewhere have no entries for those saves. A canvas's edits by edit_canvas are
+listed (and undone) the same way, by its `.canvas` path. Example: {"path": "Projects/Weaver.md"}."""
 
 RESTORE_EDIT = """Undo one of a note's edits by Weaver (from list_edits), putting the note back as
 it was before it.

@@ -19,6 +19,7 @@ from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server import (
     browse_tools,
     cache_tools,
+    canvas_tools,
     edit_tools,
     graph_tools,
     history_tools,
@@ -50,6 +51,7 @@ TOOL_MODULES = (
     browse_tools,
     graph_tools,
     task_tools,
+    canvas_tools,
     workflow_tools,
     record_tools,
     write_tools,
@@ -84,6 +86,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         block as the plugin shows it. When writes are enabled, update_task completes, cancels,
         reopens or toggles a task line, or sets its dates or priority, as the Tasks plugin does
         (a recurring task gets its next occurrence).""",
+    "canvas": """get_canvas reads an Obsidian canvas (.canvas): its cards (text, note, link,
+        group) and edges, a page at a time. When writes are enabled, edit_canvas adds, moves
+        or removes a card, or connects two (pass get_canvas's contentHash as expectedHash).""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by

@@ -14,6 +14,7 @@ out. Why: docs/architecture.md, "vault/fs.py".
 
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import stat
@@ -34,6 +35,19 @@ NOTE_SUFFIX = ".md"
 # while it is parsed, indexed or sent to a client: bigger files are listed, with an error,
 # but never read.
 MAX_NOTE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileKind:
+    """The files a `Vault` takes by path from a client: their suffix, and what an error calls
+    one that has another."""
+
+    suffix: str
+    name: str
+
+
+NOTES = FileKind(NOTE_SUFFIX, "a markdown note")
+CANVASES = FileKind(".canvas", "a canvas (.canvas)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +108,16 @@ class Vault:
     def __init__(self, root: Path, ignore: Sequence[str] = ()) -> None:
         self.root = root.resolve()
         self.ignore = tuple(ignore)
+        self.kind = NOTES  # the files `check_note_path` and what builds on it take
         self._root_prefix = str(self.root) + os.sep  # for reads without building a Path
         self._loops_told: set[str] = set()  # symlink loops already warned of, once each
+
+    def of_kind(self, kind: FileKind) -> Vault:
+        """The same vault (same rules, same files) taking paths of `kind` where it takes note
+        paths: what the canvas tools read and write through, with every check the notes get."""
+        view = copy.copy(self)
+        view.kind = kind
+        return view
 
     def is_ignored(self, path: str) -> bool:
         """Hidden components, or the path or one of its folders matching an ignore pattern."""
@@ -239,7 +261,8 @@ class Vault:
         return full
 
     def check_note_path(self, path: str) -> str:
-        """Validate a client-supplied note path and return it normalised (no I/O)."""
+        """Validate a client-supplied note path (of this vault's `kind`: a note, unless it is
+        a view made by `of_kind`) and return it normalised (no I/O)."""
         if not path or "\x00" in path:
             raise InvalidPathError(path, "empty or contains NUL")
         if not is_utf8(path):
@@ -253,8 +276,8 @@ class Vault:
         clean = "/".join(part for part in pure.parts if part != ".")
         if self.is_ignored(clean):
             raise InvalidPathError(path, "hidden or ignored folder")
-        if not is_note_path(clean):
-            raise InvalidPathError(path, "not a markdown note")
+        if not clean.lower().endswith(self.kind.suffix):
+            raise InvalidPathError(path, f"not {self.kind.name}")
         return clean
 
     def _inside(self, resolved: Path) -> bool:
