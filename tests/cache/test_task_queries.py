@@ -247,3 +247,26 @@ def test_limit_groups_pages_follow_a_reversed_groups_order(tasks_app: App) -> No
     answer = run(tasks_app, "group by status reverse\nlimit groups 1")
     assert [g.names for g in answer.groups] == [("Todo",), ("Done",)]
     assert [t.group for t in answer.page.items] == [("Todo",), ("Done",)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "group by filename",
+        "group by folder reverse\ngroup by priority",
+        "not done\ngroup by filename\nsort by due\nlimit 4",
+        "group by folder\ngroup by filename reverse",
+    ],
+)
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_pages_of_a_query_grouped_by_place_walk_the_whole_order(
+    tasks_app: App, text: str, size: int
+) -> None:
+    whole = run(tasks_app, text)
+    pages, offset = [], 0
+    while offset < whole.page.total:
+        page = run(tasks_app, text, offset=offset, limit=size)
+        assert page.page.total == whole.page.total
+        pages += [(t.path, t.line, t.group) for t in page.page.items]
+        offset += size
+    assert pages == [(t.path, t.line, t.group) for t in whole.page.items]

@@ -94,7 +94,7 @@ class FoundTask:
     group: tuple[str, ...]  # its group at each `group by` level; () when not grouped
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskGroup:
     names: tuple[str, ...]
     count: int  # tasks in the group over the whole match (after `limit groups`)
@@ -113,7 +113,7 @@ def run_task_query(
     the query's own `limit` caps the total, as it caps what the plugin shows."""
     compiler = _Compiler(conn, today)
     base = _ranked(compiler, query)
-    groups = _group_counts(conn, query, base) if query.groups else []
+    groups, paths = _group_counts(conn, query, base) if query.groups else ([], {})
     if query.groups:  # the groups hold every matching row once: no second count
         total = sum(g.count for g in groups)
         total = total if query.limit is None else min(total, query.limit)
@@ -123,8 +123,42 @@ def run_task_query(
             matching = matching.limit(query.limit)
         total = conn.execute(select(func.count()).select_from(matching.subquery())).scalar_one()
     wanted = max(0, min(limit, total - offset))
-    rows = _page_rows(conn, compiler, query, base, offset, wanted)
+    page_base, page_offset = _narrowed(query, base, groups, paths, offset, wanted)
+    rows = _page_rows(conn, compiler, query, page_base, page_offset, wanted)
     return TaskPage(Page(rows, total, offset, limit), groups)
+
+
+# Notes a narrowed page may name (`_narrowed`); a folder group can hold thousands.
+MAX_NARROWED_PATHS = 500
+
+
+def _narrowed(
+    query: TaskQuery,
+    base: Select[Any],
+    groups: list[TaskGroup],
+    paths: dict[str, set[str]],
+    offset: int,
+    wanted: int,
+) -> tuple[Select[Any], int]:
+    """A page of a query grouped first by file or folder lies in a few of those groups, which
+    the group counts locate: its tasks are then sorted among those groups' notes only, with
+    the offset taken from where the first of them starts, rather than the whole match sorted
+    for every page. `paths` holds the notes of each first-level group."""
+    if not paths or wanted == 0 or query.group_limit is not None:
+        return base, offset
+    starts: dict[str, int] = {}  # where each first-level group starts, in the whole order
+    seen = 0
+    chosen: list[str] = []
+    for group in groups:
+        name = group.names[0]
+        starts.setdefault(name, seen)
+        if seen < offset + wanted and seen + group.count > offset and name not in chosen:
+            chosen.append(name)
+        seen += group.count
+    notes = sorted(path for name in chosen for path in paths[name])
+    if not chosen or len(notes) > MAX_NARROWED_PATHS:
+        return base, offset
+    return base.where(Task.note_path.in_(notes)), offset - starts[chosen[0]]
 
 
 class _Compiler:
@@ -513,22 +547,33 @@ _FROM_PATH: dict[str, Callable[[str], str]] = {
 }
 
 
-def _group_counts(conn: Connection, query: TaskQuery, base: Select[Any]) -> list[TaskGroup]:
+def _group_counts(
+    conn: Connection, query: TaskQuery, base: Select[Any]
+) -> tuple[list[TaskGroup], dict[str, set[str]]]:
+    """The groups in order with their counts, and when the first level is named after the
+    path, the notes in each of its groups."""
     inner = base.order_by(None).subquery()
     levels = list(enumerate(query.groups))
     keys = [inner.c.task_path if g.key in _FROM_PATH else inner.c[f"g{i}"] for i, g in levels]
     folds = [(i, _FROM_PATH.get(g.key)) for i, g in levels]
     counts: dict[tuple[Any, ...], int] = {}
+    paths: dict[str, set[str]] = {}
+    by_path = query.groups[0].key in _FROM_PATH
     # Fetched whole: iterating the result fetches row by row, a third of the time for
     # thousands of groups (a backlog grouped by file).
     for row in conn.execute(select(*keys, func.count()).group_by(*keys)).all():
         key = tuple([row[i] if fold is None else fold(row[i]) for i, fold in folds])
         counts[key] = counts.get(key, 0) + row[-1]
+        if by_path:
+            paths.setdefault(key[0], set()).add(row[0])
     ordered = list(counts.items())
     # Level by level from the last, each sort stable: the order the page's ORDER BY gives.
     for i, group in reversed(levels):
         ordered.sort(key=lambda item: item[0][i], reverse=group.reverse)
-    return [
+    if all(g.key != "priority" for g in query.groups):  # every other group value is its name
+        return [TaskGroup(key, count) for key, count in ordered], paths
+    named = [
         TaskGroup(tuple([_group_name(g, key[i]) for i, g in levels]), count)
         for key, count in ordered
     ]
+    return named, paths
