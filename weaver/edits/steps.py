@@ -54,10 +54,10 @@ from weaver.vault.writer import VaultWriter
 log = structlog.get_logger(__name__)
 
 BOM = b"\xef\xbb\xbf"
-ABSENT = ""
+ABSENT = ""  # the hash the journal records for a note that does not exist
 # A note another program changed more recently than this may be in the middle of its save.
 SETTLE_S = 0.1
-SETTLE_MAX_S = 2.0  # the hash the journal records for a note that does not exist
+SETTLE_MAX_S = 2.0  # a note still being saved after this long refuses the edit
 
 # Brings the cache in step with {path: content hash, or None when the note is gone}; returns
 # False when it could not be confirmed in time.
