@@ -18,7 +18,8 @@ from pydantic import Field
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
 from weaver.canvas import operations
-from weaver.canvas.document import Canvas, Edge, Node, group_of
+from weaver.canvas.document import GEOMETRY, Canvas, Edge, Node, group_of
+from weaver.canvas.operations import TYPE_FIELDS
 from weaver.edits import canvases
 from weaver.edits.steps import CacheSync
 from weaver.mcp_server.arguments import Limit, Offset
@@ -44,27 +45,16 @@ EDGE_TOKENS = 6_000
 # plugin data must not crowd a page out.
 MAX_EXTRA_CHARS = 1_000
 # The fields the answer names; any other field of a node or edge is shown under `extra`.
-NODE_FIELDS = frozenset(
-    [
-        "id",
-        "type",
-        "x",
-        "y",
-        "width",
-        "height",
-        "color",
-        "text",
-        "file",
-        "subpath",
-        "url",
-        "label",
-        "background",
-        "backgroundStyle",
-    ]
+# What `edit_canvas add_node` takes: every field a card of the spec may carry but its id.
+NODE_CONTENT = frozenset(
+    {"type", "color", *GEOMETRY, *(f for fields in TYPE_FIELDS.values() for f in fields)}
 )
-EDGE_FIELDS = frozenset(
-    ["id", "fromNode", "toNode", "fromSide", "toSide", "fromEnd", "toEnd", "color", "label"]
+NODE_FIELDS = NODE_CONTENT | {"id"}
+# What `edit_canvas connect` takes: every field of an edge of the spec but its id.
+EDGE_CONTENT = frozenset(
+    ["fromNode", "toNode", "fromSide", "toSide", "fromEnd", "toEnd", "color", "label"]
 )
+EDGE_FIELDS = EDGE_CONTENT | {"id"}
 
 GET_CANVAS = """Read an Obsidian canvas (.canvas, JSON Canvas): its cards (text, note, link,
 group) and the edges between them, a page at a time.
@@ -341,27 +331,9 @@ def canvas_sync(state: ServerState) -> CacheSync:
 Operation = Literal["add_node", "move_node", "connect", "remove_node", "remove_edge"]
 # The arguments each operation takes (beyond path, operation and expectedHash).
 TAKES: dict[str, frozenset[str]] = {
-    "add_node": frozenset(
-        [
-            "type",
-            "x",
-            "y",
-            "width",
-            "height",
-            "color",
-            "text",
-            "file",
-            "subpath",
-            "url",
-            "label",
-            "background",
-            "backgroundStyle",
-        ]
-    ),
+    "add_node": NODE_CONTENT,
     "move_node": frozenset(["node", "x", "y", "width", "height"]),
-    "connect": frozenset(
-        ["fromNode", "toNode", "fromSide", "toSide", "fromEnd", "toEnd", "label", "color"]
-    ),
+    "connect": EDGE_CONTENT,
     "remove_node": frozenset({"node"}),
     "remove_edge": frozenset({"edge"}),
 }
