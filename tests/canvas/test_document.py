@@ -14,6 +14,14 @@ from weaver.errors import InvalidCanvasError
 # Obsidian's layout: tab-indented, one node or edge per line, no newline at the end. Every
 # node type, every optional field, preset and hex colors, fields of no spec (a plugin's
 # `styleAttributes`, a top-level `metadata`), non-ASCII text and escapes.
+# The ids of EVERY_KIND's cards, which the operation and tool tests name.
+GROUP, TEXT, NOTE, LINK, PHOTO = (
+    "a0000000000000a1",
+    "b0000000000000b2",
+    "c0000000000000c3",
+    "d0000000000000d4",
+    "e0000000000000e5",
+)
 EVERY_KIND = (
     "{\n"
     '\t"nodes":[\n'

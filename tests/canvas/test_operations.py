@@ -9,18 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.canvas.test_document import EVERY_KIND
+from tests.canvas.test_document import EVERY_KIND, GROUP, LINK, NOTE, PHOTO, TEXT
 from weaver.canvas import operations as ops
 from weaver.canvas.document import Canvas, read_canvas, write_canvas
 from weaver.errors import CanvasEditError
-
-GROUP, TEXT, NOTE, LINK, PHOTO = (
-    "a0000000000000a1",
-    "b0000000000000b2",
-    "c0000000000000c3",
-    "d0000000000000d4",
-    "e0000000000000e5",
-)
 
 
 def board() -> Canvas:

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.canvas.test_document import EVERY_KIND
+from tests.canvas.test_document import EVERY_KIND, GROUP, LINK, NOTE, PHOTO, TEXT
 from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve, tools_of
 from weaver.canvas.document import read_canvas, write_canvas
@@ -23,13 +23,6 @@ from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 pytestmark = pytest.mark.anyio
 
 BOARD = "Boards/Sprint.canvas"
-GROUP, TEXT, NOTE, LINK, PHOTO = (
-    "a0000000000000a1",
-    "b0000000000000b2",
-    "c0000000000000c3",
-    "d0000000000000d4",
-    "e0000000000000e5",
-)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import anyio
 import anyio.to_thread
 import pytest
 from mcp import Client
+from mcp.client.session import MessageHandlerFnT
 from mcp.shared.exceptions import MCPDeprecationWarning
 from sqlalchemy import delete, insert, update
 
@@ -107,7 +108,9 @@ async def test_a_long_section_is_cut_to_the_bound_and_says_how_to_get_the_rest(
     assert json.dumps(overdue["query"]) in overdue["more"]
 
 
-async def test_a_subscriber_hears_when_a_batch_changes_todays_tasks(served: Served) -> None:
+def updates_heard() -> tuple[list[str], anyio.Event, MessageHandlerFnT]:
+    """The URIs a client is told were updated, an event set at the first, and the client's
+    message handler that records them."""
     heard: list[str] = []
     changed = anyio.Event()
 
@@ -116,6 +119,12 @@ async def test_a_subscriber_hears_when_a_batch_changes_todays_tasks(served: Serv
         if getattr(root, "method", "") == "notifications/resources/updated":
             heard.append(str(root.params.uri))
             changed.set()
+
+    return heard, changed, on_message
+
+
+async def test_a_subscriber_hears_when_a_batch_changes_todays_tasks(served: Served) -> None:
+    heard, changed, on_message = updates_heard()
 
     async with Client(served.server, mode="legacy", message_handler=on_message) as client:
         with pytest.warns(MCPDeprecationWarning):
@@ -151,14 +160,7 @@ async def test_a_subscriber_hears_at_midnight_that_today_moved_on(
         def today(cls) -> Tomorrow:
             return cls.fromordinal(TODAY.toordinal() + 1)
 
-    heard: list[str] = []
-    changed = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if getattr(root, "method", "") == "notifications/resources/updated":
-            heard.append(str(root.params.uri))
-            changed.set()
+    heard, changed, on_message = updates_heard()
 
     monkeypatch.setattr(task_resources, "seconds_until_tomorrow", lambda: 0.5)
     async with Client(served.server, mode="legacy", message_handler=on_message) as client:
