@@ -27,7 +27,7 @@ from weaver.bases.compiler import Program, compile_expression
 from weaver.bases.document import BaseDocument, SortKey, ViewSpec
 from weaver.bases.environment import Environment
 from weaver.bases.evaluate import Context, evaluate
-from weaver.bases.filters import all_of, filter_matches
+from weaver.bases.filters import all_of, compile_filter
 from weaver.bases.summaries import BUILTIN_SUMMARIES, identity
 from weaver.bases.values import (
     Date,
@@ -90,9 +90,11 @@ def run_view(
     dropped, kept or left blank in its place."""
     env = dataclasses.replace(env, formulas=document.formulas)
     keep = all_of(document.filters, view.filters)
-    contexts = [Context(facts, env) for facts in sorted(files, key=_path)]
+    contexts = [Context(facts, env) for facts in files]
     if keep is not None:
-        contexts = [context for context in contexts if filter_matches(keep, context)]
+        test = compile_filter(keep)
+        contexts = [context for context in contexts if test(context)]
+    contexts.sort(key=_path)  # ties of the sort keep path order
     shown = _sorted(contexts, view.sort)[: view.limit]
     columns = tuple(Column(key, _label(document, key)) for key in view.order or DEFAULT_COLUMNS)
     summarise = _Summariser(document, view, env)
@@ -110,8 +112,8 @@ def run_view(
     )
 
 
-def _path(facts: FileFacts) -> str:
-    return facts.path
+def _path(context: Context) -> str:
+    return context.file.facts.path
 
 
 def reader(key: str) -> Program:
