@@ -18,12 +18,13 @@ import dataclasses
 import datetime as dt
 import json
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TypeAlias
 
-from weaver.bases.compiler import Program, compile_expression
+from weaver.bases import fields
+from weaver.bases.compiler import compile_expression
 from weaver.bases.document import BaseDocument, SortKey, ViewSpec
 from weaver.bases.environment import Environment
 from weaver.bases.evaluate import Context, evaluate
@@ -116,10 +117,21 @@ def _path(context: Context) -> str:
     return context.file.facts.path
 
 
-def reader(key: str) -> Program:
-    """The expression that reads a property key for a row (`note.my prop` is `note["my prop"]`)."""
+Reader = Callable[[Context], Value]
+_NO_BINDINGS: Mapping[str, Value] = {}
+
+
+def reader(key: str) -> Reader:
+    """What reads a property key for a row. A note property or file field is read directly
+    (a view reads one per cell); a formula, or a file field that is none, through an
+    expression, so its errors are the language's own."""
     scope, _, name = key.partition(".")
-    return compile_expression(f"{scope}[{json.dumps(name)}]")
+    if scope == "note":
+        return lambda context: fields.note_property(context.file.facts, name)
+    if scope == "file" and name in fields.FILE_FIELDS:
+        return lambda context: fields.file_field(context.file, name)
+    program = compile_expression(f"{scope}[{json.dumps(name)}]")
+    return lambda context: program.run(context, _NO_BINDINGS)
 
 
 def _label(document: BaseDocument, key: str) -> str:
@@ -131,8 +143,8 @@ def _label(document: BaseDocument, key: str) -> str:
     return f"file {name}" if scope == "file" else name
 
 
-def _row(context: Context, readers: Sequence[Program]) -> ResultRow:
-    return ResultRow(context.file.facts.path, tuple(evaluate(r, context) for r in readers))
+def _row(context: Context, readers: Sequence[Reader]) -> ResultRow:
+    return ResultRow(context.file.facts.path, tuple([read(context) for read in readers]))
 
 
 # ---------------------------------------------------------------- ordering
@@ -143,10 +155,8 @@ def _sorted(contexts: list[Context], keys: Sequence[SortKey]) -> list[Context]:
     its ties, and so on."""
     ordered = contexts
     for key in reversed(keys):
-        program = reader(key.property)
-        decorated = [
-            (order_key(evaluate(program, context), key.descending), context) for context in ordered
-        ]
+        read = reader(key.property)
+        decorated = [(order_key(read(context), key.descending), context) for context in ordered]
         decorated.sort(key=itemgetter(0), reverse=key.descending)
         ordered = [context for _, context in decorated]
     return ordered
@@ -191,10 +201,10 @@ def _grouped(
 ) -> tuple[list[Context], tuple[GroupResult, ...]]:
     """The rows regrouped (sort order kept within a group) and the groups, ordered by their key
     in the group's direction, the group of rows with no value last."""
-    program = reader(group_by.property)
+    read = reader(group_by.property)
     buckets: dict[Hashable, tuple[Value, list[Context]]] = {}
     for context in contexts:
-        key = evaluate(program, context)
+        key = read(context)
         key = None if is_empty(key) else key
         buckets.setdefault(identity(key), (key, []))[1].append(context)
     ordered = sorted(
@@ -220,8 +230,8 @@ class _Summariser:
 
     def __call__(self, contexts: Sequence[Context]) -> dict[str, Value]:
         summaries = {}
-        for key, program, name in self.chosen:
-            values = [evaluate(program, context) for context in contexts]
+        for key, read, name in self.chosen:
+            values = [read(context) for context in contexts]
             summaries[key] = self.summary(name, values)
         return summaries
 
