@@ -54,6 +54,13 @@ def note_property(facts: FileFacts, name: str) -> Value:
     return property_value(facts.properties.get(name))
 
 
+# What `file.x` can name: the columns a view may show of a file.
+FILE_FIELDS = frozenset(
+    {"name", "basename", "path", "folder", "ext", "size", "properties", "tags", "links"}
+    | {"backlinks", "embeds", "ctime", "mtime", "file"}
+)
+
+
 def file_field(file: File, name: str) -> Value:
     facts = file.facts
     match name:
