@@ -60,11 +60,9 @@ class Narrowed:
 class CachedFile:
     """A note or attachment as the cache holds it. The list fields come from its `_Load`."""
 
-    __slots__ = ("_load", "ctime", "ext", "folder", "mtime", "name", "path", "size")
+    __slots__ = ("_created", "_load", "_modified", "ext", "folder", "name", "path", "size")
 
-    def __init__(
-        self, load: _Load, path: str, size: int, ctime: dt.datetime, mtime: dt.datetime
-    ) -> None:
+    def __init__(self, load: _Load, path: str, size: int, created: float, modified: float) -> None:
         self._load = load
         self.path = path
         slash = path.rfind("/")
@@ -73,8 +71,16 @@ class CachedFile:
         dot = self.name.rfind(".")
         self.ext = self.name[dot + 1 :] if dot > 0 else ""
         self.size = size
-        self.ctime = ctime
-        self.mtime = mtime
+        self._created = created  # seconds since the epoch; a datetime only when read
+        self._modified = modified
+
+    @property
+    def ctime(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._created)
+
+    @property
+    def mtime(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self._modified)
 
     @property
     def tags(self) -> Sequence[str]:
@@ -217,16 +223,12 @@ _ATTACHMENT_ROWS = select(Attachment.path, Attachment.size, Attachment.mtime_ns)
 
 
 def _note_file(load: _Load, path: str, size: int, created: int, modified: int) -> CachedFile:
-    return CachedFile(load, path, size, _local(created / 1000), _local(modified / 1000))
+    return CachedFile(load, path, size, created / 1000, modified / 1000)
 
 
 def _attachment_file(load: _Load, path: str, size: int, mtime_ns: int) -> CachedFile:
-    moment = _local(mtime_ns / 1e9)  # the cache keeps no creation time of attachments
-    return CachedFile(load, path, size, moment, moment)
-
-
-def _local(seconds: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(seconds)
+    seconds = mtime_ns / 1e9  # the cache keeps no creation time of attachments
+    return CachedFile(load, path, size, seconds, seconds)
 
 
 # ---------------------------------------------------------------- narrowing
