@@ -13,6 +13,7 @@ from weaver.bases.document import document_from_query, view_of
 from weaver.cache import read
 from weaver.mcp_server import base_answers
 from weaver.mcp_server.arguments import Limit, Offset
+from weaver.mcp_server.base_answers import BaseListData, BaseViewData
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.envelope import ArgumentError
 from weaver.paging import page_of
@@ -22,7 +23,7 @@ from weaver.runtime.state import ServerState
 LIST_BASES = """List the vault's Obsidian Bases: `.base` files and the ```base blocks of notes,
 each with its views (name and layout), or the reason it cannot be read. Use it to find what to
 pass to query_base. Returns `bases` (path, block: the block's index in its note or null for a
-file, line, views, error), `total`, `hasMore`."""
+file, line, views, error), `total`, `hasMore`. Example: {} or {"offset": 50}."""
 
 QUERY_BASE = """Evaluate one view of an Obsidian Base as the app shows it: the view's rows
 (files that pass the base's and the view's filters), its columns (properties, file fields and
@@ -57,7 +58,7 @@ DEFAULT_ROWS = 50
 DEFAULT_BASES = 50
 
 
-@tool("List bases", LIST_BASES, toolset="bases", cache_hit=False)
+@tool("List bases", LIST_BASES, toolset="bases", cache_hit=False, output=BaseListData)
 def list_bases(state: ServerState, limit: Limit = DEFAULT_BASES, offset: Offset = 0) -> Any:
     with read.read_snapshot(state.app.db) as conn:
         listings = list(base_views.list_bases(conn, state.app.vault))
@@ -65,7 +66,7 @@ def list_bases(state: ServerState, limit: Limit = DEFAULT_BASES, offset: Offset 
     return base_answers.listing_answer(page.items, len(listings), offset)
 
 
-@tool("Query a base", QUERY_BASE, toolset="bases", cache_hit=False)
+@tool("Query a base", QUERY_BASE, toolset="bases", cache_hit=False, output=BaseViewData)
 def query_base(
     state: ServerState,
     path: BasePath,
@@ -88,7 +89,7 @@ Expression = Annotated[
 ]
 
 
-@tool("Query notes", QUERY_NOTES, toolset="bases", cache_hit=False)
+@tool("Query notes", QUERY_NOTES, toolset="bases", cache_hit=False, output=BaseViewData)
 def query_notes(
     state: ServerState,
     filter: Expression = None,
