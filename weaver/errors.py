@@ -6,6 +6,8 @@ WeaverError
 ├── TaskQueryError         a Tasks query line Weaver cannot read (names the line)
 ├── BaseExpressionError    a Bases expression that cannot be parsed or evaluated (names the
 │                          expression and the character position)
+├── BaseFileError          a `.base` file (or ```base block) that is not a base: names the YAML
+│                          place ("views[1].sort[0]") and what is wrong there
 ├── CanvasError            a `.canvas` file and what is asked of it
 │   ├── InvalidCanvasError   not a JSON Canvas 1.0 document (names each node or edge, field)
 │   └── CanvasEditError      an edit the canvas cannot take (an unknown node id, a bad side)
@@ -57,6 +59,17 @@ class BaseExpressionError(WeaverError):
         super().__init__(f"expression '{expression}' at {position}: {message}")
         self.expression = expression
         self.position = position
+        self.message = message
+
+
+class BaseFileError(WeaverError):
+    """A `.base` file or ```base block Weaver cannot read as a base: bad YAML, a misplaced key,
+    a view naming a summary that does not exist. `where` is the place in the YAML
+    (`views[1].sort[0]`, `filters.and[2]`, `formulas.ppu`), so the user can find it."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"base file, {where}: {message}")
+        self.where = where
         self.message = message
 
 

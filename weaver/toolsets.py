@@ -14,6 +14,7 @@ Toolset = Literal[
     "tags",
     "tasks",
     "canvas",
+    "bases",
     "edit",
     "workflows",
     "records",

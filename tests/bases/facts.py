@@ -1,4 +1,5 @@
-"""A file's facts for the Bases tests, and a one-call evaluation with a fixed clock."""
+"""A file's facts for the Bases tests, a one-call evaluation with a fixed clock, and a view's
+result read back as JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from weaver.bases import Context, Environment, FileFacts, Value, compile_expression, evaluate
+from weaver.bases.view import Plain, ViewResult, plain
 
 # A Tuesday noon: every test's now().
 NOW = dt.datetime(2025, 5, 27, 12, 0, 0)
@@ -59,3 +61,17 @@ def value(
     """`text` evaluated for `facts` (a plain note by default)."""
     context = Context(facts or Facts(), environment or env())
     return evaluate(compile_expression(text), context)
+
+
+def table(result: ViewResult) -> list[tuple[str, list[Plain]]]:
+    """A view's rows as a reader sees them: each path with its cells as JSON."""
+    return [(row.path, [plain(cell) for cell in row.cells]) for row in result.rows]
+
+
+def groups(result: ViewResult) -> list[tuple[Plain, int, int, dict[str, Plain]]]:
+    """A view's groups: key, first row, row count, summaries (as JSON)."""
+    assert result.groups is not None
+    return [
+        (plain(g.key), g.start, g.count, {k: plain(v) for k, v in g.summaries.items()})
+        for g in result.groups
+    ]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tests.benchmarks import (
     answers,
+    bases,
     clients,
     concurrency,
     dashboard,
@@ -57,6 +58,7 @@ GROUPS: dict[str, Group] = {
     "indexing": indexing.run,
     "queries": queries.run,
     "task_queries": task_queries.run,
+    "bases": bases.run,
     "postgres": postgres.run,  # only with --postgres (or --only postgres): starts a server
     "clients": clients.run,
     "freshness": freshness.run,

@@ -52,7 +52,7 @@ async def test_tag_searches_that_find_nothing_say_what_was_meant(tools: Tools) -
 
 async def test_an_unknown_tool_is_an_envelope_naming_the_tool_meant(tools: Tools) -> None:
     assert await tools.error("list_tag") == (
-        "Unknown tool: 'list_tag' (did you mean 'list_tags' or 'list_edits'?)"
+        "Unknown tool: 'list_tag' (did you mean 'list_tags', 'list_edits' or 'list_bases'?)"
     )
     assert await tools.error("search-notes", query="x") == (
         "Unknown tool: 'search-notes' "

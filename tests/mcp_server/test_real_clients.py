@@ -84,7 +84,11 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(
         seen = run_ts_client(node, tmp_path, spec)
     assert seen["capabilities"]["resources"]["subscribe"] is True
     assert len(seen["resources"]) == 3 + 602  # vault resources + notes, over 7 pages
-    assert seen["templates"] == ["weaver://note/{+path}", "weaver://help/{tool}"]
+    assert seen["templates"] == [
+        "weaver://note/{+path}",
+        "weaver://base/{+path}",
+        "weaver://help/{tool}",
+    ]
     assert seen["read"] == "# Hub\nThe centre.\n"
     assert set(seen["prompts"]) >= {"connect_note", "triage_broken_links"}
     assert "## Linked from\n\n- n/000.md" in seen["prompt"]

@@ -55,6 +55,7 @@ async def test_the_note_template_and_capabilities(client: Client) -> None:
     templates = (await client.list_resource_templates()).resource_templates
     assert [(t.uri_template, t.mime_type) for t in templates] == [
         ("weaver://note/{+path}", "text/markdown"),
+        ("weaver://base/{+path}", "application/json"),
         ("weaver://help/{tool}", "text/markdown"),
     ]
     caps = client.server_capabilities

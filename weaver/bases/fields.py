@@ -5,6 +5,7 @@ as Obsidian's property types make them)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 
 from weaver.bases import times
@@ -39,6 +40,9 @@ def property_value(raw: object) -> Value:
     return str(raw)
 
 
+# Remembered: a vault repeats its property texts (dates, statuses) across thousands of notes,
+# and a view reads one per row; the values made are immutable.
+@functools.lru_cache(maxsize=1 << 16)
 def _text_value(text: str) -> Value:
     stripped = text.strip()
     if stripped.startswith("[[") and stripped.endswith("]]") and "]]" not in stripped[2:-2]:
@@ -52,6 +56,13 @@ def _text_value(text: str) -> Value:
 def note_property(facts: FileFacts, name: str) -> Value:
     """`note.name` (or a bare `name`): the property, null when the note has none."""
     return property_value(facts.properties.get(name))
+
+
+# What `file.x` can name: the columns a view may show of a file.
+FILE_FIELDS = frozenset(
+    {"name", "basename", "path", "folder", "ext", "size", "properties", "tags", "links"}
+    | {"backlinks", "embeds", "ctime", "mtime", "file"}
+)
 
 
 def file_field(file: File, name: str) -> Value:

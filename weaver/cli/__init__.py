@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from weaver import __version__
+from weaver.cli.base_command import add_base_command
 from weaver.cli.edit_commands import add_edit_commands
 from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, Command
 from weaver.cli.index_commands import add_index_command
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_edit_commands(commands)
     add_search_command(commands)
     add_task_command(commands)
+    add_base_command(commands)
     add_task_edit_commands(commands)
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).

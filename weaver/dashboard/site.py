@@ -29,7 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from weaver.dashboard import data, live, task_list
+from weaver.dashboard import base_pages, data, live, task_list
 from weaver.dashboard.render import build_templates
 from weaver.dashboard.security import (
     CSRF_COOKIE,
@@ -99,6 +99,8 @@ class Dashboard:
             Route("/vault", self._page(self.vault_health)),
             Route("/search", self._page(self.search)),
             Route("/tasks", self._page(self.tasks)),
+            Route("/bases", self._page(self.bases)),
+            Route("/bases/view", self._page(self.base_view)),
             Route("/notes/{path:path}", self._page(self.note)),
             Route("/edits/{edit_id:int}/restore", self._page(self.restore_edit), methods=["POST"]),
             Route("/graph", self._page(self.graph)),
@@ -274,6 +276,28 @@ class Dashboard:
         status = 400 if found.error else 200
         return self.render(
             request, "tasks.html", status, t=found, per_page=task_list.TASKS_PER_PAGE
+        )
+
+    async def bases(self, request: Request) -> Response:
+        offset = _int(request.query_params.get("offset"), 0)
+        found = await anyio.to_thread.run_sync(base_pages.load_bases, self.state, offset)
+        return self.render(request, "bases.html", b=found, per_page=base_pages.BASES_PER_PAGE)
+
+    async def base_view(self, request: Request) -> Response:
+        params = request.query_params
+        path, view = params.get("path", ""), params.get("view") or None
+        block = _int(params.get("block"), -1)
+        offset = _int(params.get("offset"), 0)
+
+        def load() -> base_pages.BaseTable:
+            return base_pages.load_table(
+                self.state, path, view, block if block >= 0 else None, offset
+            )
+
+        table = await anyio.to_thread.run_sync(load)
+        status = 400 if table.error else 200
+        return self.render(
+            request, "base_view.html", status, t=table, per_page=base_pages.ROWS_PER_PAGE
         )
 
     async def note(self, request: Request) -> Response:

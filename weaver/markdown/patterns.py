@@ -34,6 +34,7 @@ __all__ = [
     "TYPED_LINK",
     "WIKILINK",
     "WORD_BYTES",
+    "code_spans",
     "fill",
     "is_valid_tag",
     "mask_code",
@@ -65,7 +66,13 @@ def _backtick_run(length: int) -> re.Pattern[str]:
 def mask_code(text: str) -> str:
     """text with code, comments, math and escapes overwritten (newlines kept): what is left is
     where links and tags can be. Escapes become spaces, everything else FILL."""
-    return _Masker(text).masked()
+    return fill(text, _Masker(text).spans())
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans `mask_code` masks, in order: a fenced block's span starts at its
+    line's start (indent and `>` included) and ends after its closing fence (or at the end)."""
+    return [(start, end) for start, end, _ in _Masker(text).spans()]
 
 
 class _Masker:
@@ -81,7 +88,7 @@ class _Masker:
         self._paragraph = (0, -1)
         self._line = (0, -1)
 
-    def masked(self) -> str:
+    def spans(self) -> list[tuple[int, int, str]]:
         spans: list[tuple[int, int, str]] = []
         pos = 0
         while (match := _OPENER.search(self.text, pos)) is not None:
@@ -92,7 +99,7 @@ class _Masker:
             # Escapes are masked with spaces: Obsidian reads `\[\[#Escaped` as the tag #Escaped.
             spans.append((*span, " " if match.lastgroup == "escape" else FILL))
             pos = span[1]
-        return fill(self.text, spans)
+        return spans
 
     def _span(self, match: re.Match[str]) -> tuple[int, int] | None:
         start, end, text = match.start(), match.end(), self.text

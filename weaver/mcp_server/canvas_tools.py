@@ -27,7 +27,7 @@ from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.edit_tools import ExpectedHash
 from weaver.mcp_server.envelope import ArgumentError
 from weaver.mcp_server.schemas import WireModel
-from weaver.mcp_server.sizing import estimate_tokens, fit_text
+from weaver.mcp_server.sizing import fit_text, fitting_items
 from weaver.paging import has_more
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.state import ServerState
@@ -170,9 +170,9 @@ def get_canvas(
         answer = _one_node(found, node, edgeLimit, edgeOffset)
     else:
         page = canvas.nodes[offset : offset + limit]
-        nodes = _fitting([_node_info(n, canvas, LISTED_TEXT_CHARS) for n in page], NODE_TOKENS)
+        nodes = fitting_items([_node_info(n, canvas, LISTED_TEXT_CHARS) for n in page], NODE_TOKENS)
         edge_page = canvas.edges[edgeOffset : edgeOffset + edgeLimit]
-        edges = _fitting([_edge_info(e) for e in edge_page], EDGE_TOKENS)
+        edges = fitting_items([_edge_info(e) for e in edge_page], EDGE_TOKENS)
         total = len(canvas.edges)
         answer = _answer(found, nodes, len(canvas.nodes), offset, edges, total, edgeOffset)
     _mark_missing(state, answer["nodes"])
@@ -199,7 +199,7 @@ def _one_node(found: canvases.CanvasRead, node_id: str, limit: int, offset: int)
         raise ArgumentError("node", f"{found.path} has no node {node_id!r}")
     info = _node_info(node, canvas, fit_text(node.text_of("text") or "", NODE_TOKENS))
     touching = [e for e in canvas.edges if node_id in (e.from_node, e.to_node)]
-    edges = _fitting([_edge_info(e) for e in touching[offset : offset + limit]], EDGE_TOKENS)
+    edges = fitting_items([_edge_info(e) for e in touching[offset : offset + limit]], EDGE_TOKENS)
     answer = _answer(found, [info], 1, 0, edges, len(touching), offset)
     if "textChars" in answer["nodes"][0]:  # longer than one answer holds
         answer["hint"] = "The card's text is cut to what one answer holds; the file has it all."
@@ -301,17 +301,6 @@ def _numbers(fields: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
 def _wire(model: WireModel) -> dict[str, Any]:
     # Absent rather than null: most of a node's fields belong to other types.
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _fitting(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
-    """The page's first items within `budget` tokens (a page of big cards or plugin fields is
-    cut short; the answer says where to go on)."""
-    used = 0
-    for kept, item in enumerate(items):
-        used += estimate_tokens(json.dumps(item, ensure_ascii=False))
-        if used > budget and kept > 0:
-            return items[:kept]
-    return items
 
 
 # ---------------------------------------------------------------- edit_canvas

@@ -1,14 +1,16 @@
 """MCP resources: each note (`weaver://note/{+path}`, text/markdown), listed in pages with
 cursors, two vault-level resources (stats, tags), today's tasks (`weaver://tasks/today`,
-`task_resources`), each tool's help (`weaver://help/{tool}`, `tool_help`), and subscriptions.
+`task_resources`), a base's view (`weaver://base/{+path}`, `base_resources`), each tool's help
+(`weaver://help/{tool}`, `tool_help`), and subscriptions.
 
 A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
 applies a change to it (the watcher's batch, through the event bus); a client that subscribed
 to anything or listed resources gets `notifications/resources/list_changed` when notes are
 added, deleted or moved, at most once per `LIST_CHANGED_DEBOUNCE` seconds; a client subscribed
-to today's tasks hears of a batch that changed them, at most once per that time too. Handlers are
-registered on the low-level server with its `add_request_handler` (the SDK's hook for methods
-MCPServer does not serve as needed: cursors, subscriptions).
+to a computed resource (today's tasks, a base's view) hears of a batch that changed what it
+reads, at most once per that time too. Handlers are registered on the low-level server with its
+`add_request_handler` (the SDK's hook for methods MCPServer does not serve as needed: cursors,
+subscriptions).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from mcp_types import (
 
 from weaver.cache import browse, read
 from weaver.errors import WeaverError, did_you_mean, suggest
-from weaver.mcp_server import task_resources
+from weaver.mcp_server import base_resources, task_resources
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
 from weaver.runtime.state import ServerState
@@ -125,9 +127,11 @@ class Subscriptions:
     listening: weakref.WeakSet[Connection] = field(default_factory=weakref.WeakSet)
     loop: asyncio.AbstractEventLoop | None = None
     list_changed_due: bool = False
-    tasks_check_due: bool = False
-    tasks_seen: str | None = None  # the fingerprint of today's tasks subscribers last read
-    new_day: asyncio.TimerHandle | None = None  # when today's tasks are read again at midnight
+    computed_check_due: bool = False
+    # The fingerprint subscribers last read of each computed resource (today's tasks, a
+    # base's view): what is read after a batch is compared with it.
+    seen: dict[str, str] = field(default_factory=dict)
+    new_day: asyncio.TimerHandle | None = None  # when they are read again at midnight
     day_check: asyncio.Future[None] | None = None  # that reading, held until it is done
     state: ServerState | None = None
     others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
@@ -174,47 +178,49 @@ class Subscriptions:
             asyncio.get_running_loop().call_later(
                 LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._list_changed())
             )
-        if changed and self.by_uri.get(task_resources.TODAY_URI) and not self.tasks_check_due:
-            self.tasks_check_due = True
+        if changed and self.computed_subscribed() and not self.computed_check_due:
+            self.computed_check_due = True
             asyncio.get_running_loop().call_later(
-                LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._tasks_changed())
+                LIST_CHANGED_DEBOUNCE, lambda: asyncio.ensure_future(self._computed_changed())
             )
 
-    async def remember_tasks(self) -> None:
-        """Read today's tasks as a new subscriber sees them, so that the next batch is
+    def computed_subscribed(self) -> list[str]:
+        """The computed resources someone is subscribed to."""
+        return [uri for uri, held in self.by_uri.items() if is_computed(uri) and held]
+
+    async def remember(self, uri: str) -> None:
+        """Read a computed resource as a new subscriber sees it, so that the next batch is
         compared with that."""
-        if self.state is not None and self.tasks_seen is None:
+        if self.state is not None and uri not in self.seen:
             state = self.state
-            self.tasks_seen = await anyio.to_thread.run_sync(
-                lambda: task_resources.fingerprint(state)
-            )
+            self.seen[uri] = await anyio.to_thread.run_sync(fingerprint, state, uri)
 
-    def check_tasks_at_midnight(self) -> None:
+    def check_at_midnight(self) -> None:
         """Today's tasks change with the date, when no note does (the due today become
-        overdue): while anyone is subscribed, read them again once the day turns. One timer
-        a day, not a poll."""
+        overdue), and so does a base reading today(): while anyone is subscribed, read them
+        again once the day turns. One timer a day, not a poll."""
         if self.new_day is None:
             delay = task_resources.seconds_until_tomorrow()
             self.new_day = asyncio.get_running_loop().call_later(delay, self._on_new_day)
 
     def _on_new_day(self) -> None:
         self.new_day = None
-        if self.by_uri.get(task_resources.TODAY_URI):
-            self.day_check = asyncio.ensure_future(self._tasks_changed())
-            self.check_tasks_at_midnight()
+        if self.computed_subscribed():
+            self.day_check = asyncio.ensure_future(self._computed_changed())
+            self.check_at_midnight()
 
-    async def _tasks_changed(self) -> None:
-        self.tasks_check_due = False
+    async def _computed_changed(self) -> None:
+        self.computed_check_due = False
         if self.state is None:
             return
         state = self.state
-        seen = await anyio.to_thread.run_sync(lambda: task_resources.fingerprint(state))
-        if seen == self.tasks_seen:
-            return
-        self.tasks_seen = seen
-        uri = task_resources.TODAY_URI
-        for connection in list(self.by_uri.get(uri, ())):
-            await connection.send_resource_updated(uri)
+        for uri in self.computed_subscribed():
+            seen = await anyio.to_thread.run_sync(fingerprint, state, uri)
+            if seen == self.seen.get(uri):
+                continue
+            self.seen[uri] = seen
+            for connection in list(self.by_uri.get(uri, ())):
+                await connection.send_resource_updated(uri)
 
     async def _list_changed(self) -> None:
         self.list_changed_due = False
@@ -280,10 +286,10 @@ def install_resources(
         connection = client_connection(ctx)
         subscriptions.listening.add(connection)
         subscriptions.by_uri.setdefault(str(params.uri), weakref.WeakSet()).add(connection)
-        if str(params.uri) == task_resources.TODAY_URI:
+        if is_computed(str(params.uri)):
             await state.wait_ready()
-            await subscriptions.remember_tasks()
-            subscriptions.check_tasks_at_midnight()
+            await subscriptions.remember(str(params.uri))
+            subscriptions.check_at_midnight()
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
@@ -326,6 +332,17 @@ def advertise_list_changed(lowlevel: Server[Any]) -> None:
     lowlevel.create_initialization_options = with_weaver_notifications  # type: ignore[method-assign]
 
 
+def is_computed(uri: str) -> bool:
+    """A resource computed from many notes (its subscribers hear when its reading changes)."""
+    return uri == task_resources.TODAY_URI or base_resources.is_base_uri(uri)
+
+
+def fingerprint(state: ServerState, uri: str) -> str:
+    if uri == task_resources.TODAY_URI:
+        return task_resources.fingerprint(state)
+    return base_resources.fingerprint(state, uri)
+
+
 def _read(state: ServerState, uri: str, helps: ToolHelp | None) -> tuple[str, str]:
     """A resource's text and MIME type; an invalid-params error naming what is wrong."""
     try:
@@ -362,6 +379,8 @@ def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
         )
     if uri == task_resources.TODAY_URI:
         return task_resources.read_today(state), "application/json"
+    if base_resources.is_base_uri(uri):
+        return base_resources.read_base(state, uri), "application/json"
     path = note_path(uri)
     if path is None:
         raise UnknownResourceError(f"Unknown resource: {uri!r} (notes are {NOTE_TEMPLATE})")
@@ -385,6 +404,13 @@ TEMPLATES = [
         title="A note of the vault",
         description="A note's markdown text, by its vault-relative path",
         mime_type=MARKDOWN,
+    ),
+    ResourceTemplate(
+        uri_template=base_resources.BASE_TEMPLATE,
+        name="base",
+        title="A base's view",
+        description="A view of a .base file or a note's ```base block (?view=NAME, ?block=N)",
+        mime_type="application/json",
     ),
     ResourceTemplate(
         uri_template=HELP_TEMPLATE,

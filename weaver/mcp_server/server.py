@@ -17,6 +17,7 @@ import weaver
 from weaver.config import TOOLSETS, Toolset
 from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server import (
+    base_tools,
     browse_tools,
     cache_tools,
     canvas_tools,
@@ -52,6 +53,7 @@ TOOL_MODULES = (
     graph_tools,
     task_tools,
     canvas_tools,
+    base_tools,
     workflow_tools,
     record_tools,
     write_tools,
@@ -89,6 +91,10 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
     "canvas": """get_canvas reads an Obsidian canvas (.canvas): its cards (text, note, link,
         group) and edges, a page at a time. When writes are enabled, edit_canvas adds, moves
         or removes a card, or connects two (pass get_canvas's contentHash as expectedHash).""",
+    "bases": """Obsidian Bases: list_bases finds the .base files and ```base blocks;
+        query_base answers one view (rows, columns, groups, summaries) as the app shows it;
+        query_notes asks a property question in the same language (a filter, formulas, a
+        sort) without a file.""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by

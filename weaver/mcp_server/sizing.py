@@ -16,7 +16,9 @@ this machine does not have offline, so Weaver estimates, erring on the side of m
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 # What a client accepts without complaint for one tool answer.
 ANSWER_TOKEN_BOUND = 25_000
@@ -57,3 +59,14 @@ def fit_text(text: str, budget: int = TEXT_TOKEN_BUDGET) -> int:
         else:
             high = middle
     return low
+
+
+def fitting_items(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The first of `items` whose JSON fits in `budget` tokens, at least one (a page of big
+    items is cut short; its answer says where to go on)."""
+    used = 0
+    for kept, item in enumerate(items):
+        used += estimate_tokens(json.dumps(item, ensure_ascii=False))
+        if used > budget and kept > 0:
+            return items[:kept]
+    return items

@@ -48,6 +48,7 @@ class FileKind:
 
 NOTES = FileKind(NOTE_SUFFIX, "a markdown note")
 CANVASES = FileKind(".canvas", "a canvas (.canvas)")
+BASES = FileKind(".base", "a base (.base)")
 
 
 @dataclass(frozen=True, slots=True)
