@@ -145,6 +145,8 @@ CASES: list[tuple[str, Value]] = [
     ('file.hasLink("Textbook")', True),
     ('file.hasLink("Books/Textbook")', True),
     ('file.hasLink(link("Books/Textbook"))', True),
+    ('file.hasLink("[[Textbook|the book]]")', True),
+    ('file.hasLink("[[Books/Textbook#Chapter 1]]")', True),
     ('file.hasLink("Plan")', False),
     ('file.hasProperty("status")', True),
     ('file.hasProperty("rating")', False),

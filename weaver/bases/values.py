@@ -177,12 +177,19 @@ def is_empty(value: Value) -> bool:
     return False
 
 
+def note_target(target: str) -> str:
+    """What a link target names: without `[[ ]]`, then its display text and heading (in that
+    order: `[[Note|shown]]` cut at `|` first would keep the `[[`)."""
+    target = target.strip()
+    if target.startswith("[[") and target.endswith("]]"):
+        target = target[2:-2]
+    return target.split("|", 1)[0].split("#", 1)[0].strip()
+
+
 def same_note(target: str, path: str) -> bool:
     """Whether a link target names the note at `path`: the full path, the path without `.md`,
     or (for a bare name) the file name, as Obsidian resolves a link with no folder."""
-    target = target.split("|", 1)[0].split("#", 1)[0].strip()
-    if target.startswith("[[") and target.endswith("]]"):
-        target = target[2:-2]
+    target = note_target(target)
     stem = path[:-3] if path.endswith(".md") else path
     if target in (path, stem):
         return True

@@ -38,6 +38,7 @@ from sqlalchemy import cast as sql_cast
 
 from weaver.bases.filters import AllOf, Condition, Filter
 from weaver.bases.syntax import Binary, Call, Literal, Member, Name, Node
+from weaver.bases.values import note_target
 from weaver.cache.models import Attachment, Link, Note, Tag
 from weaver.cache.read import under_prefix
 from weaver.markdown.patterns import normalize_tag
@@ -203,19 +204,11 @@ def file_finder(conn: Connection, source: str = "") -> Callable[[str], CachedFil
             if not resolver:
                 paths = conn.execute(select(Note.path).union_all(select(Attachment.path)))
                 resolver.append(LinkResolver(paths.scalars()))
-            path = resolver[0].resolve(_link_target(target), source)
+            path = resolver[0].resolve(note_target(target), source)
             found[target] = None if path is None else file_at(conn, path)
         return found[target]
 
     return find
-
-
-def _link_target(target: str) -> str:
-    """`[[Note#Heading|shown]]` -> `Note`: what a link's target names."""
-    inner = target.strip()
-    if inner.startswith("[[") and inner.endswith("]]"):
-        inner = inner[2:-2]
-    return inner.split("|", 1)[0].split("#", 1)[0].strip()
 
 
 _NOTE_ROWS = select(Note.path, Note.size, Note.created, Note.modified)
