@@ -107,6 +107,13 @@ def test_a_view_without_a_name_is_called_by_its_type() -> None:
 VIEW = "views:\n  - type: table\n    name: a\n  - type: table\n    name: b\n"
 
 
+def read_every_view(text: str) -> None:
+    """The base read and each of its views asked for: a view's own fault is raised then."""
+    document = parse_base(text)
+    for view in document.views:
+        view_of(document, view.name)
+
+
 @pytest.mark.parametrize(
     ("text", "where", "message"),
     [
@@ -144,7 +151,7 @@ VIEW = "views:\n  - type: table\n    name: a\n  - type: table\n    name: b\n"
 )
 def test_every_fault_names_its_place_in_the_yaml(text: str, where: str, message: str) -> None:
     with pytest.raises(BaseFileError) as caught:
-        parse_base(text)
+        read_every_view(text)
     assert caught.value.where == where
     assert message in caught.value.message
 
@@ -153,7 +160,29 @@ def test_an_expression_that_cannot_be_read_is_an_expression_error() -> None:
     with pytest.raises(BaseExpressionError, match=r"expression '\(price / ' at"):
         parse_base("formulas:\n  ppu: '(price / '\n")
     with pytest.raises(BaseExpressionError, match="unknown function 'frobnicate'"):
-        parse_base("views:\n  - type: table\n    filters: frobnicate(x)\n")
+        read_every_view("views:\n  - type: table\n    filters: frobnicate(x)\n")
+
+
+def test_a_faulty_view_fails_alone_and_the_others_still_run() -> None:
+    text = (
+        "views:\n  - type: table\n    name: Good\n"
+        "  - type: cards\n    name: Bad\n    filters: frobnicate(x)\n"
+        "  - type: table\n    name: Worse\n    limit: ten\n"
+    )
+    document = parse_base(text)
+    assert [(v.name, v.type) for v in document.views] == [
+        ("Good", "table"),
+        ("Bad", "cards"),
+        ("Worse", "table"),
+    ]
+    assert view_of(document, None).name == "Good"
+    with pytest.raises(BaseExpressionError, match="unknown function 'frobnicate'"):
+        view_of(document, "Bad")
+    with pytest.raises(BaseFileError, match="a whole number"):
+        view_of(document, "Worse")
+    first_bad = parse_base("views:\n  - type: table\n    filters: frobnicate(x)\n")
+    with pytest.raises(BaseExpressionError):
+        view_of(first_bad, None)  # the first view is the one asked for
 
 
 NOTE = """---

@@ -58,6 +58,9 @@ views:
   - type: cards
     name: Broken
     filters: 'rating.lower() == "x"'
+  - type: table
+    name: Typo
+    filters: 'rating.frobnicate()'
 """
 
 HOME = """# Home
@@ -109,8 +112,9 @@ async def test_list_bases_names_files_and_blocks_with_their_views(tools: Tools) 
     listed = {(b["path"], b["block"]): b for b in data["bases"]}
     assert set(listed) == {("Broken.base", None), ("Library.base", None), ("Home.md", 0)}
     library = listed[("Library.base", None)]
-    assert [v["name"] for v in library["views"]] == ["By rating", "By status", "Broken"]
+    assert [v["name"] for v in library["views"]] == ["By rating", "By status", "Broken", "Typo"]
     assert library["views"][2]["type"] == "cards" and library["error"] is None
+    assert "frobnicate" in library["views"][3]["error"]
     assert listed[("Home.md", 0)]["line"] == 2
     assert listed[("Broken.base", None)]["error"]  # why it cannot be read, not left out
     assert data["total"] == 3
@@ -120,7 +124,8 @@ async def test_the_first_view_sorted_with_display_names_formulas_and_summaries(
     tools: Tools,
 ) -> None:
     data = await tools.ok("query_base", path="Library.base")
-    assert data["view"] == "By rating" and data["views"] == ["By rating", "By status", "Broken"]
+    assert data["views"] == ["By rating", "By status", "Broken", "Typo"]
+    assert data["view"] == "By rating"
     keys = [c["key"] for c in data["columns"]]
     assert keys == ["file.name", "note.author", "note.rating", "formula.per_star"]
     assert data["columns"][1]["label"] == "Author"
@@ -153,6 +158,10 @@ async def test_an_expression_weaver_cannot_evaluate_fails_the_view_naming_it(
     error = await tools.error("query_base", path="Library.base", view="Broken")
     assert "rating.lower()" in error and "at " in error
     assert "no view" in (await tools.error("query_base", path="Library.base", view="Nope"))
+    # A view calling a function no type has fails alone: the base's other views still run.
+    assert "unknown function 'frobnicate'" in (
+        await tools.error("query_base", path="Library.base", view="Typo")
+    )
     missing = await tools.error("query_base", path="Home.md", block=3)
     assert "1 base block" in missing
 

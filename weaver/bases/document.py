@@ -34,7 +34,7 @@ from weaver.bases.syntax import (
     ObjectNode,
     Unary,
 )
-from weaver.errors import BaseFileError
+from weaver.errors import BaseExpressionError, BaseFileError, WeaverError
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import code_spans
 
@@ -67,6 +67,9 @@ class ViewSpec:
     group_by: SortKey | None = None
     limit: int | None = None
     summaries: Mapping[str, str] = field(default_factory=dict)
+    # Why the view cannot be run (its own settings or filters are faulty): asking for it raises
+    # this, while the base's other views still run, as each fails alone in the app.
+    error: WeaverError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +128,13 @@ def view_of(document: BaseDocument, name: str | None) -> ViewSpec:
     """The view called `name` (None: the first one; a base with no views: a default table of
     file names)."""
     if name is None:
-        return document.views[0] if document.views else ViewSpec(DEFAULT_VIEW_NAME, "table")
+        if not document.views:
+            return ViewSpec(DEFAULT_VIEW_NAME, "table")
+        name = document.views[0].name
     for view in document.views:
         if view.name == name:
+            if view.error is not None:
+                raise view.error
             return view
     names = ", ".join(repr(view.name) for view in document.views) or "none"
     raise BaseFileError("views", f"no view named {name!r} (views: {names})")
@@ -286,7 +293,23 @@ def _views(
         return ()
     if not isinstance(raw, list):
         raise BaseFileError("views", "expected a list of views")
-    return tuple(_view(item, f"views[{i}]", formulas, summaries) for i, item in enumerate(raw))
+    return tuple(
+        _view_or_fault(item, f"views[{i}]", formulas, summaries) for i, item in enumerate(raw)
+    )
+
+
+def _view_or_fault(
+    raw: object, where: str, formulas: Mapping[str, Program], summaries: Mapping[str, Program]
+) -> ViewSpec:
+    """The view, or (when its own settings are faulty) a view that raises its fault when it is
+    asked for: the rest of the base stays usable."""
+    try:
+        return _view(raw, where, formulas, summaries)
+    except (BaseFileError, BaseExpressionError) as fault:
+        named = raw.get("name") if isinstance(raw, Mapping) else None
+        kind = raw.get("type") if isinstance(raw, Mapping) else None
+        name = named if isinstance(named, str) else where
+        return ViewSpec(name, kind if isinstance(kind, str) else "table", error=fault)
 
 
 def _view(

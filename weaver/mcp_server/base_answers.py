@@ -67,7 +67,9 @@ class BaseListingInfo(WireModel):
     path: str
     block: int | None = Field(description="The block's index in its note; null for a .base file")
     line: int | None = Field(description="The block's opening line")
-    views: list[dict[str, str]] = Field(description="name and type of each view")
+    views: list[dict[str, str]] = Field(
+        description="name and type of each view, and `error` for one that cannot run"
+    )
     error: str | None = Field(description="Why the base cannot be read, if it cannot")
 
 
@@ -111,13 +113,18 @@ def listing_answer(listings: Sequence[BaseListing], total: int, offset: int) -> 
             path=b.path,
             block=b.block,
             line=b.line,
-            views=[{"name": name, "type": kind} for name, kind in b.views],
+            views=[_view_entry(name, kind, fault) for name, kind, fault in b.views],
             error=b.error,
         )
         for b in listings
     ]
     more = has_more(offset, len(bases), total)
     return BaseListData(bases=bases, total=total, offset=offset, has_more=more).to_wire()
+
+
+def _view_entry(name: str, kind: str, fault: str | None) -> dict[str, str]:
+    entry = {"name": name, "type": kind}
+    return entry if fault is None else entry | {"error": fault}
 
 
 def fingerprint_text(run: BaseRun) -> str:

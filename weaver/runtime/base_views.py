@@ -65,7 +65,7 @@ class BaseListing:
     path: str
     block: int | None
     line: int | None  # the block's opening fence (1-based); None for a file
-    views: tuple[tuple[str, str], ...]
+    views: tuple[tuple[str, str, str | None], ...]  # name, layout, why it cannot run
     error: str | None
 
 
@@ -151,8 +151,10 @@ def _listing_of_block(path: str, index: int, line: int, text: str) -> BaseListin
         return BaseListing(path, index, line, (), _reason(exc))
 
 
-def _views(document: BaseDocument) -> tuple[tuple[str, str], ...]:
-    return tuple((v.name, v.type) for v in document.views)
+def _views(document: BaseDocument) -> tuple[tuple[str, str, str | None], ...]:
+    return tuple(
+        (v.name, v.type, None if v.error is None else str(v.error)) for v in document.views
+    )
 
 
 def _reason(exc: Exception) -> str:
