@@ -175,10 +175,10 @@ def load_files(conn: Connection, filter: Filter | None) -> Narrowed:
     conditions, rest = _split(filter)
     note_where = and_(true(), *(c.note for c in conditions))
     load = _Load(conn, select(Note.path).where(note_where))
-    files = [_note_file(load, *row) for row in conn.execute(_NOTE_ROWS.where(note_where))]
+    files = [_note_file(load, *row) for row in conn.execute(_NOTE_ROWS.where(note_where)).all()]
     if not any(c.notes_only for c in conditions):
         attachment_where = and_(true(), *(c.attachment for c in conditions))
-        rows = conn.execute(_ATTACHMENT_ROWS.where(attachment_where))
+        rows = conn.execute(_ATTACHMENT_ROWS.where(attachment_where)).all()
         files += [_attachment_file(load, *row) for row in rows]
     return Narrowed(files, rest)
 
