@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import WriteNotes
 from weaver.cache import read
-from weaver.edits import notes
+from weaver.edits import history, notes
 from weaver.edits.notes import NoteChangedError, NoteEditError, NoteWriteError, compose_note
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
 from weaver.runtime import cache_sync
@@ -256,6 +256,37 @@ def test_move_rewrites_every_form_of_link(move_vault: App, vault_dir: Path) -> N
         "# Old\nSee [[Notes/Helper]], [local](../Notes/Helper.md), [[#Intro]] and "
         "[[New Name#Intro]].\n"
     )
+
+
+BOARD = (
+    '{\n\t"nodes":[\n'
+    '\t\t{"id":"a1","type":"file","file":"Notes/Old Name.md","subpath":"#Intro",'
+    '"x":0,"y":0,"width":400,"height":300,"color":"2"},\n'
+    '\t\t{"id":"b2","type":"file","file":"Other.md","x":500,"y":0,"width":400,"height":300},\n'
+    '\t\t{"id":"c3","type":"text","text":"[[Old Name]] stays text","x":0,"y":400,'
+    '"width":250,"height":60}\n'
+    '\t],\n\t"edges":[]\n}'
+)
+
+
+def test_a_move_retargets_the_canvas_cards_that_show_the_note(
+    move_vault: App, vault_dir: Path, write_notes: WriteNotes
+) -> None:
+    write_notes({"Boards/Plan.canvas": BOARD, "Boards/Broken.canvas": '{"nodes": [{"id": 1}]}'})
+    move_vault.indexer.reconcile()
+    broken = (vault_dir / "Boards" / "Broken.canvas").read_bytes()
+    result = notes.move_note(
+        move_vault, "Notes/Old Name.md", "archive/New Name.md", sync_for(move_vault)
+    )
+    assert result.rewritten["Boards/Plan.canvas"] == 1 and result.failed == ()
+    # Only the card's file changed: its other fields, the other cards, the layout are kept.
+    assert (vault_dir / "Boards" / "Plan.canvas").read_text(encoding="utf-8") == BOARD.replace(
+        '"file":"Notes/Old Name.md"', '"file":"archive/New Name.md"'
+    )
+    assert (vault_dir / "Boards" / "Broken.canvas").read_bytes() == broken  # never rewritten
+    # Journalled with the move, as every note it rewrote: undone by restore_edit.
+    board_edits = history.list_edits(move_vault, "Boards/Plan.canvas", limit=5, offset=0)
+    assert [e.operation for e in board_edits.edits] == ["move_file"]
 
 
 def test_after_a_move_the_cache_shows_every_link_resolved(move_vault: App) -> None:

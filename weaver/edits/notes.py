@@ -24,7 +24,7 @@ import yaml
 
 from weaver.cache import graph as cache_graph
 from weaver.cache import journal, write
-from weaver.edits import gate
+from weaver.edits import canvases, gate
 from weaver.edits.steps import ABSENT as ABSENT
 from weaver.edits.steps import BOM as BOM
 from weaver.edits.steps import CacheSync as CacheSync
@@ -246,21 +246,29 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
         move, linking = _plan_move(app, source, target)
         own = _rewritten(move, source, moving)
         plan = _plan_rewrites(app.vault, linking - {source}, move)
+        boards = canvases.plan_card_moves(app, source, target)
         gate.commit_point()
         run_id = begin_run(
             app,
             MOVE_FILE,
             {"from": source, "to": target},
-            _move_entries(source, target, moving, own, plan),
+            _move_entries(source, target, moving, own, [*plan, *boards]),
         )
         _rename(app, run_id, source, target, moving)
         outcomes = [NoteOutcome(source, journal.WRITTEN, None, None)]
         outcomes.append(_rewrite_own(app.vault, target, moving, own))
     outcomes += [write_planned(app, p, replan=_relinker(move)) for p in plan]
+    outcomes += [_write_board(app, p, source, target) for p in boards]
     finish_outcomes(app, run_id, outcomes)
     hashes: dict[str, str | None] = {source: None}
-    hashes |= {o.path: o.new_hash for o in outcomes[1:] if o.status == journal.WRITTEN}
+    # The cache keeps a canvas as a file, not its content: nothing of it to wait for.
+    hashes |= {
+        o.path: o.new_hash
+        for o in outcomes[1:]
+        if o.status == journal.WRITTEN and o.path not in {b.path for b in boards}
+    }
     counts = {p.path: _count_links(move, p.path, p.old) for p in plan}
+    counts |= {b.path: canvases.count_cards(source, b.path, b.old) for b in boards}
     if own is not None:
         counts[target] = _count_links(move, source, moving)
     written = {o.path for o in outcomes[1:] if o.status == journal.WRITTEN}
@@ -268,6 +276,16 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     failed = tuple(o.path for o in outcomes[1:] if o.status != journal.WRITTEN and o.path in counts)
     synced = sync_safely(sync, hashes)
     return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
+
+
+def _write_board(app: Notes, planned: Planned, source: str, target: str) -> NoteOutcome:
+    """A canvas's cards retargeted, through the canvas files (a board edited meanwhile is
+    computed again from what it holds)."""
+
+    def replan(path: str, data: bytes) -> bytes | None:
+        return canvases.retargeted(source, target, path, data)
+
+    return write_planned(canvases.canvas_files(app), planned, replan=replan)
 
 
 def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:

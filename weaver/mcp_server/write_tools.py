@@ -110,9 +110,11 @@ MOVE_FILE = """Rename or move a note, rewriting every link to it across the vaul
 Rename or move a note, rewriting every link to it across the vault, as
 Obsidian does: wikilinks and embeds (keeping #heading, #^block and |alias), markdown links
 (keeping percent-encoding and relative paths) and frontmatter links, each in the shortest form
-that still finds the note. Links in the moved note that the move would break are fixed too.
+that still finds the note. Links in the moved note that the move would break are fixed too,
+and canvas cards showing the note show it at its new path.
 `newPath` is the new vault-relative path, or a folder ending in '/' to keep the file name.
-Fails if a file exists there. Returns the notes rewritten and how many links in each.
+Fails if a file exists there. Returns the notes (and canvases) rewritten and how many links
+(or cards) in each.
 Example: {"path": "inbox/Idea.md", "newPath": "projects/"}."""
 
 DELETE_FILE = """Delete a note by moving it to the vault's .trash folder, where it can be restored
