@@ -278,11 +278,12 @@ def test_a_move_retargets_the_canvas_cards_that_show_the_note(
     result = notes.move_note(
         move_vault, "Notes/Old Name.md", "archive/New Name.md", sync_for(move_vault)
     )
-    assert result.rewritten["Boards/Plan.canvas"] == 1 and result.failed == ()
-    # Only the card's file changed: its other fields, the other cards, the layout are kept.
+    assert result.rewritten["Boards/Plan.canvas"] == 2 and result.failed == ()
+    # The file card and the text card's link changed; the other fields, the other cards and
+    # the layout are kept.
     assert (vault_dir / "Boards" / "Plan.canvas").read_text(encoding="utf-8") == BOARD.replace(
         '"file":"Notes/Old Name.md"', '"file":"archive/New Name.md"'
-    )
+    ).replace("[[Old Name]] stays text", "[[New Name]] stays text")
     assert (vault_dir / "Boards" / "Broken.canvas").read_bytes() == broken  # never rewritten
     # Journalled with the move, as every note it rewrote: undone by restore_edit.
     board_edits = history.list_edits(move_vault, "Boards/Plan.canvas", limit=5, offset=0)

@@ -222,7 +222,11 @@ async def test_a_first_card_makes_a_new_board(served: Served) -> None:
         missing = await tools.error(
             "edit_canvas", path="Boards/Other.canvas", operation="remove_node", node=TEXT
         )
-        assert missing == "File not found: 'Boards/Other.canvas'"
+        # Canvases are indexed: the hint names the boards it may have meant, never a note.
+        assert missing == (
+            "File not found: 'Boards/Other.canvas' "
+            "(did you mean 'Boards/New.canvas' or 'Boards/Sprint.canvas'?)"
+        )
     (node,) = json.loads((served.root / "Boards/New.canvas").read_bytes())["nodes"]
     assert node == {
         "id": made["node"]["id"], "type": "text", "text": "hi", "x": -125, "y": -30,

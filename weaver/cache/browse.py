@@ -15,7 +15,7 @@ from sqlalchemy.orm import aliased
 
 from weaver.cache.dialect import is_postgres
 from weaver.cache.models import Link, Note, Tag, TagCounter
-from weaver.cache.read import under_prefix
+from weaver.cache.read import NOTE_ROWS, under_prefix
 from weaver.paging import Page
 
 TagOrder = Literal["name", "count"]
@@ -93,7 +93,9 @@ def list_folders(
 ) -> Page[FolderEntry]:
     """Folders holding notes (with the folders above them), below `folder` if given, at most
     `depth` levels below it, by path. One grouped read of the folder index."""
-    rows = conn.execute(select(Note.folder, func.count()).group_by(Note.folder)).all()
+    rows = conn.execute(
+        select(Note.folder, func.count()).where(NOTE_ROWS).group_by(Note.folder)
+    ).all()
     notes: Counter[str] = Counter()
     own: dict[str, int] = {}
     for name, count in rows:
@@ -122,7 +124,7 @@ def tag_keys(conn: Connection) -> list[str]:
 
 
 def root_notes(conn: Connection) -> int:
-    return conn.execute(select(func.count()).where(Note.folder == "")).scalar_one()
+    return conn.execute(select(func.count()).where(Note.folder == "", NOTE_ROWS)).scalar_one()
 
 
 # ---------------------------------------------------------------- problems
@@ -214,7 +216,8 @@ def orphan_paths(conn: Connection) -> list[str]:
     orphans), by path: the whole list, which a server keeps per cache version
     (`cache.graph.orphans_cache`) and pages, as it keeps the broken links' counts."""
     condition = _orphaned(probe_each=is_postgres(conn))
-    return list(conn.execute(select(Note.path).where(condition).order_by(Note.path)).scalars())
+    listed = select(Note.path).where(condition, NOTE_ROWS).order_by(Note.path)
+    return list(conn.execute(listed).scalars())
 
 
 def _orphaned(probe_each: bool) -> ColumnElement[bool]:
@@ -245,7 +248,8 @@ class NoteListing:
 def notes_after(conn: Connection, after: str | None, limit: int) -> list[NoteListing]:
     """Notes by path after `after` (a keyset page: stable while notes come and go, one range
     of the primary key however deep the page)."""
-    query = select(Note.path, Note.title, Note.size).order_by(Note.path).limit(limit)
+    query = select(Note.path, Note.title, Note.size).where(NOTE_ROWS)
+    query = query.order_by(Note.path).limit(limit)
     if after is not None:
         query = query.where(Note.path > after)
     return [NoteListing(path, title, size) for path, title, size in conn.execute(query)]
@@ -254,7 +258,8 @@ def notes_after(conn: Connection, after: str | None, limit: int) -> list[NoteLis
 def paths_starting(conn: Connection, prefix: str, limit: int) -> tuple[list[str], bool]:
     """Note paths starting with `prefix` as typed, by path: one range of the primary key. And
     whether more follow. (Ignoring case is `views.prefixes`' work: a scan here.)"""
-    ranged = select(Note.path).where(Note.path >= prefix).order_by(Note.path).limit(limit + 1)
+    ranged = select(Note.path).where(Note.path >= prefix, NOTE_ROWS)
+    ranged = ranged.order_by(Note.path).limit(limit + 1)
     if prefix:
         ranged = ranged.where(Note.path < prefix + "\U0010ffff")
     found = list(conn.execute(ranged).scalars())

@@ -25,6 +25,7 @@ from weaver.cache.models import Attachment, Link, Note, Tag, TagCounter
 from weaver.cache.read import FileSummary, tag_pattern_condition, under_prefix
 from weaver.cache.write import chunked
 from weaver.paging import Page
+from weaver.vault.fs import is_canvas_path
 from weaver.views.link_graph import Graph, NodeInfo
 from weaver.views.names import NameIndex, NameRow
 from weaver.views.prefixes import PrefixIndex
@@ -239,16 +240,18 @@ def random_note(
     the table."""
     pick = rng or random.SystemRandom()
     if keys:
-        found = sorted(index.matching(keys_matching(conn, keys), "any"))  # sorted: repeatable
+        matching = index.matching(keys_matching(conn, keys), "any")
+        found = sorted(p for p in matching if not is_canvas_path(p))  # sorted: repeatable
         if not found:
             return None
         chosen = select(*read.SUMMARY_COLUMNS).where(Note.path == pick.choice(found))
     else:
-        total = conn.execute(select(func.count()).select_from(Note)).scalar_one()
+        total = conn.execute(select(func.count()).where(read.NOTE_ROWS)).scalar_one()
         if total == 0:
             return None
         offset = pick.randrange(total)
-        chosen = select(*read.SUMMARY_COLUMNS).order_by(Note.path).limit(1).offset(offset)
+        chosen = select(*read.SUMMARY_COLUMNS).where(read.NOTE_ROWS).order_by(Note.path)
+        chosen = chosen.limit(1).offset(offset)
     row = conn.execute(chosen).first()
     return None if row is None else read.summaries(conn, [row])[0]
 

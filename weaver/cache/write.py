@@ -44,7 +44,7 @@ from weaver.cache.task_rows import (
 from weaver.markdown.patterns import normalize_tag
 from weaver.markdown.resolver import LinkResolver, link_key
 from weaver.tasks.statuses import StatusRegistry
-from weaver.vault.fs import FileStat, split_path
+from weaver.vault.fs import FileStat, is_canvas_path, split_path
 
 # Well under SQLite's bound-parameter limit, and large enough to keep statement counts low.
 CHUNK = 900
@@ -114,8 +114,9 @@ def replace_notes(
     tag_rows = [list(_tag_rows(r)) for r in records]
     insert_rows(conn, Tag, TAG_COLUMNS, [row for rows in tag_rows for row in rows])
     counts = TagDelta()
-    for rows in tag_rows:
-        counts.add([key for _, key, _ in rows], 1)
+    for record, rows in zip(records, tag_rows, strict=True):
+        if not is_canvas_path(record.path):  # counts are of notes, as Obsidian's tag pane
+            counts.add([key for _, key, _ in rows], 1)
     counts.apply(conn)
     insert_rows(conn, Link, LINK_COLUMNS, [row for r in records for row in _link_rows(r, resolver)])
     properties = [row for r in records for row in (*property_rows(r), *inline_property_rows(r))]
@@ -276,7 +277,7 @@ def delete_files(conn: Connection, paths: Collection[str]) -> None:
     """Forget notes (with their tags, outgoing links, properties and tasks) and attachments."""
     counts = TagDelta()
     for batch in chunked(paths):
-        for keys in keys_by_note(conn, batch).values():
+        for keys in keys_by_note(conn, [p for p in batch if not is_canvas_path(p)]).values():
             counts.add(keys, -1)
         conn.execute(delete(Link).where(Link.source_path.in_(batch)))
         conn.execute(delete(Tag).where(Tag.note_path.in_(batch)))

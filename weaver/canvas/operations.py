@@ -186,24 +186,6 @@ def move_node(
     return Edited(_checked(canvas.replace(nodes, canvas.edges)), node=moved_node, moved=moved)
 
 
-def retarget_files(canvas: Canvas, old: str, new: str) -> tuple[Canvas, int]:
-    """The canvas with its cards showing the file `old` showing `new` (the file moved), each
-    card's other fields and their order as they were, and how many cards changed."""
-    nodes = [
-        Node(dict(node.fields) | {"file": new})
-        if node.type == "file" and node.fields.get("file") == old
-        else node
-        for node in canvas.nodes
-    ]
-    changed = sum(a is not b for a, b in zip(nodes, canvas.nodes, strict=True))
-    return (canvas.replace(nodes, canvas.edges) if changed else canvas), changed
-
-
-def cards_showing(canvas: Canvas, path: str) -> int:
-    """How many file cards of the canvas show the file at `path`."""
-    return sum(node.type == "file" and node.fields.get("file") == path for node in canvas.nodes)
-
-
 def _inside(canvas: Canvas, group: Node) -> set[str]:
     return {node.id for node in canvas.nodes if node.id != group.id and lies_within(node, group)}
 

@@ -13,13 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
-from weaver.cache.models import Attachment
 from weaver.canvas.document import Canvas, read_canvas, write_canvas
-from weaver.canvas.operations import Edited, cards_showing, retarget_files
-from weaver.edits.steps import CacheSync, NoteChangedError, Notes, Planned, sha256, write_note
-from weaver.errors import CanvasError, VaultError
+from weaver.canvas.operations import Edited
+from weaver.edits.steps import CacheSync, NoteChangedError, Notes, sha256, write_note
 from weaver.vault.fs import CANVASES, Vault
 
 # An edit of a canvas: the canvas as it is now -> the canvas after it.
@@ -60,48 +58,6 @@ class CanvasEdit:
     created: bool  # the edit made the file (an added node on a canvas not there yet)
     journal_id: int | None  # None: not journalled (the cache could not be written)
     cache_synced: bool
-
-
-def plan_card_moves(app: Notes, source: str, target: str) -> list[Planned]:
-    """The vault's canvases whose file cards show `source`, each with its cards showing
-    `target` instead: what a moved note's canvases need, as Obsidian updates them. The
-    canvases are the cache's (files of the vault); one that cannot be read, or is not JSON
-    Canvas, is left as it is, never rewritten."""
-    files = canvas_files(app)
-    with app.db.connect() as conn:
-        paths = (
-            conn.execute(select(Attachment.path).where(Attachment.path.like(f"%{CANVASES.suffix}")))
-            .scalars()
-            .all()
-        )
-    plan = []
-    for path in paths:
-        try:
-            data = files.vault.read_note(path)
-        except (VaultError, OSError):
-            continue
-        new = retargeted(source, target, path, data)
-        if new is not None:
-            plan.append(Planned(path, data, new))
-    return plan
-
-
-def retargeted(source: str, target: str, path: str, data: bytes) -> bytes | None:
-    """The canvas's bytes with its cards of `source` showing `target`; None when it shows no
-    such card or is no canvas."""
-    try:
-        canvas, changed = retarget_files(read_canvas(data, path), source, target)
-    except CanvasError:
-        return None
-    return write_canvas(canvas) if changed else None
-
-
-def count_cards(source: str, path: str, data: bytes) -> int:
-    """How many cards of the canvas show `source`."""
-    try:
-        return cards_showing(read_canvas(data, path), source)
-    except CanvasError:
-        return 0
 
 
 def read_canvas_file(app: Notes, path: str) -> CanvasRead:

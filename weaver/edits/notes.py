@@ -24,7 +24,10 @@ import yaml
 
 from weaver.cache import graph as cache_graph
 from weaver.cache import journal, write
-from weaver.edits import canvases, gate
+from weaver.canvas.document import read_canvas, write_canvas
+from weaver.canvas.relink import relink_canvas
+from weaver.edits import gate
+from weaver.edits.canvases import files_for
 from weaver.edits.steps import ABSENT as ABSENT
 from weaver.edits.steps import BOM as BOM
 from weaver.edits.steps import CacheSync as CacheSync
@@ -47,12 +50,12 @@ from weaver.edits.steps import (
 from weaver.edits.steps import NoteWriteError as NoteWriteError
 from weaver.edits.steps import guarded_write as guarded_write
 from weaver.edits.steps import sha256 as sha256
-from weaver.errors import NoteDecodeError, NoteNotFoundError, VaultError
+from weaver.errors import InvalidCanvasError, NoteDecodeError, NoteNotFoundError, VaultError
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import is_valid_tag
 from weaver.markdown.relink import Move, rewrite_links
 from weaver.markdown.resolver import LinkResolver, path_key
-from weaver.vault.fs import Vault
+from weaver.vault.fs import Vault, is_canvas_path
 from weaver.vault.writer import VaultWriter
 
 MOVE_FILE = "move_file"
@@ -245,30 +248,23 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
             raise VaultError(f"File already exists: {target!r}")
         move, linking = _plan_move(app, source, target)
         own = _rewritten(move, source, moving)
-        plan = _plan_rewrites(app.vault, linking - {source}, move)
-        boards = canvases.plan_card_moves(app, source, target)
+        plan = _plan_rewrites(app, linking - {source}, move)
         gate.commit_point()
         run_id = begin_run(
             app,
             MOVE_FILE,
             {"from": source, "to": target},
-            _move_entries(source, target, moving, own, [*plan, *boards]),
+            _move_entries(source, target, moving, own, plan),
         )
         _rename(app, run_id, source, target, moving)
         outcomes = [NoteOutcome(source, journal.WRITTEN, None, None)]
         outcomes.append(_rewrite_own(app.vault, target, moving, own))
-    outcomes += [write_planned(app, p, replan=_relinker(move)) for p in plan]
-    outcomes += [_write_board(app, p, source, target) for p in boards]
+    # A canvas showing the note is written through the canvases' vault (`files_for`).
+    outcomes += [write_planned(files_for(app, p.path), p, replan=_relinker(move)) for p in plan]
     finish_outcomes(app, run_id, outcomes)
     hashes: dict[str, str | None] = {source: None}
-    # The cache keeps a canvas as a file, not its content: nothing of it to wait for.
-    hashes |= {
-        o.path: o.new_hash
-        for o in outcomes[1:]
-        if o.status == journal.WRITTEN and o.path not in {b.path for b in boards}
-    }
+    hashes |= {o.path: o.new_hash for o in outcomes[1:] if o.status == journal.WRITTEN}
     counts = {p.path: _count_links(move, p.path, p.old) for p in plan}
-    counts |= {b.path: canvases.count_cards(source, b.path, b.old) for b in boards}
     if own is not None:
         counts[target] = _count_links(move, source, moving)
     written = {o.path for o in outcomes[1:] if o.status == journal.WRITTEN}
@@ -276,16 +272,6 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     failed = tuple(o.path for o in outcomes[1:] if o.status != journal.WRITTEN and o.path in counts)
     synced = sync_safely(sync, hashes)
     return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
-
-
-def _write_board(app: Notes, planned: Planned, source: str, target: str) -> NoteOutcome:
-    """A canvas's cards retargeted, through the canvas files (a board edited meanwhile is
-    computed again from what it holds)."""
-
-    def replan(path: str, data: bytes) -> bytes | None:
-        return canvases.retargeted(source, target, path, data)
-
-    return write_planned(canvases.canvas_files(app), planned, replan=replan)
 
 
 def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:
@@ -299,8 +285,10 @@ def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:
 
 
 def _rewritten(move: Move, note: str, data: bytes) -> bytes | None:
-    """The note's bytes with its links to the moved note rewritten; None when none needed it
-    (or it is not text)."""
+    """The note's (or canvas's) bytes with its links to the moved note rewritten; None when
+    none needed it (or it is not text)."""
+    if is_canvas_path(note):
+        return _rewritten_canvas(move, note, data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -313,15 +301,34 @@ def _rewritten(move: Move, note: str, data: bytes) -> bytes | None:
     return new
 
 
+def _rewritten_canvas(move: Move, path: str, data: bytes) -> bytes | None:
+    """A canvas's bytes with its cards retargeted (`canvas.relink`); None when no card needed
+    it, or the file is not a canvas the app could show (never written over)."""
+    try:
+        relinked, count = relink_canvas(read_canvas(data, path), path, move)
+    except InvalidCanvasError:
+        return None
+    if count == 0:
+        return None
+    new = write_canvas(relinked)
+    check_size(path, new)
+    return new
+
+
 def _count_links(move: Move, note: str, data: bytes) -> int:
+    if is_canvas_path(note):
+        try:
+            return relink_canvas(read_canvas(data, note), note, move)[1]
+        except InvalidCanvasError:
+            return 0
     return rewrite_links(data.decode("utf-8", "replace"), note, move)[1]
 
 
-def _plan_rewrites(vault: Vault, linking: set[str], move: Move) -> list[Planned]:
+def _plan_rewrites(app: Notes, linking: set[str], move: Move) -> list[Planned]:
     plan = []
     for note in sorted(linking):
         try:
-            data = vault.read_note(note)
+            data = files_for(app, note).vault.read_note(note)
         except (VaultError, OSError):
             continue  # gone, or unreadable: it holds no link the cache can rewrite
         new = _rewritten(move, note, data)

@@ -45,7 +45,7 @@ from weaver.vault.events import (
     NoteMoved,
     VaultEvent,
 )
-from weaver.vault.fs import FileStat, Vault, is_note_path
+from weaver.vault.fs import FileStat, Vault, is_indexed_path, is_note_path
 
 log = structlog.get_logger(__name__)
 
@@ -413,7 +413,7 @@ class Indexer:
         sources = {r.path for r in written}
         # Only links from notes this pass did not write can need resolving again: after a
         # first index or a `--full` one there are none, and looking would read every link.
-        others = not plan.complete or any(p not in sources for p in stored if is_note_path(p))
+        others = not plan.complete or any(p not in sources for p in stored if is_indexed_path(p))
         # A first index finds notes: nobody added them.
         report.events = _events(written, stored, removed_notes, initial=plan.first)
         with self.engine.begin() as conn:
@@ -495,7 +495,7 @@ def _plan(
             and previous.size == file_stat.size
             and previous.mtime_ns == file_stat.mtime_ns
         )
-        if not file_stat.is_note:
+        if not file_stat.is_indexed:
             if not same_stat:
                 plan.attachments.append(file_stat)
         elif same_stat and not full:
@@ -524,6 +524,8 @@ def _events(
     events: list[VaultEvent] = []
     moved_from: set[str] = set()
     for record in written:
+        if not is_note_path(record.path):
+            continue  # a canvas: note events start workflows and name notes to clients
         if record.path in stored:
             if stored[record.path].content_hash != record.content_hash:
                 events.append(NoteModified(record.path))

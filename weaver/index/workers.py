@@ -26,16 +26,17 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 import structlog
 
 from weaver.cache.rows import NoteRecord, StoredFile, task_row
+from weaver.canvas.contents import CanvasContents, read_contents
 from weaver.errors import too_large
 from weaver.markdown.cjk import segment
 from weaver.markdown.parser import decode_note, parse_note
-from weaver.vault.fs import MAX_NOTE_BYTES, FileStat, Vault
+from weaver.vault.fs import MAX_NOTE_BYTES, FileStat, Vault, is_canvas_path
 
 log = structlog.get_logger(__name__)
 
@@ -405,14 +406,22 @@ def build_record(
     previous: StoredFile | None,
     read_error: str | None = None,
 ) -> NoteRecord:
+    """What the cache stores of one note's or canvas's bytes; never raises on content."""
+    if is_canvas_path(file_stat.path):
+        return _canvas_record(file_stat, data, digest, previous, read_error)
+    return _note_record(file_stat, data, digest, previous, read_error)
+
+
+def _note_record(
+    file_stat: FileStat,
+    data: bytes,
+    digest: str,
+    previous: StoredFile | None,
+    read_error: str | None = None,
+) -> NoteRecord:
     """Decode and parse one note's bytes into what the cache stores; never raises on content."""
     text, decode_error = decode_note(data)
     parsed = parse_note(file_stat.path, text)
-    # An edited note keeps the creation time first seen: editors' atomic saves reset ctime.
-    if previous is not None and previous.created is not None:
-        created_ms = previous.created
-    else:
-        created_ms = file_stat.created_ns // 1_000_000
     return NoteRecord(
         path=file_stat.path,
         title=parsed.title,
@@ -423,7 +432,7 @@ def build_record(
         tags=parsed.tags,
         links=parsed.links,
         size=file_stat.size,
-        created=created_ms,
+        created=_created_ms(file_stat, previous),
         modified=file_stat.mtime_ns // 1_000_000,
         mtime_ns=file_stat.mtime_ns,
         content_hash=digest,
@@ -440,3 +449,46 @@ def build_record(
         tasks=tuple(map(task_row, parsed.tasks)),
         inline_fields=parsed.inline_fields,
     )
+
+
+def _canvas_record(
+    file_stat: FileStat,
+    data: bytes,
+    digest: str,
+    previous: StoredFile | None,
+    read_error: str | None,
+) -> NoteRecord:
+    """A canvas as a row beside the notes: its cards' links, tags and text (see
+    `weaver.canvas.contents`); no frontmatter, aliases or tasks, which a canvas cannot hold."""
+    contents = read_contents(file_stat.path, data) if data else CanvasContents()
+    return NoteRecord(
+        path=file_stat.path,
+        title=PurePosixPath(file_stat.path).stem,
+        frontmatter={},
+        type=None,
+        status=None,
+        aliases=(),
+        tags=contents.tags,
+        links=contents.links,
+        size=file_stat.size,
+        created=_created_ms(file_stat, previous),
+        modified=file_stat.mtime_ns // 1_000_000,
+        mtime_ns=file_stat.mtime_ns,
+        content_hash=digest,
+        indexed_at=time.time_ns() // 1_000_000,
+        word_count=contents.word_count,
+        tasks_open=0,
+        tasks_done=0,
+        error=read_error or contents.error,
+        body=contents.body,
+        heading=None,
+        headings="\n".join(h.text for h in contents.headings),
+        search_body=segment(contents.body),
+    )
+
+
+def _created_ms(file_stat: FileStat, previous: StoredFile | None) -> int:
+    """An edited file keeps the creation time first seen: editors' atomic saves reset ctime."""
+    if previous is not None and previous.created is not None:
+        return previous.created
+    return file_stat.created_ns // 1_000_000

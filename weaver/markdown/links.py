@@ -22,7 +22,8 @@ from weaver.markdown.patterns import (
 
 __all__ = ["LinkKind", "RawLink", "find_body_links", "find_markdown_links", "find_wikilinks"]
 
-LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter"]
+# "canvas": a file node of a canvas, showing the file (`weaver.canvas.contents`).
+LinkKind = Literal["wikilink", "embed", "markdown", "frontmatter", "canvas"]
 
 # (start, end, kind, target, alias, subpath, relation) of a link found in a body
 RawLink = tuple[int, int, LinkKind, str, str | None, str | None, str | None]

@@ -55,8 +55,9 @@ __all__ = [
 # Raised whenever the same text parses to different tags, links or fields: a cache parsed by an
 # older version re-reads every note once (`weaver.index.indexer`), so no upgrade leaves notes
 # indexed by old rules until they happen to change. 2: tags around HTML, `#a#b`. 3: tasks with
-# their fields and nesting, and Dataview inline fields (the cache had neither before).
-PARSER_VERSION = 3
+# their fields and nesting, and Dataview inline fields (the cache had neither before). 4: canvases
+# read (their cards' links, tags and text), where the cache listed them as attachments.
+PARSER_VERSION = 4
 
 
 class ParsedLink(NamedTuple):

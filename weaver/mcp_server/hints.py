@@ -23,6 +23,7 @@ from weaver.errors import (
     suggest,
 )
 from weaver.runtime.state import ServerState
+from weaver.vault.fs import is_canvas_path
 from weaver.views.names import MatchedOn
 
 log = structlog.get_logger(__name__)
@@ -58,12 +59,17 @@ def _suggestions(state: ServerState, error: NoteNotFoundError | InvalidPathError
     with read.read_snapshot(state.app.db) as conn:
         index = state.name_index.get(conn)
     (match,) = index.resolve([error.path], "exact")
+    # Only files the tool asked of takes: notes for a note, canvases for a canvas (both are
+    # in the name index, as links reach both).
+    canvas = isinstance(error, NoteNotFoundError) and is_canvas_path(error.path)
     if isinstance(error, InvalidPathError):
-        return [match.path] if match.path and match.matched_on == "path" else []
+        exact = match.path and match.matched_on == "path" and not is_canvas_path(match.path)
+        return [match.path] if exact and match.path else []
     if match.path is None:  # no note of that name: the closest paths and file names
         (match,) = index.resolve([error.path], "fuzzy", FUZZY_THRESHOLD, kinds=FUZZY_KINDS)
     found = [match.path, *match.alternatives] if match.path else []
-    return [path for path in found if path != error.path][:MAX_SUGGESTIONS]
+    kept = [path for path in found if path != error.path and is_canvas_path(path) == canvas]
+    return kept[:MAX_SUGGESTIONS]
 
 
 def tag_hint(conn: Connection, keys: Sequence[str]) -> str | None:

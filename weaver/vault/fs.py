@@ -64,9 +64,23 @@ class FileStat:
     def is_note(self) -> bool:
         return is_note_path(self.path)
 
+    @property
+    def is_indexed(self) -> bool:
+        return is_indexed_path(self.path)
+
 
 def is_note_path(path: str) -> bool:
     return path.lower().endswith(NOTE_SUFFIX)
+
+
+def is_canvas_path(path: str) -> bool:
+    return path.lower().endswith(CANVASES.suffix)
+
+
+def is_indexed_path(path: str) -> bool:
+    """Whether the indexer reads the file (a note or a canvas), rather than only listing it
+    as an attachment that links can resolve to."""
+    return is_note_path(path) or is_canvas_path(path)
 
 
 def is_utf8(name: str) -> bool:
