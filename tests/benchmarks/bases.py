@@ -11,14 +11,13 @@ any answer of 50 rows costs, so a slower machine moves both.
 from __future__ import annotations
 
 import gc
-import time
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, select
 
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.report import Figure, Target, percentile
+from tests.benchmarks.task_queries import timed
 from weaver.bases.document import document_from_query, view_of
 from weaver.cache.models import Note
 from weaver.cache.read import read_snapshot
@@ -79,9 +78,9 @@ def _measure(app: App, notes: int, calls: int) -> list[Figure]:
 
 def _measure_views(app: App, notes: int, calls: int) -> list[Figure]:
     with read_snapshot(app.db) as conn:
-        baseline = _timed(calls, lambda: _floor(conn))
-        base_seconds = _timed(calls, lambda: _query_base(app, conn))
-        notes_seconds = _timed(calls, lambda: _query_notes(conn))
+        baseline = timed(calls, lambda: _floor(conn))
+        base_seconds = timed(calls, lambda: _query_base(app, conn))
+        notes_seconds = timed(calls, lambda: _query_notes(conn))
         base_rows = _query_base(app, conn)["total"]
         question_rows = _query_notes(conn)["total"]
     return [
@@ -108,16 +107,6 @@ def _query_notes(conn: Connection) -> dict[str, Any]:
 def _floor(conn: Connection) -> Any:
     page = select(Note.path, Note.frontmatter).order_by(Note.path).limit(50)
     return conn.execute(page).all()
-
-
-def _timed(calls: int, call: Callable[[], Any]) -> list[float]:
-    call()  # warm the page cache
-    seconds = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        call()
-        seconds.append(time.perf_counter() - started)
-    return seconds
 
 
 def _figure(

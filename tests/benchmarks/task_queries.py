@@ -101,15 +101,15 @@ def _measure(engine: Engine, notes: int, calls: int) -> list[Figure]:
         tasks = conn.execute(select(func.count()).select_from(Task)).scalar_one()
         if tasks == 0:
             raise RuntimeError(f"the index of {notes:,} notes wrote no task rows")
-        baseline = _timed(calls, lambda: _floor(conn))
+        baseline = timed(calls, lambda: _floor(conn))
         figures = []
         for label, query, target in queries:
-            seconds = _timed(calls, partial(run_task_query, conn, query, today, 0, 50))
+            seconds = timed(calls, partial(run_task_query, conn, query, today, 0, 50))
             total = run_task_query(conn, query, today, 0, 1).page.total
             figures.append(_figure(label, seconds, baseline, target, notes, tasks, total))
         for label, block, target in BLOCKS:
             note = f"# Project\n\n```tasks\n{block}\n```\n"
-            seconds = _timed(calls, partial(_run_block, conn, note, today))
+            seconds = timed(calls, partial(_run_block, conn, note, today))
             total = _run_block(conn, note, today).page.total
             label = f"run_tasks_block: {label}"
             figures.append(_figure(label, seconds, baseline, target, notes, tasks, total))
@@ -126,7 +126,7 @@ def _floor(conn: Connection) -> Any:
     return conn.execute(select(Task.__table__).order_by(Task.id).limit(50)).all()
 
 
-def _timed(calls: int, call: Callable[[], Any]) -> list[float]:
+def timed(calls: int, call: Callable[[], Any]) -> list[float]:
     call()  # warm the page cache
     seconds = []
     for _ in range(calls):

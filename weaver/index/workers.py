@@ -27,7 +27,7 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 import structlog
 
@@ -431,12 +431,7 @@ def _note_record(
         aliases=parsed.aliases,
         tags=parsed.tags,
         links=parsed.links,
-        size=file_stat.size,
-        created=_created_ms(file_stat, previous),
-        modified=file_stat.mtime_ns // 1_000_000,
-        mtime_ns=file_stat.mtime_ns,
-        content_hash=digest,
-        indexed_at=time.time_ns() // 1_000_000,
+        **_file_fields(file_stat, digest, previous),
         word_count=parsed.word_count,
         tasks_open=parsed.tasks_open,
         tasks_done=parsed.tasks_done,
@@ -449,6 +444,18 @@ def _note_record(
         tasks=tuple(map(task_row, parsed.tasks)),
         inline_fields=parsed.inline_fields,
     )
+
+
+def _file_fields(file_stat: FileStat, digest: str, previous: StoredFile | None) -> dict[str, Any]:
+    """What a note's and a canvas's rows take alike from the file itself."""
+    return {
+        "size": file_stat.size,
+        "created": _created_ms(file_stat, previous),
+        "modified": file_stat.mtime_ns // 1_000_000,
+        "mtime_ns": file_stat.mtime_ns,
+        "content_hash": digest,
+        "indexed_at": time.time_ns() // 1_000_000,
+    }
 
 
 def _canvas_record(
@@ -470,12 +477,7 @@ def _canvas_record(
         aliases=(),
         tags=contents.tags,
         links=contents.links,
-        size=file_stat.size,
-        created=_created_ms(file_stat, previous),
-        modified=file_stat.mtime_ns // 1_000_000,
-        mtime_ns=file_stat.mtime_ns,
-        content_hash=digest,
-        indexed_at=time.time_ns() // 1_000_000,
+        **_file_fields(file_stat, digest, previous),
         word_count=contents.word_count,
         tasks_open=0,
         tasks_done=0,
