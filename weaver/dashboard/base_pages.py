@@ -5,6 +5,7 @@ under their group headings, and the view's summaries. Run by `runtime.base_views
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 
@@ -78,11 +79,12 @@ def load_table(
 
 def _grouped(run: base_views.BaseRun, positions: list[int]) -> list[BaseRowGroup]:
     result = run.result
+    starts = [g.start for g in result.groups or ()]
     groups: list[BaseRowGroup] = []
     for position in positions:
-        group = next(
-            (g for g in result.groups or () if g.start <= position < g.start + g.count), None
-        )
+        # Groups hold consecutive rows in order: the one holding a row is found by its start.
+        found = bisect.bisect_right(starts, position) - 1
+        group = result.groups[found] if result.groups and found >= 0 else None
         heading = None if group is None else cell_text(group.key) or "(empty)"
         count = len(result.rows) if group is None else group.count
         if not groups or groups[-1].heading != heading:
