@@ -3,6 +3,7 @@ each indexing pass changed (`cache.changes`), and answer exactly as indexes buil
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,57 @@ def test_a_downgrade_past_the_change_log_leaves_readers_to_rebuild(
     upgrade_to_head(app.db)
     with app.db.connect() as conn:
         assert changes.changed_since(conn, 0, 2**62, LIMIT) is None
+
+
+def version(app: App) -> int | None:
+    with app.db.connect() as conn:
+        return read.last_updated(conn)
+
+
+def unchanged(app: App, since: int | None) -> bool:
+    with app.db.connect() as conn:
+        return changes.unchanged_since(conn, since)
+
+
+def test_unchanged_since_holds_until_a_pass_writes_or_touches_a_note(
+    reader: Reader, app: App, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a base's kept rows rely on to skip listing the files: true only while every note
+    and attachment is exactly as it was at the version."""
+    held = version(app)
+    assert unchanged(app, held)
+    app.indexer.reconcile()  # nothing changed on disk: nothing moves
+    assert unchanged(app, held)
+
+    # A touch (new time, same content) changes the note's row, `file.mtime` in a base.
+    path = vault_dir / "a.md"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    app.indexer.reconcile()
+    assert not unchanged(app, held)
+    held = version(app)
+    assert unchanged(app, held)
+
+    app.indexer.apply_paths(write("pic.png", b"\x89PNG")(vault_dir))  # an attachment
+    assert not unchanged(app, held)
+    held = version(app)
+
+    def dies(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("power cut")
+
+    with monkeypatch.context() as patch:  # a pass whose notes are written, not yet ended
+        patch.setattr(indexer_module.Indexer, "_finish", dies)
+        with pytest.raises(RuntimeError):
+            app.indexer.apply_paths(write("b.md", "changed")(vault_dir))
+    assert version(app) == held and not unchanged(app, held)
+    app.indexer.apply_paths(write("sub/a.md", "[[a]]")(vault_dir))  # stamps what it left
+    held = version(app)
+    assert unchanged(app, held)
+
+    monkeypatch.setattr(indexer_module, "BIG_PASS", 1)  # records nothing: readers rebuild
+    with monkeypatch.context() as patch:
+        patch.setattr(indexer_module.Indexer, "_finish", dies)
+        with pytest.raises(RuntimeError):
+            app.indexer.apply_paths(write("b.md", "changed again")(vault_dir))
+    assert not unchanged(app, held)
+    assert not unchanged(app, None)

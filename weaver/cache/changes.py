@@ -6,6 +6,10 @@ paid by the first call after every edit. The indexer now records
 each note whose row, tags or links it changed (written, removed, or with a link resolved
 anew), and a reader holding version V updates just the notes changed since V.
 
+Notes touched (a new size or time, the same content) are recorded and move the version too:
+their row changed, and a base shows `file.mtime`. So `unchanged_since(V)` can tell a reader
+holding something built at version V that the notes and attachments are still exactly so.
+
 A pass records its notes as it writes them, with no version (it is not known yet), and stamps
 them with the version it ends on; a pass that never ended leaves its rows to be stamped by the
 next. `changes_since` in `cache_state` is the oldest version the rows cover: a reader older
@@ -77,3 +81,13 @@ def changed_since(
     )
     changed = set(rows.scalars())
     return changed if len(changed) <= limit else None
+
+
+def unchanged_since(conn: Connection, version: int | None) -> bool:
+    """Whether the cache's notes and attachments are as they were at `version`: no pass has
+    ended since (each moves the version), and none under way has written or touched a note
+    (it records them as it writes, or moves `changes_since` past every version first)."""
+    current = get_state(conn, "last_updated")
+    if version is None or current != version:
+        return False
+    return changed_since(conn, version, current, 0) == set()

@@ -137,6 +137,7 @@ class _Plan:
     # Whether the pass records the notes it changes (`cache.changes`), decided once before it
     # writes: not for a first index or a big pass, after which readers rebuild anyway.
     recorded: bool = False
+    touched: int = 0  # notes whose size or time changed, not their content
 
 
 @dataclass(slots=True)
@@ -372,7 +373,7 @@ class Indexer:
                 done += chunk.files
                 if transaction is None:
                     transaction, announced = conn.begin(), False
-                if chunk.records and not announced:
+                if (chunk.records or chunk.touched) and not announced:
                     _announce(conn, plan)
                     announced = True
                 written += _write_chunk(
@@ -427,7 +428,7 @@ class Indexer:
             if plan.recorded:
                 changes.record(conn, {*removed_notes, *relinked})
             version = previous = write.get_state(conn, "last_updated")
-            if written or gone or plan.attachments or relinked:
+            if written or gone or plan.attachments or relinked or plan.touched:
                 # Strictly increasing, even for two passes in one millisecond: readers use it
                 # as the version of the cache (the graph tools cache their adjacency by it).
                 version = max(_now_ms(), previous + 1 if isinstance(previous, int) else 0)
@@ -472,8 +473,9 @@ def _write_chunk(
                 observer.note_failed(record.path, record.error)
             else:
                 log.warning("note indexed with error", path=record.path, error=record.error)
-    if plan.recorded:
-        changes.record(conn, [r.path for r in chunk.records])
+    if plan.recorded:  # a touched note's row changed too: its `file.mtime` in a base
+        changes.record(conn, [r.path for r in chunk.records] + [s.path for s in chunk.touched])
+    plan.touched += len(chunk.touched)
     # Provisional: replaced by the pass's final events (with moves paired) when it ends.
     feed.record_provisional(conn, _events(chunk.records, stored, (), initial=plan.first))
     write.replace_notes(conn, chunk.records, resolver, stored, statuses)
