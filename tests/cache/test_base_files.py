@@ -15,6 +15,7 @@ from weaver.bases.document import document_from_query, view_of
 from weaver.bases.environment import Environment
 from weaver.bases.filters import all_of
 from weaver.bases.view import run_view
+from weaver.cache import base_files
 from weaver.cache.base_files import file_at, file_finder, load_files
 from weaver.cache.read import read_snapshot
 from weaver.config import Settings
@@ -156,3 +157,18 @@ def test_every_file_is_loaded_without_filters(app: App) -> None:
         narrowed = load_files(conn, None)
     assert sorted(f.path for f in narrowed.files) == sorted(FILES)
     assert narrowed.rest is None
+
+
+def test_an_attachment_in_a_view_has_its_backlinks(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listed with the notes, the attachment's backlinks are read with theirs, in one statement
+    # (as for a big vault: files are read by their paths only when there are few).
+    monkeypatch.setattr(base_files, "_FEW", 0)
+    document = document_from_query(
+        'file.inFolder("Books")', None, None, ["file.backlinks"], None, None
+    )
+    with read_snapshot(app.db) as conn:
+        run = run_document(conn, AD_HOC, document, view_of(document, None))
+    cells = {row.path: row.cells[0] for row in run.result.rows}
+    assert [link.target for link in cells["Books/cover.png"]] == ["Books/Dune.md"]  # type: ignore[union-attr]

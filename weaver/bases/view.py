@@ -10,7 +10,12 @@ over the rows shown.
 Sorting: empty values (null, "", [], {}) go last in either direction; values of different
 types order by type (booleans, numbers, dates, durations, text, links, files, anything else),
 text ignores case; ties keep the files in path order. Each row's sort and group values are read
-once, and each formula runs at most once per row (the row's `Context` keeps them)."""
+once, and each formula runs at most once per row (the row's `Context` keeps them).
+
+`evaluate_rows` and `assemble_view` split a run in two: each file's row, every expression run,
+then the rows sorted, limited, grouped and summarised. Rows evaluated once can then be kept and
+assembled again (`runtime.kept_rows`); `run_view` does both at once, reading only the cells
+of the rows it shows."""
 
 from __future__ import annotations
 
@@ -18,10 +23,10 @@ import dataclasses
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
-from typing import TypeAlias
+from typing import Generic, TypeAlias, TypeVar
 
 from weaver.bases import fields
 from weaver.bases.compiler import compile_expression
@@ -95,26 +100,154 @@ def run_view(
     if keep is not None:
         test = compile_filter(keep)
         contexts = [context for context in contexts if test(context)]
-    contexts.sort(key=_path)  # ties of the sort keep path order
-    shown = _sorted(contexts, view.sort)[: view.limit]
-    columns = tuple(Column(key, _label(document, key)) for key in view.order or DEFAULT_COLUMNS)
-    summarise = _Summariser(document, view, env)
+    return _assemble(document, view, env, contexts, _FromContexts())
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatedRow:
+    """A row that passed the filters, its expressions run: what a view needs of it to be
+    assembled again without them. `values` are those of `keys_read(view)`, in that order (the
+    columns first, so `row.cells` are the first of them); `order` is its `order_key` for each
+    of the view's sort keys."""
+
+    row: ResultRow
+    values: tuple[Value, ...]
+    order: tuple[tuple[object, ...], ...]
+
+
+def keys_read(view: ViewSpec) -> tuple[str, ...]:
+    """Every property key a view reads of its rows: its columns first, then its sort keys,
+    grouping and summaries."""
+    keys = [*_column_keys(view), *(key.property for key in view.sort)]
+    if view.group_by is not None:
+        keys.append(view.group_by.property)
+    keys += view.summaries
+    return tuple(dict.fromkeys(keys))
+
+
+def evaluate_rows(
+    document: BaseDocument, view: ViewSpec, files: Iterable[FileFacts], env: Environment
+) -> Iterator[tuple[str, EvaluatedRow | None]]:
+    """Each file's row of the view (None: the filters drop it). Unlike `run_view`, which reads
+    the cells of the rows it shows only, this reads every key of every row kept: an error here
+    may be in a row `run_view` would not show, so a caller that gets one runs the view with
+    `run_view` for the view's true answer."""
+    env = dataclasses.replace(env, formulas=document.formulas)
+    keep = all_of(document.filters, view.filters)
+    test = compile_filter(keep) if keep is not None else None
+    keys = keys_read(view)
+    readers = [reader(key) for key in keys]
+    columns = len(_column_keys(view))
+    sorts = [(keys.index(key.property), key.descending) for key in view.sort]
+    for facts in files:
+        context = Context(facts, env)
+        if test is not None and not test(context):
+            yield facts.path, None
+            continue
+        values = tuple([read(context) for read in readers])
+        order = tuple([order_key(values[at], descending) for at, descending in sorts])
+        yield facts.path, EvaluatedRow(ResultRow(facts.path, values[:columns]), values, order)
+
+
+def assemble_view(
+    document: BaseDocument, view: ViewSpec, env: Environment, rows: Iterable[EvaluatedRow]
+) -> ViewResult:
+    """The view's answer from its rows evaluated before (`evaluate_rows`), in any order: the
+    same as `run_view` gives when no expression fails."""
+    return _assemble(document, view, env, list(rows), _FromEvaluated(keys_read(view)))
+
+
+def _column_keys(view: ViewSpec) -> tuple[str, ...]:
+    return view.order or DEFAULT_COLUMNS
+
+
+_Row = TypeVar("_Row")
+
+
+class _Reading(ABC, Generic[_Row]):
+    """How the assembly of a view reads its rows."""
+
+    @abstractmethod
+    def path(self, row: _Row) -> str: ...
+
+    @abstractmethod
+    def value(self, key: str) -> Callable[[_Row], Value]:
+        """What reads a property key's value of a row."""
+
+    @abstractmethod
+    def order(self, position: int, key: SortKey) -> Callable[[_Row], tuple[object, ...]]:
+        """What reads a row's `order_key` for the view's `position`-th sort key, `key`."""
+
+    @abstractmethod
+    def results(self, rows: Sequence[_Row], columns: Sequence[str]) -> tuple[ResultRow, ...]:
+        """The rows with their cells, the `columns`' values."""
+
+
+class _FromContexts(_Reading[Context]):
+    """Rows as contexts: every value read when asked for, from the row's file."""
+
+    def path(self, row: Context) -> str:
+        return row.file.facts.path
+
+    def value(self, key: str) -> Callable[[Context], Value]:
+        return reader(key)
+
+    def order(self, position: int, key: SortKey) -> Callable[[Context], tuple[object, ...]]:
+        read = reader(key.property)
+        return lambda row: order_key(read(row), key.descending)
+
+    def results(self, rows: Sequence[Context], columns: Sequence[str]) -> tuple[ResultRow, ...]:
+        readers = [reader(key) for key in columns]
+        return tuple(
+            ResultRow(self.path(row), tuple([read(row) for read in readers])) for row in rows
+        )
+
+
+class _FromEvaluated(_Reading[EvaluatedRow]):
+    """Rows evaluated before: every value is there already."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.at = {key: position for position, key in enumerate(keys)}
+
+    def path(self, row: EvaluatedRow) -> str:
+        return row.row.path
+
+    def value(self, key: str) -> Callable[[EvaluatedRow], Value]:
+        at = self.at[key]
+        return lambda row: row.values[at]
+
+    def order(self, position: int, key: SortKey) -> Callable[[EvaluatedRow], tuple[object, ...]]:
+        return lambda row: row.order[position]
+
+    def results(
+        self, rows: Sequence[EvaluatedRow], columns: Sequence[str]
+    ) -> tuple[ResultRow, ...]:
+        return tuple([row.row for row in rows])
+
+
+def _assemble(
+    document: BaseDocument,
+    view: ViewSpec,
+    env: Environment,
+    kept: list[_Row],
+    reading: _Reading[_Row],
+) -> ViewResult:
+    """The kept rows sorted, limited, grouped and summarised, with their cells."""
+    kept.sort(key=reading.path)  # ties of the sort keep path order
+    shown = _sorted(kept, view.sort, reading)[: view.limit]
+    keys = _column_keys(view)
+    summarise = _Summariser(document, view, env, reading)
     groups = None
     if view.group_by is not None:
-        shown, groups = _grouped(shown, view.group_by, summarise)
-    readers = [reader(column.key) for column in columns]
+        shown, groups = _grouped(shown, view.group_by, summarise, reading)
     return ViewResult(
         view=view,
-        columns=columns,
-        rows=tuple(_row(context, readers) for context in shown),
+        columns=tuple(Column(key, _label(document, key)) for key in keys),
+        rows=reading.results(shown, keys),
         groups=groups,
         summaries=summarise(shown),
-        matched=len(contexts),
+        matched=len(kept),
     )
-
-
-def _path(context: Context) -> str:
-    return context.file.facts.path
 
 
 Reader = Callable[[Context], Value]
@@ -143,22 +276,16 @@ def _label(document: BaseDocument, key: str) -> str:
     return f"file {name}" if scope == "file" else name
 
 
-def _row(context: Context, readers: Sequence[Reader]) -> ResultRow:
-    return ResultRow(context.file.facts.path, tuple([read(context) for read in readers]))
-
-
 # ---------------------------------------------------------------- ordering
 
 
-def _sorted(contexts: list[Context], keys: Sequence[SortKey]) -> list[Context]:
+def _sorted(rows: list[_Row], keys: Sequence[SortKey], reading: _Reading[_Row]) -> list[_Row]:
     """Stable passes from the last key to the first: the first key decides, the next breaks
     its ties, and so on."""
-    ordered = contexts
-    for key in reversed(keys):
-        read = reader(key.property)
-        decorated = [(order_key(read(context), key.descending), context) for context in ordered]
-        decorated.sort(key=itemgetter(0), reverse=key.descending)
-        ordered = [context for _, context in decorated]
+    ordered = rows
+    for position, key in reversed(list(enumerate(keys))):
+        # Python's sort is stable reversed too, and reads each row's key once.
+        ordered = sorted(ordered, key=reading.order(position, key), reverse=key.descending)
     return ordered
 
 
@@ -197,41 +324,43 @@ def _ranked(value: Value) -> tuple[int, object]:
 
 
 def _grouped(
-    contexts: list[Context], group_by: SortKey, summarise: _Summariser
-) -> tuple[list[Context], tuple[GroupResult, ...]]:
+    rows: list[_Row], group_by: SortKey, summarise: _Summariser[_Row], reading: _Reading[_Row]
+) -> tuple[list[_Row], tuple[GroupResult, ...]]:
     """The rows regrouped (sort order kept within a group) and the groups, ordered by their key
     in the group's direction, the group of rows with no value last."""
-    read = reader(group_by.property)
-    buckets: dict[Hashable, tuple[Value, list[Context]]] = {}
-    for context in contexts:
-        key = read(context)
+    read = reading.value(group_by.property)
+    buckets: dict[Hashable, tuple[Value, list[_Row]]] = {}
+    for row in rows:
+        key = read(row)
         key = None if is_empty(key) else key
-        buckets.setdefault(identity(key), (key, []))[1].append(context)
+        buckets.setdefault(identity(key), (key, []))[1].append(row)
     ordered = sorted(
         buckets.values(),
         key=lambda bucket: order_key(bucket[0], group_by.descending),
         reverse=group_by.descending,
     )
-    rows: list[Context] = []
+    regrouped: list[_Row] = []
     groups = []
     for key, members in ordered:
-        groups.append(GroupResult(key, len(rows), len(members), summarise(members)))
-        rows.extend(members)
-    return rows, tuple(groups)
+        groups.append(GroupResult(key, len(regrouped), len(members), summarise(members)))
+        regrouped.extend(members)
+    return regrouped, tuple(groups)
 
 
-class _Summariser:
+class _Summariser(Generic[_Row]):
     """A view's summaries over some of its rows (all shown, or one group's)."""
 
-    def __init__(self, document: BaseDocument, view: ViewSpec, env: Environment) -> None:
+    def __init__(
+        self, document: BaseDocument, view: ViewSpec, env: Environment, reading: _Reading[_Row]
+    ) -> None:
         self.env = env
         self.formulas = document.summaries
-        self.chosen = [(key, reader(key), name) for key, name in view.summaries.items()]
+        self.chosen = [(key, reading.value(key), name) for key, name in view.summaries.items()]
 
-    def __call__(self, contexts: Sequence[Context]) -> dict[str, Value]:
+    def __call__(self, rows: Sequence[_Row]) -> dict[str, Value]:
         summaries = {}
         for key, read, name in self.chosen:
-            values = [read(context) for context in contexts]
+            values = [read(row) for row in rows]
             summaries[key] = self.summary(name, values)
         return summaries
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    CompoundSelect,
     Connection,
     Select,
     String,
@@ -47,15 +48,35 @@ from weaver.markdown.resolver import LinkResolver
 # The links a note's `file.links` lists; embeds are `file.embeds`, as Obsidian keeps them apart.
 _LINK_KINDS = ("wikilink", "markdown", "frontmatter")
 _IN_CHUNK = 900  # bound parameters per IN list, under SQLite's old limit of 999
+_FEW = 200  # files of a load read by their paths; more, by the narrowing's statement
+
+# A file as the cache lists it: path, size, created and modified (ms since the epoch), and the
+# hash of a note's content ("" for an attachment). All a file's facts follow from these.
+FileRow = tuple[str, int, float, float, str]
+Paths = Select[Any] | CompoundSelect[Any]  # a statement selecting paths
 
 
 @dataclass(frozen=True, slots=True)
 class Narrowed:
-    """The files a filter may keep (`files`), and what is left of the filter to evaluate on
-    them (`rest`: None when SQL decided all of it)."""
+    """The files a filter may keep (`rows`), and what is left of the filter to evaluate on
+    them (`rest`: None when SQL decided all of it). Their facts are read when asked for."""
 
-    files: list[CachedFile]
+    rows: list[FileRow]  # the notes first, then the attachments
+    notes: int  # how many of the rows are notes
     rest: Filter | None
+    conn: Connection
+    scope: Paths  # the files' paths, to read lists for all of them in one statement
+
+    @property
+    def files(self) -> list[CachedFile]:
+        return self.files_of(self.rows)
+
+    def files_of(self, rows: Sequence[FileRow]) -> list[CachedFile]:
+        """The files of some of the rows. A few have their lists read by their paths; more,
+        through the narrowing's statement."""
+        scope = [row[0] for row in rows] if len(rows) <= _FEW else self.scope
+        load = _Load(self.conn, scope)
+        return [CachedFile(load, *row[:2], row[2] / 1000, row[3] / 1000) for row in rows]
 
 
 class CachedFile:
@@ -111,7 +132,7 @@ class _Load:
     """The files of one load and what has been read of them, read on first demand. `scope`
     selects the notes' paths in SQL (a narrowing's statement), or is the list of paths."""
 
-    def __init__(self, conn: Connection, scope: Select[Any] | list[str]) -> None:
+    def __init__(self, conn: Connection, scope: Paths | list[str]) -> None:
         self.conn = conn
         self.scope = scope
         self._lists: dict[str, dict[str, list[str]]] = {}
@@ -170,17 +191,32 @@ _LIST_QUERIES: dict[str, tuple[Any, Any]] = {
 }
 
 
-def load_files(conn: Connection, filter: Filter | None) -> Narrowed:
-    """Every vault file `filter` may keep, narrowed in SQL by its leading exact conditions."""
+def load_files(
+    conn: Connection, filter: Filter | None, notes: Collection[str] | None = None
+) -> Narrowed:
+    """Every vault file `filter` may keep, narrowed in SQL by its leading exact conditions;
+    with `notes` (at most `_IN_CHUNK` paths), only those of the notes, and every attachment."""
     conditions, rest = _split(filter)
     note_where = and_(true(), *(c.note for c in conditions))
-    load = _Load(conn, select(Note.path).where(note_where))
-    files = [_note_file(load, *row) for row in conn.execute(_NOTE_ROWS.where(note_where)).all()]
+    if notes is not None:
+        note_where = and_(note_where, Note.path.in_(list(notes)))
+    listed = conn.execute(_NOTE_ROWS.where(note_where)).all()
+    rows = cast(list[FileRow], list(map(tuple, listed)))  # plain tuples compare 10× faster
+    count = len(rows)
+    note_paths = select(Note.path).where(note_where)
+    scope: Paths = note_paths
     if not any(c.notes_only for c in conditions):
         attachment_where = and_(true(), *(c.attachment for c in conditions))
-        rows = conn.execute(_ATTACHMENT_ROWS.where(attachment_where)).all()
-        files += [_attachment_file(load, *row) for row in rows]
-    return Narrowed(files, rest)
+        found = conn.execute(_ATTACHMENT_ROWS.where(attachment_where))
+        rows += [_attachment_row(*row) for row in found]
+        # An attachment has backlinks too.
+        scope = note_paths.union_all(select(Attachment.path).where(attachment_where))
+    return Narrowed(rows, count, rest, conn, scope)
+
+
+def left_to_evaluate(filter: Filter | None) -> Filter | None:
+    """What of `filter` `load_files` leaves to evaluate on the files it lists (`rest`)."""
+    return _split(filter)[1]
 
 
 def file_at(conn: Connection, path: str) -> CachedFile | None:
@@ -188,9 +224,12 @@ def file_at(conn: Connection, path: str) -> CachedFile | None:
     load = _Load(conn, [path])
     row = conn.execute(_NOTE_ROWS.where(Note.path == path)).first()
     if row is not None:
-        return _note_file(load, *row)
+        return CachedFile(load, row.path, row.size, row.created / 1000, row.modified / 1000)
     found = conn.execute(_ATTACHMENT_ROWS.where(Attachment.path == path)).first()
-    return None if found is None else _attachment_file(load, *found)
+    if found is None:
+        return None
+    path, size, created, modified, _ = _attachment_row(*found)
+    return CachedFile(load, path, size, created / 1000, modified / 1000)
 
 
 def file_finder(conn: Connection, source: str = "") -> Callable[[str], CachedFile | None]:
@@ -211,17 +250,13 @@ def file_finder(conn: Connection, source: str = "") -> Callable[[str], CachedFil
     return find
 
 
-_NOTE_ROWS = select(Note.path, Note.size, Note.created, Note.modified)
+_NOTE_ROWS = select(Note.path, Note.size, Note.created, Note.modified, Note.content_hash)
 _ATTACHMENT_ROWS = select(Attachment.path, Attachment.size, Attachment.mtime_ns)
 
 
-def _note_file(load: _Load, path: str, size: int, created: int, modified: int) -> CachedFile:
-    return CachedFile(load, path, size, created / 1000, modified / 1000)
-
-
-def _attachment_file(load: _Load, path: str, size: int, mtime_ns: int) -> CachedFile:
-    seconds = mtime_ns / 1e9  # the cache keeps no creation time of attachments
-    return CachedFile(load, path, size, seconds, seconds)
+def _attachment_row(path: str, size: int, mtime_ns: int) -> FileRow:
+    millis = mtime_ns / 1e6  # the cache keeps no creation time of attachments
+    return path, size, millis, millis, ""
 
 
 # ---------------------------------------------------------------- narrowing

@@ -69,6 +69,8 @@ class Note(Base):
         Index("ix_notes_type_path", "type", "path"),
         Index("ix_notes_status_path", "status", "path"),
         Index("ix_notes_search_rowid_path", "search_rowid", "path"),
+        # What a base lists of each note (`cache.base_files`), read off the index alone.
+        Index("ix_notes_listing", "path", "size", "created", "modified", "content_hash"),
         # Only the few notes with an error: list_problems pages through them by path.
         Index(
             "ix_notes_error_path",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
+import functools
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
@@ -18,11 +19,13 @@ from sqlalchemy import Connection, select
 from weaver.bases.document import BaseDocument, ViewSpec, base_blocks, parse_base, view_of
 from weaver.bases.environment import Environment
 from weaver.bases.filters import all_of
-from weaver.bases.view import ViewResult, run_view
+from weaver.bases.row_key import row_key
+from weaver.bases.view import ViewResult, assemble_view, evaluate_rows, run_view
 from weaver.cache import fts
-from weaver.cache.base_files import file_at, file_finder, load_files
+from weaver.cache.base_files import file_at, file_finder, left_to_evaluate, load_files
 from weaver.cache.models import Attachment
 from weaver.errors import BaseFileError, NoteDecodeError, WeaverError
+from weaver.runtime.kept_rows import KEPT, Listing
 from weaver.vault.fs import BASES, Vault
 
 BASE_SUFFIX = BASES.suffix
@@ -103,13 +106,40 @@ def run_document(
     """One view of `document` evaluated; every expression error is the whole view's. The
     cache narrows the files by what of the filters SQL decides; the rest is evaluated here."""
     clock = now or dt.datetime.now()
-    narrowed = load_files(conn, all_of(document.filters, spec.filters))
+    keep = all_of(document.filters, spec.filters)
     this = file_at(conn, source.path) if source.path else None
     env = Environment(now=clock, this=this, find_file=file_finder(conn, source.path))
     # The filters left are the view's alone: the base's are in them (`all_of` above).
     evaluated = dataclasses.replace(document, filters=None)
-    view = dataclasses.replace(spec, filters=narrowed.rest)
-    return BaseRun(source, document, run_view(evaluated, view, narrowed.files, env), clock)
+    view = dataclasses.replace(spec, filters=left_to_evaluate(keep))
+    listing = functools.partial(load_files, conn, keep)
+    key = row_key(document, spec)
+    if key is None:
+        result = run_view(evaluated, view, listing(None).files, env)
+    else:
+        result = _from_kept_rows(conn, (key, env.today), evaluated, view, listing, env)
+    return BaseRun(source, document, result, clock)
+
+
+def _from_kept_rows(
+    conn: Connection,
+    key: Hashable,
+    document: BaseDocument,
+    view: ViewSpec,
+    listing: Listing,
+    env: Environment,
+) -> ViewResult:
+    """The view, from the rows kept of its earlier runs (its rows read only their own files:
+    `kept_rows`); when a row fails, evaluated whole as `run_view` does."""
+    try:
+        rows = KEPT.rows(
+            key, conn, listing, lambda files: evaluate_rows(document, view, files, env)
+        )
+    except WeaverError:
+        # The kept path reads every kept row's cells, `run_view` only the rows it shows: its
+        # run says whether the error is the view's, and is the answer either way.
+        return run_view(document, view, listing(None).files, env)
+    return assemble_view(document, view, env, rows)
 
 
 def list_bases(conn: Connection, vault: Vault) -> Iterator[BaseListing]:
