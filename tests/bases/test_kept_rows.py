@@ -332,3 +332,21 @@ def test_views_reading_backlinks_see_a_new_link_at_once(app: App) -> None:
     edit(app, "Notes/Other.md", "[[Ulysses]]")
     after = assert_fresh(app, document)
     assert before != after
+
+
+def test_two_caches_never_share_a_views_rows(app: App, tmp_path: Path) -> None:
+    # Another vault with one more file, indexed before the first's last edit: its change log
+    # reaches back past the first cache's version, but says nothing of the first cache.
+    document = document_from_query(BOOKS, None, None, ["rating"], None, None)
+    extra = {**FILES, "Books/Extra.md": "---\nrating: 1\n---\n#book\n"}
+    other = open_app(Settings(vault=write_files(tmp_path / "other", extra)))
+    try:
+        other.indexer.reconcile()
+        edit(app, "Books/Ulysses.md", "---\nrating: 3\n---\n#book\n")
+        first = assert_fresh(app, document)
+        edit(other, "Books/Emma.md", "---\nrating: 4\n---\n#book again\n")
+        second = assert_fresh(other, document)
+    finally:
+        other.close()
+    paths = sorted([path for path, _ in first[0]] + ["Books/Extra.md"])  # type: ignore[index]
+    assert [path for path, _ in second[0]] == paths  # type: ignore[index]

@@ -4,6 +4,7 @@ each indexing pass changed (`cache.changes`), and answer exactly as indexes buil
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,15 @@ def test_unchanged_since_holds_until_a_pass_writes_or_touches_a_note(
             app.indexer.apply_paths(write("b.md", "changed again")(vault_dir))
     assert not unchanged(app, held)
     assert not unchanged(app, None)
+
+
+def test_a_cache_made_anew_makes_readers_of_the_old_one_rebuild(app: App) -> None:
+    """A version held from before the cache was made again (deleted, rebuilt) says nothing of
+    the new one, whose first index is recorded nowhere."""
+    with app.db.begin() as conn:
+        changes.forget(conn, None)  # what the first index of a new cache does
+        changes.record(conn, ["a.md"])
+        changes.stamp(conn, int(time.time() * 1000) + 10, previous=None)
+    with app.db.connect() as conn:
+        held = int(time.time() * 1000) - 60_000  # a version of the cache before, a minute ago
+        assert changes.changed_since(conn, held, held + 120_000, LIMIT) is None

@@ -21,6 +21,7 @@ dropped; a reader idle that long rebuilds once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection
 
 from sqlalchemy import Connection, delete, func, insert, or_, select, update
@@ -59,7 +60,10 @@ def forget(conn: Connection, previous: object) -> None:
     """A pass that records nothing is about to write over `previous` (the cache's version):
     readers holding it or anything older must build afresh."""
     conn.execute(delete(NoteChange))
-    set_state(conn, SINCE_KEY, previous + 1 if isinstance(previous, int) else 0)
+    # A cache with no version yet is new, or made again (`runtime.rebuild`): a version held by
+    # anyone came from before it, and versions are times, so now is past all of them.
+    since = previous + 1 if isinstance(previous, int) else int(time.time() * 1000)
+    set_state(conn, SINCE_KEY, since)
 
 
 def changed_since(

@@ -25,7 +25,7 @@ from weaver.cache import fts
 from weaver.cache.base_files import file_at, file_finder, left_to_evaluate, load_files
 from weaver.cache.models import Attachment
 from weaver.errors import BaseFileError, NoteDecodeError, WeaverError
-from weaver.runtime.kept_rows import KEPT, Listing
+from weaver.runtime.kept_rows import Listing, kept_for
 from weaver.vault.fs import BASES, Vault
 
 BASE_SUFFIX = BASES.suffix
@@ -132,7 +132,7 @@ def _from_kept_rows(
     """The view, from the rows kept of its earlier runs (its rows read only their own files:
     `kept_rows`); when a row fails, evaluated whole as `run_view` does."""
     try:
-        rows = KEPT.rows(
+        rows = kept_for(conn.engine).rows(
             key, conn, listing, lambda files: evaluate_rows(document, view, files, env)
         )
     except WeaverError:

@@ -12,17 +12,19 @@ per key and day (`today()` may be read), at most `MAX_ROWS` in all; the views us
 recently go first.
 
 Nothing kept is ever stale: a file whose listing changed is evaluated again, a file no longer
-listed is dropped, and a key names the expressions' text, so an edited base is another key."""
+listed is dropped, a key names the expressions' text, so an edited base is another key, and
+each database (engine) has its own views' rows (`kept_for`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from weaver.bases.view import EvaluatedRow
 from weaver.cache import changes
@@ -154,4 +156,17 @@ def _kept(by_path: dict[str, tuple[FileRow, EvaluatedRow | None]]) -> list[Evalu
     return [row for _, row in by_path.values() if row is not None]
 
 
-KEPT = KeptRows()  # the process's; a view's key names its expressions, not its vault or base
+# A view's listing and the version it was made at mean something only in their database (a
+# row, given its file's listing, is the same anywhere). So each engine has its own rows, gone
+# with it.
+_BY_ENGINE: weakref.WeakKeyDictionary[Engine, KeptRows] = weakref.WeakKeyDictionary()
+_BY_ENGINE_LOCK = threading.Lock()
+
+
+def kept_for(engine: Engine) -> KeptRows:
+    """The rows kept of the views over the database of `engine`."""
+    with _BY_ENGINE_LOCK:
+        kept = _BY_ENGINE.get(engine)
+        if kept is None:
+            kept = _BY_ENGINE[engine] = KeptRows()
+        return kept
