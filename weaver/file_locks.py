@@ -4,8 +4,10 @@
   when the last descriptor of it is closed, whatever ends the process (kill -9 included). The
   daemon, writer and note locks rest on that: a killed holder never leaves a lock behind.
 - **Windows** (`MsvcrtLocks`): `msvcrt.locking` on one byte. The OS drops it when the handle is
-  closed or the process ends (Microsoft: "after a delay that depends on available system
-  resources", so a killed holder's lock may outlive it by a moment). Windows has no shared lock
+  closed or the process ends (after a time that Microsoft says depends on the system's load, so
+  a killed holder's lock may outlive it by a moment: holders unlock before closing). A folder
+  cannot be opened with `os.open` there, so it cannot be locked (`locks_folders()` is False;
+  `runtime.locks` says why the daemon needs no folder lock there). Windows has no shared lock
   (`LK_RLCK` is `LK_LOCK`): a shared try takes the lock exclusively, so two probes at the same
   instant may each see the other as the holder. A locked range is mandatory there (another
   handle cannot read it), so the byte locked lies past anything written: the pid a lock file
