@@ -31,7 +31,7 @@ FORCE_ENV = "WEAVER_FILE_LOCKS"
 MSVCRT_LOCKED_BYTE = 1 << 30
 # errno of `msvcrt.locking` when the range is locked by another handle: EACCES for a
 # non-blocking try, EDEADLOCK when the blocking mode gave up after its ten tries of a second.
-# (`errno.EDEADLOCK` is missing on macOS, where it would be EDEADLK anyway.)
+# (`errno.EDEADLOCK` is not defined on every platform; EDEADLK is its POSIX name.)
 _MSVCRT_BUSY = frozenset({errno.EACCES, getattr(errno, "EDEADLOCK", errno.EDEADLK)})
 
 
