@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1] / "weaver"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(units.split())
     for units in (
-        "errors log json_nesting gc_freeze obsidian_app paging installation toolsets",
+        "errors log json_nesting gc_freeze obsidian_app paging installation toolsets file_locks",
         "markdown",
         "tasks bases canvas",
         "views",

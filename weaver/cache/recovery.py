@@ -17,7 +17,6 @@ report the cache `corrupt` (unhealthy); the next start moves it aside.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import time
@@ -30,6 +29,8 @@ import structlog
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, SQLAlchemyError
+
+from weaver import file_locks
 
 log = structlog.get_logger(__name__)
 
@@ -73,7 +74,7 @@ def sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-# Beside a SQLite cache, the file whose `flock` makes one process its writer (`runtime.locks`).
+# Beside a SQLite cache, the file whose lock makes one process its writer (`runtime.locks`).
 WRITER_LOCK_SUFFIX = ".writer.lock"
 
 
@@ -86,12 +87,11 @@ def writer_of(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
+        if file_locks.try_lock_shared(fd):
+            file_locks.unlock(fd)
+            return None
+        os.lseek(fd, 0, os.SEEK_SET)  # not `os.pread`: Windows has none
+        return os.read(fd, 32).decode(errors="replace").strip() or "another process"
     finally:
         os.close(fd)
 

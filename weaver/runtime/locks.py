@@ -1,14 +1,17 @@
-"""Inter-process locks on a vault and its cache, with `flock` (released by the OS on any exit).
+"""Inter-process locks on a vault and its cache: file locks (`weaver.file_locks`), released by
+the OS on any exit.
 
-- The **daemon lock** (`<vault>/.weaver/daemon.lock`, and a `flock` on the vault folder itself):
-  one `weaver daemon` per vault; a second one refuses to start, even when `.weaver/` was deleted
-  under the first.
+- The **daemon lock** (`<vault>/.weaver/daemon.lock`, and a lock on the vault folder itself
+  where the platform can lock a folder): one `weaver daemon` per vault; a second one refuses to
+  start, even when `.weaver/` was deleted under the first. Windows cannot open a folder to lock
+  it, and needs not: there a file held open cannot be deleted, so `.weaver/` cannot go while
+  the daemon holds its lock file.
 - The **writer lock** (beside the cache database, `<cache>.writer.lock`): one process writes a
   cache at a time. `weaver serve` and the daemon take it before reconciling and watching; a
   process that cannot get it serves the cache read-only and keeps retrying, so it takes over
   when the writer exits.
 
-Each lock file holds its holder's pid, for messages only: the `flock` is the truth. On
+Each lock file holds its holder's pid, for messages only: the file lock is the truth. On
 PostgreSQL the writer lock is a session-level advisory lock instead (`PgWriterLock`, SQL in
 `weaver.cache.writer_lock`); `writer_lock_for` picks the kind from the settings, and both answer
 the same calls. Why: docs/architecture.md, "runtime/locks.py".
@@ -16,7 +19,6 @@ the same calls. Why: docs/architecture.md, "runtime/locks.py".
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import time
@@ -34,24 +36,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from weaver import file_locks
 from weaver.cache import writer_lock
 from weaver.cache.dialect import is_postgres
 from weaver.cache.recovery import WRITER_LOCK_SUFFIX
 from weaver.config import CACHE_DIR_NAME, Settings
 from weaver.errors import DaemonError
-from weaver.vault.note_locks import try_flock
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_RETRY_SECONDS = 3.0
-
-
-def _try_flock(handle: IO[str]) -> bool:
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 def _write_pid(handle: IO[str]) -> None:
@@ -71,10 +65,10 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
     """Hold `<vault>/.weaver/daemon.lock` for the life of the daemon (released on any exit)."""
     lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    folder = os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
+    folder = _open_folder(vault)
     try:
         with lock_path.open("a+") as handle:
-            if not try_flock(folder) or not _try_flock(handle):
+            if not _try_folder(folder) or not file_locks.try_lock(handle):
                 owner = _read_holder(handle)
                 raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
             _write_pid(handle)
@@ -82,29 +76,44 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
                 yield lock_path
             finally:
                 handle.truncate(0)
+                file_locks.unlock(handle)
     finally:
-        os.close(folder)  # drops the folder's flock
+        if folder is not None:
+            os.close(folder)  # drops the folder's lock
 
 
 def daemon_running(vault: Path) -> bool:
     """True while some process holds the daemon lock of this vault."""
     try:
-        folder = os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
+        folder = _open_folder(vault)
     except OSError:
         return False
     try:
-        if not try_flock(folder):
+        if not _try_folder(folder):
             return True
     finally:
-        os.close(folder)
+        if folder is not None:
+            os.close(folder)
     lock_path = vault / CACHE_DIR_NAME / "daemon.lock"
     if not lock_path.exists():
         return False
     with lock_path.open("a+") as handle:
-        if not _try_flock(handle):
+        if not file_locks.try_lock(handle):
             return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
+        file_locks.unlock(handle)
         return False
+
+
+def _open_folder(vault: Path) -> int | None:
+    """The vault folder, opened to be locked; None where a folder cannot be (Windows)."""
+    if not file_locks.locks_folders():
+        return None
+    return os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _try_folder(folder: int | None) -> bool:
+    """Lock the vault folder if it was opened; True when locked or when there is none."""
+    return folder is None or file_locks.try_lock(folder)
 
 
 def writer_lock_path(settings: Settings) -> Path:
@@ -148,7 +157,7 @@ class WriterLock:
             log.warning("cannot create the writer lock; writing without it", error=str(exc))
             self._unlocked = True
             return True
-        if not _try_flock(handle):
+        if not file_locks.try_lock(handle):
             handle.close()
             return False
         _write_pid(handle)
@@ -169,7 +178,7 @@ class WriterLock:
 
     def reassert(self) -> bool:
         """Keep the lock where other processes look for it. Deleting the cache's folder takes
-        the lock file with it: this process still holds its `flock`, on a file nobody can
+        the lock file with it: this process still holds its lock, on a file nobody can
         open any more, and a newcomer would take a new one. Called now and then by the
         holder: the file is created again and locked, before a newcomer does. False when
         one did first (this process must stop writing)."""
@@ -201,7 +210,10 @@ class WriterLock:
         if handle is None:
             return
         handle.truncate(0)
-        handle.close()  # closing the file drops the flock
+        # Closing would drop the lock too, but on Windows only after a while (Microsoft's
+        # advice is to unlock first).
+        file_locks.unlock(handle)
+        handle.close()
 
     def close(self) -> None:
         self.release()
@@ -237,7 +249,7 @@ class CacheWriterLock(Protocol):
 
 
 def writer_lock_for(settings: Settings) -> CacheWriterLock:
-    """The advisory lock on PostgreSQL, the `flock` beside the cache file otherwise."""
+    """The advisory lock on PostgreSQL, the file lock beside the cache file otherwise."""
     if is_postgres(settings.db_url):
         return PgWriterLock(settings.db_url)
     return WriterLock.for_settings(settings)

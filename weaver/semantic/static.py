@@ -14,7 +14,6 @@ recipe: docs/architecture.md, "semantic/static.py".
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -31,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from weaver import file_locks
 from weaver.errors import SemanticUnavailableError
 from weaver.semantic.model import ModelSource, TransformerModel, Vectors, load_tokenizer
 
@@ -319,11 +319,11 @@ def _locked(path: Path) -> Iterator[None]:
     except OSError as exc:
         raise _unwritable(path, exc) from exc
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        file_locks.lock(handle)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            file_locks.unlock(handle)
 
 
 def main(argv: list[str]) -> int:

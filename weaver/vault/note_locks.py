@@ -5,8 +5,8 @@ by two callers at once, both checks pass and one edit is lost. `NoteLocks.hold(p
 that one step. Each note maps to one of `STRIPES` lock files in `<vault>/.weaver/note-locks/`
 (two notes may share one: they then wait for each other, which costs a few milliseconds and
 is never wrong). Inside a process, threads queue on a `threading.Lock` per stripe; between
-processes, the stripe's file is held with `flock` (released by the OS on any exit, so a
-killed writer never leaves a note locked).
+processes, the stripe's file is locked (`weaver.file_locks`: released by the OS on any exit,
+so a killed writer never leaves a note locked).
 
 A caller holding several notes (a move: the note and where it goes) takes their stripes in
 one sorted order, so two callers never wait for each other in a cycle.
@@ -14,7 +14,6 @@ one sorted order, so two callers never wait for each other in a cycle.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import threading
@@ -23,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from weaver import file_locks
 from weaver.config import CACHE_DIR_NAME
 
 STRIPES = 256
@@ -62,21 +62,22 @@ class NoteLocks:
             if check is not None:
                 check()
         try:
-            fd = self._flock(stripe, check)
+            fd = self._lock_file(stripe, check)
             try:
                 yield
             finally:
-                os.close(fd)  # releases the flock
+                file_locks.unlock(fd)
+                os.close(fd)
         finally:
             lock.release()
 
-    def _flock(self, stripe: int, check: Callable[[], None] | None) -> int:
+    def _lock_file(self, stripe: int, check: Callable[[], None] | None) -> int:
         path = self.folder / f"{stripe:03d}.lock"
         while True:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                if try_flock(fd) and _still_there(path, fd):
+                if file_locks.try_lock(fd) and _still_there(path, fd):
                     return fd
             except BaseException:
                 os.close(fd)
@@ -85,15 +86,6 @@ class NoteLocks:
             if check is not None:
                 check()
             time.sleep(POLL_S)
-
-
-def try_flock(fd: int) -> bool:
-    """Take an exclusive `flock` on `fd` if no one holds it (False when someone does)."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 def _still_there(path: Path, fd: int) -> bool:

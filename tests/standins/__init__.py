@@ -1,0 +1,1 @@
+"""Stand-ins for modules another platform has, put first on a test process's path."""
