@@ -22,18 +22,7 @@ from weaver.bases.compiler import Program, compile_expression
 from weaver.bases.fields import FILE_FIELDS
 from weaver.bases.filters import Filter, parse_filter
 from weaver.bases.summaries import BUILTIN_SUMMARIES
-from weaver.bases.syntax import (
-    Binary,
-    Call,
-    Index,
-    ListNode,
-    Literal,
-    Member,
-    Name,
-    Node,
-    ObjectNode,
-    Unary,
-)
+from weaver.bases.syntax import Name, Node, children
 from weaver.errors import BaseExpressionError, BaseFileError, WeaverError
 from weaver.markdown.frontmatter import ObsidianYAMLHandler
 from weaver.markdown.patterns import code_spans
@@ -240,32 +229,10 @@ def _summary_formulas(raw: object) -> dict[str, Program]:
 
 def _names(node: Node) -> Iterator[Name]:
     """Every name an expression reads (`formula.x` reads `formula`)."""
-    match node:
-        case Name():
-            yield node
-        case Member():
-            yield from _names(node.target)
-        case Index():
-            yield from _names(node.target)
-            yield from _names(node.index)
-        case Call():
-            if node.target is not None:
-                yield from _names(node.target)
-            for arg in node.args:
-                yield from _names(arg)
-        case Binary():
-            yield from _names(node.left)
-            yield from _names(node.right)
-        case Unary():
-            yield from _names(node.operand)
-        case ListNode():
-            for item in node.items:
-                yield from _names(item)
-        case ObjectNode():
-            for _, item in node.entries:
-                yield from _names(item)
-        case Literal():
-            return
+    if isinstance(node, Name):
+        yield node
+    for child in children(node):
+        yield from _names(child)
 
 
 def _display_names(raw: object) -> dict[str, str]:

@@ -13,23 +13,12 @@ the keys read), or None when a row reads more than its own file."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 
 from weaver.bases.compiler import Program
 from weaver.bases.document import BaseDocument, ViewSpec
 from weaver.bases.filters import AllOf, AnyOf, Condition, Filter, NoneOf
-from weaver.bases.syntax import (
-    Binary,
-    Call,
-    Index,
-    ListNode,
-    Literal,
-    Member,
-    Name,
-    Node,
-    ObjectNode,
-    Unary,
-)
+from weaver.bases.syntax import Call, Index, Literal, Member, Name, Node, children
 from weaver.bases.view import keys_read
 
 # Functions whose answer depends on more than their arguments and the day.
@@ -103,26 +92,4 @@ def _own(node: Node) -> bool:
             return name not in _BEYOND_THE_ROW and all(map(_own, args))
         case Call(name=name) if name in _BEYOND_THE_ROW:
             return False
-    return all(map(_own, _children(node)))
-
-
-def _children(node: Node) -> Iterator[Node]:
-    match node:
-        case ListNode(items=items):
-            yield from items
-        case ObjectNode(entries=entries):
-            yield from (item for _, item in entries)
-        case Member(target=target):
-            yield target
-        case Index(target=target, index=index):
-            yield target
-            yield index
-        case Call(target=target, args=args):
-            if target is not None:
-                yield target
-            yield from args
-        case Unary(operand=operand):
-            yield operand
-        case Binary(left=left, right=right):
-            yield left
-            yield right
+    return all(map(_own, children(node)))

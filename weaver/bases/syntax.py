@@ -8,6 +8,7 @@ Precedence, loosest first (as JavaScript's): `||`, `&&`, `==` `!=`, `<` `>` `<=`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -84,6 +85,29 @@ class Binary:
 
 
 Node = Literal | ListNode | ObjectNode | Name | Member | Index | Call | Unary | Binary
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The nodes directly under `node`, in the order they are evaluated."""
+    match node:
+        case ListNode(items=items):
+            yield from items
+        case ObjectNode(entries=entries):
+            yield from (item for _, item in entries)
+        case Member(target=target):
+            yield target
+        case Index(target=target, index=index):
+            yield target
+            yield index
+        case Call(target=target, args=args):
+            if target is not None:
+                yield target
+            yield from args
+        case Unary(operand=operand):
+            yield operand
+        case Binary(left=left, right=right):
+            yield left
+            yield right
 
 
 @dataclass(frozen=True, slots=True)

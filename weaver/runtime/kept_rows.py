@@ -8,7 +8,7 @@ version, and no pass under way). Else it lists again the notes the change log na
 `PATCHED`; more, or no log reaching back, and every file) and the attachments, uses the kept
 row of every file listed the same, and evaluates the others. So another page or the same
 question again costs the sort and the page; an edit, the edited notes' rows too. Rows are kept
-per key and day (`today()` may be read), at most `MAX_ROWS` in all; the views used least
+per key and day (`today()` may be read), at most `MAX_ROWS` per database; the views used least
 recently go first.
 
 Nothing kept is ever stale: a file whose listing changed is evaluated again, a file no longer
@@ -31,7 +31,7 @@ from weaver.cache import changes
 from weaver.cache.base_files import CachedFile, FileRow, Narrowed
 from weaver.cache.read import last_updated
 
-MAX_ROWS = 50_000  # files' rows kept in all: about 0.8 kB each, some 40 MB at most
+MAX_ROWS = 50_000  # files' rows kept per database: about 0.8 kB each, some 40 MB at most
 
 PATCHED = 500  # notes changed since a view's last run listed by their paths; more: all listed
 
