@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.package_layout import package_modules
+
 ROOT = Path(__file__).resolve().parents[1] / "weaver"
 
 # Lowest first. The units of one layer are siblings: none imports another.
@@ -41,11 +43,6 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
 
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def imported(path: Path, module: str) -> Iterator[tuple[str, ...]]:
     """What `path` imports, as choices: `import x` is `(x,)`, `from x import y, z` is `(x,
     x.y, x.z)`: the modules `x.y` and `x.z` when they are modules, else `x`."""
@@ -62,8 +59,9 @@ def imported(path: Path, module: str) -> Iterator[tuple[str, ...]]:
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the package it imports."""
-    files = {module_name(path, root): path for path in root.rglob("*.py")}
+    """Module -> the modules of the package it imports (with the folders installed into it, for
+    the real package)."""
+    files = package_modules(root, mapped=root == ROOT)
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
         targets = graph.setdefault(module, set())

@@ -6,17 +6,20 @@ The wheel itself is built and used outside the checkout by `.ci/run` (tests/inst
 from __future__ import annotations
 
 import ast
-import os
+import importlib
 import re
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
 from markdown_it import MarkdownIt
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.package_layout import package_modules
 from weaver.config import Settings
 from weaver.runtime.app import open_app
 
@@ -25,26 +28,44 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
 def package_folders() -> set[str]:
-    """Every folder below weaver/ that holds Python modules, as a dotted package name (the
-    symlinked weaver/migrations and weaver/builtin_workflows included)."""
-    found = set()
-    for folder, _dirs, files in os.walk(ROOT / "weaver", followlinks=True):
-        if any(name.endswith(".py") for name in files):
-            found.add(".".join(Path(folder).relative_to(ROOT).parts))
-    return found
+    """Every package of the installed `weaver` that holds Python modules, as a dotted name (the
+    folders mapped in by `package-dir` included)."""
+    return {
+        module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for module, path in package_modules().items()
+    }
 
 
 def test_every_package_folder_is_listed_for_setuptools() -> None:
     listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    assert {"weaver.migrations", "weaver.builtin_workflows"} <= package_folders()
     assert package_folders() <= listed
     # The rest are folders of data files (the dashboard's templates and assets).
     for package in listed - package_folders():
         assert (ROOT.joinpath(*package.split("."))).is_dir(), package
 
 
-def test_migrations_and_built_in_workflows_are_subpackages() -> None:
-    assert (ROOT / "weaver" / "migrations").resolve() == ROOT / "alembic"
-    assert (ROOT / "weaver" / "builtin_workflows").resolve() == ROOT / "workflows"
+def test_the_repository_holds_no_symlink() -> None:
+    """A Windows checkout makes a symlink into a text file holding its target (unless the user
+    enabled them), which broke a source or editable install there: pyproject.toml maps
+    alembic/ and workflows/ into the package instead."""
+    listing = subprocess.run(
+        ["git", "ls-files", "--stage"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if listing.returncode != 0:
+        pytest.skip(f"not a git checkout: {listing.stderr.strip()}")
+    links = [line.split("\t", 1)[1] for line in listing.stdout.splitlines() if line[:6] == "120000"]
+    assert links == []
+
+
+def test_an_installed_weaver_finds_its_migrations_and_workflows() -> None:
+    """However Weaver was installed here (editable, from a checkout), the mapped folders are
+    where it looks for them."""
+    from weaver.cache.db import migrations_dir
+
+    assert migrations_dir() == ROOT / "alembic"
+    builtin = importlib.import_module("weaver.builtin_workflows")
+    assert Path(builtin.__file__ or "").parent == ROOT / "workflows"
 
 
 def imported_top_levels(folder: Path) -> set[str]:

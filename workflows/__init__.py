@@ -5,13 +5,13 @@ They register through Weaver's own `weaver.workflows` entry point (`builtin`, in
 what its workflow does. They import only the plugin API, `weaver.engine`.
 """
 
-from weaver.builtin_workflows.concept_tracker import track_concepts
-from weaver.builtin_workflows.daily_digest import write_digest
-from weaver.builtin_workflows.file_change_logger import log_changes
-from weaver.builtin_workflows.file_deletion_monitor import monitor_deletions
-from weaver.builtin_workflows.markdown_analyzer import analyze_notes
-from weaver.builtin_workflows.spec_kit_review import review_specs
-from weaver.builtin_workflows.task_complete import record_completions
+from .concept_tracker import track_concepts
+from .daily_digest import write_digest
+from .file_change_logger import log_changes
+from .file_deletion_monitor import monitor_deletions
+from .markdown_analyzer import analyze_notes
+from .spec_kit_review import review_specs
+from .task_complete import record_completions
 
 __all__ = [
     "analyze_notes",

@@ -247,13 +247,15 @@ def _end_bulk_writes(conn: Connection, usual: dict[str, Any]) -> None:
 
 
 def migrations_dir() -> Path:
-    """The Alembic scripts: the repository's `alembic/`, installed as `weaver.migrations`.
+    """The Alembic scripts: the repository's `alembic/`, in the wheel as `weaver.migrations`.
 
-    A folder without `__init__.py` (one would shadow the alembic library for code run from the
-    checkout), so a namespace package: its one location is the folder itself.
+    Found as a folder, never imported: Alembic loads the scripts by path. The folder has no
+    `__init__.py` (one would shadow the alembic library for code run from the checkout), so an
+    editable install's import hook cannot map it; from a checkout it is beside the package.
     """
-    env_script = importlib.resources.files("weaver.migrations").joinpath("env.py")
-    return Path(str(env_script)).parent
+    package = Path(str(importlib.resources.files("weaver")))
+    installed = package / "migrations"
+    return installed if installed.is_dir() else package.parent / "alembic"
 
 
 def alembic_config(engine: Engine | None = None) -> Config:
