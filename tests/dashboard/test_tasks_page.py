@@ -18,11 +18,9 @@ from tests.dashboard.server import Served, serve_dashboard
 from tests.helpers import write_files
 from weaver.cache.models import Task
 
-TODAY = date.today()
-
 
 def day(n: int) -> str:
-    return (TODAY + timedelta(days=n)).isoformat()
+    return (date.today() + timedelta(days=n)).isoformat()
 
 
 TASKS = [

@@ -21,15 +21,13 @@ from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
 
 pytestmark = pytest.mark.anyio
 
-TODAY = date.today()
-
 
 def day(n: int) -> str:
-    return (TODAY + timedelta(days=n)).isoformat()
+    return (date.today() + timedelta(days=n)).isoformat()
 
 
 def heading(n: int) -> str:
-    when = TODAY + timedelta(days=n)
+    when = date.today() + timedelta(days=n)
     return f"### {when.strftime('%A')} {when.isoformat()}"
 
 

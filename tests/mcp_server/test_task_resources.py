@@ -28,11 +28,9 @@ from weaver.mcp_server.task_resources import TODAY_URI
 
 pytestmark = pytest.mark.anyio
 
-TODAY = date.today()
-
 
 def day(n: int) -> str:
-    return (TODAY + timedelta(days=n)).isoformat()
+    return (date.today() + timedelta(days=n)).isoformat()
 
 
 FILES: dict[str, str | bytes] = {"Work.md": "- [ ] a\n", "Home.md": "- [ ] b\n", "Other.md": "x\n"}
@@ -79,7 +77,7 @@ async def test_today_lists_open_tasks_by_section_and_never_a_done_one(client: Cl
     listed = [str(r.uri) for r in (await client.list_resources()).resources]
     assert TODAY_URI in listed
     body = await read_today(client)
-    assert body["today"] == TODAY.isoformat()
+    assert body["today"] == date.today().isoformat()
     shown = {s["title"]: [t["description"] for t in s["tasks"]] for s in body["sections"]}
     assert shown == {
         "Overdue": ["late report"],
@@ -158,7 +156,7 @@ async def test_a_subscriber_hears_at_midnight_that_today_moved_on(
     class Tomorrow(date):
         @classmethod
         def today(cls) -> Tomorrow:
-            return cls.fromordinal(TODAY.toordinal() + 1)
+            return cls.fromordinal(date.today().toordinal() + 1)
 
     heard, changed, on_message = updates_heard()
 

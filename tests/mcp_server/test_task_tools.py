@@ -21,11 +21,9 @@ from weaver.config import Settings
 
 pytestmark = pytest.mark.anyio
 
-TODAY = date.today()
-
 
 def days(n: int) -> str:
-    return (TODAY + timedelta(days=n)).isoformat()
+    return (date.today() + timedelta(days=n)).isoformat()
 
 
 FILES: dict[str, str | bytes] = {

@@ -17,11 +17,9 @@ from weaver.config import Settings
 
 pytestmark = pytest.mark.anyio
 
-TODAY = date.today()
-
 
 def day(n: int) -> str:
-    return (TODAY + timedelta(days=n)).isoformat()
+    return (date.today() + timedelta(days=n)).isoformat()
 
 
 PLAN = f"""---
