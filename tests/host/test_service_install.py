@@ -28,6 +28,7 @@ from weaver.host.service_definitions import (
     systemd_command_line,
     systemd_unit,
 )
+from weaver.runtime.locks import daemon_lock
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 ROOT = Path(__file__).resolve().parents[2]
@@ -434,3 +435,20 @@ def test_weaver_service_alone_asks_for_an_action(capsys: pytest.CaptureFixture[s
         main(["service"])
     assert stopped.value.code == 2
     assert "ACTION" in capsys.readouterr().err
+
+
+def test_install_refuses_beside_a_daemon_started_by_hand(
+    home: Path,
+    managers: Managers,
+    config_file: Path,
+    vault_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with daemon_lock(vault_dir):
+        assert install(config_file, "linux") == 1
+    assert f"a daemon is already running on {vault_dir.resolve()}" in capsys.readouterr().err
+    assert list(home.iterdir()) == []
+    # Installed already, the running daemon is the service's own: installing again restarts it.
+    assert install(config_file, "linux") == 0
+    with daemon_lock(vault_dir):
+        assert install(config_file, "linux") == 0

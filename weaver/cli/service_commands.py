@@ -81,7 +81,14 @@ def add_service_commands(
 def cmd_service_install(args: argparse.Namespace, settings: Settings) -> int:
     from weaver.config import find_config_file
     from weaver.host.client_config import command_arguments, find_weaver_command
-    from weaver.host.service import check_manager, install_plan, logs_hint, run_manager
+    from weaver.host.service import (
+        check_manager,
+        check_vault_free,
+        definition_file,
+        install_plan,
+        logs_hint,
+        run_manager,
+    )
 
     platform = _platform(args)
     folders = _folders()
@@ -92,6 +99,7 @@ def cmd_service_install(args: argparse.Namespace, settings: Settings) -> int:
         _print_plan(steps)
         return 0
     check_manager(platform, run_manager)
+    check_vault_free(settings.vault, definition_file(platform, folders).exists())
     _carry_out(steps)
     print(f"Installed `weaver daemon` as {MANAGER_NAMES[platform]}; it runs now.")
     _print_done(steps)

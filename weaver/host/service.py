@@ -35,9 +35,9 @@ from weaver.host.service_definitions import (
     scheduled_task,
     systemd_unit,
 )
+from weaver.runtime.locks import daemon_running
 
 Platform = Literal["linux", "macos", "windows"]
-PLATFORMS: tuple[Platform, ...] = ("linux", "macos", "windows")
 MANAGER: dict[Platform, str] = {"linux": "systemctl", "macos": "launchctl", "windows": "schtasks"}
 # What `systemctl --user is-system-running` prints when a user manager answers at all.
 _SYSTEMD_ALIVE = {"running", "degraded", "starting", "initializing", "maintenance", "stopping"}
@@ -83,11 +83,10 @@ class UserFolders:
     env: Mapping[str, str]
 
     def systemd_folder(self) -> Path:
-        config = self.env.get("XDG_CONFIG_HOME", "")
-        # The XDG spec says a relative value is to be ignored.
-        return (Path(config) if Path(config).is_absolute() else self.home / ".config") / (
-            "systemd/user"
-        )
+        given = Path(self.env.get("XDG_CONFIG_HOME", ""))
+        # The XDG spec says a relative value (or none) is to be ignored.
+        config = given if given.is_absolute() else self.home / ".config"
+        return config / "systemd" / "user"
 
     def windows_folder(self) -> Path:
         local = self.env.get("LOCALAPPDATA", "")
@@ -123,32 +122,20 @@ def definition_file(platform: Platform, folders: UserFolders) -> Path:
             return folders.windows_folder() / "weaver-task.xml"
 
 
-def log_file(platform: Platform, folders: UserFolders) -> Path | None:
-    """Where the daemon's log lines go; None on Linux, where the journal keeps them."""
-    match platform:
-        case "linux":
-            return None
-        case "macos":
-            return folders.macos_log()
-        case "windows":
-            return folders.windows_log()
-
-
 def logs_hint(platform: Platform, folders: UserFolders) -> str:
     """The command a person runs to follow the daemon's logs."""
-    log = log_file(platform, folders)
     match platform:
         case "linux":
             return "journalctl --user -u weaver -f"
         case "macos":
-            return f"tail -f {shlex.quote(str(log))}"
+            return f"tail -f {shlex.quote(str(folders.macos_log()))}"
         case "windows":
-            return f"Get-Content -Wait '{log}'   (in PowerShell)"
+            return f"Get-Content -Wait '{folders.windows_log()}'   (in PowerShell)"
 
 
-def current_user(platform: Platform) -> str:
-    """The account whose log-on starts the task (Windows names it DOMAIN\\user)."""
-    domain = os.environ.get("USERDOMAIN", "") if platform == "windows" else ""
+def windows_user(env: Mapping[str, str]) -> str:
+    """The account whose log-on starts the task, as Windows names it: DOMAIN\\user."""
+    domain = env.get("USERDOMAIN", "")
     name = getpass.getuser()
     return f"{domain}\\{name}" if domain else name
 
@@ -180,7 +167,7 @@ def install_plan(platform: Platform, folders: UserFolders, command: Sequence[str
             ]
         case "windows":
             log = folders.windows_log()
-            task = scheduled_task(command, log, current_user(platform))
+            task = scheduled_task(command, log, windows_user(folders.env))
             return [
                 MakeFolder(log.parent),
                 WriteFile(definition, task, encoding="utf-16"),
@@ -229,8 +216,21 @@ def status_command(platform: Platform) -> tuple[str, ...]:
 
 
 def _uid() -> int:
-    # getuid exists wherever launchd does; `--platform macos` elsewhere is a dry run or a test.
+    """The user's id, which names launchd's per-user domain (`gui/<uid>`)."""
+    if sys.platform == "win32":  # `--platform macos` on Windows: there is no uid to name
+        raise ServiceError("a launchd agent cannot be planned on Windows: it has no user ids")
     return os.getuid()
+
+
+def check_vault_free(vault: Path, installed: bool) -> None:
+    """Refuse to install beside a daemon started by hand: the service's own would refuse to
+    start next to it, and be started again after every refusal. (When a service is already
+    installed, the daemon running is taken for its own, which install restarts.)"""
+    if not installed and daemon_running(vault):
+        raise ServiceError(
+            f"a daemon is already running on {vault}: stop it, then install the service "
+            "(which would start a second one, refused again at every restart)"
+        )
 
 
 def check_manager(platform: Platform, run: Runner) -> None:
