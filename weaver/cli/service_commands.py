@@ -125,7 +125,7 @@ def cmd_service_uninstall(args: argparse.Namespace) -> int:
         return 0
     check_manager(platform, run_manager)
     _carry_out(steps)
-    print(f"Uninstalled: the daemon is stopped and {MANAGER_NAMES[platform]} removed.")
+    print(f"Uninstalled `weaver daemon` as {MANAGER_NAMES[platform]}; it is stopped.")
     _print_done(steps)
     return 0
 
