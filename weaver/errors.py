@@ -21,6 +21,8 @@ WeaverError
 │   ├── NoteTooLargeError  the file is bigger than any note Weaver reads
 │   └── NoFilesError       a process without the files was asked for a note's file
 ├── DaemonError            a second daemon on the same vault, and the like
+├── ServiceError           `weaver service`: no service manager here, or one of its commands
+│                          failed (names the command and what it printed)
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
@@ -209,6 +211,11 @@ def too_large(size: int, limit: int) -> str:
 
 class DaemonError(WeaverError):
     """The daemon cannot start or run as asked."""
+
+
+class ServiceError(WeaverError):
+    """The daemon cannot be installed as a service, or removed: the platform's service manager
+    is missing or not running for this user, or one of its commands failed."""
 
 
 class SemanticUnavailableError(WeaverError):

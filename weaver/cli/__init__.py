@@ -11,6 +11,7 @@ runs, so `weaver --help` answers at once and a command pays only for its own imp
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import Sequence
@@ -19,10 +20,11 @@ from pathlib import Path
 from weaver import __version__
 from weaver.cli.base_command import add_base_command
 from weaver.cli.edit_commands import add_edit_commands
-from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, Command
+from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, BareCommand, Command
 from weaver.cli.index_commands import add_index_command
 from weaver.cli.search_command import add_search_command
 from weaver.cli.serve_commands import add_serve_commands, cmd_worker
+from weaver.cli.service_commands import add_service_commands
 from weaver.cli.tag_commands import add_tag_commands
 from weaver.cli.task_command import add_task_command
 from weaver.cli.task_edit_commands import add_task_edit_commands
@@ -54,7 +56,8 @@ examples:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:  # `weaver` alone: what it can do, rather than a usage error
+    bare: BareCommand | None = getattr(args, "bare_command", None)
+    if args.command is None and bare is None:  # `weaver` alone: what it can do
         parser.print_help()
         return 0
     # Only now that a command is chosen (not for --help or a usage error): these import
@@ -64,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from weaver.runtime.settings_checks import SETTINGS_CHECKS
 
     try:
+        if bare is not None:
+            return bare(args)
         settings = load_settings(
             config_path=args.config,
             overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
@@ -138,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_task_command(commands)
     add_base_command(commands)
     add_task_edit_commands(commands)
+    add_service_commands(
+        commands, functools.partial(_add_common_options, default=argparse.SUPPRESS)
+    )
     # `weaver index --vault DIR` works as `weaver --vault DIR index` does: after the command,
     # an option overrides; left out there, it keeps what was given before (or None).
     for command in commands.choices.values():

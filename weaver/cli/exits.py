@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # the settings' module imports pydantic and SQLAlchemy
     from weaver.config import Settings
 
 Command = Callable[[argparse.Namespace, "Settings"], int]
+# A command that needs no vault nor settings (`weaver service uninstall`), declared with
+# `set_defaults(bare_command=...)`.
+BareCommand = Callable[[argparse.Namespace], int]
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 

@@ -47,16 +47,22 @@ def find_weaver_command(argv0: str | None = None, installer: Installer | None = 
 
 
 def serve_arguments(settings: Settings, config_file: Path | None) -> list[str]:
-    """`weaver serve`'s arguments for this vault: the config file (for every other setting)
-    and the vault, both absolute; the database and the toolsets when they are not the default
-    (the toolsets said on the command line, so that the entry shows which tools it serves)."""
+    """`weaver serve`'s arguments for this vault (`command_arguments`)."""
+    return command_arguments(settings, config_file, "serve")
+
+
+def command_arguments(settings: Settings, config_file: Path | None, command: str) -> list[str]:
+    """`weaver COMMAND`'s arguments for this vault, for a process started by someone else (an
+    MCP client, a service manager): the config file (for every other setting) and the vault,
+    both absolute; the database and the toolsets when they are not the default (the toolsets
+    said on the command line, so that the entry shows which tools it serves)."""
     args = []
     if config_file is not None:
         args += ["--config", str(config_file.resolve())]
     args += ["--vault", str(settings.vault)]
     if settings.database_url:
         args += ["--db", settings.database_url]
-    args.append("serve")
+    args.append(command)
     if list(settings.toolsets) != list(config.DEFAULT_TOOLSETS):
         every = set(settings.toolsets) == set(config.TOOLSETS)
         args += ["--toolsets", config.ALL_TOOLSETS if every else ",".join(settings.toolsets)]
