@@ -15,9 +15,10 @@ from sqlalchemy import select
 
 from tests.edits.test_notes import sync_for
 from tests.helpers import WriteNotes
-from weaver.cache import read
+from weaver.cache import journal, read
 from weaver.cache.models import Note
-from weaver.edits import history, notes
+from weaver.edits import history, interrupted, notes
+from weaver.edits.steps import ABSENT, begin_run, sha256
 from weaver.runtime.app import App
 from weaver.vault.events import NoteMoved, VaultEvent
 from weaver.vault.fs import Vault
@@ -76,3 +77,23 @@ def test_move_by_another_spelling_of_the_source_moves_the_note(
     result = notes.move_note(folding, "note.md", "Archive/Note.md", sync_for(folding))
     assert (result.path, result.old_path) == ("Archive/Note.md", "Note.md")
     assert note_paths(folding) == ["Archive/Note.md", "other.md"]
+
+
+def test_a_rename_in_case_killed_before_its_rename_is_finished_at_start(
+    folding: App, vault_dir: Path
+) -> None:
+    """The journal holds the planned rename; `note.md` finds the note only through another
+    spelling, which is not a file already at the destination."""
+    moved = sha256((vault_dir / "Note.md").read_bytes())
+    planned = [
+        journal.PlannedNote("Note.md", moved, ABSENT),
+        journal.PlannedNote("note.md", moved, moved),
+    ]
+    begin_run(folding, notes.MOVE_FILE, {"from": "Note.md", "to": "note.md"}, planned)
+    [recovered] = interrupted.recover_edits(folding, sync_for(folding))
+    assert {(o.path, o.status) for o in recovered.outcomes} == {
+        ("Note.md", journal.WRITTEN),
+        ("note.md", journal.WRITTEN),
+    }
+    assert on_disk(vault_dir) == ["note.md", "other.md"]
+    assert note_paths(folding) == ["note.md", "other.md"]
