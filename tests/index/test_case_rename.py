@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from watchfiles import Change
 
 from tests.helpers import WriteNotes
 from weaver.cache.models import Link, Note
 from weaver.runtime.app import App
 from weaver.vault.events import NoteMoved, VaultEvent
 from weaver.vault.fs import Vault
+from weaver.vault.watcher import VaultWatcher
 
 pytestmark = pytest.mark.both_backends
 
@@ -65,6 +67,27 @@ def test_rename_in_case_is_a_move_however_reported(
     assert (report.moved, report.added, report.removed) == (1, 0, 0)
     assert note_paths(folding) == ["note.md", "other.md"]
     assert backlinks(folding, "note.md") == ["other.md"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        [(Change.deleted, "Note.md"), (Change.added, "note.md")],  # Windows, FSEvents
+        [(Change.modified, "Note.md")],  # the old name still stats as a file there
+        [(Change.added, "note.md")],
+    ],
+    ids=["deleted-added", "modified-old-name", "added-new-name"],
+)
+def test_watcher_batch_of_a_rename_in_case_is_a_move(
+    folding: App, write_notes: WriteNotes, vault_dir: Path, changes: list[tuple[Change, str]]
+) -> None:
+    write_notes({"Note.md": "the note"})
+    folding.indexer.reconcile()
+    (vault_dir / "Note.md").rename(vault_dir / "note.md")
+    batch = {(change, str(folding.vault.root / path)) for change, path in changes}
+    report = VaultWatcher(folding.indexer).handle_changes(batch)
+    assert report is not None and report.events == [NoteMoved(old_path="Note.md", path="note.md")]
+    assert note_paths(folding) == ["note.md"]
 
 
 def test_event_under_a_stale_spelling_keeps_the_name_on_disk(
