@@ -64,7 +64,7 @@ def read_canvas_file(app: Notes, path: str) -> CanvasRead:
     """The canvas at `path`; `NoteNotFoundError` when absent, `InvalidCanvasError` when it is
     not a JSON Canvas document."""
     vault = canvas_files(app).vault
-    clean = vault.check_note_path(path)
+    clean = vault.note_path(path)
     data = vault.read_note(clean)
     return CanvasRead(clean, read_canvas(data, clean), sha256(data))
 
@@ -83,7 +83,7 @@ def edit_canvas(
     """Apply `operation` to the canvas at `path` and write it back, one journalled step.
     `create`: a canvas not there yet is started empty (adding a node makes the file)."""
     files = canvas_files(app)
-    clean = files.vault.check_note_path(path)
+    clean = files.vault.note_path(path)
     seen: dict[str, Any] = {}
 
     def edit(data: bytes | None) -> bytes:

@@ -155,7 +155,7 @@ def render_template_note(app: Notes, template: str, path: str, now: dt.datetime)
 def get_daily_note(app: Notes, day: str | None, today: dt.date | None = None) -> DailyNote:
     """The daily note of a day (today by default): where it is, and its text if it exists."""
     date = parse_day(day, today or dt.date.today())
-    path = app.vault.check_note_path(daily_note_path(read_daily_settings(app.vault), date))
+    path = app.vault.note_path(daily_note_path(read_daily_settings(app.vault), date))
     try:
         data = app.vault.read_note(path)
     except NoteNotFoundError:
@@ -170,7 +170,7 @@ def append_to_daily_note(
     now = now or dt.datetime.now().astimezone()
     date = parse_day(day, now.date())
     settings = read_daily_settings(app.vault)
-    path = app.vault.check_note_path(daily_note_path(settings, date))
+    path = app.vault.note_path(daily_note_path(settings, date))
     created = False
     if not (app.vault.root / path).is_file():
         initial = _daily_template(app, settings, path, dt.datetime.combine(date, now.timetz()))

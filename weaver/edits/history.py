@@ -56,7 +56,7 @@ class NoteEdits:
 def list_edits(app: Notes, path: str, *, limit: int, offset: int) -> NoteEdits:
     """The writes of the note (or canvas) at `path` by Weaver, newest first, a page at a time."""
     app = files_for(app, path)
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
     with app.db.connect() as conn:
         rows, total = journal.list_note_edits(conn, clean, limit, offset)
     current = _current_hash(app, clean)
@@ -82,7 +82,7 @@ def restore_edit(
     `.trash/`, one it removed comes back). Refused when the note is no longer as that edit
     left it, unless `expected_hash` names what it is now."""
     app = files_for(app, path)
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
     with app.db.connect() as conn:
         found = journal.get_replaced_text(conn, edit_id, clean)
     if found is None:

@@ -148,7 +148,12 @@ def _redo(app: Notes, note: journal.JournalNote, actual: str) -> NoteOutcome:
 
 
 def _hash_on_disk(app: Notes, path: str) -> str:
+    """The hash of the file at `path`, spelled so: where the file system folds case, `note.md`
+    also opens `Note.md`, which is no file at `note.md` (a rename in case between the two)."""
+    vault = files_for(app, path).vault
+    if vault.spelled(path) != path:
+        return ABSENT
     try:
-        return digest(files_for(app, path).vault.read_note(path))
+        return digest(vault.read_note(path))
     except NoteNotFoundError:
         return ABSENT

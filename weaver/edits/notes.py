@@ -202,7 +202,7 @@ def update_note(
     """Replace content, patch frontmatter and/or set tags (see `compose_note`)."""
     if content is None and frontmatter is None and tags is None:
         raise NoteEditError("nothing to change: give content, frontmatter or tags")
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
 
     def update(data: bytes | None) -> bytes:
         if data is None:
@@ -236,15 +236,17 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     journalled; then the file is renamed and each linking note written, a note edited
     meanwhile computed again from what it holds (listed in `failed` if it keeps changing).
     """
-    source = app.vault.check_note_path(path)
+    source = app.vault.note_path(path)
     if new_path.replace("\\", "/").endswith("/"):
         new_path += source.rsplit("/", 1)[-1]
-    target = app.vault.check_note_path(new_path)
+    target = app.vault.note_path(new_path, name_as_given=True)
     if target == source:
         raise NoteEditError(f"{source!r} is already at that path")
     with hold_notes(app, [source, target]):
         moving = app.vault.read_note(source)
-        if (app.vault.root / target).exists():
+        # Where the file system folds case, `a.md` finds `A.md`: renaming one to the other
+        # is no collision.
+        if (app.vault.root / target).exists() and not app.vault.names_same_file(source, target):
             raise VaultError(f"File already exists: {target!r}")
         move, linking = _plan_move(app, source, target)
         own = _rewritten(move, source, moving)
@@ -391,7 +393,7 @@ def _rewrite_own(vault: Vault, target: str, moving: bytes, own: bytes | None) ->
 def delete_note(app: Notes, path: str, sync: CacheSync) -> Trashed:
     """Move a note to the vault's `.trash/` (recoverable). A missing note is an error, as for
     every other call on a path: a misspelt path must not read as a done deletion."""
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
 
     def trash(old: bytes | None) -> None:
         if old is None:  # checked under the note's lock: it was not there

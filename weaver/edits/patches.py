@@ -76,7 +76,7 @@ def patch_note(
 ) -> Patched:
     """Apply `transform` to the note at `path` and write the result (one step of
     `weaver.edits.steps`: locked, journalled, atomic)."""
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
     seen: dict[str, Any] = {}
 
     def edit(data: bytes | None) -> bytes:

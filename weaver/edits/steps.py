@@ -163,7 +163,7 @@ def write_note(
 ) -> Change:
     """Read the note at `path`, check `expected_hash`, write what `edit` makes of it (a new
     note when it was absent, to `.trash/` when `edit` gives None): see the module docstring."""
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
     with hold_notes(app, [clean]):
         old = read_settled(app, clean)
         if expected_hash is not None and expected_hash.strip().lower() != digest(old):
@@ -450,7 +450,7 @@ class JournalledWriter(VaultWriter):
     def write_bytes(
         self, path: str, data: bytes, *, create_only: bool = False, sync_folder: bool = True
     ) -> str:
-        clean = self.vault.check_note_path(path)
+        clean = self.vault.note_path(path)
         check_size(clean, data)
         with hold_notes(self._notes, [clean]):
             old = read_settled(self._notes, clean)
@@ -484,10 +484,13 @@ class JournalledWriter(VaultWriter):
         return self._remove(path, lambda clean: super(JournalledWriter, self).trash(clean))
 
     def move(self, source: str, destination: str, *, overwrite: bool = False) -> str:
-        src, dst = self.vault.check_note_path(source), self.vault.check_note_path(destination)
+        src = self.vault.note_path(source)
+        dst = self.vault.note_path(destination, name_as_given=True)
         with hold_notes(self._notes, [src, dst]):
             moving = _read_or_none(self.vault, src)
-            replaced = _read_or_none(self.vault, dst)
+            # A rename in case only, where the file system folds case, replaces nothing.
+            same = self.vault.names_same_file(src, dst)
+            replaced = None if same else _read_or_none(self.vault, dst)
             entries = [
                 journal.PlannedNote(src, digest(moving), ABSENT, old_data=moving),
                 journal.PlannedNote(dst, digest(replaced), digest(moving), old_data=replaced),
@@ -509,7 +512,7 @@ class JournalledWriter(VaultWriter):
             return moved
 
     def _remove(self, path: str, remove: Callable[[str], str]) -> str:
-        clean = self.vault.check_note_path(path)
+        clean = self.vault.note_path(path)
         with hold_notes(self._notes, [clean]):
             old = _read_or_none(self.vault, clean)
             return self._journalled(clean, old, None, lambda: remove(clean))

@@ -235,7 +235,7 @@ def change_note_tags(
 
 def _plan_tags(app: Notes, path: str, transform: Transform) -> tuple[Planned | None, Patched]:
     """The note's new bytes (None when the tags are already so) and what the answer says."""
-    clean = app.vault.check_note_path(path)
+    clean = app.vault.note_path(path)
     data = app.vault.read_note(clean)
     text, crlf = decode_text(clean, data)
     try:

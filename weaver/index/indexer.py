@@ -272,9 +272,11 @@ class Indexer:
         paths.discard(SETTINGS_FILE)
         with self.engine.connect() as conn:
             version = write.get_state(conn, "last_updated")
-            stored = write.load_stored_files(conn, under=paths)
             if self._resolver is None or version != self._version:
                 self._resolver = LinkResolver(write.load_all_paths(conn))
+            if self.vault.folds_case:
+                paths |= _other_spellings(self.vault, paths, self._resolver)
+            stored = write.load_stored_files(conn, under=paths)
         resolver, self._resolver = self._resolver, None  # out of step until this pass is done
         on_disk: dict[str, FileStat] = {}
         scope: set[str] = set()
@@ -283,7 +285,7 @@ class Indexer:
             if self.vault.is_dir(path):
                 on_disk.update((s.path, s) for s in self.vault.scan(path))
             elif (found := self.vault.stat(path)) is not None:
-                on_disk[path] = found
+                on_disk[found.path] = found  # as spelled on disk, whichever spelling came
             # A folder that vanished takes everything the cache had below it.
             prefix = path + "/"
             scope.update(p for p in stored if p.startswith(prefix))
@@ -539,6 +541,17 @@ def _events(
             events.append(NoteAdded(record.path, initial=initial))
     events.extend(NoteDeleted(p) for p in removed if p not in moved_from)
     return events
+
+
+def _other_spellings(vault: Vault, paths: Iterable[str], resolver: LinkResolver) -> set[str]:
+    """Where the file system folds case, the cache's paths that name the same files and
+    folders as `paths` in another case: a rename of `Note.md` to `note.md` may be reported
+    under either name alone, and the pass must see both to make it a move."""
+    found: set[str] = set()
+    for path in paths:
+        found |= resolver.spellings(path, folder=vault.is_dir(path))
+        found.add(vault.spelled(path))
+    return found
 
 
 def _bump_version(conn: Connection) -> None:

@@ -92,6 +92,19 @@ class LinkResolver:
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and path in self._by_key.get(path_key(path), {})
 
+    def spellings(self, path: str, folder: bool = False) -> set[str]:
+        """The paths held that are `path` spelled in another case (or, with `folder`, below
+        the folder `path` so spelled): the names one file had before a file system that folds
+        case renamed it. A folder costs a look at every path; a file, one lookup."""
+        folded = _fold(path)
+        found = set(self._by_folded.get(folded, ()))
+        if folder:
+            prefix = folded + "/"
+            found.update(
+                p for key, ps in self._by_folded.items() if key.startswith(prefix) for p in ps
+            )
+        return found
+
     def __len__(self) -> int:
         return sum(len(paths) for paths in self._by_key.values())
 

@@ -10,6 +10,11 @@ symlinked *folder* is never entered, wherever it points, so no path below one is
 vault (the watcher's changes below one are dropped here); a symlinked *file* is part of the
 vault under its own name when its target is a file inside the vault, and never when it leads
 out. Why: docs/architecture.md, "vault/fs.py".
+
+Case: a vault on a file system that folds case (macOS's and Windows's defaults) finds `Note.md`
+under `note.md` too, so a path that reaches the disk is first spelled as its folder lists it
+(`Vault.spelled`): the cache then keys a note by the one name Obsidian shows, whichever
+spelling a watcher event, a client or a link used.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import copy
 import errno
 import os
 import stat
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -120,12 +126,56 @@ class Vault:
 
     has_files = True  # False for a reader's `CacheOnlyVault`
 
-    def __init__(self, root: Path, ignore: Sequence[str] = ()) -> None:
+    def __init__(
+        self, root: Path, ignore: Sequence[str] = (), folds_case: bool | None = None
+    ) -> None:
+        """`folds_case`: whether the vault's file system finds a name in any case; None
+        finds out from the vault's own entries (`detect_folding`)."""
         self.root = root.resolve()
         self.ignore = tuple(ignore)
         self.kind = NOTES  # the files `check_note_path` and what builds on it take
         self._root_prefix = str(self.root) + os.sep  # for reads without building a Path
         self._loops_told: set[str] = set()  # symlink loops already warned of, once each
+        self._folds_case = folds_case
+
+    @property
+    def folds_case(self) -> bool:
+        """Whether the vault's file system finds `Note.md` under `note.md` too. Known once an
+        entry of the root has a letter in its name; until then, as if it did (a nearly empty
+        vault is cheap to look at that way)."""
+        if self._folds_case is None:
+            found = detect_folding(self.root)
+            if found is None:
+                return True
+            self._folds_case = found
+        return self._folds_case
+
+    def spelled(self, path: str) -> str:
+        """`path` with each part that exists spelled as its folder lists it, where the file
+        system folds case (the name Obsidian shows; `note.md` finds `Note.md`); as given
+        elsewhere, and from the first part that does not exist."""
+        if not path or not self.folds_case:
+            return path
+        parts = path.split("/")
+        folder = self.root
+        for i, part in enumerate(parts):
+            listed = _listed_name(folder, part)
+            if listed is None:
+                break
+            parts[i] = listed
+            folder = folder / listed
+        return "/".join(parts)
+
+    def names_same_file(self, path: str, other: str) -> bool:
+        """Whether two spellings of a path are one existing file: only where the file system
+        folds case, and only for names that differ in nothing else (a hard link is two names
+        of one file too, yet moving one over the other is no rename)."""
+        if not self.folds_case or _fold(path) != _fold(other):
+            return False
+        try:
+            return (self.root / path).samefile(self.root / other)
+        except OSError:
+            return False
 
     def of_kind(self, kind: FileKind) -> Vault:
         """The same vault (same rules, same files) taking paths of `kind` where it takes note
@@ -146,6 +196,7 @@ class Vault:
         """Every file of the vault below `under` (the whole vault by default)."""
         if under and self.is_ignored(under):
             return
+        under = self.spelled(under)
         start = self.root / under if under else self.root
         yield from self._walk(start, under)
 
@@ -199,6 +250,7 @@ class Vault:
         """The file at `path` if it is part of the vault and exists now, else None."""
         if self.is_ignored(path) or not is_utf8(path):
             return None
+        path = self.spelled(path)
         full = self.root / path
         try:
             if not self.within(full):
@@ -220,7 +272,7 @@ class Vault:
 
     def is_dir(self, path: str) -> bool:
         """A real folder of the vault (not a symlink, nor below one)."""
-        full = self.root / path
+        full = self.root / self.spelled(path)
         try:
             return full.is_dir() and full.resolve() == full
         except OSError:
@@ -268,12 +320,22 @@ class Vault:
         `NoteNotFoundError` when it is acceptable but absent.
         """
         clean = self.check_note_path(path)
-        full = self.root / clean
+        full = self.root / self.spelled(clean)
         if not self.within(full):
             raise InvalidPathError(path, "leads outside the vault or through a symlinked folder")
         if not full.is_file():
             raise NoteNotFoundError(clean)
         return full
+
+    def note_path(self, path: str, *, name_as_given: bool = False) -> str:
+        """`check_note_path`, spelled as on disk (`spelled`): the path a change to the note
+        is made, locked, journalled and cached under. `name_as_given`: only its folders are
+        (a move's destination, whose name in another case is a rename, not the same note)."""
+        clean = self.check_note_path(path)
+        if not name_as_given:
+            return self.spelled(clean)
+        folder, name = split_path(clean)
+        return f"{self.spelled(folder)}/{name}" if folder else name
 
     def check_note_path(self, path: str) -> str:
         """Validate a client-supplied note path (of this vault's `kind`: a note, unless it is
@@ -297,6 +359,54 @@ class Vault:
 
     def _inside(self, resolved: Path) -> bool:
         return resolved == self.root or self.root in resolved.parents
+
+
+def detect_folding(root: Path) -> bool | None:
+    """Whether the file system under `root` finds a name in any case, tried on an entry of the
+    root with a letter in its name (the vault's own, as `root` may be a mount point on a file
+    system of its own); None when there is none yet."""
+    try:
+        names = listed_names(root)
+    except OSError:
+        return None
+    for name in sorted(names):
+        other = name.swapcase()
+        if other == name:
+            continue
+        if other in names:  # both spellings listed: two files
+            return False
+        try:
+            return (root / name).samefile(root / other)
+        except OSError:
+            return False
+    return None
+
+
+def listed_names(folder: Path) -> set[str]:
+    """The names `folder` lists, each spelled as stored (whatever the file system folds)."""
+    with os.scandir(folder) as entries:
+        return {entry.name for entry in entries}
+
+
+def _listed_name(folder: Path, part: str) -> str | None:
+    """The name under which `folder` lists the entry that `part` finds on a file system that
+    folds case; None when it lists none (or several: a case-sensitive folder, where `part`
+    finds only itself, which is then not there)."""
+    try:
+        names = listed_names(folder)
+    except OSError:
+        return None
+    if part in names:
+        return part
+    folded = _fold(part)
+    found = [name for name in names if _fold(name) == folded]
+    return found[0] if len(found) == 1 else None
+
+
+def _fold(name: str) -> str:
+    """A name as a case-folding file system compares it. `lower` rather than `casefold`: NTFS
+    and APFS map letters one to one, so `Straße` and `STRASSE` are two files there."""
+    return unicodedata.normalize("NFC", name).lower()
 
 
 def _is_loop(exc: BaseException) -> bool:
@@ -332,7 +442,7 @@ class CacheOnlyVault(Vault):
         texts: Callable[[str], str | None] | None = None,
         why: str = NoFilesError.READER,
     ) -> None:
-        super().__init__(root, ignore)
+        super().__init__(root, ignore, folds_case=False)  # its paths never reach a disk
         self._texts = texts
         self._why = why
 

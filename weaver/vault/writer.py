@@ -25,7 +25,7 @@ from itertools import count
 from pathlib import Path
 
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
-from weaver.vault.fs import Vault
+from weaver.vault.fs import Vault, listed_names
 
 # What `on_write` receives as the content hash of a note that was deleted.
 DELETED = ""
@@ -94,22 +94,28 @@ class VaultWriter:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def move(self, source: str, destination: str, *, overwrite: bool = False) -> str:
-        """Rename a note (creating folders as needed); returns the destination's clean path."""
+        """Rename a note (creating folders as needed); returns the destination's clean path.
+
+        Where the file system folds case, `Note.md` to `note.md` is the one file renamed: its
+        destination "exists" (it is the source), which is no collision."""
         src_clean, src_full = self._target(source)
-        dst_clean, dst_full = self._target(destination)
+        dst_clean, dst_full = self._target(destination, name_as_given=True)
         if not src_full.is_file():
             raise NoteNotFoundError(src_clean)
-        if dst_full.exists() and not overwrite:
+        recased = self.vault.names_same_file(src_clean, dst_clean)
+        if dst_full.exists() and not overwrite and not recased:
             raise VaultError(f"File already exists: {dst_clean!r}")
         self._make_folder(dst_clean, dst_full.parent)
         self._announce(dst_clean, _sha256(src_full.read_bytes()))
         self._announce(src_clean, DELETED)
         src_full.replace(dst_full)
+        if recased and src_full.name in listed_names(src_full.parent):
+            _rename_through_temp(src_full, dst_full)
         _fsync_folder(dst_full.parent)
         return dst_clean
 
-    def _target(self, path: str) -> tuple[str, Path]:
-        clean = self.vault.check_note_path(path)
+    def _target(self, path: str, *, name_as_given: bool = False) -> tuple[str, Path]:
+        clean = self.vault.note_path(path, name_as_given=name_as_given)
         full = self.vault.root / clean
         if full.is_symlink():
             raise InvalidPathError(path, "is a symlink")
@@ -183,6 +189,24 @@ def _rename_no_replace(source: Path, destination: Path) -> bool:
         return True
     source.unlink()
     return True
+
+
+def _rename_through_temp(source: Path, destination: Path) -> None:
+    """A rename in case only that left the old name (Linux's casefolded ext4 and vfat find
+    the destination to be the source, and do nothing): through a hidden name in between,
+    which the watcher and the scan ignore. Should the second rename fail, the first is
+    undone, so the note is never left under the hidden name."""
+    temp = destination.with_name(f".{destination.name}.weaver-recase")
+    source.rename(temp)
+    try:
+        temp.rename(destination)
+    except BaseException:
+        temp.rename(source)
+        raise
+    # A destination that still names the file (a hard link, on a file system that keeps
+    # case apart) made that rename a no-op too: the hidden name goes, the note stays.
+    if temp.exists():
+        temp.unlink()
 
 
 def _deepest_existing(folder: Path) -> Path:
