@@ -360,3 +360,15 @@ def test_a_plugin_with_a_bad_cron_is_named_when_its_workflow_is_asked_for(
         "weaver: Workflow not found: 'nightly'; these failed to load (the workflow list says "
         f"why): {plugins / 'nightly.py'}"
     )
+
+
+def test_several_http_processes_are_refused_on_windows(
+    monkeypatch: pytest.MonkeyPatch, vault_dir: Path
+) -> None:
+    """Reader processes inherit the listening socket by descriptor, which Windows lacks: the
+    setting is refused before anything starts, saying why, rather than failing at spawn."""
+    env = {"WEAVER_VAULT": str(vault_dir), "WEAVER_HTTP_PROCESSES": "3"}
+    assert load_settings(environ=env).http_processes == 3
+    monkeypatch.setattr(sys, "platform", "win32")
+    with pytest.raises(ConfigError, match="'http_processes' in WEAVER_HTTP_PROCESSES: .*use 1"):
+        load_settings(environ=env)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -129,6 +130,15 @@ class Settings(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return url
+
+    @field_validator("http_processes")
+    @classmethod
+    def _processes_share_a_socket(cls, count: int) -> int:
+        # Reader processes inherit the listening socket by its descriptor (`pass_fds`), which
+        # Windows does not have.
+        if count > 1 and sys.platform == "win32":
+            raise ValueError("several HTTP processes share one socket, which needs POSIX: use 1")
+        return count
 
     @field_validator("http_host")
     @classmethod

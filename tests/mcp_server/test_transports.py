@@ -118,11 +118,15 @@ async def test_stdio_serves_the_tools_and_follows_the_disk(vault: Path, tmp_path
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signals", ["loop", "handlers"])
 def test_stdio_serve_stops_on_a_signal_while_the_client_holds_stdin(
-    vault: Path, tmp_path: Path, stop: signal.Signals
+    vault: Path, tmp_path: Path, stop: signal.Signals, signals: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C in a terminal, or a client's SIGTERM: the engine is stopped and the process ends
-    at once, though stdin is still open (a blocked read of it used to keep Ctrl-C waiting)."""
+    at once, though stdin is still open (a blocked read of it used to keep Ctrl-C waiting).
+    `handlers` is the path Windows takes (host/signals.py), forced here."""
+    if signals == "handlers":
+        monkeypatch.setenv("WEAVER_SIGNALS", "handlers")
     log = tmp_path / "stderr.log"
     with log.open("w") as errors:
         process = subprocess.Popen(

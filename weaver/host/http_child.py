@@ -52,7 +52,9 @@ def stop_with_parent() -> None:
     while os.read(STDIN, 4096):
         pass
     log.info("the writer process is gone: stopping")
-    os.kill(os.getpid(), signal.SIGTERM)
+    # Raised in this process, not sent with os.kill: on Windows that would be TerminateProcess,
+    # an end without the clean stop SIGTERM's handler makes.
+    signal.raise_signal(signal.SIGTERM)
 
 
 def serve_child(order: dict[str, Any], fd: int) -> None:

@@ -32,7 +32,7 @@ from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
-from weaver.host.signals import STOP_SIGNALS, run_until_signalled
+from weaver.host.signals import next_stop_signal, run_until_signalled
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.system_tools import health_data
@@ -213,10 +213,9 @@ async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) 
     async with anyio.create_task_group() as tg:
 
         async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-                async for signum in signals:
-                    log.info("stopping", signal=signal.Signals(signum).name)
-                    stop()
+            signum = await next_stop_signal()
+            log.info("stopping", signal=signal.Signals(signum).name)
+            stop()
 
         tg.start_soon(stop_on_signal)
         await server.run_stdio_async()

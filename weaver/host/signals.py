@@ -9,21 +9,38 @@ stuck in a thread (a search, a workflow ignoring its cancellation, a write waiti
 disk) cannot be cancelled, and waiting for it is how SIGTERM used to do nothing. A watchdog
 started with the signal runs `on_overdue` (the engine records its runs as interrupted) for at
 most `OVERDUE_WORK_S`, then ends the process with `os._exit(0)`.
+
+Where the event loop cannot watch signals (Windows: no `add_signal_handler`, and no SIGTERM
+from outside; Ctrl-C is SIGINT, Ctrl-Break and a console's close SIGBREAK), `next_stop_signal`
+installs plain `signal.signal` handlers that wake the loop instead. `WEAVER_SIGNALS=handlers`
+forces that path anywhere, so that tests run it on Linux.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
+import socket
+import sys
 import threading
 from collections.abc import Awaitable, Callable
+from types import FrameType
 
 import anyio
 import structlog
 
 log = structlog.get_logger(__name__)
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGBREAK exists on Windows only: Ctrl-Break, and what a console sends when it closes.
+STOP_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    *((signal.SIGBREAK,) if hasattr(signal, "SIGBREAK") else ()),
+)
+# `WEAVER_SIGNALS=handlers` takes the path Windows takes, on any platform.
+SIGNALS_ENV = "WEAVER_SIGNALS"
 # From the first signal to the process's end, at the latest (the promise is 10 s).
 STOP_GRACE_S = 7.0
 # What `on_overdue` may take of the rest.
@@ -60,13 +77,68 @@ async def run_until_signalled(
     async with anyio.create_task_group() as tg:
 
         async def set_stop_on_signal() -> None:
-            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-                async for signum in signals:
-                    log.info("stopping", signal=signal.Signals(signum).name)
-                    arm_stop_watchdog(on_overdue)
-                    stop.set()
-                    return
+            signum = await next_stop_signal()
+            log.info("stopping", signal=signal.Signals(signum).name)
+            arm_stop_watchdog(on_overdue)
+            stop.set()
 
         tg.start_soon(set_stop_on_signal)
         await main(stop)
         tg.cancel_scope.cancel()
+
+
+async def next_stop_signal() -> int:
+    """Wait for the first of `STOP_SIGNALS`; its number."""
+    if not handlers_only():
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async for signum in signals:
+                return signum
+    return await _by_handlers()
+
+
+def handlers_only() -> bool:
+    """Whether the event loop cannot watch signals here (or that path is forced)."""
+    return sys.platform == "win32" or os.environ.get(SIGNALS_ENV) == "handlers"
+
+
+async def _by_handlers() -> int:
+    """`next_stop_signal` with `signal.signal` handlers.
+
+    A Python handler runs in the main thread between two bytecodes, which a loop asleep in
+    select() does not reach when the signal lands on another thread. So the C-level handler's
+    wake-up byte (the signal's number, written to `set_wakeup_fd`) is read by a thread, which
+    hands it to the loop with `call_soon_threadsafe`; the Python handler does the same when it
+    runs. The handlers that were there before come back at the first signal, so a second Ctrl-C
+    is the usual KeyboardInterrupt.
+    """
+    loop = asyncio.get_running_loop()
+    received: asyncio.Future[int] = loop.create_future()
+
+    def deliver(signum: int) -> None:
+        if signum in STOP_SIGNALS and not received.done():
+            received.set_result(signum)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(deliver, signum)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    wake_reader, wake_writer = socket.socketpair()
+    wake_writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(wake_writer.fileno(), warn_on_full_buffer=False)
+
+    def read_wake_ups() -> None:
+        with contextlib.suppress(OSError):
+            while byte := wake_reader.recv(1):
+                loop.call_soon_threadsafe(deliver, byte[0])
+
+    reader = threading.Thread(target=read_wake_ups, name="weaver-signals", daemon=True)
+    reader.start()
+    try:
+        return await received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_fd)
+        wake_writer.close()  # the reader's recv() ends with end of file
+        reader.join(1)
+        wake_reader.close()
