@@ -370,5 +370,5 @@ def test_several_http_processes_are_refused_on_windows(
     env = {"WEAVER_VAULT": str(vault_dir), "WEAVER_HTTP_PROCESSES": "3"}
     assert load_settings(environ=env).http_processes == 3
     monkeypatch.setattr(sys, "platform", "win32")
-    with pytest.raises(ConfigError, match="'http_processes' in WEAVER_HTTP_PROCESSES: .*use 1"):
+    with pytest.raises(ConfigError, match=r"'http_processes' in WEAVER_HTTP_PROCESSES: .*use 1"):
         load_settings(environ=env)
