@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: daemon serve index test lint format typecheck bench migration clean
+.PHONY: daemon serve index test test-portable lint format typecheck bench migration clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ index: $(STAMP)  ## bring the cache up to date once and print a summary
 
 test: $(STAMP)  ## the whole test suite, with branch coverage and its floor (pyproject.toml)
 	$(BIN)/pytest --cov --cov-report=term:skip-covered
+
+test-portable: $(STAMP)  ## the suite on the paths Windows takes: no fcntl, msvcrt locks, signal handlers
+	PYTHONPATH=$(CURDIR)/tests/portable $(BIN)/pytest -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

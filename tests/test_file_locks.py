@@ -74,6 +74,8 @@ with daemon_lock(vault), WriterLock(Path(str(cache) + ".writer.lock")) as writer
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """This process's locks forced to one backend (with the stand-in as `msvcrt`)."""
     name: str = request.param
+    if name == "flock" and os.environ.get("WEAVER_PORTABLE_PATHS"):
+        pytest.skip("`make test-portable` leaves Weaver no fcntl: flock is tested by `make test`")
     monkeypatch.setenv(file_locks.FORCE_ENV, name)
     monkeypatch.setitem(sys.modules, "msvcrt", msvcrt_standin)
     return name
