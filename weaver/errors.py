@@ -21,6 +21,7 @@ WeaverError
 │   ├── NoteTooLargeError  the file is bigger than any note Weaver reads
 │   └── NoFilesError       a process without the files was asked for a note's file
 ├── DaemonError            a second daemon on the same vault, and the like
+├── OAuthRequestError      an OAuth authorization request the consent page cannot take
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
@@ -38,6 +39,11 @@ class WeaverError(Exception):
 
 class ConfigError(WeaverError):
     """The configuration cannot be used as given."""
+
+
+class OAuthRequestError(WeaverError):
+    """An authorization request the consent page cannot take: an unknown client, a redirect
+    URI it did not register, a scope or resource this server does not grant."""
 
 
 class TaskQueryError(WeaverError):
