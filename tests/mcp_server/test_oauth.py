@@ -293,12 +293,14 @@ async def test_a_token_for_another_resource_is_refused(vault: Path) -> None:
         assert (await call_stats(site, stored_token(site, client_id))).status_code == 200
 
 
-async def test_an_expired_token_is_refused(vault: Path) -> None:
+async def test_an_expired_token_is_refused_and_cleared_away(vault: Path) -> None:
     async with served(vault) as site:
         client_id = await register(site)
         expired = stored_token(site, client_id, expires_at=int(time.time()) - 1)
         answer = await call_stats(site, expired)
         assert answer.status_code == 401
+        await grant(site)  # a consent clears expired tokens from the cache
+        assert oauth_grants.get_token(site.state.app.db, expired, "access") is None
 
 
 def stored_token(

@@ -265,6 +265,8 @@ class OwnerAuthorizationServer(
             data=remembered,
         )
         await anyio.to_thread.run_sync(oauth_grants.save_tokens, self.db, [token])
+        # Expired codes and tokens are refused anyway; a consent, rare, clears them away.
+        await anyio.to_thread.run_sync(oauth_grants.prune_expired, self.db, int(time.time()))
         return construct_redirect_uri(request.redirect_uri, code=code, state=request.state)
 
     @staticmethod
