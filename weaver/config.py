@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -91,6 +92,10 @@ class Settings(BaseModel):
     http_token: str | None = None
     http_processes: int = Field(default=1, ge=1, le=32)
     http_session_idle_s: float = Field(default=1800.0, gt=0, le=30 * 86_400)
+    oauth: bool = False
+    public_url: str | None = None
+    oauth_access_token_s: int = Field(default=3600, ge=60, le=86_400)
+    oauth_refresh_token_s: int = Field(default=30 * 86_400, ge=3600, le=365 * 86_400)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)
@@ -149,6 +154,21 @@ class Settings(BaseModel):
             if len(host) > 253 or not HOST_NAME.fullmatch(host):
                 raise ValueError("expected an IP address or a host name") from None
         return host
+
+    @field_validator("public_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        """An origin and optional path prefix, as clients reach this server (behind TLS, the
+        proxy's https address): the issuer and the tokens' audience are built from it."""
+        if url is None:
+            return None
+        parsed = urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("expected an http:// or https:// URL, e.g. https://vault.example.com")
+        if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
+            # The SDK serves the OAuth endpoints and their metadata at the root.
+            raise ValueError("expected an origin alone (no path, query or fragment)")
+        return url.rstrip("/")
 
     @property
     def db_url(self) -> str:

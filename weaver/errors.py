@@ -23,6 +23,7 @@ WeaverError
 ├── DaemonError            a second daemon on the same vault, and the like
 ├── ServiceError           `weaver service`: no service manager here, or one of its commands
 │                          failed (names the command and what it printed)
+├── OAuthRequestError      an OAuth authorization request the consent page cannot take
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped
@@ -40,6 +41,11 @@ class WeaverError(Exception):
 
 class ConfigError(WeaverError):
     """The configuration cannot be used as given."""
+
+
+class OAuthRequestError(WeaverError):
+    """An authorization request the consent page cannot take: an unknown client, a redirect
+    URI it did not register, a scope or resource this server does not grant."""
 
 
 class TaskQueryError(WeaverError):

@@ -417,3 +417,37 @@ class NoteChunk(Base):
     heading: Mapped[str] = mapped_column(String)
     body: Mapped[str] = mapped_column(Text)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class OAuthClient(Base):
+    """A client registered with Weaver's authorization server (RFC 7591): `info` is its
+    registration as the MCP SDK models it (`OAuthClientInformationFull`), `name` what the
+    consent page and the clients page show."""
+
+    __tablename__ = "oauth_clients"
+
+    client_id: Mapped[str] = mapped_column(String, primary_key=True)
+    name: Mapped[str] = mapped_column(String)
+    info: Mapped[dict[str, Any]] = mapped_column(JSON)
+    registered_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class OAuthToken(Base):
+    """An authorization code, access token or refresh token (`kind`), kept only as the SHA-256
+    of its value. The code of one consent and every token issued from it share `grant_id`, so
+    revoking one revokes them all. `expires_at` is Unix seconds, as OAuth counts; `data` holds
+    what a code must remember of its request (PKCE challenge, redirect URI)."""
+
+    __tablename__ = "oauth_tokens"
+
+    token_hash: Mapped[str] = mapped_column(String, primary_key=True)
+    kind: Mapped[str] = mapped_column(String)
+    client_id: Mapped[str] = mapped_column(
+        ForeignKey("oauth_clients.client_id", ondelete="CASCADE"), index=True
+    )
+    grant_id: Mapped[str] = mapped_column(String, index=True)
+    scopes: Mapped[str] = mapped_column(String)
+    resource: Mapped[str | None] = mapped_column(String)
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+    issued_at: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)

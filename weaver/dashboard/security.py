@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 from urllib.parse import quote, urlsplit
 
 from starlette.datastructures import Headers
@@ -70,13 +71,24 @@ def _hostname(value: str) -> str:
 class DashboardGuard:
     """ASGI middleware in front of the dashboard's routes (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, bind_host: str, token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        bind_host: str,
+        token: str | None,
+        headers: Sequence[tuple[bytes, bytes]] = SECURITY_HEADERS,
+        public_origin: str | None = None,
+    ) -> None:
         self.app = app
         self.loopback = is_loopback(bind_host)
         bare = bind_host.strip("[]").lower()
         self.allowed_hosts = LOOPBACK_NAMES | {bare}
         self.token = token
         self.session = session_value(token) if token else None
+        self.headers = list(headers)
+        # `public_url`: behind a TLS proxy the browser's Origin is the proxy's, not the Host
+        # the proxy forwards.
+        self.public_origin = public_origin.lower() if public_origin else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -107,17 +119,18 @@ class DashboardGuard:
         return PlainTextResponse("Log in first: /login", status_code=401)
 
     def _same_origin(self, origin: str, host: str) -> bool:
+        if self.public_origin is not None and origin.lower() == self.public_origin:
+            return True
         netloc = urlsplit(origin).netloc.lower()
         if self.loopback:
             return _hostname(netloc) in self.allowed_hosts and netloc == host.lower()
         return netloc == host.lower()
 
-    @staticmethod
-    def _with_headers(send: Send) -> Send:
+    def _with_headers(self, send: Send) -> Send:
         async def sender(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], *SECURITY_HEADERS]
+                message["headers"] = [*message["headers"], *self.headers]
             await send(message)
 
         return sender

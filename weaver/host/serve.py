@@ -30,6 +30,8 @@ from starlette.types import ASGIApp
 
 from weaver import gc_freeze
 from weaver.config import Settings
+from weaver.dashboard.oauth_pages import OAuthPages
+from weaver.errors import ConfigError
 from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
 from weaver.host.signals import next_stop_signal, run_until_signalled
@@ -46,7 +48,10 @@ from weaver.runtime.http import (
     loopback_names,
     serve_http,
 )
+from weaver.runtime.oauth_server import OwnerAuthorizationServer
 from weaver.runtime.state import ServerState
+
+OAUTH_PAGES_PATH = "/oauth"
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +80,8 @@ def http_app(
     stateless: bool = False,
 ) -> Starlette:
     """The Starlette app: MCP at `/mcp` (behind the token when one is set), `/health` open,
-    and `site` (the daemon's dashboard) at `/` for every other path.
+    with `oauth` the authorization server's endpoints and its pages at `/oauth`
+    (`dashboard.oauth_pages`), and `site` (the daemon's dashboard) at `/` for every other path.
 
     `stateless` when several processes share the port (`host.http_readers`): a 2025-11-25 session
     lives in the process that created it, and the next request of the session may reach
@@ -107,6 +113,11 @@ def http_app(
         session_idle_timeout=state.app.settings.http_session_idle_s,
     )
     app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
+    settings = state.app.settings
+    if settings.oauth and settings.http_token:
+        provider = OwnerAuthorizationServer(state.app.db, settings)
+        pages = OAuthPages(provider, settings.http_token, host, settings.public_url)
+        app.router.routes.append(Mount(OAUTH_PAGES_PATH, app=pages.asgi()))
     if site is not None:
         app.router.routes.append(Mount("", app=site))  # last: /mcp and /health match first
     return app
@@ -169,6 +180,11 @@ def run_serve(
     (`runtime.app.reader_queues`).
     """
     queue = not files and reader_queues(settings)
+    if settings.oauth and not files and transport == "http":
+        raise ConfigError(
+            "oauth is served by a process with the vault's files (weaver daemon, or weaver "
+            "serve without --no-vault): a reader cannot record the grants it would issue"
+        )
     if not files:
         settings = settings.model_copy(update={"read_only": True})
     sock = None

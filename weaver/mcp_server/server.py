@@ -8,9 +8,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.auth import ProtectedResourceMetadata
 from mcp_types import CallToolResult, InputRequiredResult
 
 import weaver
@@ -40,6 +42,7 @@ from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.tool_help import ToolHelp
 from weaver.runtime.lifespan import make_lifespan
+from weaver.runtime.oauth_server import OwnerAuthorizationServer, auth_settings
 from weaver.runtime.state import ServerState
 
 # The modules whose tools a server offers, in the order tools/list names them (a read-only
@@ -122,6 +125,9 @@ worker) of the shared PostgreSQL cache; follow it with get_workflow_status on an
 
 READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
 vault or run workflows ({tools}) are not offered."""
+
+
+ROOT_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 
 
 class StaticTokenVerifier:
@@ -215,15 +221,35 @@ def server_instructions(state: ServerState) -> str:
     return text + "\n\n" + unwrap(extra)
 
 
+def install_root_resource_metadata(server: MCPServer[ServerState], auth: AuthSettings) -> None:
+    """Protected Resource Metadata at the root well-known address too: the SDK serves it at the
+    address suffixed with `/mcp` (RFC 9728), and clients of the 2025-03-26 era look here."""
+    assert auth.resource_server_url is not None  # auth_settings always sets it
+    metadata = ProtectedResourceMetadata(
+        resource=auth.resource_server_url,
+        authorization_servers=[auth.issuer_url],
+        resource_name="Weaver",
+    )
+    handler = ProtectedResourceMetadataHandler(metadata)
+    server.custom_route(ROOT_RESOURCE_METADATA, methods=["GET"], include_in_schema=False)(
+        handler.handle
+    )
+
+
 def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerState]:
     """The MCP server for one vault, with the tools of the toolsets its settings name. With
-    `http_token` set, its HTTP app requires that token. `sessions` false: served over
-    stateless HTTP (see `resources.install_resources`)."""
-    token = state.app.settings.http_token
-    verifier = StaticTokenVerifier(token) if token else None
+    `http_token` set, its HTTP app requires that token; with `oauth` too, it is also its own
+    OAuth authorization server (`runtime.oauth_server`), and takes the tokens it issues.
+    `sessions` false: served over stateless HTTP (see `resources.install_resources`)."""
+    settings = state.app.settings
+    token = settings.http_token
+    provider = OwnerAuthorizationServer(state.app.db, settings) if settings.oauth else None
+    verifier = StaticTokenVerifier(token) if token and provider is None else None
     # The SDK wants an issuer for bearer auth; with no authorization server and no
     # resource_server_url it is never published or checked, so a placeholder is enough.
     auth = AuthSettings(issuer_url="http://localhost", resource_server_url=None) if token else None
+    if provider is not None:
+        auth = auth_settings(settings)
     found = defs_of(*TOOL_MODULES)
     bound = bind_tools(state, found)
     withheld = withheld_tools(state)
@@ -235,9 +261,12 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
         tools=[bound[each.spec.name] for each in found if each.spec.name not in withheld],
         lifespan=make_lifespan(state),
         token_verifier=verifier,
+        auth_server_provider=provider,
         auth=auth,
         log_level="WARNING",
     )
+    if provider is not None:
+        install_root_resource_metadata(server, auth_settings(settings))
     server.withheld = withheld
     helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
     subscriptions = install_resources(server, state, sessions, helps)

@@ -38,6 +38,31 @@ def check_http_settings(settings: Settings) -> None:
             f"refusing to serve HTTP on {settings.http_host} without a bearer token: set "
             "WEAVER_HTTP_TOKEN (or http_token in the config), or bind to 127.0.0.1"
         )
+    if settings.oauth and not settings.http_token:
+        # The consent page asks for the owner's secret: without one, anyone reaching the page
+        # could grant themselves the vault.
+        raise ConfigError(
+            "oauth needs http_token: the consent page asks for it before a client is let in "
+            "(set WEAVER_HTTP_TOKEN, or http_token in the config)"
+        )
+    if settings.oauth and not settings.public_url and _unspecified(settings.http_host):
+        raise ConfigError(
+            f"oauth on {settings.http_host} needs public_url: the address clients reach this "
+            "server at, which its tokens are bound to (e.g. https://vault.example.com)"
+        )
+    if settings.oauth and settings.http_processes > 1:
+        raise ConfigError(
+            "oauth is served by one process: set http_processes = 1 (the reader processes "
+            "cannot record the grants they would issue)"
+        )
+
+
+def _unspecified(host: str) -> bool:
+    """0.0.0.0 or ::, which name no address a client could use."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 def loopback_names(host: str) -> set[str] | None:
