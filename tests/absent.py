@@ -4,7 +4,9 @@ under CI=true where the piece is expected, which makes the absence a failure.
 Expected under CI=true: on Linux, Debian's chromium and PostgreSQL (`.ci/run` installs them);
 the real vaults of ../shared/corpora, unless the CI says it has none (`WEAVER_CORPORA_OPTIONAL`:
 GitHub's runners, where third-party notes cannot be copied). On macOS and Windows the Debian
-pieces are never expected: their tests skip there, naming the platform."""
+pieces are never expected: their tests skip there, naming the platform. PostgreSQL skips there
+even where a server happens to be installed (GitHub's macOS and Windows images have one), unless
+WEAVER_PG_BIN names the server to start: the suite's server handling is written for Debian's."""
 
 from __future__ import annotations
 
@@ -26,6 +28,15 @@ def linux_piece_absent(reason: str) -> NoReturn:
     if on_ci():
         pytest.fail(f"required under CI=true: {reason}")
     pytest.skip(reason)
+
+
+def postgres_off_linux() -> None:
+    """Skip off Linux unless WEAVER_PG_BIN says which PostgreSQL server to start."""
+    if not sys.platform.startswith("linux") and not os.environ.get("WEAVER_PG_BIN"):
+        pytest.skip(
+            f"PostgreSQL: the suite starts Debian's server (.ci/install-postgres) on Linux; "
+            f"this is {sys.platform}: set WEAVER_PG_BIN to a server's bin folder to run this"
+        )
 
 
 def corpora_absent(reason: str) -> NoReturn:

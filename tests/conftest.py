@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from tests.absent import linux_piece_absent
+from tests.absent import linux_piece_absent, postgres_off_linux
 from tests.helpers import EngineFactory, WriteNotes, write_files
 from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
 from weaver.cache.db import open_cache_engine
@@ -81,7 +81,8 @@ def default_toolsets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
 def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL server for the session (tests/pg_server.py). Without the server
     binaries the tests that need it skip, naming why; under CI=true that is a failure, since
-    .ci/install-postgres installs them."""
+    .ci/install-postgres installs them. Off Linux they skip unless WEAVER_PG_BIN is set."""
+    postgres_off_linux()
     try:
         server = start_server()
     except PostgresUnavailableError as exc:
