@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1] / "weaver"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(units.split())
     for units in (
-        "errors log json_nesting gc_freeze obsidian_app paging installation toolsets file_locks",
+        "errors log json_nesting gc_freeze obsidian_app paging installation toolsets file_locks"
+        " file_replace",
         "markdown",
         "tasks bases canvas",
         "views",

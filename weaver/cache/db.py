@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from weaver.cache import recovery
 from weaver.cache.bulk import restore_indexes_of
 from weaver.errors import CacheError
+from weaver.file_replace import replace_file
 from weaver.vault.fs import path_folder, path_name
 
 if TYPE_CHECKING:
@@ -393,7 +394,7 @@ def _put_in_place(fresh: Path, path: Path, replace: bool) -> None:
     if replace:
         for suffix in ("-wal", "-shm"):  # of a file made by another process meanwhile
             Path(str(path) + suffix).unlink(missing_ok=True)
-        fresh.replace(path)
+        replace_file(fresh, path)
         return
     try:
         os.link(fresh, path)  # fails if the file is there: never over someone else's

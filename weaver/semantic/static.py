@@ -32,6 +32,7 @@ import structlog
 
 from weaver import file_locks
 from weaver.errors import SemanticUnavailableError
+from weaver.file_replace import replace_file
 from weaver.semantic.model import ModelSource, TransformerModel, Vectors, load_tokenizer
 
 log = structlog.get_logger(__name__)
@@ -269,7 +270,7 @@ def write_vectors(path: Path, vectors: Vectors) -> None:
     try:
         with partial.open("wb") as handle:
             np.savez(handle, vectors=vectors, checksum=_checksum(vectors))
-        partial.replace(path)
+        replace_file(partial, path)
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise _unwritable(path, exc) from exc

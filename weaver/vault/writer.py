@@ -25,6 +25,7 @@ from itertools import count
 from pathlib import Path
 
 from weaver.errors import InvalidPathError, NoteNotFoundError, VaultError
+from weaver.file_replace import replace_file
 from weaver.vault.fs import Vault, listed_names
 
 # What `on_write` receives as the content hash of a note that was deleted.
@@ -108,7 +109,7 @@ class VaultWriter:
         self._make_folder(dst_clean, dst_full.parent)
         self._announce(dst_clean, _sha256(src_full.read_bytes()))
         self._announce(src_clean, DELETED)
-        src_full.replace(dst_full)
+        replace_file(src_full, dst_full)
         if recased and src_full.name in listed_names(src_full.parent):
             _rename_through_temp(src_full, dst_full)
         _fsync_folder(dst_full.parent)
@@ -149,7 +150,7 @@ class VaultWriter:
                 os.fsync(out.fileno())
             temp.chmod(mode)
             self._announce(clean, _sha256(data))
-            temp.replace(full)
+            replace_file(temp, full)
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
