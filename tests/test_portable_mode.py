@@ -21,9 +21,9 @@ import json, os, subprocess
 from weaver import file_locks
 from weaver.host.signals import handlers_only
 import fcntl
-ns = {"__name__": "weaver.probe", "fcntl": fcntl}
+ns = {"__name__": "weaver.probe"}
 try:
-    exec("fcntl.flock", ns)  # as a module of Weaver's would use it
+    exec("import fcntl", ns)  # as a module of Weaver's would
     weaver_uses_fcntl = True
 except ImportError:
     weaver_uses_fcntl = False

@@ -1,11 +1,11 @@
 """Every Python process started with this folder on PYTHONPATH takes the paths Windows takes
 where Linux can take them too (`make test-portable`, issue 36):
 
-- Weaver cannot use `fcntl` (as on Windows): any use of it by a `weaver` module raises
-  ImportError. Libraries keep it, since on Linux they take their Linux branches (the MCP SDK's
-  stdio transport imports it where `sys.platform` is not "win32"). `msvcrt` is the stand-in
-  of tests/standins/msvcrt.py, so Weaver's file locks go through `msvcrt.locking`'s path
-  (`WEAVER_FILE_LOCKS=msvcrt`);
+- Weaver cannot import `fcntl` (as on Windows): `import fcntl` in a `weaver` module raises
+  ModuleNotFoundError. Libraries keep it, since on Linux they take their Linux branches (the
+  MCP SDK's stdio transport imports it where `sys.platform` is not "win32"). `msvcrt` is
+  the stand-in of tests/standins/msvcrt.py, so Weaver's file locks go through
+  `msvcrt.locking`'s path (`WEAVER_FILE_LOCKS=msvcrt`);
 - stopping on a signal goes through plain `signal.signal` handlers (`WEAVER_SIGNALS=handlers`),
   as where the event loop cannot watch signals.
 
@@ -15,18 +15,18 @@ in every process it starts (daemons, servers, parse workers), since they inherit
 
 from __future__ import annotations
 
+import builtins
+
 # The standard library decides "Windows or not" by whether msvcrt imports (subprocess,
-# getpass): let them decide before the stand-in exists. The stand-in locks through fcntl,
-# taken here before it is hidden.
-import fcntl
+# getpass): let them decide before the stand-in exists.
 import getpass  # noqa: F401
 import importlib.util
 import os
 import subprocess  # noqa: F401
 import sys
-import types
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 _spec = importlib.util.spec_from_file_location(
     "msvcrt", Path(__file__).resolve().parents[1] / "standins" / "msvcrt.py"
@@ -36,18 +36,24 @@ _standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_standin)
 
 
-class _FcntlForOthers(types.ModuleType):
-    """`fcntl` for everyone but Weaver: an attribute asked for by a `weaver` module (`fcntl.x`,
-    `from fcntl import x`) raises ImportError, as the missing module would on Windows."""
-
-    def __getattr__(self, name: str) -> Any:
-        caller = str(sys._getframe(1).f_globals.get("__name__", ""))
-        if caller == "weaver" or caller.startswith("weaver."):
-            raise ImportError(f"{caller} uses fcntl.{name}: fcntl does not exist on Windows")
-        return getattr(fcntl, name)
+_import = builtins.__import__
 
 
-sys.modules["fcntl"] = _FcntlForOthers("fcntl")
+def _import_but_fcntl_for_weaver(
+    name: str,
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: Sequence[str] | None = (),
+    level: int = 0,
+) -> ModuleType:
+    """`import fcntl` in a `weaver` module fails as on Windows; anywhere else it works."""
+    importer = str((globals or {}).get("__name__", ""))
+    if name == "fcntl" and level == 0 and (importer == "weaver" or importer.startswith("weaver.")):
+        raise ModuleNotFoundError(f"No module named 'fcntl' (as on Windows: {importer})", name=name)
+    return _import(name, globals, locals, fromlist, level)
+
+
+builtins.__import__ = _import_but_fcntl_for_weaver
 sys.modules["msvcrt"] = _standin
 os.environ["WEAVER_FILE_LOCKS"] = "msvcrt"
 os.environ["WEAVER_SIGNALS"] = "handlers"
