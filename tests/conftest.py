@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,20 +170,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("backend", backends, scope="module")
 
 
-ONE_PROCESS_LOCKS = (
-    "two holders of one lock in one process: the msvcrt stand-in of `make test-portable` locks "
-    "with fcntl.lockf, which never excludes its own process (Windows' msvcrt does)"
-)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On PostgreSQL, the MCP tests run in the newest protocol mode only: the `legacy` one
-    shows the same answers differently framed, and would double their time there. Under
-    `make test-portable`, a test of two lock holders in one process skips, saying why."""
-    if os.environ.get("WEAVER_PORTABLE_PATHS"):  # `make test-portable` (tests/portable)
-        for item in items:
-            if item.get_closest_marker("one_process_locks"):
-                item.add_marker(pytest.mark.skip(reason=ONE_PROCESS_LOCKS))
+    shows the same answers differently framed, and would double their time there."""
     dropped = [item for item in items if _postgres_legacy(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

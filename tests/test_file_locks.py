@@ -1,6 +1,7 @@
 """File locks between processes, on both backends: flock (POSIX) and msvcrt (Windows), the latter
-run here through `tests/standins/msvcrt.py` (over `fcntl.lockf`, so two processes really exclude
-each other). Each lock is held by a child process: what another process sees is the point.
+run here through `tests/standins/msvcrt.py` (over open-file-description locks, so two processes
+really exclude each other). Each lock is held by a child process: what another process sees is
+the point.
 
 The stand-in is registered in `sys.modules` once the process has imported what it needs, never
 put on the path: the standard library's `subprocess` takes an importable `msvcrt` for Windows."""

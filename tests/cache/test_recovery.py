@@ -210,7 +210,6 @@ def writer_elsewhere(tmp_path: Path) -> Iterator[Path]:
     lock.release()
 
 
-@pytest.mark.one_process_locks
 def test_no_other_process_makes_the_cache_its_writer_lost(
     writer_elsewhere: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

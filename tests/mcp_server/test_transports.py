@@ -170,7 +170,6 @@ async def test_a_second_server_reads_while_the_first_writes(vault: Path, tmp_pat
     assert "Traceback" not in (tmp_path / "b.log").read_text()
 
 
-@pytest.mark.one_process_locks
 async def test_a_reader_takes_over_writing_when_the_writer_exits(vault: Path) -> None:
     settings = Settings(vault=vault)
     apps = [open_app(settings), open_app(settings)]
@@ -340,7 +339,6 @@ def test_http_refuses_a_public_address_without_a_token(
     assert not (vault / ".weaver").exists()  # refused before opening anything
 
 
-@pytest.mark.one_process_locks
 def test_writer_lock_is_exclusive_between_holders(tmp_path: Path) -> None:
     settings = Settings(vault=tmp_path, database_url=f"sqlite:///{tmp_path / 'c' / 'cache.db'}")
     path = writer_lock_path(settings)
