@@ -105,9 +105,18 @@ def text_of(driver: Any, css: str) -> str:
 
 
 def click(driver: Any, css: str) -> None:
+    """Click the element; found again should a live refresh replace it between the finding
+    and the click (a stale element, seen on a loaded machine)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.CSS_SELECTOR, css).click()
+    for attempt in range(3):
+        try:
+            driver.find_element(By.CSS_SELECTOR, css).click()
+            return
+        except StaleElementReferenceException:
+            if attempt == 2:
+                raise
 
 
 def open_page(driver: Any, served: Served, path: str) -> None:
