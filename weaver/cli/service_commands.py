@@ -165,10 +165,10 @@ def _carry_out(steps: Sequence[Step]) -> None:
 
 
 def _print_done(steps: Sequence[Step]) -> None:
-    from weaver.host.service import summarize_step
+    from weaver.host.service import describe_step
 
     for step in steps:
-        print(f"  {summarize_step(step)}")
+        print(f"  {describe_step(step, done=True)}")
 
 
 def _print_plan(steps: Sequence[Step]) -> None:
@@ -176,4 +176,4 @@ def _print_plan(steps: Sequence[Step]) -> None:
 
     print("Would do (--dry-run: nothing done):")
     for step in steps:
-        print(describe_step(step))
+        print(describe_step(step, done=False))

@@ -313,30 +313,21 @@ def _output(done: subprocess.CompletedProcess[str]) -> str:
     return " / ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def summarize_step(step: Step) -> str:
-    """A step on one line, as install and uninstall report what they did."""
+def describe_step(step: Step, *, done: bool) -> str:
+    """A step on one line as install and uninstall report it (`done`), or as `--dry-run`
+    announces it, with a written file's whole text below the line naming it."""
+    make, write, remove, run = (
+        ("made", "wrote", "removed", "ran") if done else ("make", "write", "remove", "run")
+    )
     match step:
         case MakeFolder(path):
-            return f"made folder {path}"
-        case WriteFile(path, _, encoding):
-            return f"wrote {path} ({encoding})"
-        case RemoveFile(path):
-            return f"removed {path}"
-        case RunCommand(args, may_fail):
-            return f"ran {shlex.join(args)}" + ("  (a failure ignored)" if may_fail else "")
-
-
-def describe_step(step: Step) -> str:
-    """A step as `--dry-run` prints it: a file's whole text below the line naming it."""
-    match step:
-        case MakeFolder(path):
-            return f"make folder {path}"
+            return f"{make} folder {path}"
         case WriteFile(path, text, encoding):
-            return f"write {path} ({encoding}):\n{text}"
+            return f"{write} {path} ({encoding})" + ("" if done else f":\n{text}")
         case RemoveFile(path):
-            return f"remove {path}"
+            return f"{remove} {path}"
         case RunCommand(args, may_fail):
-            return f"run {shlex.join(args)}" + ("  (a failure ignored)" if may_fail else "")
+            return f"{run} {shlex.join(args)}" + ("  (a failure ignored)" if may_fail else "")
 
 
 def read_status(platform: Platform, run: Runner) -> str:

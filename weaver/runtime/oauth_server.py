@@ -18,6 +18,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import anyio.to_thread
@@ -323,14 +324,7 @@ class OwnerAuthorizationServer(
         )
         if found is None or found.client_id != client.client_id:
             return None
-        return GrantRefreshToken(
-            token=refresh_token,
-            client_id=found.client_id,
-            scopes=list(found.scopes),
-            expires_at=found.expires_at,
-            resource=found.resource,
-            grant_id=found.grant_id,
-        )
+        return GrantRefreshToken(token=refresh_token, **_grant_fields(found))
 
     async def exchange_refresh_token(
         self,
@@ -394,17 +388,21 @@ class OwnerAuthorizationServer(
         found = await anyio.to_thread.run_sync(oauth_grants.get_token, self.db, token, "access")
         if found is None or found.expires_at < time.time():
             return None
-        return GrantAccessToken(
-            token=token,
-            client_id=found.client_id,
-            scopes=list(found.scopes),
-            expires_at=found.expires_at,
-            resource=found.resource,
-            grant_id=found.grant_id,
-        )
+        return GrantAccessToken(token=token, **_grant_fields(found))
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         """RFC 7009: revoking either token of a grant revokes the grant. `http_token` is not
         revocable here: it is the owner's, changed in the config."""
         if isinstance(token, GrantAccessToken | GrantRefreshToken):
             await anyio.to_thread.run_sync(oauth_grants.revoke_grant, self.db, token.grant_id)
+
+
+def _grant_fields(found: oauth_grants.StoredToken) -> dict[str, Any]:
+    """What the SDK's token models take of a stored code or token, besides its value."""
+    return {
+        "client_id": found.client_id,
+        "scopes": list(found.scopes),
+        "expires_at": found.expires_at,
+        "resource": found.resource,
+        "grant_id": found.grant_id,
+    }
