@@ -36,6 +36,8 @@ from weaver.cache import oauth_grants
 from weaver.config import Settings
 from weaver.errors import ConfigError
 from weaver.host.serve import http_app
+from weaver.mcp_server import catalog
+from weaver.mcp_server.caller import LOCAL_CALLER, Caller, current_caller
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import open_app
 from weaver.runtime.http import bind_socket, check_http_settings, serve_http
@@ -418,3 +420,35 @@ def test_oauth_needs_the_owners_secret_and_a_reachable_address(tmp_path: Path) -
         )
     with pytest.raises(ValueError, match="origin alone"):
         Settings(vault=tmp_path, public_url="https://vault.example.com/weaver")
+
+
+async def test_a_tool_knows_which_client_calls_it(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The access token follows the request into the tool's worker thread: the audit, access
+    rules and rate limits read the caller there."""
+    seen: list[Caller] = []
+    real_answer = catalog.answer
+
+    async def recording(state: ServerState, work: Any, **options: Any) -> Any:
+        def work_noting_the_caller() -> Any:
+            seen.append(current_caller())
+            return work()
+
+        return await real_answer(state, work_noting_the_caller, **options)
+
+    monkeypatch.setattr(catalog, "answer", recording)
+    async with served(vault) as site:
+        client_id, tokens = await grant(site)
+        for bearer in (tokens["access_token"], OWNER):
+            headers = {"authorization": f"Bearer {bearer}"}
+            async with httpx2.AsyncClient(headers=headers, timeout=10) as http_client:
+                transport = streamable_http_client(site.mcp, http_client=http_client)
+                async with Client(transport) as client:
+                    assert not (await client.call_tool("get_stats", {})).is_error
+    assert [(c.kind, c.client_id, c.name) for c in seen] == [
+        ("oauth", client_id, "Phone assistant"),
+        ("token", "weaver-http-token", "http_token"),
+    ]
+    assert seen[0].scopes == {"weaver:read", "weaver:write", "weaver:workflows", "weaver:admin"}
+    assert current_caller() == LOCAL_CALLER  # outside any request

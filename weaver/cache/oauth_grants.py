@@ -55,6 +55,7 @@ class StoredToken:
     resource: str | None
     expires_at: int
     data: dict[str, Any] | None
+    client_name: str = ""  # as registered: what the audit and the clients page show
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,13 +157,16 @@ def get_token(db: Engine, value: str, kind: TokenKind) -> StoredToken | None:
         _TOKENS.c.resource,
         _TOKENS.c.expires_at,
         _TOKENS.c.data,
-    ).where(_TOKENS.c.token_hash == wanted, _TOKENS.c.kind == kind)
+        _CLIENTS.c.name,
+    )
+    query = query.join(_CLIENTS, _CLIENTS.c.client_id == _TOKENS.c.client_id, isouter=True)
+    query = query.where(_TOKENS.c.token_hash == wanted, _TOKENS.c.kind == kind)
     with db.connect() as conn:
         row = conn.execute(query).first()
     if row is None or not hmac.compare_digest(row[0], wanted):
         return None
     scopes = tuple(row[3].split()) if row[3] else ()
-    return StoredToken(kind, row[1], row[2], scopes, row[4], row[5], row[6])
+    return StoredToken(kind, row[1], row[2], scopes, row[4], row[5], row[6], row[7] or row[1])
 
 
 def revoke_grant(db: Engine, grant_id: str) -> int:

@@ -122,6 +122,7 @@ class GrantRefreshToken(RefreshToken):
 
 class GrantAccessToken(AccessToken):
     grant_id: str
+    client_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +389,7 @@ class OwnerAuthorizationServer(
         found = await anyio.to_thread.run_sync(oauth_grants.get_token, self.db, token, "access")
         if found is None or found.expires_at < time.time():
             return None
-        return GrantAccessToken(token=token, **_grant_fields(found))
+        return GrantAccessToken(token=token, client_name=found.client_name, **_grant_fields(found))
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         """RFC 7009: revoking either token of a grant revokes the grant. `http_token` is not
