@@ -36,7 +36,7 @@ from weaver.cache import oauth_grants
 from weaver.config import Settings
 from weaver.errors import ConfigError
 from weaver.host.serve import http_app
-from weaver.mcp_server import catalog
+from weaver.mcp_server import catalog, envelope
 from weaver.mcp_server.caller import LOCAL_CALLER, Caller, current_caller
 from weaver.mcp_server.server import build_server
 from weaver.runtime.app import open_app
@@ -428,7 +428,7 @@ async def test_a_tool_knows_which_client_calls_it(
     """The access token follows the request into the tool's worker thread: the audit, access
     rules and rate limits read the caller there."""
     seen: list[Caller] = []
-    real_answer = catalog.answer
+    real_answer = envelope.answer
 
     async def recording(state: ServerState, work: Any, **options: Any) -> Any:
         def work_noting_the_caller() -> Any:
