@@ -38,6 +38,8 @@ format: $(STAMP)
 
 typecheck: $(STAMP)  ## mypy strict over weaver (built-in workflows and migrations included) and tests
 	$(BIN)/mypy
+	$(BIN)/mypy --platform win32 weaver  # the branches only Windows and macOS take
+	$(BIN)/mypy --platform darwin weaver
 
 bench: $(STAMP)  ## performance figures against a floor measured in the same run
 	$(BIN)/python -m tests.benchmarks $(ARGS)

@@ -20,8 +20,14 @@ PROBE = """
 import json, os, subprocess
 from weaver import file_locks
 from weaver.host.signals import handlers_only
-import fcntl
+import fcntl, select
 ns = {"__name__": "weaver.probe"}
+read_end, write_end = os.pipe()
+try:
+    exec("select.select([read_end], [], [], 0)", ns | {"select": select, "read_end": read_end})
+    weaver_selects_pipes = True
+except OSError:
+    weaver_selects_pipes = False
 try:
     exec("import fcntl", ns)  # as a module of Weaver's would
     weaver_uses_fcntl = True
@@ -30,6 +36,8 @@ except ImportError:
 print(json.dumps({
     "fcntl": weaver_uses_fcntl,
     "fcntl_for_libraries": callable(fcntl.flock),
+    "select_on_pipes": weaver_selects_pipes,
+    "select_on_pipes_for_libraries": select.select([read_end], [], [], 0) == ([], [], []),
     "locks": type(file_locks.platform_locks()).__name__,
     "signals": handlers_only(),
     "subprocess_is_posix": not subprocess._mswindows,
@@ -58,6 +66,8 @@ def test_the_portable_folder_hides_fcntl_and_takes_the_windows_paths() -> None:
     assert probe(env) == {
         "fcntl": False,
         "fcntl_for_libraries": True,
+        "select_on_pipes": False,
+        "select_on_pipes_for_libraries": True,
         "locks": "MsvcrtLocks",
         "signals": True,
         "subprocess_is_posix": True,  # the standard library still runs processes as on Linux
@@ -72,6 +82,8 @@ def test_without_it_linux_takes_its_own_paths() -> None:
     assert probe(env) == {
         "fcntl": True,
         "fcntl_for_libraries": True,
+        "select_on_pipes": True,
+        "select_on_pipes_for_libraries": True,
         "locks": "FlockLocks",
         "signals": False,
         "subprocess_is_posix": True,

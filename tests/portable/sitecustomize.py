@@ -7,7 +7,9 @@ where Linux can take them too (`make test-portable`, issue 36):
   the stand-in of tests/standins/msvcrt.py, so Weaver's file locks go through
   `msvcrt.locking`'s path (`WEAVER_FILE_LOCKS=msvcrt`);
 - stopping on a signal goes through plain `signal.signal` handlers (`WEAVER_SIGNALS=handlers`),
-  as where the event loop cannot watch signals.
+  as where the event loop cannot watch signals;
+- `select.select` called from a `weaver` module refuses anything but sockets, as Windows'
+  does (parse workers once waited on their pipes with it).
 
 Python imports `sitecustomize` at start-up, before any test or Weaver code, in the test run and
 in every process it starts (daemons, servers, parse workers), since they inherit PYTHONPATH.
@@ -22,11 +24,14 @@ import builtins
 import getpass  # noqa: F401
 import importlib.util
 import os
+import select
+import stat
 import subprocess  # noqa: F401
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _spec = importlib.util.spec_from_file_location(
     "msvcrt", Path(__file__).resolve().parents[1] / "standins" / "msvcrt.py"
@@ -53,7 +58,24 @@ def _import_but_fcntl_for_weaver(
     return _import(name, globals, locals, fromlist, level)
 
 
+_select = select.select
+WSAENOTSOCK = 10038  # what Windows' select answers for a pipe or a file
+
+
+def _select_sockets_only_for_weaver(*args: Any, **kwargs: Any) -> Any:
+    """`select.select` as Windows has it, for Weaver's own calls: sockets only."""
+    caller = str(sys._getframe(1).f_globals.get("__name__", ""))
+    if caller == "weaver" or caller.startswith("weaver."):
+        for waited in args[:3]:
+            for item in waited:
+                fd = item if isinstance(item, int) else item.fileno()
+                if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    raise OSError(WSAENOTSOCK, "not a socket (as on Windows)")
+    return _select(*args, **kwargs)
+
+
 builtins.__import__ = _import_but_fcntl_for_weaver
+select.select = _select_sockets_only_for_weaver
 sys.modules["msvcrt"] = _standin
 os.environ["WEAVER_FILE_LOCKS"] = "msvcrt"
 os.environ["WEAVER_SIGNALS"] = "handlers"

@@ -5,7 +5,8 @@ worker processes and writes what they send back while they parse on; a small pas
 usual case, parses here. A worker is a plain `python -c` child: it gets its share of the files
 on stdin and sends each parsed chunk back as a framed pickle on stdout, keeping up to `AHEAD`
 chunks ready. When the indexer is the quicker of the two, it parses chunks from the back of a
-worker's share itself (`_share`) and tells the worker where to stop.
+worker's share itself (`_share`) and tells the worker where to stop. Both ends wait on their
+pipes in threads, not with `select`, which Windows allows only on sockets.
 
 Should a worker fail to start or die, the indexer parses its remaining chunks itself: slower,
 and nothing lost. An error inside the parser is raised here as it would be without workers. Why:
@@ -18,7 +19,6 @@ import hashlib
 import os
 import pickle
 import queue
-import select
 import signal
 import subprocess
 import sys
@@ -72,13 +72,10 @@ class ReadChunk:
 
 
 def default_workers() -> int:
-    """One fewer than the CPUs this process may use (the writer needs one), at most 4; none on
-    Windows, where `select` cannot wait on a worker's pipe."""
-    if sys.platform == "win32":
-        return 0
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
+    """One fewer than the CPUs this process may use (the writer needs one), at most 4."""
+    if sys.platform == "linux":
+        cpus = len(os.sched_getaffinity(0))  # less than the machine's in a container or taskset
+    else:
         cpus = os.cpu_count() or 1
     return max(0, min(cpus - 1, MAX_WORKERS))
 
@@ -97,17 +94,20 @@ def read_notes(
             yield read_chunk(vault, files, reparse)
         return
     count = min(workers, len(chunks))
-    started = [ParseWorker(vault, chunks[i::count], reparse) for i in range(count)]
+    arrivals: queue.SimpleQueue[ParseWorker] = queue.SimpleQueue()
+    started = [ParseWorker(vault, chunks[i::count], reparse, arrivals) for i in range(count)]
     try:
         for worker in started:  # after every start: they import side by side
             worker.send()
-        yield from _share(started)
+        yield from _share(started, arrivals)
     finally:
         for worker in started:
             worker.close()
 
 
-def _share(workers: list[ParseWorker]) -> Iterator[ReadChunk]:
+def _share(
+    workers: list[ParseWorker], arrivals: queue.SimpleQueue[ParseWorker]
+) -> Iterator[ReadChunk]:
     """The workers' chunks as they come; whenever none is ready, a chunk parsed here.
 
     The caller writes each chunk it gets, and on two cores the writer is often quicker than a
@@ -116,14 +116,16 @@ def _share(workers: list[ParseWorker]) -> Iterator[ReadChunk]:
     the front and this process from the back, so they meet once, near the middle."""
     streaming = list(workers)
     while streaming:
-        ready = _readable(streaming, timeout=0)
+        ready = _arrived(streaming, arrivals, wait=False)
         if not ready:
             spare = max(streaming, key=lambda w: w.unclaimed())
             if spare.unclaimed() > 0:
                 yield spare.parse_claimed()
                 continue
-            ready = _readable(streaming, timeout=None)
+            ready = _arrived(streaming, arrivals, wait=True)
         for worker in ready:
+            if worker.finished:  # its reader still reports the end of the stream: ignored
+                continue
             chunk = worker.receive()
             if chunk is not None:
                 yield chunk
@@ -131,14 +133,22 @@ def _share(workers: list[ParseWorker]) -> Iterator[ReadChunk]:
                 streaming.remove(worker)
 
 
-def _readable(workers: list[ParseWorker], timeout: float | None) -> list[ParseWorker]:
-    """The workers with something to read (a chunk, the end, or their failure)."""
-    failed = [w for w in workers if w.stream is None]
+def _arrived(
+    workers: list[ParseWorker], arrivals: queue.SimpleQueue[ParseWorker], wait: bool
+) -> list[ParseWorker]:
+    """The workers with something to receive (a frame, the end of their stream, or a failure
+    to start), once per frame: `arrivals` holds a worker each time its reader got a frame."""
+    failed = [w for w in workers if w.failure is not None]
     if failed:
         return failed
-    by_fd = {w.stream: w for w in workers if w.stream is not None}
-    readable, _, _ = select.select(list(by_fd), [], [], timeout)
-    return [by_fd[fd] for fd in readable]
+    ready = []
+    try:
+        ready.append(arrivals.get(block=wait))
+        while True:
+            ready.append(arrivals.get_nowait())
+    except queue.Empty:
+        pass
+    return ready
 
 
 class ParseWorker:
@@ -146,11 +156,21 @@ class ParseWorker:
 
     Chunks go both ways in frames (`_frame`): the request, then each parsed chunk with its
     index. This process claims a chunk from the back by writing one byte to the worker's
-    stdin; the worker reads those bytes before each chunk and stops where the claims begin.
-    A chunk both of them parsed (the worker had started it when it was claimed) is yielded
-    once: the worker's copy is dropped."""
+    stdin; the worker counts those bytes and stops where the claims begin. A chunk both of
+    them parsed (the worker had started it when it was claimed) is yielded once: the worker's
+    copy is dropped.
 
-    def __init__(self, vault: Vault, chunks: Sequence[Sequence[Work]], reparse: bool) -> None:
+    A reader thread takes the worker's frames off its stdout into `_frames`, at most `AHEAD`
+    ahead (past that it stops reading and the worker waits), and puts this worker on the
+    shared `arrivals` queue for each."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        chunks: Sequence[Sequence[Work]],
+        reparse: bool,
+        arrivals: queue.SimpleQueue[ParseWorker],
+    ) -> None:
         self.vault, self.chunks, self.reparse = vault, chunks, reparse
         self.failure: str | None = None
         self.process: subprocess.Popen[bytes] | None = None
@@ -160,6 +180,9 @@ class ParseWorker:
         self.finished = False  # every chunk of its share is in (from it, or parsed here)
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._feeder = threading.Thread(target=self._feed, daemon=True)
+        self._arrivals = arrivals
+        self._frames: queue.Queue[bytes | Exception] = queue.Queue(maxsize=AHEAD)
+        self._reader = threading.Thread(target=self._read, daemon=True)
         env = dict(os.environ)  # find this very `weaver`, installed or not
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
         env[PARENT_ENV] = str(os.getpid())
@@ -176,13 +199,6 @@ class ParseWorker:
         except OSError as exc:  # no interpreter to run (embedded Python), out of processes
             self.failure = f"cannot start: {exc}"
 
-    @property
-    def stream(self) -> int | None:
-        """The file descriptor its chunks come on; None once it failed."""
-        if self.process is None or self.failure is not None or self.process.stdout is None:
-            return None
-        return self.process.stdout.fileno()
-
     def send(self) -> None:
         """Hand the worker its chunks, from a thread: the pipe takes 64 KB until the worker
         has imported and reads, and this process parses meanwhile."""
@@ -191,6 +207,7 @@ class ParseWorker:
         request = (self.vault, self.chunks, self.reparse)
         self._outbox.put(_frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)))
         self._feeder.start()
+        self._reader.start()
 
     def unclaimed(self) -> int:
         """Chunks at the back that this process may still take: not the one the worker is
@@ -207,11 +224,11 @@ class ParseWorker:
         `finished` once all its chunks are in. Once the worker failed, the next chunk it left,
         parsed here."""
         if self.failure is None:
-            assert self.process is not None and self.process.stdout is not None
             try:
-                got: tuple[int, ReadChunk] | None = pickle.loads(
-                    _read_frame(self.process.stdout.fileno())
-                )
+                frame = self._frames.get_nowait()  # `_arrived` said there is one
+                if isinstance(frame, Exception):
+                    raise frame
+                got: tuple[int, ReadChunk] | None = pickle.loads(frame)
             except (EOFError, OSError, pickle.UnpicklingError) as exc:
                 self.failure = f"{type(exc).__name__}: {exc}"
             else:
@@ -248,9 +265,34 @@ class ParseWorker:
         self.process.wait()
         if self._feeder.is_alive():
             self._feeder.join()  # a write it was blocked in failed when the worker went
+        while self._reader.is_alive():  # it may wait for room in `_frames`: make some
+            self._drop_frames()
+            self._reader.join(timeout=0.05)
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 pipe.close()
+
+    def _drop_frames(self) -> None:
+        try:
+            while True:
+                self._frames.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _read(self) -> None:
+        """The reading thread: each frame as it comes, then the error that ended the stream
+        (EOFError at its end), each announced on `arrivals`."""
+        assert self.process is not None and self.process.stdout is not None
+        stream = self.process.stdout.fileno()
+        while True:
+            try:
+                frame: bytes | Exception = _read_frame(stream)
+            except (EOFError, OSError) as exc:
+                frame = exc
+            self._frames.put(frame)
+            self._arrivals.put(self)
+            if isinstance(frame, Exception):
+                return
 
     def _feed(self) -> None:
         """The feeding thread: the request, then a byte per claim, in order. A worker that
@@ -301,23 +343,22 @@ PARENT_ENV = "WEAVER_INDEX_PARENT"
 
 def serve_worker() -> None:
     """The worker process: one request on stdin, then a frame per chunk (with its index) and
-    a last one of None; it stops early where the chunks this process's parent claimed begin."""
+    a last one of None; it stops early where the chunks this process's parent claimed begin.
+
+    It ends as soon as its parent is gone, wherever the kernel does not see to it
+    (`_end_with_parent`): its stdin ends before the work does, or its stdout breaks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
     _end_with_parent()
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the parent went away: end quietly
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the stream
-    claims = sys.stdin.fileno()
-    vault, chunks, reparse = pickle.loads(_read_frame(claims))
-    os.set_blocking(claims, False)
+    stdin = sys.stdin.fileno()
+    vault, chunks, reparse = pickle.loads(_read_frame(stdin))
+    claims = _Claims(stdin)
     ready: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
     sender = threading.Thread(target=_send, args=(ready, out), daemon=True)
     sender.start()
-    claimed = 0
     for index, chunk in enumerate(chunks):
-        claimed += _claims_since(claims)
-        if index >= len(chunks) - claimed:
+        if index >= len(chunks) - claims.count:
             break
         parsed = (index, read_chunk(vault, chunk, reparse))
         ready.put(_frame(pickle.dumps(parsed, pickle.HIGHEST_PROTOCOL)))
@@ -326,20 +367,34 @@ def serve_worker() -> None:
     sender.join()
 
 
-def _claims_since(fd: int) -> int:
-    """Chunks the parent claimed since the last look (a byte each; never blocks)."""
-    try:
-        return len(os.read(fd, 65536))
-    except BlockingIOError:
-        return 0
+class _Claims:
+    """The chunks the parent claimed so far: a byte each on stdin, counted by a thread (a pipe
+    cannot be read without blocking on Windows). The parent keeps stdin open until the
+    worker has exited, so its end means the parent is gone: the worker ends at once."""
+
+    def __init__(self, fd: int) -> None:
+        self.count = 0
+        self._fd = fd
+        threading.Thread(target=self._count, daemon=True).start()
+
+    def _count(self) -> None:
+        try:
+            while data := os.read(self._fd, 65536):
+                self.count += len(data)
+        except OSError:
+            pass
+        os._exit(0)
 
 
 def _send(ready: queue.Queue[bytes | None], out: IO[bytes]) -> None:
     """Feed the pipe while the main thread parses: it blocks only when the parent is busy."""
-    while (data := ready.get()) is not None:
-        out.write(data)
-        out.flush()
-    out.close()
+    try:
+        while (data := ready.get()) is not None:
+            out.write(data)
+            out.flush()
+        out.close()
+    except OSError:  # the parent went away (a broken pipe): nobody is left to parse for
+        os._exit(0)
 
 
 def _frame(payload: bytes) -> bytes:
@@ -347,7 +402,7 @@ def _frame(payload: bytes) -> bytes:
 
 
 def _read_frame(fd: int) -> bytes:
-    """One frame's payload from a raw file descriptor (no buffer that `select` cannot see)."""
+    """One frame's payload from a raw file descriptor."""
     size = int.from_bytes(_read_exactly(fd, 8), "big")
     return _read_exactly(fd, size)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -106,7 +107,7 @@ def daemon_running(vault: Path) -> bool:
 
 def _open_folder(vault: Path) -> int | None:
     """The vault folder, opened to be locked; None where a folder cannot be (Windows)."""
-    if not file_locks.locks_folders():
+    if sys.platform == "win32" or not file_locks.locks_folders():
         return None
     return os.open(vault, os.O_RDONLY | os.O_DIRECTORY)
 

@@ -12,6 +12,7 @@ embedded or pending, and the next start resumes with the pending ones.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -94,9 +95,11 @@ def _lower_priority() -> None:
     """Give this thread the lowest CPU priority: on Linux a thread id is a `PRIO_PROCESS` target,
     so the indexer and the tools keep theirs. With one model thread (`embedding_threads`),
     ONNX Runtime computes on this thread, so the embedding yields the CPU to metadata."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere a thread id is no `setpriority` target: it could name a process
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-    except (AttributeError, OSError):  # not Linux, or not allowed: embedding still works
+    except OSError:  # not allowed: embedding still works
         log.debug("cannot lower the embedding worker's priority")
 
 
