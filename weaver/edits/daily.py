@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,13 +165,20 @@ def get_daily_note(app: Notes, day: str | None, today: dt.date | None = None) ->
 
 
 def append_to_daily_note(
-    app: Notes, text: str, day: str | None, sync: CacheSync, now: dt.datetime | None = None
+    app: Notes,
+    text: str,
+    day: str | None,
+    sync: CacheSync,
+    now: dt.datetime | None = None,
+    check: Callable[[str], None] = lambda path: None,
 ) -> DailyAppend:
-    """Append `text` to a day's daily note, making the note (from its template) if missing."""
+    """Append `text` to a day's daily note, making the note (from its template) if missing.
+    `check` sees the note's path first, and may refuse it by raising (a caller's folders)."""
     now = now or dt.datetime.now().astimezone()
     date = parse_day(day, now.date())
     settings = read_daily_settings(app.vault)
     path = app.vault.note_path(daily_note_path(settings, date))
+    check(path)
     created = False
     if not (app.vault.root / path).is_file():
         initial = _daily_template(app, settings, path, dt.datetime.combine(date, now.timetz()))

@@ -27,7 +27,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
-from weaver.config import Toolset
+from weaver.config import SCOPE_PREFIX, AccessScope, Toolset
 from weaver.mcp_server.envelope import (
     EnvelopeTool,
     answer,
@@ -52,6 +52,8 @@ class ToolSpec:
     lighter model, or the model's wire form already built).
     `arguments`: an argument model replacing the signature's, for wire names that cannot be
     Python parameters (`async`).
+    `scope`: the OAuth scope a caller needs to see and call it, where it is not the one its
+    kind implies (`required_scope`): `admin` for the owner's tools.
     `help`: the tool's whole help (`weaver://help/{tool}`); its first paragraph, what the tool
     is for and when to use it, is the description tools/list carries (every client puts that
     list into the model's context on every turn: the detail waits until it is asked for).
@@ -69,6 +71,17 @@ class ToolSpec:
     queues_runs: bool = False
     output: type[BaseModel] | None = None
     arguments: type[ArgModelBase] | None = None
+    scope: AccessScope | None = None
+
+    @property
+    def required_scope(self) -> str:
+        """`weaver:read` to read, `weaver:write` to change notes, `weaver:workflows` to run
+        workflows (the workflow toolset's tools that write), or the spec's own `scope`."""
+        if self.scope is not None:
+            return SCOPE_PREFIX + self.scope
+        if self.writes:
+            return SCOPE_PREFIX + ("workflows" if self.toolset == "workflows" else "write")
+        return SCOPE_PREFIX + "read"
 
     @property
     def description(self) -> str:
@@ -117,6 +130,7 @@ def tool(
     output: type[BaseModel] | None = None,
     arguments: type[ArgModelBase] | None = None,
     using: Callable[[ServerState], object] | None = None,
+    scope: AccessScope | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDef]:
     """Declare the function as a tool named after it; `cache_hit` defaults to not `writes`."""
 
@@ -134,6 +148,7 @@ def tool(
             queues_runs=queues_runs,
             output=output,
             arguments=arguments,
+            scope=scope,
         )
         return ToolDef(spec, fn, using)
 

@@ -6,6 +6,7 @@ the settings say `read_only = true`; get_files_content and get_daily_note only r
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -14,6 +15,7 @@ from weaver.edits import daily, notes, patches
 from weaver.edits import tags as tag_edits
 from weaver.errors import VaultError
 from weaver.markdown import patch
+from weaver.mcp_server.access import limits_writes, refuse_unwritable
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
@@ -406,6 +408,12 @@ def rename_tag(
     offset: Offset = 0,
     limit: Limit = 200,
 ) -> RenameTagData:
+    if not dryRun and limits_writes(state.app.settings):
+        # Every note the rename would change must be writable, checked before any is changed.
+        planned = tag_edits.rename_tag(state.app, tag, newTag, dry_run=True, sync=cache_sync(state))
+        refuse_unwritable(
+            state.app.settings, (c.path for c in planned.changes), "rename_tag would change"
+        )
     result = tag_edits.rename_tag(state.app, tag, newTag, dry_run=dryRun, sync=cache_sync(state))
     if not details:
         offset, limit = 0, PREVIEW_CHANGES
@@ -471,5 +479,8 @@ def append_to_daily_note(
     text: Annotated[str, Field(description="Markdown to append")],
     date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
 ) -> DailyAppendData:
-    result = daily.append_to_daily_note(state.app, text, date, cache_sync(state))
+    writable = functools.partial(refuse_unwritable, state.app.settings, what="the daily note")
+    result = daily.append_to_daily_note(
+        state.app, text, date, cache_sync(state), check=lambda path: writable([path])
+    )
     return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)
