@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
 from tests.helpers import write_files
@@ -31,7 +32,7 @@ from weaver.mcp_server.access import (
 )
 from weaver.mcp_server.catalog import ToolSpec, defs_of, tool
 from weaver.mcp_server.server import TOOL_MODULES
-from weaver.runtime.oauth_server import SCOPES, GrantAccessToken
+from weaver.runtime.oauth_server import HTTP_TOKEN_CLIENT, SCOPES, GrantAccessToken
 from weaver.vault.globs import PathGlobs
 
 pytestmark = pytest.mark.anyio
@@ -236,6 +237,30 @@ async def test_resources_follow_the_read_folders(site: Served) -> None:
         assert "ship it" in read.contents[0].text  # type: ignore[union-attr]
         with pytest.raises(MCPError, match="outside the folders this client may read"):
             await tools.client.read_resource("weaver://note/Private/Diary.md")
+
+
+async def test_a_rule_for_http_token_confines_scripts(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "vault", FILES)
+    scripts = AccessRule(client="http_token", read=["Projects/**", "*.md"], write=[])
+    site = serve(Settings(vault=root, toolsets=["all"], access=[RULE, scripts]))
+    script = AccessToken(token="t", client_id=HTTP_TOKEN_CLIENT, scopes=[])
+    reset = auth_context_var.set(AuthenticatedUser(script))
+    try:
+        async with Client(site.server, mode="legacy") as client:
+            tools = Tools(client)
+            await tools.ok("get_file", path="Projects/Plan.md")
+            error = await tools.error("delete_file", path="Projects/Plan.md")
+            assert "access[1] for client 'http_token': write = [none]" in error
+            # "Did you mean" names no note outside its folders.
+            missing = await tools.error("get_file", path="Diary.md")
+            assert "File not found" in missing and "Private" not in missing
+    finally:
+        auth_context_var.reset(reset)
+    async with Client(site.server) as local:
+        missing = await Tools(local).error("get_file", path="Diary.md")
+        assert "did you mean 'Private/Diary.md'" in missing
+    site.app.close()
+    assert (root / "Projects/Plan.md").exists()
 
 
 # -- scopes -----------------------------------------------------------------------------------
