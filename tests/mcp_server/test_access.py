@@ -210,6 +210,9 @@ async def test_listings_leave_out_notes_outside_the_read_folders(site: Served) -
         assert "secret task" not in str(tasks) and "ship it" in str(tasks)
         tagged = await tools.ok("search_tags", tag="work")
         assert OUTSIDE not in str(tagged) and "Projects/Plan.md" in str(tagged)
+        for _ in range(12):  # a random note outside is refused without its name
+            answer = await tools.raw("random_file", {})
+            assert OUTSIDE not in str(answer) and "secret" not in str(answer)
         graph = await tools.ok("get_graph")
         assert OUTSIDE not in str(graph) and "Projects/Plan.md" in str(graph)
     async with Client(site.server) as local:  # the local user sees everything

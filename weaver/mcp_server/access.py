@@ -205,9 +205,14 @@ def filter_answer(grant: Grant, envelope: dict[str, Any]) -> dict[str, Any]:
         return envelope
     path = data.get("path")
     if isinstance(path, str) and not grant.may_read(path):
+        assert grant.read is not None
+        refusal = (  # without the path: a random or daily note's name is not the caller's
+            "Access denied: the answer is about a note outside the folders this client may "
+            f"read ({grant.rule}: read = [{grant.read.shown()}])"
+        )
         return {
             "success": False,
-            "error": grant.refuse_read("the note", path),
+            "error": refusal,
             "metadata": envelope.get("metadata", {}),
         }
     return envelope | {"data": _readable(grant, data)}
