@@ -175,8 +175,13 @@ async def test_a_bulk_edit_touching_a_note_outside_is_refused_before_any_change(
     try:
         async with client_of(wider) as tools:
             error = await tools.error("rename_tag", tag="work", newTag="job")
-            assert "rename_tag would change 'Private/Diary.md'" in error
-            assert "write = ['Projects/**']" in error
+            assert "rename_tag would change 1 note it may not read" in error
+            assert "write = ['Projects/**']" in error and OUTSIDE not in error
+            # A move rewrites the links to the note: Private/Diary.md links to Plan.
+            error = await tools.error(
+                "move_file", path="Projects/Plan.md", newPath="Projects/Old/Plan.md"
+            )
+            assert "move_file would rewrite links in 1 note it may not read" in error
             error = await tools.error("append_to_daily_note", text="hello")
             assert "the daily note 'Journal/" in error
             dry = await tools.ok("rename_tag", tag="work", newTag="job", dryRun=True)

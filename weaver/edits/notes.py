@@ -236,10 +236,7 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     journalled; then the file is renamed and each linking note written, a note edited
     meanwhile computed again from what it holds (listed in `failed` if it keeps changing).
     """
-    source = app.vault.note_path(path)
-    if new_path.replace("\\", "/").endswith("/"):
-        new_path += source.rsplit("/", 1)[-1]
-    target = app.vault.note_path(new_path, name_as_given=True)
+    source, target = _move_ends(app, path, new_path)
     if target == source:
         raise NoteEditError(f"{source!r} is already at that path")
     with hold_notes(app, [source, target]):
@@ -274,6 +271,22 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     failed = tuple(o.path for o in outcomes[1:] if o.status != journal.WRITTEN and o.path in counts)
     synced = sync_safely(sync, hashes)
     return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
+
+
+def _move_ends(app: Notes, path: str, new_path: str) -> tuple[str, str]:
+    """The note a move takes and where it goes (`new_path` ending in '/' is a folder)."""
+    source = app.vault.note_path(path)
+    if new_path.replace("\\", "/").endswith("/"):
+        new_path += source.rsplit("/", 1)[-1]
+    return source, app.vault.note_path(new_path, name_as_given=True)
+
+
+def notes_relinked_by_move(app: Notes, path: str, new_path: str) -> set[str]:
+    """The other notes whose links a move may rewrite: what a caller confined to some
+    folders must be allowed to write before it moves a note."""
+    source, target = _move_ends(app, path, new_path)
+    with app.db.connect() as conn:
+        return set(cache_graph.move_sources(conn, source, path_key(target))) - {source}
 
 
 def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:

@@ -91,9 +91,15 @@ class Grant:
             f"({self.rule}: read = [{self.read.shown()}])"
         )
 
-    def refuse_write(self, what: str, paths: list[str]) -> str:
+    def refuse_write(self, what: str, paths: list[str], named_by_caller: bool = False) -> str:
         assert self.write is not None
-        shown = ", ".join(repr(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
+        # Notes it may not read are counted, never named, unless it named them itself.
+        named = [repr(p) for p in paths if named_by_caller or self.may_read(p)]
+        unnamed = len(paths) - len(named)
+        shown = ", ".join(named[:5]) + (" ..." if len(named) > 5 else "")
+        if unnamed:
+            notes = f"{unnamed} note{'s' if unnamed > 1 else ''} it may not read"
+            shown = f"{shown} and {notes}" if shown else notes
         return (
             f"Access denied: {what} {shown} is outside the folders this client may write "
             f"({self.rule}: write = [{self.write.shown()}]); nothing was changed"
@@ -166,7 +172,7 @@ def argument_refusal(grant: Grant, writes: bool, arguments: Mapping[str, Any]) -
         if writes and written and grant.write is not None:
             outside = [p for p in paths if not grant.may_write(p)]
             if outside:
-                return grant.refuse_write(name, outside)
+                return grant.refuse_write(name, outside, named_by_caller=True)
         for path in paths:
             if not grant.may_read(path):
                 return grant.refuse_read(name, path)
@@ -186,15 +192,18 @@ def limits_writes(settings: Settings) -> bool:
     return current_grant(settings).write is not None
 
 
-def refuse_unwritable(settings: Settings, paths: Iterable[str], what: str = "note") -> None:
+def refuse_unwritable(
+    settings: Settings, paths: Iterable[str], what: str = "note", named_by_caller: bool = False
+) -> None:
     """Raise `AccessDeniedError` if the caller may not write one of `paths`: the check an edit
-    makes of the notes it found itself, before it changes any."""
+    makes of the notes it found itself, before it changes any. `named_by_caller`: the caller
+    knows these paths (its arguments name them), so the refusal may name them all."""
     grant = current_grant(settings)
     if grant.write is None:
         return
     outside = sorted({path for path in paths if not grant.may_write(path)})
     if outside:
-        raise AccessDeniedError(grant.refuse_write(what, outside))
+        raise AccessDeniedError(grant.refuse_write(what, outside, named_by_caller))
 
 
 def filter_answer(grant: Grant, envelope: dict[str, Any]) -> dict[str, Any]:

@@ -479,7 +479,10 @@ def append_to_daily_note(
     text: Annotated[str, Field(description="Markdown to append")],
     date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
 ) -> DailyAppendData:
-    writable = functools.partial(refuse_unwritable, state.app.settings, what="the daily note")
+    # The daily note's path follows from the date asked: the refusal may name it.
+    writable = functools.partial(
+        refuse_unwritable, state.app.settings, what="the daily note", named_by_caller=True
+    )
     result = daily.append_to_daily_note(
         state.app, text, date, cache_sync(state), check=lambda path: writable([path])
     )

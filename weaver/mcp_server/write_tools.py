@@ -18,6 +18,7 @@ from pydantic import AfterValidator, Field
 
 from weaver.edits import daily, notes
 from weaver.edits.steps import CacheSync
+from weaver.mcp_server.access import limits_writes, refuse_unwritable
 from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
@@ -201,6 +202,9 @@ def move_file(
         str, Field(description="New path relative to the vault root, or a folder + '/'")
     ],
 ) -> MoveData:
+    if limits_writes(state.app.settings):  # the notes linking to it are rewritten too
+        relinked = notes.notes_relinked_by_move(state.app, path, newPath)
+        refuse_unwritable(state.app.settings, relinked, "move_file would rewrite links in")
     result = notes.move_note(state.app, path, newPath, cache_sync(state))
     return MoveData(
         path=result.path,
