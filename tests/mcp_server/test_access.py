@@ -17,7 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import PromptReference, ResourceTemplateReference
 
 from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
@@ -29,8 +30,11 @@ from weaver.mcp_server.access import (
     NOT_PATH_ARGUMENTS,
     PATH_ARGUMENTS,
     UNFILTERABLE,
+    grant_for,
 )
+from weaver.mcp_server.caller import Caller
 from weaver.mcp_server.catalog import ToolSpec, defs_of, tool
+from weaver.mcp_server.completions import _readable_events
 from weaver.mcp_server.server import TOOL_MODULES
 from weaver.runtime.oauth_server import HTTP_TOKEN_CLIENT, SCOPES, GrantAccessToken
 from weaver.vault.globs import PathGlobs
@@ -81,6 +85,10 @@ def site(tmp_path: Path) -> Iterator[Served]:
     served_ = serve(Settings(vault=root, toolsets=["all"], access=[RULE]))
     yield served_
     served_.app.close()
+
+
+def caller_named(name: str, scopes: tuple[str, ...] = SCOPES) -> Caller:
+    return Caller("oauth", "client-1", name, frozenset(scopes))
 
 
 @contextmanager
@@ -216,8 +224,8 @@ async def test_listings_leave_out_notes_outside_the_read_folders(site: Served) -
         tagged = await tools.ok("search_tags", tag="work")
         assert OUTSIDE not in str(tagged) and "Projects/Plan.md" in str(tagged)
         for _ in range(12):  # a random note outside is refused without its name
-            answer = await tools.raw("random_file", {})
-            assert OUTSIDE not in str(answer) and "secret" not in str(answer)
+            envelope = await tools.raw("random_file", {})
+            assert OUTSIDE not in str(envelope) and "secret" not in str(envelope)
         graph = await tools.ok("get_graph")
         assert OUTSIDE not in str(graph) and "Projects/Plan.md" in str(graph)
     async with Client(site.server) as local:  # the local user sees everything
@@ -245,6 +253,35 @@ async def test_resources_follow_the_read_folders(site: Served) -> None:
         assert "ship it" in read.contents[0].text  # type: ignore[union-attr]
         with pytest.raises(MCPError, match="outside the folders this client may read"):
             await tools.client.read_resource("weaver://note/Private/Diary.md")
+        with (
+            pytest.warns(MCPDeprecationWarning),  # the 2025 protocols' subscription
+            pytest.raises(MCPError, match="outside the folders this client may read"),
+        ):
+            await tools.client.subscribe_resource("weaver://note/Private/Diary.md")
+        template = ResourceTemplateReference(type="ref/resource", uri="weaver://note/{+path}")
+        done = await tools.client.complete(template, {"name": "path", "value": "P"})
+        assert done.completion.values == [
+            "Projects/Ideas.md",
+            "Projects/Inbox/Todo.md",
+            "Projects/Plan.md",
+        ]
+        prompt = PromptReference(type="ref/prompt", name="summarize_folder")
+        done = await tools.client.complete(prompt, {"name": "folder", "value": ""})
+        assert done.completion.values == []  # every folder of the vault: not for it
+    async with Client(site.server) as local:
+        done = await local.complete(template, {"name": "path", "value": "P"})
+        assert OUTSIDE in done.completion.values
+
+
+def test_a_confined_client_hears_only_of_changes_it_may_read() -> None:
+    grant = grant_for(Settings(vault=Path(), access=[RULE]), caller_named(PHONE))
+    changes = {"modified": ["Private/Diary.md", "Projects/Plan.md"], "deleted": [OUTSIDE]}
+    assert _readable_events(grant, changes) == {
+        "event": "vault changed",
+        "modified": ["Projects/Plan.md"],
+    }
+    blind = grant_for(Settings(vault=Path()), caller_named(PHONE, ("weaver:write",)))
+    assert _readable_events(blind, changes) == {"event": "vault changed"}
 
 
 async def test_a_rule_for_http_token_confines_scripts(tmp_path: Path) -> None:

@@ -287,6 +287,10 @@ def install_resources(
         )
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        uri = str(params.uri)
+        refusal = reading_refusal(app.settings, f"the resource {uri}", note_path(uri))
+        if refusal is not None and help_name(uri) is None:
+            raise MCPError(code=INVALID_PARAMS, message=refusal, data={"uri": uri})
         subscriptions.watch(state)
         connection = client_connection(ctx)
         subscriptions.listening.add(connection)
