@@ -4,6 +4,7 @@ context variable), through the in-memory client, and once over real HTTP with an
 
 from __future__ import annotations
 
+import html
 import inspect
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -22,7 +23,16 @@ from mcp_types import PromptReference, ResourceTemplateReference
 
 from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
-from tests.mcp_server.test_oauth import authorize, consent, pkce, query_of, register, served, token
+from tests.mcp_server.test_oauth import (
+    OWNER,
+    authorize,
+    consent,
+    pkce,
+    query_of,
+    register,
+    served,
+    token,
+)
 from weaver.config import AccessRule, Settings, load_settings
 from weaver.errors import ConfigError
 from weaver.mcp_server.access import (
@@ -408,3 +418,36 @@ async def test_an_oauth_clients_folders_and_scopes_over_http(tmp_path: Path) -> 
                 assert "access[0] for client 'Phone assistant'" in error
                 await tools.ok("create_file", path="Projects/Inbox/New.md", content="x")
     assert (root / "Projects/Inbox/New.md").exists() and not (root / "Private/New.md").exists()
+
+
+async def test_the_owner_leaves_a_scope_out_on_the_consent_page(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "vault", FILES)
+    async with served(root) as site:
+        client_id = await register(site)
+        verifier, challenge = pkce()
+        sent = await authorize(site, client_id, challenge)  # asks for every scope
+        page = await site.http.get(sent.headers["location"])
+        assert 'name="withhold:weaver:write"' in page.text
+        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+        form = {**{k: html.unescape(v) for k, v in fields.items()}, "secret": OWNER}
+        everything = {**form, "decision": "allow", **{f"withhold:{s}": "1" for s in SCOPES}}
+        refused = await site.http.post(
+            site.base + "/oauth/consent", data=everything, headers={"origin": site.base}
+        )
+        assert refused.status_code == 400 and "press Deny instead" in refused.text
+        form |= {"decision": "allow", "withhold:weaver:write": "1"}
+        back = await site.http.post(
+            site.base + "/oauth/consent", data=form, headers={"origin": site.base}
+        )
+        code = query_of(back.headers["location"])["code"]
+        tokens = (await token(site, client_id, code=code, code_verifier=verifier)).json()
+        assert tokens["scope"].split() == ["weaver:read", "weaver:workflows", "weaver:admin"]
+        headers = {"authorization": f"Bearer {tokens['access_token']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=10) as http_client:
+            transport = streamable_http_client(site.mcp, http_client=http_client)
+            async with Client(transport) as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                assert "get_file" in listed and "create_file" not in listed
+                error = await Tools(client).error("create_file", path="New.md", content="x")
+                assert "needs the scope 'weaver:write'" in error
+    assert not (root / "New.md").exists()
