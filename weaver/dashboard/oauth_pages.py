@@ -4,7 +4,8 @@
 - `/oauth/consent` is where the authorization endpoint sends the owner's browser. It names the
   client and the scopes, and asks for the owner's secret (`http_token`) with every yes: a
   consent is rare, and the page is reachable from anywhere the server is, so no cookie alone
-  may grant a client the vault. Yes redirects to the client with a code and its `state`; no
+  may grant a client the vault. The owner may leave some of the scopes out of the grant
+  (`WITHHOLD` boxes). Yes redirects to the client with a code and its `state`; no
   with `access_denied`.
 - `/oauth/clients` lists the registered clients and their live grants, each with a button that
   revokes them (the client's tokens stop working at its next request). It needs the dashboard's
