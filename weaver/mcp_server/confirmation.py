@@ -121,13 +121,14 @@ async def _settle(
     arguments: Mapping[str, Any],
     context: Context[Any, Any],
 ) -> object:
+    asking = can_elicit(context.client_capabilities)
+    if not asking and state.app.settings.confirm_destructive == "allow":
+        return Proceed()  # as before confirmations existed: no dry run to pay for
     message = await _dry_run(state, question, arguments)
     if isinstance(message, Refused) or message is None:
         return message or Proceed()
-    if can_elicit(context.client_capabilities):
+    if asking:
         return Elicit(message, Confirm)
-    if state.app.settings.confirm_destructive == "allow":
-        return Proceed()
     log.info("destructive call refused: the client cannot confirm it", tool=tool)
     return Refused(
         f"Refused: {tool} needs the user's confirmation here and this client cannot ask "
