@@ -5,6 +5,7 @@ and without the capability under both settings of `confirm_destructive`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.helpers import write_files
 from tests.mcp_server.served_http import served as served_http
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import Settings
+from weaver.edits import notes
 from weaver.mcp_server.confirmation import can_elicit
 
 pytestmark = pytest.mark.anyio
@@ -277,3 +279,28 @@ async def test_over_real_http_a_no_keeps_the_note_and_a_yes_deletes_it(
             await Tools(connected).ok("delete_file", path="Target.md")
         assert not (root / "Target.md").exists()
     assert no.asked == yes.asked and "A.md, B.md" in yes.asked[0]
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("slow", "Timed out"),
+        ("broken", "Internal error: could not work out what the call would change"),
+    ],
+)
+async def test_a_dry_run_that_fails_refuses_rather_than_deletes_unseen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, said: str
+) -> None:
+    def preview(app: Any, path: str) -> Any:
+        if fault == "slow":
+            time.sleep(1.0)
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(notes, "preview_delete", preview)  # as questions calls it
+    settings = Settings(vault=write_files(tmp_path / "vault", FILES), tool_timeout_s=0.2)
+    person = Person("accept")
+    for served in _served(tmp_path, settings):
+        async with client(served, "legacy", person) as tools:
+            error = await tools.error("delete_file", path="Target.md")
+        assert said in error and (served.root / "Target.md").exists()
+    assert person.asked == []

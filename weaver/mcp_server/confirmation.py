@@ -150,13 +150,15 @@ async def _dry_run(
     seconds = state.app.settings.tool_timeout_s
     try:
         return await run_read(state, lambda: question(state, arguments), seconds, False)
+    except (TimeoutError, CallTimeoutError):
+        # Never "no question" for a dry run cut short: the call goes ahead only once seen.
+        return Refused(f"{CallTimeoutError(seconds)} (working out what the call would change)")
     except (WeaverError, OSError):
         return None
-    except TimeoutError:
-        return Refused(f"{CallTimeoutError(seconds)} (working out what the call would change)")
-    except SQLAlchemyError:
+    except Exception as exc:
         log.exception("dry run for a confirmation failed")
-        return Refused("Database error: could not work out what the call would change")
+        kind = "Database error" if isinstance(exc, SQLAlchemyError) else "Internal error"
+        return Refused(f"{kind}: could not work out what the call would change")
 
 
 def can_elicit(capabilities: ClientCapabilities | None) -> bool:
