@@ -38,6 +38,8 @@ FILES: dict[str, str | bytes] = {
     "Busy.md": "# Busy\n",
     "Quiet.md": "# Quiet\n",
     "C.md": "Only [[Quiet]].\n",
+    "D1.md": "---\ntags: [draft, keep]\n---\nOne\n",
+    "D2.md": "---\ntags: draft\n---\nTwo\n",
     **dict.fromkeys(LINKERS, "Link to [[Busy]] and [[Busy#Busy]].\n"),
 }
 
@@ -190,6 +192,21 @@ async def test_a_tag_rename_goes_ahead_once_confirmed(served: Served) -> None:
         data = await tools.ok("rename_tag", tag="old", newTag="new")
     assert data["written"] == 2
     assert "#new" in (served.root / "A.md").read_text()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tag_removal_over_several_notes_is_asked_about(served: Served, mode: str) -> None:
+    before = snapshot(served.root)
+    person = Person("decline")
+    async with client(served, mode, person) as tools:
+        paths = ["D1.md", "D2.md", "A.md"]  # A.md has no such frontmatter tag: not counted
+        error = await tools.error("remove_tags", paths=paths, tags=["#draft"])
+        assert "Declined by the user" in error
+        assert snapshot(served.root) == before
+        # One note changed is no bulk edit: not asked.
+        await tools.ok("remove_tags", paths=["D1.md", "A.md"], tags=["draft"])
+    assert person.asked == ["Remove #draft from the frontmatter of 2 notes? D1.md, D2.md."]
+    assert (served.root / "D1.md").read_text() == "---\ntags: [keep]\n---\nOne\n"
 
 
 @pytest.mark.parametrize("mode", MODES)

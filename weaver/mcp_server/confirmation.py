@@ -1,9 +1,9 @@
 """Destructive calls confirmed by the person: a tool declared with `confirm=` asks first.
 
 Before the tool's work runs, its question function makes a dry run of the call (the notes a
-deletion leaves with broken links, the links a move rewrites, the lines a tag rename changes)
-and words what would change, or answers None when nothing needs confirming (a move touching
-few notes, a dry run, a call that will fail anyway). Then:
+deletion leaves with broken links, the links a move rewrites, the lines a tag rename changes,
+the notes a tag removal edits) and words what would change, or answers None when nothing needs
+confirming (a move touching few notes, a dry run, a call that will fail anyway). Then:
 
 - a client that declared elicitation is asked, with that message and a yes/no form; "no",
   or a dismissed question, answers that the user declined and changes nothing;

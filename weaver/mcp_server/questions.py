@@ -60,6 +60,16 @@ def ask_rename_tag(state: ServerState, arguments: Mapping[str, Any]) -> str | No
     )
 
 
+def ask_remove_tags(state: ServerState, arguments: Mapping[str, Any]) -> str | None:
+    """A removal is asked about when it would change more than one note (a bulk edit)."""
+    tags = arguments["tags"]
+    changing = tag_edits.preview_note_tags(state.app, arguments["paths"], remove=tags)
+    if len(changing) <= 1:
+        return None
+    named = ", ".join(f"#{tag.removeprefix('#')}" for tag in tags)
+    return f"Remove {named} from the frontmatter of {_notes(len(changing))}? {_named(changing)}"
+
+
 def _notes(count: int) -> str:
     return "1 note" if count == 1 else f"{count} notes"
 
