@@ -16,6 +16,7 @@ from weaver.errors import VaultError
 from weaver.markdown import patch
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.questions import ask_remove_tags, ask_rename_tag
 from weaver.mcp_server.schemas import WireModel
 from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
 from weaver.mcp_server.write_tools import cache_sync
@@ -169,7 +170,8 @@ optional). Per-note errors do not stop the rest. Example: {"paths": ["a.md", "b.
 REMOVE_TAGS = """Remove tags from the frontmatter of several notes.
 
 Remove tags from the frontmatter `tags` of each note given (case-insensitive;
-inline #tags in the text stay). Example: {"paths": ["a.md"], "tags": ["draft"]}."""
+inline #tags in the text stay). A removal changing more than one note is confirmed by the
+user first, as rename_tag is. Example: {"paths": ["a.md"], "tags": ["draft"]}."""
 
 RENAME_TAG = """Rename a tag across the whole vault (frontmatter and inline, nested tags too);
 dryRun shows what would change.
@@ -180,7 +182,9 @@ frontmatter (list, single and comma forms) and inline #tags, nested tags too (#f
 merges them. `dryRun: true` answers what would change without writing. The answer is a summary
 with the first few changed lines; `details: true` pages through every one. Each note is
 written atomically and only if unchanged since it was read (else skipped and listed); the run
-is journalled, so one interrupted is finished at the next start. Example: {"tag": "proj",
+is journalled, so one interrupted is finished at the next start. The user is asked to confirm
+first, shown the notes that change, when the client supports elicitation (a "no" changes
+nothing); else the server's `confirm_destructive` setting decides. Example: {"tag": "proj",
 "newTag": "project", "dryRun": true}."""
 
 GET_DAILY_NOTE = """The daily note of a date (default today), found by the vault's Daily notes
@@ -373,7 +377,14 @@ def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=tags, remove=[])
 
 
-@tool("Remove tags", REMOVE_TAGS, toolset="tags", writes=True, destructive=True)
+@tool(
+    "Remove tags",
+    REMOVE_TAGS,
+    toolset="tags",
+    writes=True,
+    destructive=True,
+    confirm=ask_remove_tags,
+)
 def remove_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=[], remove=tags)
 
@@ -394,7 +405,14 @@ def _tag_edit(
     return TagEditData(notes=items, cache_synced=synced)
 
 
-@tool("Rename a tag everywhere", RENAME_TAG, toolset="tags", writes=True, destructive=True)
+@tool(
+    "Rename a tag everywhere",
+    RENAME_TAG,
+    toolset="tags",
+    writes=True,
+    destructive=True,
+    confirm=ask_rename_tag,
+)
 def rename_tag(
     state: ServerState,
     tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
