@@ -1,5 +1,6 @@
-"""`weaver serve --transport http` with `oauth = true` as the process a user starts, reached at
-its `public_url` on a loopback port: the TypeScript SDK's OAuth client connects through it
+"""`weaver serve --transport http` with `oauth = true` as the process a user starts, behind a
+reverse proxy as docs/deployment.md sets one up (minus TLS), reached at the proxy's address,
+its `public_url`: the TypeScript SDK's OAuth client connects through it
 (discovery, dynamic registration, PKCE, the consent page, tokens, a refresh), it publishes
 metadata naming the public_url, and it refuses a token revoked at `/revoke`.
 
@@ -29,6 +30,7 @@ import httpx2
 import pytest
 
 from tests.helpers import free_port, write_files
+from tests.mcp_server.reverse_proxy import reverse_proxy
 from tests.mcp_server.served_http import HEADERS, LEGACY, rpc
 from tests.mcp_server.test_real_clients import WEAVER, require_node
 from tests.mcp_server.test_transports import http_get, wait_until_healthy
@@ -42,8 +44,8 @@ SCRIPT = Path(__file__).with_name("ts_oauth.mjs")
 
 @dataclass(frozen=True)
 class Daemon:
-    bound: str  # where it listens: http://127.0.0.1:PORT
-    public: str  # its public_url, another name of the same address: http://localhost:PORT
+    bound: str  # where Weaver listens: http://127.0.0.1:PORT
+    public: str  # its public_url, the proxy in front: http://localhost:PROXY_PORT
 
     @property
     def mcp(self) -> str:
@@ -53,16 +55,16 @@ class Daemon:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     """`weaver serve --transport http` with oauth, started as a user would, its settings from
-    the environment; public_url spells the loopback address differently from the bind, so a
-    document naming it cannot have been built from the bind address."""
+    the environment, on loopback behind the proxy whose address is its public_url (another
+    port, and `localhost`: no document naming it can have been built from the bind address)."""
     vault = write_files(tmp_path / "vault", {"Plan.md": "# Plan\n#project\n", "Other.md": "x\n"})
-    port = free_port()
+    port, proxy_port = free_port(), free_port()
     env = {
         "PATH": "/usr/bin:/bin",
         "WEAVER_TOOLSETS": "all",
         "WEAVER_OAUTH": "true",
         "WEAVER_HTTP_TOKEN": OWNER,
-        "WEAVER_PUBLIC_URL": f"http://localhost:{port}",
+        "WEAVER_PUBLIC_URL": f"http://localhost:{proxy_port}",
     }
     if "PYTHONPATH" in os.environ:  # this checkout's code, when it is not the one installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
@@ -81,7 +83,8 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
             bound = f"http://127.0.0.1:{port}"
             wait_until_listening(process, bound, log)
             wait_until_healthy(bound)
-            yield Daemon(bound, f"http://localhost:{port}")
+            with reverse_proxy(bound, proxy_port):
+                yield Daemon(bound, f"http://localhost:{proxy_port}")
         finally:
             process.terminate()
             process.wait(timeout=10)
@@ -102,10 +105,15 @@ def wait_until_listening(process: subprocess.Popen[bytes], base: str, log: Path)
 # -- the TypeScript SDK's OAuth client -------------------------------------------------------
 
 
+@pytest.fixture
+def node() -> Path:
+    """The folder holding the SDK's node_modules; asked before the daemon starts for nothing."""
+    return require_node(("@modelcontextprotocol/sdk",))
+
+
 def test_the_typescript_sdks_oauth_client_connects_and_refreshes(
-    tmp_path: Path, daemon: Daemon
+    node: Path, tmp_path: Path, daemon: Daemon
 ) -> None:
-    node = require_node(("@modelcontextprotocol/sdk",))
     spec = {"url": daemon.mcp, "secret": OWNER, "redirect": REDIRECT, "note": "Plan.md"}
     seen = run_node(node, tmp_path, spec)
 

@@ -1,5 +1,6 @@
 // The TypeScript MCP SDK's OAuth client (`OAuthClientProvider` with the Streamable HTTP
-// transport) against `weaver serve --transport http` with `oauth = true`, run by
+// transport) against `weaver serve --transport http` with `oauth = true` behind a reverse
+// proxy, at its public_url; run by
 // tests/mcp_server/test_oauth_process.py from a folder where npm installed the SDK:
 //
 //   node ts_oauth.mjs SPEC_JSON      SPEC: {"url": the MCP URL, "secret": the owner's
@@ -18,8 +19,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-// The server listens on 127.0.0.1; its public_url says `localhost`, which some hosts files
-// also give ::1, tried first by Node otherwise.
+// The proxy in front of Weaver listens on 127.0.0.1; the public_url says `localhost`, which
+// some hosts files also give ::1, tried first by Node otherwise.
 setDefaultResultOrder("ipv4first");
 const seen = { requests: [], savedTokens: [] };
 
