@@ -190,6 +190,8 @@ def test_the_daemon_publishes_its_public_url_and_refuses_a_revoked_token(
         assert metadata["issuer"] == daemon.public
         for endpoint in ("authorization", "token", "registration", "revocation"):
             assert metadata[f"{endpoint}_endpoint"].startswith(daemon.public + "/")
+        # No URL client ids: Weaver fetches nothing a client names (deployment.md, SSRF).
+        assert not metadata.get("client_id_metadata_document_supported")
 
         client_id, tokens = grant(http, daemon)
         assert initialize(http, daemon, tokens["access_token"]).status_code == 200
