@@ -177,6 +177,8 @@ class Settings(BaseModel):
     embedding_threads: int = Field(default=1, ge=1, le=64)
     embedding_cache_dir: Path | None = None
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    confirm_destructive: Literal["allow", "refuse"] = "allow"
+    confirm_move_notes: int = Field(default=10, ge=0, le=1_000_000)
     toolsets: list[Toolset] = Field(default_factory=lambda: list(DEFAULT_TOOLSETS))
 
     @field_validator("vault")

@@ -21,6 +21,7 @@ from weaver.runtime import cache_sync
 
 DEMO = Path(__file__).resolve().parents[2] / "demo-vault"
 TOKEN = "s3cret-token-for-tests"
+PUBLIC = "https://vault.example.com"  # a TLS proxy's address in front of the loopback daemon
 
 
 def demo_copy(root: Path) -> Path:
@@ -263,7 +264,7 @@ def test_events_stream_says_when_runs_move(served: Served) -> None:
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     vault = demo_copy(tmp_path_factory.mktemp("guarded"))
-    with serve_dashboard(vault, http_token=TOKEN, read_only=True) as server:
+    with serve_dashboard(vault, http_token=TOKEN, read_only=True, public_url=PUBLIC) as server:
         yield server
 
 
@@ -293,6 +294,20 @@ def test_login_sets_an_httponly_strict_cookie(guarded: Served) -> None:
     assert "SameSite=strict" in session or "SameSite=Strict" in session
     value = session.split(";")[0].split("=", 1)[1]
     assert guarded.get("/runs", headers={"Cookie": f"{SESSION_COOKIE}={value}"}).status == 200
+
+
+def test_behind_a_proxy_the_login_accepts_the_public_urls_origin(guarded: Served) -> None:
+    """Behind the proxy of docs/deployment.md the browser's Origin is `public_url`'s, while
+    the Host reaching a loopback daemon is its own address: the login form must still work."""
+    cookie, token = csrf_of(guarded, "/login")
+    url = guarded.base + "/login"
+    form = {"token": TOKEN, "csrf": token, "next": "/runs"}
+    proxied = {"Cookie": f"{CSRF_COOKIE}={cookie}", "Origin": PUBLIC}
+    logged = request(url, form, proxied)
+    assert logged.status == 303, logged.body
+    assert logged.header("location") == ["/runs"]
+    other = proxied | {"Origin": "https://evil.example"}
+    assert request(url, form, other).status == 403
 
 
 def test_read_only_hides_and_refuses_the_actions(guarded: Served) -> None:

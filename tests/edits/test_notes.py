@@ -325,6 +325,33 @@ def test_move_into_a_folder_and_refusals(move_vault: App, vault_dir: Path) -> No
     assert (vault_dir / "Sibling.md").read_text(encoding="utf-8") == "# Sibling at the root\n"
 
 
+def test_a_move_preview_is_the_move_it_foresees_and_writes_nothing(
+    move_vault: App, vault_dir: Path
+) -> None:
+    before = {p: p.read_bytes() for p in vault_dir.rglob("*.md")}
+    preview = notes.preview_move(move_vault, "Notes/Old Name.md", "archive/New Name.md")
+    assert {p: p.read_bytes() for p in vault_dir.rglob("*.md")} == before
+    assert (preview.path, preview.new_path) == ("Notes/Old Name.md", "archive/New Name.md")
+    moved = notes.move_note(
+        move_vault, "Notes/Old Name.md", "archive/New Name.md", sync_for(move_vault)
+    )
+    # The moved note's links to itself are its own business: the others are what is asked.
+    assert preview.rewrites == {k: v for k, v in moved.rewritten.items() if k != moved.path}
+    with pytest.raises(VaultError, match="already exists"):
+        notes.preview_move(move_vault, "Sibling.md", "Notes/Helper.md")
+    with pytest.raises(NoteNotFoundError):
+        notes.preview_move(move_vault, "nope.md", "x.md")
+
+
+def test_a_delete_preview_names_the_notes_whose_links_will_break(move_vault: App) -> None:
+    preview = notes.preview_delete(move_vault, "Notes/Old Name.md")
+    assert preview == notes.DeletePreview(
+        "Notes/Old Name.md", ("Crlf.md", "Linker.md", "Notes/Rel.md")
+    )
+    with pytest.raises(NoteNotFoundError):
+        notes.preview_delete(move_vault, "nope.md")
+
+
 # -- delete --------------------------------------------------------------------------------------
 
 

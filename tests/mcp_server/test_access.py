@@ -195,9 +195,9 @@ async def test_a_bulk_edit_touching_a_note_outside_is_refused_before_any_change(
             error = await tools.error("rename_tag", tag="work", newTag="job")
             assert "rename_tag would change 1 note it may not read" in error
             assert "write = ['Projects/**']" in error and OUTSIDE not in error
-            # A move rewrites the links to the note: Private/Diary.md links to Plan.
+            # A rename rewrites the links to the note: Private/Diary.md links to [[Plan]].
             error = await tools.error(
-                "move_file", path="Projects/Plan.md", newPath="Projects/Old/Plan.md"
+                "move_file", path="Projects/Plan.md", newPath="Projects/Plan2.md"
             )
             assert "move_file would rewrite links in 1 note it may not read" in error
             error = await tools.error("append_to_daily_note", text="hello")
@@ -211,6 +211,29 @@ async def test_a_bulk_edit_touching_a_note_outside_is_refused_before_any_change(
     finally:
         wider.app.close()
     assert snapshot(site.root) == before
+
+
+async def test_a_confirmation_names_no_note_outside_the_clients_folders(
+    tmp_path: Path,
+) -> None:
+    """The question of a destructive call goes to the client (here, in the refusal of a client
+    that cannot be asked): notes outside its folders are counted, not named."""
+    root = write_files(tmp_path / "vault", FILES)
+    wide = RULE.model_copy(update={"write": ["Projects/**"]})
+    site = serve(
+        Settings(vault=root, toolsets=["all"], access=[wide], confirm_destructive="refuse")
+    )
+    try:
+        async with client_of(site) as tools:
+            error = await tools.error("delete_file", path="Projects/Plan.md")
+            assert "those links will be broken: 1 note this client may not read." in error
+            assert OUTSIDE not in error
+        async with Client(site.server) as local:
+            error = await Tools(local).error("delete_file", path="Projects/Plan.md")
+            assert f"those links will be broken: {OUTSIDE}." in error
+    finally:
+        site.app.close()
+    assert (root / "Projects/Plan.md").exists()
 
 
 # -- listings ---------------------------------------------------------------------------------

@@ -42,8 +42,8 @@ SETUP = (
 )
 
 
-def require_node() -> Path:
-    missing = [p for p in PACKAGES if not (NODE_DIR / "node_modules" / p).is_dir()]
+def require_node(packages: tuple[str, ...] = PACKAGES) -> Path:
+    missing = [p for p in packages if not (NODE_DIR / "node_modules" / p).is_dir()]
     reason = ""
     if shutil.which("node") is None:
         reason = "no `node` on this machine"

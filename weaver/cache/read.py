@@ -603,6 +603,12 @@ def linking_to(conn: Connection, target: str, sources: Sequence[str]) -> set[str
     return set(conn.execute(rows).scalars())
 
 
+def notes_linking_to(conn: Connection, target: str) -> set[str]:
+    """The notes with a link resolved to the note `target` (its backlinks' sources)."""
+    rows = select(Link.source_path).where(Link.target_path == target).distinct()
+    return set(conn.execute(rows).scalars())
+
+
 def probe(conn: Connection) -> None:
     """Read one row: raises if the cache cannot be queried (missing, corrupt, unreachable)."""
     conn.execute(select(Note.path).limit(1)).all()

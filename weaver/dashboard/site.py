@@ -111,7 +111,10 @@ class Dashboard:
             Mount("/static", StaticFiles(packages=[("weaver.dashboard", "static")])),
         ]
         site = Starlette(routes=routes)
-        return DashboardGuard(site, self.bind_host, self.settings.http_token)
+        # Behind a TLS proxy (`public_url`) the browser's Origin is the proxy's, not the Host.
+        return DashboardGuard(
+            site, self.bind_host, self.settings.http_token, public_origin=self.settings.public_url
+        )
 
     # -- rendering ------------------------------------------------------------------------
 

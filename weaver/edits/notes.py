@@ -24,6 +24,7 @@ import yaml
 
 from weaver.cache import graph as cache_graph
 from weaver.cache import journal, write
+from weaver.cache import read as cache_read
 from weaver.canvas.document import read_canvas, write_canvas
 from weaver.canvas.relink import relink_canvas
 from weaver.edits import gate
@@ -86,6 +87,25 @@ class Trashed:
     path: str
     trash_path: str
     cache_synced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MovePreview:
+    """What `move_note` would do now: the paths, and the links it would rewrite in each other
+    note (or canvas) linking to the moved one."""
+
+    path: str
+    new_path: str
+    rewrites: dict[str, int]  # note -> links that would be rewritten in it
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePreview:
+    """What `delete_note` would do now: the note to the trash, the notes whose links to it
+    would break."""
+
+    path: str
+    linked_from: tuple[str, ...]
 
 
 # ---------------------------------------------------------------- composing text
@@ -236,9 +256,7 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     journalled; then the file is renamed and each linking note written, a note edited
     meanwhile computed again from what it holds (listed in `failed` if it keeps changing).
     """
-    source, target = _move_ends(app, path, new_path)
-    if target == source:
-        raise NoteEditError(f"{source!r} is already at that path")
+    source, target = _move_paths(app, path, new_path)
     with hold_notes(app, [source, target]):
         moving = app.vault.read_note(source)
         # Where the file system folds case, `a.md` finds `A.md`: renaming one to the other
@@ -273,20 +291,37 @@ def move_note(app: Notes, path: str, new_path: str, sync: CacheSync) -> Moved:
     return Moved(target, source, hashes.get(target) or sha256(moving), rewritten, failed, synced)
 
 
-def _move_ends(app: Notes, path: str, new_path: str) -> tuple[str, str]:
-    """The note a move takes and where it goes (`new_path` ending in '/' is a folder)."""
+def preview_move(app: Notes, path: str, new_path: str) -> MovePreview:
+    """`move_note`'s plan without its writes (no lock, no journal): the rewrites it would make
+    if called now, for a person to confirm first. Raises what `move_note` would for a bad or
+    missing path or an occupied destination."""
+    source, target = _move_paths(app, path, new_path)
+    app.vault.note_file(source)  # NoteNotFoundError, as the move would raise
+    if (app.vault.root / target).exists() and not app.vault.names_same_file(source, target):
+        raise VaultError(f"File already exists: {target!r}")
+    move, linking = _plan_move(app, source, target)
+    plan = _plan_rewrites(app, linking - {source}, move)
+    return MovePreview(source, target, {p.path: _count_links(move, p.path, p.old) for p in plan})
+
+
+def preview_delete(app: Notes, path: str) -> DeletePreview:
+    """What `delete_note` would do if called now (see `DeletePreview`)."""
+    clean = app.vault.note_path(path)
+    app.vault.note_file(clean)  # NoteNotFoundError, as the deletion would raise
+    with app.db.connect() as conn:
+        linking = cache_read.notes_linking_to(conn, clean)
+    return DeletePreview(clean, tuple(sorted(linking - {clean})))
+
+
+def _move_paths(app: Notes, path: str, new_path: str) -> tuple[str, str]:
+    """The source and target of a move, as `move_note` reads its arguments."""
     source = app.vault.note_path(path)
     if new_path.replace("\\", "/").endswith("/"):
         new_path += source.rsplit("/", 1)[-1]
-    return source, app.vault.note_path(new_path, name_as_given=True)
-
-
-def notes_relinked_by_move(app: Notes, path: str, new_path: str) -> set[str]:
-    """The other notes whose links a move may rewrite: what a caller confined to some
-    folders must be allowed to write before it moves a note."""
-    source, target = _move_ends(app, path, new_path)
-    with app.db.connect() as conn:
-        return set(cache_graph.move_sources(conn, source, path_key(target))) - {source}
+    target = app.vault.note_path(new_path, name_as_given=True)
+    if target == source:
+        raise NoteEditError(f"{source!r} is already at that path")
+    return source, target
 
 
 def _plan_move(app: Notes, source: str, target: str) -> tuple[Move, set[str]]:

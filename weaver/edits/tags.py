@@ -233,6 +233,23 @@ def change_note_tags(
     ]
 
 
+def preview_note_tags(
+    app: Notes, paths: Sequence[str], *, add: Sequence[str] = (), remove: Sequence[str] = ()
+) -> list[str]:
+    """The notes `change_note_tags` would write if called now (those it would find already so,
+    or could not edit, left out), without writing."""
+    transform = tags_transform(add, remove)
+    changing = []
+    for path in paths:
+        try:
+            note, _ = _plan_tags(app, path, transform)
+        except VaultError:
+            continue  # answered as this note's error by the call itself
+        if note is not None:
+            changing.append(note.path)
+    return changing
+
+
 def _plan_tags(app: Notes, path: str, transform: Transform) -> tuple[Planned | None, Patched]:
     """The note's new bytes (None when the tags are already so) and what the answer says."""
     clean = app.vault.note_path(path)

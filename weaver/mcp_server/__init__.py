@@ -4,6 +4,8 @@ server.py        build_server(state): the tools on an MCPServer, plus the lifesp
                  (`runtime.lifespan`) over a `runtime.state.ServerState`
 envelope.py      {success, data | error, metadata} results, argument errors, clamping
 catalog.py       @tool and ToolSpec: tools as module-level functions, bound to a server's state
+confirmation.py  destructive calls asked of the person first (elicitation), else the setting
+questions.py     the dry runs worded as those questions (delete, move, tag edits)
 hints.py         "did you mean": the note a path that names none probably meant
 schemas.py       the result models (each tool's outputSchema); graph_schemas.py, the graph's
 cache_tools.py   query_files, get_file, get_file_content, search_tags, search_links, get_stats

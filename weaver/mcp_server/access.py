@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from weaver.config import SCOPE_PREFIX, Settings
-from weaver.errors import AccessDeniedError
+from weaver.edits import notes
+from weaver.edits import tags as tag_edits
+from weaver.errors import AccessDeniedError, WeaverError
 from weaver.mcp_server.caller import Caller, current_caller
+from weaver.runtime.app import App
 from weaver.runtime.oauth_server import SCOPES
 from weaver.vault.globs import PathGlobs
 
@@ -187,9 +190,28 @@ def _texts(value: object) -> list[str]:
     return []
 
 
-def limits_writes(settings: Settings) -> bool:
-    """Whether the caller may write only some folders."""
-    return current_grant(settings).write is not None
+def touching_refusal(app: App, grant: Grant, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why the caller may not make an edit reaching notes no argument names, or None: the
+    notes a tag rename changes, those whose links a move rewrites. Checked before the call
+    runs (and before it asks the person to confirm it); a call its dry run finds wrong is
+    left to answer its own error."""
+    if grant.write is None:
+        return None
+    try:
+        if tool == "rename_tag" and not arguments.get("dryRun"):
+            plan = tag_edits.rename_tag(
+                app, arguments["tag"], arguments["newTag"], dry_run=True, sync=lambda _: True
+            )
+            what, touched = "rename_tag would change", {c.path for c in plan.changes}
+        elif tool == "move_file":
+            preview = notes.preview_move(app, arguments["path"], arguments["newPath"])
+            what, touched = "move_file would rewrite links in", set(preview.rewrites)
+        else:
+            return None
+    except (WeaverError, KeyError, TypeError, AttributeError):
+        return None
+    outside = sorted(path for path in touched if not grant.may_write(path))
+    return grant.refuse_write(what, outside) if outside else None
 
 
 def refuse_unwritable(

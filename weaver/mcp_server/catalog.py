@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -28,9 +29,16 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
 from weaver.config import SCOPE_PREFIX, AccessScope, Toolset
+from weaver.mcp_server.confirmation import (
+    CONFIRMATION,
+    Question,
+    install_confirmation,
+    refusal,
+)
 from weaver.mcp_server.envelope import (
     EnvelopeTool,
     answer,
+    fail,
     lean_parameters,
     make_tool,
     unwrap,
@@ -52,6 +60,8 @@ class ToolSpec:
     lighter model, or the model's wire form already built).
     `arguments`: an argument model replacing the signature's, for wire names that cannot be
     Python parameters (`async`).
+    `confirm`: a destructive call asks the person first (`confirmation`): this dry run words
+    what the call would change, or says None when it needs no confirmation.
     `scope`: the OAuth scope a caller needs to see and call it, where it is not the one its
     kind implies (`required_scope`): `admin` for the owner's tools.
     `help`: the tool's whole help (`weaver://help/{tool}`); its first paragraph, what the tool
@@ -71,6 +81,7 @@ class ToolSpec:
     queues_runs: bool = False
     output: type[BaseModel] | None = None
     arguments: type[ArgModelBase] | None = None
+    confirm: Question | None = None
     scope: AccessScope | None = None
 
     @property
@@ -129,6 +140,7 @@ def tool(
     queues_runs: bool = False,
     output: type[BaseModel] | None = None,
     arguments: type[ArgModelBase] | None = None,
+    confirm: Question | None = None,
     using: Callable[[ServerState], object] | None = None,
     scope: AccessScope | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDef]:
@@ -148,6 +160,7 @@ def tool(
             queues_runs=queues_runs,
             output=output,
             arguments=arguments,
+            confirm=confirm,
             scope=scope,
         )
         return ToolDef(spec, fn, using)
@@ -205,6 +218,8 @@ def bind(found: ToolDef, state: ServerState, supplied: object) -> EnvelopeTool:
         tool.fn_metadata.arg_model = spec.arguments
         tool.parameters = spec.arguments.model_json_schema(by_alias=True)
         lean_parameters(tool)
+    if spec.confirm is not None:
+        install_confirmation(tool, state, spec.confirm)
     return tool
 
 
@@ -234,6 +249,10 @@ class BoundTool:
         if self._is_async:
             return await fn(self._supplied, **arguments)
         spec = self._found.spec
+        if CONFIRMATION in arguments:
+            reason = refusal(spec.name, arguments.pop(CONFIRMATION))
+            if reason is not None:
+                return fail(reason, time.perf_counter(), spec.cache_hit)
         return await answer(
             self._state,
             functools.partial(fn, self._supplied, **arguments),

@@ -15,9 +15,10 @@ from weaver.edits import daily, notes, patches
 from weaver.edits import tags as tag_edits
 from weaver.errors import VaultError
 from weaver.markdown import patch
-from weaver.mcp_server.access import limits_writes, refuse_unwritable
+from weaver.mcp_server.access import refuse_unwritable
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.questions import ask_remove_tags, ask_rename_tag
 from weaver.mcp_server.schemas import WireModel
 from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
 from weaver.mcp_server.write_tools import cache_sync
@@ -171,7 +172,8 @@ optional). Per-note errors do not stop the rest. Example: {"paths": ["a.md", "b.
 REMOVE_TAGS = """Remove tags from the frontmatter of several notes.
 
 Remove tags from the frontmatter `tags` of each note given (case-insensitive;
-inline #tags in the text stay). Example: {"paths": ["a.md"], "tags": ["draft"]}."""
+inline #tags in the text stay). A removal changing more than one note is confirmed by the
+user first, as rename_tag is. Example: {"paths": ["a.md"], "tags": ["draft"]}."""
 
 RENAME_TAG = """Rename a tag across the whole vault (frontmatter and inline, nested tags too);
 dryRun shows what would change.
@@ -182,7 +184,9 @@ frontmatter (list, single and comma forms) and inline #tags, nested tags too (#f
 merges them. `dryRun: true` answers what would change without writing. The answer is a summary
 with the first few changed lines; `details: true` pages through every one. Each note is
 written atomically and only if unchanged since it was read (else skipped and listed); the run
-is journalled, so one interrupted is finished at the next start. Example: {"tag": "proj",
+is journalled, so one interrupted is finished at the next start. The user is asked to confirm
+first, shown the notes that change, when the client supports elicitation (a "no" changes
+nothing); else the server's `confirm_destructive` setting decides. Example: {"tag": "proj",
 "newTag": "project", "dryRun": true}."""
 
 GET_DAILY_NOTE = """The daily note of a date (default today), found by the vault's Daily notes
@@ -375,7 +379,14 @@ def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=tags, remove=[])
 
 
-@tool("Remove tags", REMOVE_TAGS, toolset="tags", writes=True, destructive=True)
+@tool(
+    "Remove tags",
+    REMOVE_TAGS,
+    toolset="tags",
+    writes=True,
+    destructive=True,
+    confirm=ask_remove_tags,
+)
 def remove_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=[], remove=tags)
 
@@ -396,7 +407,14 @@ def _tag_edit(
     return TagEditData(notes=items, cache_synced=synced)
 
 
-@tool("Rename a tag everywhere", RENAME_TAG, toolset="tags", writes=True, destructive=True)
+@tool(
+    "Rename a tag everywhere",
+    RENAME_TAG,
+    toolset="tags",
+    writes=True,
+    destructive=True,
+    confirm=ask_rename_tag,
+)
 def rename_tag(
     state: ServerState,
     tag: Annotated[str, Field(description="The tag to rename ('#' optional)")],
@@ -408,12 +426,6 @@ def rename_tag(
     offset: Offset = 0,
     limit: Limit = 200,
 ) -> RenameTagData:
-    if not dryRun and limits_writes(state.app.settings):
-        # Every note the rename would change must be writable, checked before any is changed.
-        planned = tag_edits.rename_tag(state.app, tag, newTag, dry_run=True, sync=cache_sync(state))
-        refuse_unwritable(
-            state.app.settings, (c.path for c in planned.changes), "rename_tag would change"
-        )
     result = tag_edits.rename_tag(state.app, tag, newTag, dry_run=dryRun, sync=cache_sync(state))
     if not details:
         offset, limit = 0, PREVIEW_CHANGES

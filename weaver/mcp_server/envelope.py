@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import pydantic_core
@@ -141,6 +141,8 @@ class ArgumentError(Exception):
         super().__init__(f"Invalid arguments: {argument}: {reason}")
 
 
+T = TypeVar("T")
+
 # `answer`'s default deadline: the server's `tool_timeout_s`.
 SETTINGS_DEADLINE = -1.0
 
@@ -170,7 +172,7 @@ async def answer(
         if writes:
             data, warnings = await _run_write(work, seconds)
         else:
-            data = await _run_read(state, work, seconds, cache_hit)
+            data = await run_read(state, work, seconds, cache_hit)
     except TimeoutError:
         log.warning("tool call timed out", seconds=seconds)
         return fail(str(CallTimeoutError(seconds or 0.0)), started, cache_hit)
@@ -190,8 +192,8 @@ async def answer(
     return ok(data, started, cache_hit, warnings)
 
 
-def _bounded(work: Callable[[], Data], seconds: float | None) -> Callable[[], Data]:
-    def run() -> Data:
+def _bounded(work: Callable[[], T], seconds: float | None) -> Callable[[], T]:
+    def run() -> T:
         with query_deadline(seconds):
             try:
                 return work()
@@ -203,9 +205,10 @@ def _bounded(work: Callable[[], Data], seconds: float | None) -> Callable[[], Da
     return run
 
 
-async def _run_read(
-    state: ServerState, work: Callable[[], Data], seconds: float | None, cache_hit: bool
-) -> Data:
+async def run_read(
+    state: ServerState, work: Callable[[], T], seconds: float | None, cache_hit: bool
+) -> T:
+    """`work` in a worker thread (a read one when `cache_hit`), given up after `seconds`."""
     with anyio.fail_after(seconds):
         return await anyio.to_thread.run_sync(
             _bounded(work, seconds),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -42,6 +44,7 @@ from weaver.mcp_server.access import (
     current_grant,
     filter_answer,
     tool_refusal,
+    touching_refusal,
 )
 from weaver.mcp_server.catalog import ToolSpec, bind_tools, defs_of
 from weaver.mcp_server.completions import install_completions
@@ -166,6 +169,7 @@ class WeaverServer(MCPServer[ServerState]):
     # The tools' specs, by name, and the settings holding the access rules (`build_server`).
     specs: Mapping[str, ToolSpec] = MappingProxyType({})
     access_settings: Settings | None = None
+    access_state: ServerState | None = None
 
     def caller_grant(self) -> Grant | None:
         return None if self.access_settings is None else current_grant(self.access_settings)
@@ -201,12 +205,25 @@ class WeaverServer(MCPServer[ServerState]):
         refusal = self.refusal(name, grant)
         if refusal is None and grant is not None and spec is not None:
             refusal = argument_refusal(grant, spec.writes, arguments)
+            if refusal is None and spec.writes and grant.write is not None:
+                refusal = await self.touching_refusal(grant, name, arguments)
         if refusal is not None:
             return fail(refusal, started, False)
         result = await super().call_tool(name, arguments, context)
         if grant is None or grant.read is None or not isinstance(result, CallToolResult):
             return result
         return self.readable_answer(name, grant, result, context)
+
+    async def touching_refusal(
+        self, grant: Grant, name: str, arguments: dict[str, Any]
+    ) -> str | None:
+        """`access.touching_refusal` on the cache, once it is ready (a dry run in a thread)."""
+        if self.access_state is None:
+            return None
+        state = self.access_state
+        await state.wait_ready()
+        check = functools.partial(touching_refusal, state.app, grant, name, arguments)
+        return await anyio.to_thread.run_sync(check)
 
     def readable_answer(
         self,
@@ -328,6 +345,7 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     server.withheld = withheld
     server.specs = MappingProxyType({each.spec.name: each.spec for each in found})
     server.access_settings = settings
+    server.access_state = state
     helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
     subscriptions = install_resources(server, state, sessions, helps)
     install_completions(server, state, subscriptions, sessions, helps)

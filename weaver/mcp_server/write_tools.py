@@ -18,9 +18,9 @@ from pydantic import AfterValidator, Field
 
 from weaver.edits import daily, notes
 from weaver.edits.steps import CacheSync
-from weaver.mcp_server.access import limits_writes, refuse_unwritable
 from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.catalog import tool
+from weaver.mcp_server.questions import ask_delete, ask_move
 from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.state import ServerState
@@ -115,7 +115,8 @@ that still finds the note. Links in the moved note that the move would break are
 and canvas cards showing the note show it at its new path.
 `newPath` is the new vault-relative path, or a folder ending in '/' to keep the file name.
 Fails if a file exists there. Returns the notes (and canvases) rewritten and how many links
-(or cards) in each.
+(or cards) in each. A move rewriting links in many notes (`confirm_move_notes`) is confirmed
+by the user first, as delete_file is.
 Example: {"path": "inbox/Idea.md", "newPath": "projects/"}."""
 
 DELETE_FILE = """Delete a note by moving it to the vault's .trash folder, where it can be restored
@@ -124,7 +125,10 @@ from.
 Delete a note by moving it to the vault's .trash folder (Obsidian's trash),
 where it can be restored from; an earlier trashed file of the same name is never overwritten.
 Links to it become broken links. Fails with "File not found" (and the notes it may mean) when
-there is no such note.
+there is no such note. The user is asked to confirm first, shown the notes whose links will
+break, when the client supports elicitation; a "no" changes nothing and answers "Declined by
+the user". A client that cannot ask is allowed or refused by the server's `confirm_destructive`
+setting.
 Example: {"path": "inbox/old draft.md"}."""
 
 
@@ -194,7 +198,7 @@ def update_file(
     return written(result)
 
 
-@tool("Move note", MOVE_FILE, toolset="edit", writes=True, destructive=True)
+@tool("Move note", MOVE_FILE, toolset="edit", writes=True, destructive=True, confirm=ask_move)
 def move_file(
     state: ServerState,
     path: NotePath,
@@ -202,9 +206,6 @@ def move_file(
         str, Field(description="New path relative to the vault root, or a folder + '/'")
     ],
 ) -> MoveData:
-    if limits_writes(state.app.settings):  # the notes linking to it are rewritten too
-        relinked = notes.notes_relinked_by_move(state.app, path, newPath)
-        refuse_unwritable(state.app.settings, relinked, "move_file would rewrite links in")
     result = notes.move_note(state.app, path, newPath, cache_sync(state))
     return MoveData(
         path=result.path,
@@ -216,7 +217,7 @@ def move_file(
     )
 
 
-@tool("Delete note", DELETE_FILE, toolset="edit", writes=True, destructive=True)
+@tool("Delete note", DELETE_FILE, toolset="edit", writes=True, destructive=True, confirm=ask_delete)
 def delete_file(state: ServerState, path: NotePath) -> DeleteData:
     result = notes.delete_note(state.app, path, cache_sync(state))
     return DeleteData(
