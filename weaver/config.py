@@ -96,6 +96,7 @@ class Settings(BaseModel):
     public_url: str | None = None
     oauth_access_token_s: int = Field(default=3600, ge=60, le=86_400)
     oauth_refresh_token_s: int = Field(default=30 * 86_400, ge=3600, le=365 * 86_400)
+    audit_retention_days: int = Field(default=90, ge=0)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)
