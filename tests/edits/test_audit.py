@@ -66,6 +66,7 @@ def test_a_write_is_audited_under_its_client_with_its_edit_id(
     assert current_actor() == LOCAL
 
 
+@pytest.mark.both_backends
 def test_a_write_that_failed_leaves_no_row_claiming_it(
     app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +95,7 @@ def test_a_write_that_failed_leaves_no_row_claiming_it(
     assert "mine" not in (root / "n.md").read_text()
 
 
+@pytest.mark.both_backends
 def test_a_run_interrupted_midway_is_settled_by_recovery_under_its_client(
     app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,6 +159,7 @@ def test_old_rows_are_pruned_by_the_retention_setting(app: App, make_engine: Eng
     assert read_audit(app.db).total == 1
 
 
+@pytest.mark.both_backends
 def test_filters_by_client_note_folder_and_age(app: App) -> None:
     now = journal.now_ms()
     cli = Actor("cli", "cli", "cli", "weaver undo")

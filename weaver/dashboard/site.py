@@ -42,6 +42,7 @@ from weaver.dashboard.security import (
     session_value,
     token_matches,
 )
+from weaver.edits.attribution import Actor, acting_as
 from weaver.edits.audit import AuditPage, AuditQueryError, read_audit
 from weaver.edits.steps import NoteChangedError, NoteEditError
 from weaver.engine.workflow_errors import (
@@ -58,6 +59,7 @@ from weaver.search import SearchMode, SearchRequest
 MAX_FORM_BYTES = 1_000_000
 AUDIT_PER_PAGE = 50
 AUDIT_FILTERS = ("client", "note", "since")
+DASHBOARD = Actor("dashboard", "dashboard", "dashboard", "restore_edit")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -213,9 +215,10 @@ class Dashboard:
         if self.settings.read_only:
             raise FormError(403, "read_only is set: notes cannot be changed here")
         edit_id = request.path_params["edit_id"]
-        path = await anyio.to_thread.run_sync(
-            data.restore_note_edit, self.state, fields.get("path", ""), edit_id
-        )
+        with acting_as(DASHBOARD):  # the audit names the dashboard (its owner) for the undo
+            path = await anyio.to_thread.run_sync(
+                data.restore_note_edit, self.state, fields.get("path", ""), edit_id
+            )
         return RedirectResponse(f"/notes/{quote(path)}", status_code=303)
 
     async def workflows(self, request: Request) -> Response:
