@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import write_files
 from tests.mcp_server.test_cache_tools import Tools, serve, tools_of
+from tests.mcp_server.test_confirmation import Person
 from tests.mcp_server.test_oauth import (
     OWNER,
     Site,
@@ -174,3 +175,29 @@ def vault_of(tmp_path: Path) -> Path:
     return write_files(
         tmp_path / "vault", {"Plan.md": "# Plan\n[[Other]]\n", "Other.md": "[[Plan]]\n"}
     )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_limited_call_is_refused_before_the_person_is_asked(
+    tmp_path: Path, mode: str
+) -> None:
+    """A confirmation's dry run costs what the call does, and a "yes" then refused would waste
+    the person's attention: the limit comes first."""
+    files = {"A.md": "#old one\n", "B.md": "#old two\n", "C.md": "#old three\n"}
+    root = write_files(tmp_path / "vault", files)
+    settings = Settings(
+        vault=root, toolsets=EVERY_TOOLSET, rate_limit_bulk=1, rate_limit_local=True
+    )
+    served_app = serve(settings)
+    served_app.state.rate_limiter = RateLimiter(settings, clock=Clock())
+    person = Person("accept")
+    try:
+        async with Client(served_app.server, mode=mode, elicitation_callback=person) as client:
+            tools = Tools(client)
+            await tools.ok("rename_tag", tag="old", newTag="new")
+            refused = await tools.error("rename_tag", tag="new", newTag="newer")
+    finally:
+        served_app.app.close()
+    assert len(person.asked) == 1  # the first call only
+    assert refused.startswith("Rate limited:") and "rate_limit_bulk" in refused
+    assert "newer" not in (root / "A.md").read_text()

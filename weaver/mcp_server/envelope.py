@@ -296,7 +296,10 @@ class EnvelopeTool(Tool):
         if unknown:
             return fail(self.describe_unknown_arguments(unknown), started, self.cache_hit)
         # Before the SDK resolves anything: a confirmation's dry run costs what the call does.
-        refused = self.admit() if self.admit is not None else None
+        # A round answering the call's question (2026-07-28: `requestState` echoed, sealed by
+        # the SDK) continues a call already admitted, and is not charged again.
+        continues = context is not None and context.request_state is not None
+        refused = self.admit() if self.admit is not None and not continues else None
         if refused is not None:
             return refused
         try:
