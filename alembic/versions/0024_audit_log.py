@@ -39,6 +39,7 @@ def upgrade() -> None:
     )
     op.create_index("ix_audit_log_at", "audit_log", ["at"])
     op.create_index("ix_audit_log_client_at", "audit_log", ["client_id", "at"])
+    op.create_index("ix_audit_log_client_name_at", "audit_log", ["client_name", "at"])
     op.create_index("ix_audit_log_path_at", "audit_log", ["path", "at"])
     op.create_index("ix_audit_log_edit_id", "audit_log", ["edit_id"])
 
@@ -46,6 +47,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_audit_log_edit_id", table_name="audit_log")
     op.drop_index("ix_audit_log_path_at", table_name="audit_log")
+    op.drop_index("ix_audit_log_client_name_at", table_name="audit_log")
     op.drop_index("ix_audit_log_client_at", table_name="audit_log")
     op.drop_index("ix_audit_log_at", table_name="audit_log")
     op.drop_table("audit_log")

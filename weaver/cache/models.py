@@ -409,9 +409,11 @@ class AuditEntry(Base):
     detail: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
-        # The whole log by time (and its pruning); one client's writes; one note's writes.
+        # The whole log by time (and its pruning); one client's writes (by its id or its
+        # name: `client` matches either); one note's writes.
         Index("ix_audit_log_at", "at"),
         Index("ix_audit_log_client_at", "client_id", "at"),
+        Index("ix_audit_log_client_name_at", "client_name", "at"),
         Index("ix_audit_log_path_at", "path", "at"),
         Index("ix_audit_log_edit_id", "edit_id"),
     )
