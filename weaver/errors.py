@@ -24,6 +24,7 @@ WeaverError
 ├── ServiceError           `weaver service`: no service manager here, or one of its commands
 │                          failed (names the command and what it printed)
 ├── OAuthRequestError      an OAuth authorization request the consent page cannot take
+├── AuditQueryError        a filter of the audit log that cannot be read (weaver.edits.audit)
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped

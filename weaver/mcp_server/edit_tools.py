@@ -372,7 +372,7 @@ def _patch(
     return patch_data(result)
 
 
-@tool("Add tags", ADD_TAGS, toolset="tags", writes=True)
+@tool("Add tags", ADD_TAGS, toolset="tags", writes=True, rate_class="bulk")
 def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=tags, remove=[])
 
@@ -384,6 +384,7 @@ def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     writes=True,
     destructive=True,
     confirm=ask_remove_tags,
+    rate_class="bulk",
 )
 def remove_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=[], remove=tags)
@@ -412,6 +413,7 @@ def _tag_edit(
     writes=True,
     destructive=True,
     confirm=ask_rename_tag,
+    rate_class="bulk",
 )
 def rename_tag(
     state: ServerState,
