@@ -191,8 +191,9 @@ GET_DAILY_NOTE = """The daily note of a date (default today), found by the vault
 settings, with its content.
 
 The daily note of a date (default today), located by the vault's Daily
-notes settings (.obsidian/daily-notes.json: folder, moment.js date format): its path, whether
-it exists, and its content and contentHash when it does. Example: {"date": "2026-11-26"}."""
+notes settings (.obsidian/daily-notes.json: folder, moment.js date format; the Periodic Notes
+plugin's when it enables daily notes): its path, whether it exists, and its content and
+contentHash when it does. Example: {"date": "2026-11-26"}."""
 
 APPEND_TO_DAILY_NOTE = """Append text to the daily note of a date (default today), creating it from
 the template if needed.
