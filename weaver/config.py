@@ -162,6 +162,13 @@ class Settings(BaseModel):
     oauth_access_token_s: int = Field(default=3600, ge=60, le=86_400)
     oauth_refresh_token_s: int = Field(default=30 * 86_400, ge=3600, le=365 * 86_400)
     access: list[AccessRule] = Field(default_factory=list)
+    # Expensive calls each client may make per minute (0: unlimited), by class of call
+    # (`runtime.rate_limits`); `rate_limit_local` applies them to stdio and in-memory callers.
+    rate_limit_search: int = Field(default=60, ge=0, le=100_000)
+    rate_limit_graph: int = Field(default=60, ge=0, le=100_000)
+    rate_limit_bulk: int = Field(default=10, ge=0, le=100_000)
+    rate_limit_local: bool = False
+    audit_retention_days: int = Field(default=90, ge=0)
     workflow_dirs: list[Path] = Field(default_factory=list)
     history_retention_days: int = Field(default=30, ge=0)
     history_retention_count: int = Field(default=10_000, ge=0)

@@ -26,6 +26,7 @@ WeaverError
 ├── OAuthRequestError      an OAuth authorization request the consent page cannot take
 ├── AccessDeniedError      a remote client asked for a note outside its folders (names the
 │                          `access` rule and its globs)
+├── AuditQueryError        a filter of the audit log that cannot be read (weaver.edits.audit)
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
 └── CallTimeoutError       an MCP tool call ran past `tool_timeout_s` and was stopped

@@ -15,6 +15,7 @@ Toolset = Literal[
     "tasks",
     "canvas",
     "bases",
+    "periodic",
     "edit",
     "workflows",
     "records",

@@ -17,6 +17,7 @@ from tests.helpers import wait_for, write_files
 from weaver.dashboard.data import DAY_MS, RunFilters
 from weaver.dashboard.security import CSRF_COOKIE, SESSION_COOKIE, session_value
 from weaver.edits import patches
+from weaver.edits.audit import read_audit
 from weaver.runtime import cache_sync
 
 DEMO = Path(__file__).resolve().parents[2] / "demo-vault"
@@ -150,6 +151,8 @@ def test_the_note_page_lists_weavers_edits_and_undoes_the_latest(served: Served)
     undone = request(url, {"path": path, "csrf": token}, headers=headers)
     assert undone.status == 303 and undone.header("location") == [f"/notes/{path}"]
     assert (app.vault.root / path).read_bytes() == before
+    [audited] = read_audit(app.db, client="dashboard").items  # the undo names the dashboard
+    assert (audited.tool, audited.path, audited.outcome) == ("restore_edit", path, "written")
     again = request(url, {"path": path, "csrf": token}, headers=headers)
     assert again.status == 400 and "has changed since edit" in again.body
 

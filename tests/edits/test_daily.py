@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from tests.helpers import WriteNotes
-from weaver.edits import daily
+from weaver.edits import daily, periodic
 from weaver.edits.notes import NoteEditError
 from weaver.runtime.app import App
 
@@ -45,7 +45,7 @@ def test_bad_settings_and_dates_are_named(app: App, write_notes: WriteNotes) -> 
     with pytest.raises(NoteEditError, match=r"daily-notes.json is not valid JSON \(line 1"):
         daily.get_daily_note(app, None)
     with pytest.raises(NoteEditError, match="not a date"):
-        daily.parse_day("26/11/2026", dt.date.today())
+        periodic.parse_day("26/11/2026", dt.date.today())
 
 
 def test_missing_template_is_named(app: App, write_notes: WriteNotes) -> None:

@@ -201,7 +201,9 @@ async def test_a_bulk_edit_touching_a_note_outside_is_refused_before_any_change(
             )
             assert "move_file would rewrite links in 1 note it may not read" in error
             error = await tools.error("append_to_daily_note", text="hello")
-            assert "the daily note 'Journal/" in error
+            assert "the day's note 'Journal/" in error
+            error = await tools.error("append_to_periodic_note", period="day", text="hi")
+            assert "the day's note 'Journal/" in error
             dry = await tools.ok("rename_tag", tag="work", newTag="job", dryRun=True)
             assert {c["path"] for c in dry["changes"]} <= {
                 "Projects/Plan.md",
@@ -350,6 +352,7 @@ def test_a_tools_scope_follows_what_it_does() -> None:
     assert scopes["create_file"] == scopes["rename_tag"] == "weaver:write"
     assert scopes["trigger_workflow"] == "weaver:workflows"
     assert scopes["list_workflows"] == "weaver:read"
+    assert scopes["get_audit_log"] == "weaver:admin"
 
     @tool("Audit", "Who changed what.", toolset="system", scope="admin")
     def get_audit(state: object) -> None: ...

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.sql.expression import bindparam
 
+from weaver.cache import audit_log
 from weaver.cache.models import EditJournal, EditJournalNote
 
 PENDING, WRITTEN, SKIPPED, FAILED = "pending", "written", "skipped", "failed"
@@ -80,13 +81,18 @@ def begin_run(
     operation: str,
     arguments: dict[str, Any],
     notes: Sequence[PlannedNote],
+    actor: audit_log.Actor | None = None,
 ) -> int:
-    """Record a run and its notes, all pending, before the first of them is written."""
+    """Record a run and its notes, all pending, before the first of them is written, and with
+    an `actor` its audit rows (the same transaction: the audit never lacks a journalled run)."""
+    started = now_ms()
     run_id = conn.execute(
         insert(EditJournal)
-        .values(operation=operation, arguments=arguments, started=now_ms(), finished=None)
+        .values(operation=operation, arguments=arguments, started=started, finished=None)
         .returning(EditJournal.id)
     ).scalar_one()
+    if actor is not None:
+        audit_log.record_run(conn, int(run_id), actor, [n.path for n in notes], started)
     if notes:
         rows = [
             {
@@ -136,6 +142,7 @@ def finish_run(
         statement = update(EditJournalNote).where(*note).values(new_hash=bindparam("h"))
         conn.execute(statement, [{"p": p, "h": h} for p, h in new_hashes.items()])
     conn.execute(update(EditJournal).where(EditJournal.id == run_id).values(finished=now))
+    audit_log.settle_run(conn, run_id)
     prune(conn, now)
 
 

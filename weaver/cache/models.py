@@ -390,6 +390,35 @@ class EditJournalNote(Base):
     )
 
 
+class AuditEntry(Base):
+    """Who made one note's write by Weaver: one row per note of an edit-journal run (`edit_id`),
+    inserted with the run (`outcome` "pending") and settled with it ("written", "skipped",
+    "failed"), so a row never claims a write that did not land (`weaver.cache.audit_log`)."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[int] = mapped_column(BigInteger)
+    caller_kind: Mapped[str] = mapped_column(String)
+    client_id: Mapped[str] = mapped_column(String)
+    client_name: Mapped[str] = mapped_column(String)
+    tool: Mapped[str] = mapped_column(String)
+    path: Mapped[str] = mapped_column(String)
+    edit_id: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(String)
+    detail: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        # The whole log by time (and its pruning); one client's writes (by its id or its
+        # name: `client` matches either); one note's writes.
+        Index("ix_audit_log_at", "at"),
+        Index("ix_audit_log_client_at", "client_id", "at"),
+        Index("ix_audit_log_client_name_at", "client_name", "at"),
+        Index("ix_audit_log_path_at", "path", "at"),
+        Index("ix_audit_log_edit_id", "edit_id"),
+    )
+
+
 class NoteEmbedding(Base):
     """Which version of a note its chunks' vectors were made from, and by which model: a
     note is up to date when both match (see `weaver.cache.vectors`). No foreign key to

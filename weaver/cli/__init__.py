@@ -16,6 +16,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from weaver import __version__
 from weaver.cli.base_command import add_base_command
@@ -30,6 +31,9 @@ from weaver.cli.task_command import add_task_command
 from weaver.cli.task_edit_commands import add_task_edit_commands
 from weaver.cli.workflow_commands import add_workflow_commands
 from weaver.errors import ConfigError, DaemonError, WeaverError
+
+if TYPE_CHECKING:
+    from weaver.edits.attribution import Actor
 
 DESCRIPTION = """\
 Weaver keeps a searchable index of a folder of markdown notes (an Obsidian vault), serves it
@@ -63,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Only now that a command is chosen (not for --help or a usage error): these import
     # pydantic, SQLAlchemy and structlog.
     from weaver.config import load_settings
+    from weaver.edits.attribution import acting_as
     from weaver.log import configure_logging
     from weaver.runtime.settings_checks import SETTINGS_CHECKS
 
@@ -77,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         configure_logging(settings.log_level, settings.log_format)
         command: Command = args.command
-        return command(args, settings)
+        with acting_as(command_actor(command)):  # the audit names the command for its writes
+            return command(args, settings)
     except (ConfigError, DaemonError) as exc:
         print(f"weaver: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -96,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"weaver: {describe_failure(exc)}", file=sys.stderr)
         logging.getLogger("weaver").debug("command failed", exc_info=exc)
         return EXIT_FAILURE
+
+
+def command_actor(command: Command) -> Actor:
+    """`weaver tags rename` as the audit names it, from `cmd_tags_rename` (its function)."""
+    from weaver.edits.attribution import Actor
+
+    name = getattr(command, "__name__", "command").removeprefix("cmd_").replace("_", " ")
+    return Actor("cli", "cli", "cli", f"weaver {name}")
 
 
 def _is_corruption(exc: BaseException) -> bool:

@@ -1,6 +1,6 @@
-"""`weaver edits PATH` and `weaver undo PATH [--edit ID]`: a note's edits by Weaver and undoing
-one, kept apart from `weaver.cli` (which registers them) as a thin edge over
-`weaver.edits.history`."""
+"""`weaver edits PATH`, `weaver undo PATH [--edit ID]` and `weaver audit`: a note's edits by
+Weaver, undoing one, and which client made each write; kept apart from `weaver.cli` (which
+registers them) as a thin edge over `weaver.edits.history` and `weaver.edits.audit`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,27 @@ def add_edit_commands(commands: Any) -> None:
     )
     undo.add_argument("--json", action="store_true", help="print the result as JSON")
     undo.set_defaults(command=cmd_undo)
+    add_audit_command(commands)
+
+
+def add_audit_command(commands: Any) -> None:
+    audit = add_command(
+        commands,
+        "audit",
+        "list which client made each write by Weaver",
+        "One line per note written by Weaver, newest first: when, which client (an OAuth\n"
+        "client, the http_token, the local user, `weaver` commands, a workflow), with which tool,\n"
+        "the note, the edit id (`weaver undo --edit`) and the outcome. Kept audit_retention_days.",
+    )
+    audit.add_argument("--client", default=None, help="a client id or name (cli, a workflow id)")
+    audit.add_argument("--note", default=None, help="a note's path, or a folder ending in /")
+    audit.add_argument(
+        "--since", default=None, help="an age (30m, 12h, 7d, 2w) or an ISO date or time"
+    )
+    audit.add_argument("--limit", type=int, default=50, help="how many (default 50)")
+    audit.add_argument("--offset", type=int, default=0, help="how many to skip (paging)")
+    audit.add_argument("--json", action="store_true", help="print the page as JSON")
+    audit.set_defaults(command=cmd_audit)
 
 
 def cmd_edits(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,3 +128,50 @@ def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
     where = f" (it went to {change.trash_path})" if change.trash_path else ""
     print(f"{change.path}: edit {edit_id} undone{where}")
     return 0
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from weaver.cli.console import clip, format_table
+    from weaver.edits.audit import read_audit
+    from weaver.runtime.app import open_app
+
+    app = open_app(settings)
+    try:
+        page = read_audit(
+            app.db,
+            client=args.client,
+            note=args.note,
+            since=args.since,
+            limit=min(max(1, args.limit), 1000),
+            offset=max(0, args.offset),
+        )
+    finally:
+        app.close()
+    if args.json:
+        items = [asdict(item) for item in page.items]
+        print(json.dumps({"entries": items, "total": page.total, "offset": page.offset}))
+        return 0
+    rows = [
+        (
+            item.at,
+            clip(_client(item.caller_kind, item.client_name, item.client_id), 32),
+            item.tool,
+            item.path,
+            str(item.edit_id),
+            item.outcome,
+        )
+        for item in page.items
+    ]
+    header = ("WHEN (UTC)", "CLIENT", "TOOL", "NOTE", "EDIT", "OUTCOME")
+    print(format_table(header, rows) or "No writes recorded.")
+    if page.has_more:
+        shown = page.offset + len(rows)
+        print(f"... {page.total - shown} more (--offset {shown})")
+    return 0
+
+
+def _client(kind: str, name: str, client_id: str) -> str:
+    """`oauth: Claude (4f1c...)`: the kind, the name, and the id when the name is not it."""
+    if name == client_id:
+        return f"{kind}: {name}" if kind != name else kind
+    return f"{kind}: {name} ({client_id[:8]})"

@@ -42,6 +42,8 @@ from weaver.dashboard.security import (
     session_value,
     token_matches,
 )
+from weaver.edits.attribution import Actor, acting_as
+from weaver.edits.audit import AuditPage, AuditQueryError, read_audit
 from weaver.edits.steps import NoteChangedError, NoteEditError
 from weaver.engine.workflow_errors import (
     EngineUnavailableError,
@@ -55,6 +57,9 @@ from weaver.runtime.state import ServerState
 from weaver.search import SearchMode, SearchRequest
 
 MAX_FORM_BYTES = 1_000_000
+AUDIT_PER_PAGE = 50
+AUDIT_FILTERS = ("client", "note", "since")
+DASHBOARD = Actor("dashboard", "dashboard", "dashboard", "restore_edit")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -103,6 +108,7 @@ class Dashboard:
             Route("/bases/view", self._page(self.base_view)),
             Route("/notes/{path:path}", self._page(self.note)),
             Route("/edits/{edit_id:int}/restore", self._page(self.restore_edit), methods=["POST"]),
+            Route("/audit", self._page(self.audit)),
             Route("/graph", self._page(self.graph)),
             Route("/graph/data", self._page(self.graph_data)),
             Route("/events", self.events),
@@ -209,9 +215,10 @@ class Dashboard:
         if self.settings.read_only:
             raise FormError(403, "read_only is set: notes cannot be changed here")
         edit_id = request.path_params["edit_id"]
-        path = await anyio.to_thread.run_sync(
-            data.restore_note_edit, self.state, fields.get("path", ""), edit_id
-        )
+        with acting_as(DASHBOARD):  # the audit names the dashboard (its owner) for the undo
+            path = await anyio.to_thread.run_sync(
+                data.restore_note_edit, self.state, fields.get("path", ""), edit_id
+            )
         return RedirectResponse(f"/notes/{quote(path)}", status_code=303)
 
     async def workflows(self, request: Request) -> Response:
@@ -270,6 +277,35 @@ class Dashboard:
         view = await anyio.to_thread.run_sync(data.search_notes, self.state, asked)
         return self.render(
             request, "search.html", s=view.results, error=view.error, per_page=view.results.limit
+        )
+
+    async def audit(self, request: Request) -> Response:
+        """Which client made each write, newest first, filtered as `weaver audit` filters."""
+        filters = {name: request.query_params.get(name, "").strip() for name in AUDIT_FILTERS}
+        offset = _int(request.query_params.get("offset"), 0)
+
+        def load() -> AuditPage:
+            return read_audit(
+                self.state.app.db, **filters, limit=AUDIT_PER_PAGE, offset=max(0, offset)
+            )
+
+        error = None
+        try:
+            found = await anyio.to_thread.run_sync(load)
+        except AuditQueryError as exc:  # a filter that cannot be read: said beside the form
+            found, error = AuditPage((), 0, 0), str(exc)
+
+        def page_query(at: int) -> str:
+            return urlencode({k: v for k, v in (filters | {"offset": str(at)}).items() if v})
+
+        return self.render(
+            request,
+            "audit.html",
+            a=found,
+            filters=filters,
+            error=error,
+            per_page=AUDIT_PER_PAGE,
+            page_query=page_query,
         )
 
     async def tasks(self, request: Request) -> Response:

@@ -5,6 +5,8 @@
   frontmatter keys, tags), one core `patch_note` over the pure transforms of `weaver.markdown`.
 - `tags`: a tag renamed across the vault (journalled), tags added or removed on given notes.
 - `journal`: finishing, at the next start, a journalled change a killed process left midway.
-- `daily`: daily notes and templates from the vault's `.obsidian` settings.
+- `periodic`: daily, weekly, monthly, quarterly and yearly notes where the vault's `.obsidian`
+  settings (core Daily notes, Periodic Notes, Calendar) put them; `daily` its day period.
+- `templates`: template notes filled in, and the `.obsidian` settings files read.
 - `canvases`: a `.canvas` file read, and changed one edit at a time through the same step.
 """

@@ -46,6 +46,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from weaver.cache import graph as cache_graph
 from weaver.cache import journal
 from weaver.edits import gate
+from weaver.edits.attribution import Actor, current_actor
 from weaver.errors import NoteNotFoundError, VaultError
 from weaver.vault.fs import MAX_NOTE_BYTES, Vault
 from weaver.vault.note_locks import NoteLocks
@@ -325,13 +326,21 @@ def finish_outcomes(app: Notes, run_id: int | None, outcomes: Sequence[NoteOutco
 
 
 def begin_run(
-    app: Notes, operation: str, arguments: dict[str, Any], notes: Sequence[journal.PlannedNote]
+    app: Notes,
+    operation: str,
+    arguments: dict[str, Any],
+    notes: Sequence[journal.PlannedNote],
+    actor: Actor | None = None,
 ) -> int | None:
-    """Journal a run before its first write; None (and a warning) when the cache cannot be
-    written: the write still goes ahead, and the answer says it cannot be undone."""
+    """Journal a run before its first write, with its audit rows (for `actor`, by default
+    whoever the edge says is writing); None (and a warning) when the cache cannot be written:
+    the write still goes ahead, and the answer says it cannot be undone."""
+    who = actor or current_actor()
+    if not who.tool:  # an edge that named no tool: the operation says what wrote
+        who = Actor(who.kind, who.client_id, who.name, operation)
     try:
         with app.db.begin() as conn:
-            return journal.begin_run(conn, operation, arguments, notes)
+            return journal.begin_run(conn, operation, arguments, notes, who)
     except SQLAlchemyError as exc:
         gate.warn(
             f"the edit history could not be written ({_reason(exc)}): this change cannot be "
@@ -433,7 +442,8 @@ class VaultAndCache:
 class JournalledWriter(VaultWriter):
     """The `VaultWriter` a workflow writes through: each change a step like the tools' (the
     note's lock, a settled read, the size bound, the journal keeping what it replaced), so a
-    workflow's edit is serialised with every other write of the note and can be undone."""
+    workflow's edit is serialised with every other write of the note and can be undone.
+    `actor`: who the audit names for its writes (a workflow; by default whoever is writing)."""
 
     def __init__(
         self,
@@ -441,11 +451,13 @@ class JournalledWriter(VaultWriter):
         operation: str,
         arguments: dict[str, Any],
         on_write: Callable[[str, str], None] | None = None,
+        actor: Actor | None = None,
     ) -> None:
         super().__init__(notes.vault, on_write=on_write)
         self._notes = notes
         self._operation = operation
         self._arguments = arguments
+        self._actor = actor
 
     def write_bytes(
         self, path: str, data: bytes, *, create_only: bool = False, sync_folder: bool = True
@@ -496,7 +508,7 @@ class JournalledWriter(VaultWriter):
                 journal.PlannedNote(dst, digest(replaced), digest(moving), old_data=replaced),
             ]
             arguments = self._arguments | {"from": src, "to": dst}
-            run_id = begin_run(self._notes, self._operation, arguments, entries)
+            run_id = begin_run(self._notes, self._operation, arguments, entries, self._actor)
             try:
                 moved = super().move(src, dst, overwrite=overwrite)
             except BaseException as exc:
@@ -521,7 +533,7 @@ class JournalledWriter(VaultWriter):
         self, path: str, old: bytes | None, new: bytes | None, write: Callable[[], str]
     ) -> str:
         planned = journal.PlannedNote(path, digest(old), digest(new), old_data=old)
-        run_id = begin_run(self._notes, self._operation, self._arguments, [planned])
+        run_id = begin_run(self._notes, self._operation, self._arguments, [planned], self._actor)
         try:
             result = write()
         except BaseException as exc:

@@ -22,6 +22,7 @@ from weaver.cache import executions
 from weaver.cache.executions import COMPLETED, FAILED, RUNNING, ExecutionRecord
 from weaver.cache.records import WorkflowRecords
 from weaver.config import Settings
+from weaver.edits.attribution import Actor
 from weaver.edits.steps import JournalledWriter, VaultAndCache
 from weaver.engine.context import CacheReader, Trigger, WorkflowContext, trigger_from_row
 from weaver.engine.definition import Workflow
@@ -170,6 +171,7 @@ class Executor:
                 f"workflow {workflow.id}",
                 {"execution": execution_id},
                 on_write=record_write,
+                actor=Actor("workflow", workflow.id, workflow.id, f"workflow {workflow.id}"),
             ),
             records=WorkflowRecords(
                 self._db, workflow.id, execution_id=execution_id, before_write=refuse_if_cancelled

@@ -1,4 +1,4 @@
-"""Retention: how much run history, workflow records and change feed the cache keeps.
+"""Retention: how much run history, workflow records, change feed and audit log the cache keeps.
 
 Applied when an engine starts and then hourly while it polls (`prune_if_due`); the settings'
 0 means no limit.
@@ -12,7 +12,7 @@ import structlog
 from sqlalchemy import Engine
 from structlog.typing import FilteringBoundLogger
 
-from weaver.cache import executions, feed
+from weaver.cache import audit_log, executions, feed
 from weaver.cache.records import prune_superseded
 from weaver.config import Settings
 from weaver.engine.registry import Registry
@@ -37,7 +37,8 @@ class Retention:
     def prune(self, now: int | None = None) -> int:
         """Ended executions by the history settings, superseded workflow records by each
         workflow's `records_retention_days`, the engine's own writes and the change feed by
-        their fixed spans. Returns how many executions and records went."""
+        their fixed spans, the audit log by `audit_retention_days`. Returns how many
+        executions and records went."""
         now = time.time_ns() // 1_000_000 if now is None else now
         self._last = time.monotonic()
         days = self._settings.history_retention_days
@@ -50,6 +51,8 @@ class Retention:
             )
             executions.prune_writes(conn, now - WRITE_MEMORY_MS)
             feed.prune(conn, now)
+            if self._settings.audit_retention_days > 0:
+                audit_log.prune(conn, now - self._settings.audit_retention_days * DAY_MS)
         if removed:
             self._log.info("execution history pruned", removed=removed)
         for workflow in self._registry:

@@ -19,6 +19,7 @@ graph_tools.py   get_neighbors, find_path, get_hubs, get_graph and the lookups (
 write_tools.py   create_file, update_file, move_file, delete_file (left out when read_only)
 edit_tools.py    edit_file and the other edits inside notes, tag edits, daily notes,
                  get_files_content
+periodic_tools.py  get_periodic_note, append_to_periodic_note (day .. year notes)
 history_tools.py list_edits, restore_edit
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records

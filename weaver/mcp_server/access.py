@@ -7,8 +7,9 @@ and the first `[[access]]` rule naming it decides which notes it may read and wr
   `http_token` have all), less what its rule's `scopes` leave out.
 - **Folders.** Every argument naming a note (`PATH_ARGUMENTS`) is checked before the tool
   runs: against the rule's `write` globs where the tool writes it, else its `read` globs. An
-  edit touching notes no argument names (rename_tag, append_to_daily_note) checks them
-  itself, before it changes anything (`refuse_unwritable`). Answers are filtered in one
+  edit touching notes no argument names (a tag rename, the links a move rewrites, the note
+  of a date's period) has them checked first too, by a dry run (`touching_refusal`), before
+  it asks the person to confirm or changes anything. Answers are filtered in one
   place (`filter_answer`): a row naming a note outside the read globs is dropped; the few
   tools whose answers cannot be filtered so (`UNFILTERABLE`) are withheld from a caller
   whose reading is limited.
@@ -18,14 +19,14 @@ and the first `[[access]]` rule naming it decides which notes it may read and wr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from weaver.config import SCOPE_PREFIX, Settings
-from weaver.edits import notes
+from weaver.edits import notes, periodic
 from weaver.edits import tags as tag_edits
-from weaver.errors import AccessDeniedError, WeaverError
+from weaver.errors import WeaverError
 from weaver.mcp_server.caller import Caller, current_caller
 from weaver.runtime.app import App
 from weaver.runtime.oauth_server import SCOPES
@@ -43,7 +44,7 @@ PATH_ARGUMENTS: Mapping[str, bool] = {
     "file": False,
 }
 # Arguments narrowing a listing to a folder: not refused, the answer is filtered anyway.
-FOLDER_ARGUMENTS = frozenset({"directory", "folder"})
+FOLDER_ARGUMENTS = frozenset({"directory", "folder", "note"})  # get_audit_log's `note`
 # Named like paths, but not paths: a heading or block inside a canvas card's note.
 NOT_PATH_ARGUMENTS = frozenset({"subpath"})
 
@@ -63,7 +64,10 @@ UNFILTERABLE: Mapping[str, str] = {
     "get_workflow_records": "workflow records name notes anywhere in the vault",
     "get_workflow_history": "workflow runs name notes anywhere in the vault",
     "get_workflow_status": "workflow runs name notes anywhere in the vault",
+    "get_audit_log": "the audit log names notes anywhere in the vault",
 }
+# Appends to the note of a date's period, whose path the tool works out.
+PERIODIC_APPENDS = frozenset({"append_to_daily_note", "append_to_periodic_note"})
 # Workflows write where they were written to: a caller that may write only some folders
 # cannot start them.
 UNBOUNDED_WRITES = frozenset({"trigger_workflow"})
@@ -144,8 +148,9 @@ def scope_refusal(tool: str, scope: str, grant: Grant) -> str | None:
         )
     held = ", ".join(sorted(grant.scopes)) or "none"
     return (
-        f"Access denied: {tool} needs the scope {scope!r}, which this client was not granted "
-        f"(it has: {held}): authorize the client again and grant {scope!r} on the consent page"
+        f"Access denied: {tool} needs the scope {scope!r}, which client {grant.caller.name!r} "
+        f"was not granted (it has: {held}): authorize the client again and grant {scope!r} on "
+        "the consent page"
     )
 
 
@@ -206,26 +211,21 @@ def touching_refusal(app: App, grant: Grant, tool: str, arguments: Mapping[str, 
         elif tool == "move_file":
             preview = notes.preview_move(app, arguments["path"], arguments["newPath"])
             what, touched = "move_file would rewrite links in", set(preview.rewrites)
+        elif tool in PERIODIC_APPENDS:
+            period = arguments.get("period", "day")
+            path = periodic.periodic_path(app, period, arguments.get("date"))
+            # Its path follows from the date asked: the refusal may name it.
+            return (
+                None
+                if grant.may_write(path)
+                else grant.refuse_write(f"the {period}'s note", [path], named_by_caller=True)
+            )
         else:
             return None
-    except (WeaverError, KeyError, TypeError, AttributeError):
+    except (WeaverError, KeyError, TypeError, AttributeError, ValueError):
         return None
     outside = sorted(path for path in touched if not grant.may_write(path))
     return grant.refuse_write(what, outside) if outside else None
-
-
-def refuse_unwritable(
-    settings: Settings, paths: Iterable[str], what: str = "note", named_by_caller: bool = False
-) -> None:
-    """Raise `AccessDeniedError` if the caller may not write one of `paths`: the check an edit
-    makes of the notes it found itself, before it changes any. `named_by_caller`: the caller
-    knows these paths (its arguments name them), so the refusal may name them all."""
-    grant = current_grant(settings)
-    if grant.write is None:
-        return
-    outside = sorted({path for path in paths if not grant.may_write(path)})
-    if outside:
-        raise AccessDeniedError(grant.refuse_write(what, outside, named_by_caller))
 
 
 def filter_answer(grant: Grant, envelope: dict[str, Any]) -> dict[str, Any]:

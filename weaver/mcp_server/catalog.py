@@ -29,6 +29,8 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
 from weaver.config import SCOPE_PREFIX, AccessScope, Toolset
+from weaver.edits.attribution import Actor, acting_as
+from weaver.mcp_server.caller import current_caller
 from weaver.mcp_server.confirmation import (
     CONFIRMATION,
     Question,
@@ -41,9 +43,11 @@ from weaver.mcp_server.envelope import (
     fail,
     lean_parameters,
     make_tool,
+    rate_limited,
     unwrap,
 )
 from weaver.mcp_server.schemas import Envelope
+from weaver.runtime.rate_limits import RateClass
 from weaver.runtime.state import ServerState
 
 
@@ -64,6 +68,8 @@ class ToolSpec:
     what the call would change, or says None when it needs no confirmation.
     `scope`: the OAuth scope a caller needs to see and call it, where it is not the one its
     kind implies (`required_scope`): `admin` for the owner's tools.
+    `rate_class`: an expensive call, limited per client (`runtime.rate_limits`): checked before
+    anything else of the call runs, its confirmation's dry run included.
     `help`: the tool's whole help (`weaver://help/{tool}`); its first paragraph, what the tool
     is for and when to use it, is the description tools/list carries (every client puts that
     list into the model's context on every turn: the detail waits until it is asked for).
@@ -93,6 +99,8 @@ class ToolSpec:
         if self.writes:
             return SCOPE_PREFIX + ("workflows" if self.toolset == "workflows" else "write")
         return SCOPE_PREFIX + "read"
+
+    rate_class: RateClass | None = None
 
     @property
     def description(self) -> str:
@@ -143,6 +151,7 @@ def tool(
     confirm: Question | None = None,
     using: Callable[[ServerState], object] | None = None,
     scope: AccessScope | None = None,
+    rate_class: RateClass | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDef]:
     """Declare the function as a tool named after it; `cache_hit` defaults to not `writes`."""
 
@@ -162,6 +171,7 @@ def tool(
             arguments=arguments,
             confirm=confirm,
             scope=scope,
+            rate_class=rate_class,
         )
         return ToolDef(spec, fn, using)
 
@@ -220,7 +230,16 @@ def bind(found: ToolDef, state: ServerState, supplied: object) -> EnvelopeTool:
         lean_parameters(tool)
     if spec.confirm is not None:
         install_confirmation(tool, state, spec.confirm)
+    if spec.rate_class is not None:
+        tool.admit = functools.partial(admit, state, spec.rate_class, spec.cache_hit)
     return tool
+
+
+def admit(state: ServerState, rate_class: RateClass, cache_hit: bool) -> CallToolResult | None:
+    """None when the caller may make this call now; else the refusal naming its rate limit."""
+    caller = current_caller()
+    limited = state.rate_limits().take(caller.client_id, caller.kind == "local", rate_class)
+    return None if limited is None else rate_limited(limited, cache_hit)
 
 
 class BoundTool:
@@ -245,10 +264,16 @@ class BoundTool:
         self.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
 
     async def __call__(self, **arguments: Any) -> Any:
+        """The call, its writes attributed to its caller and the tool (the audit log)."""
+        spec = self._found.spec
+        caller = current_caller()
+        with acting_as(Actor(caller.kind, caller.client_id, caller.name, spec.name)):
+            return await self._call(spec, arguments)
+
+    async def _call(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
         fn = self._found.fn
         if self._is_async:
             return await fn(self._supplied, **arguments)
-        spec = self._found.spec
         if CONFIRMATION in arguments:
             reason = refusal(spec.name, arguments.pop(CONFIRMATION))
             if reason is not None:

@@ -6,7 +6,6 @@ the settings say `read_only = true`; get_files_content and get_daily_note only r
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -15,7 +14,6 @@ from weaver.edits import daily, notes, patches
 from weaver.edits import tags as tag_edits
 from weaver.errors import VaultError
 from weaver.markdown import patch
-from weaver.mcp_server.access import refuse_unwritable
 from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.questions import ask_remove_tags, ask_rename_tag
@@ -193,8 +191,9 @@ GET_DAILY_NOTE = """The daily note of a date (default today), found by the vault
 settings, with its content.
 
 The daily note of a date (default today), located by the vault's Daily
-notes settings (.obsidian/daily-notes.json: folder, moment.js date format): its path, whether
-it exists, and its content and contentHash when it does. Example: {"date": "2026-11-26"}."""
+notes settings (.obsidian/daily-notes.json: folder, moment.js date format; the Periodic Notes
+plugin's when it enables daily notes): its path, whether it exists, and its content and
+contentHash when it does. Example: {"date": "2026-11-26"}."""
 
 APPEND_TO_DAILY_NOTE = """Append text to the daily note of a date (default today), creating it from
 the template if needed.
@@ -374,7 +373,7 @@ def _patch(
     return patch_data(result)
 
 
-@tool("Add tags", ADD_TAGS, toolset="tags", writes=True)
+@tool("Add tags", ADD_TAGS, toolset="tags", writes=True, rate_class="bulk")
 def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=tags, remove=[])
 
@@ -386,6 +385,7 @@ def add_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     writes=True,
     destructive=True,
     confirm=ask_remove_tags,
+    rate_class="bulk",
 )
 def remove_tags(state: ServerState, paths: Paths, tags: TagList) -> TagEditData:
     return _tag_edit(state, paths, add=[], remove=tags)
@@ -414,6 +414,7 @@ def _tag_edit(
     writes=True,
     destructive=True,
     confirm=ask_rename_tag,
+    rate_class="bulk",
 )
 def rename_tag(
     state: ServerState,
@@ -491,11 +492,5 @@ def append_to_daily_note(
     text: Annotated[str, Field(description="Markdown to append")],
     date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
 ) -> DailyAppendData:
-    # The daily note's path follows from the date asked: the refusal may name it.
-    writable = functools.partial(
-        refuse_unwritable, state.app.settings, what="the daily note", named_by_caller=True
-    )
-    result = daily.append_to_daily_note(
-        state.app, text, date, cache_sync(state), check=lambda path: writable([path])
-    )
+    result = daily.append_to_daily_note(state.app, text, date, cache_sync(state))
     return DailyAppendData(**dict(patch_data(result.patched)), created=result.created)

@@ -10,11 +10,14 @@ Errors are translated here and only here: a `WeaverError` becomes its own messag
 a wrong path probably meant: `hints`), a database failure "Database error", an unreadable file
 "Cannot read file", arguments that fail validation or that the tool does not take "Invalid
 arguments: <argument>: <reason>", anything unexpected "Internal error" (logged), always as an
-envelope. Why: docs/architecture.md, "mcp_server/envelope.py".
+envelope. A call over its client's rate limit (`runtime.rate_limits`, checked by the catalog)
+is refused with `retryAfterSeconds` beside `error`. Why: docs/architecture.md,
+"mcp_server/envelope.py".
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,6 +39,7 @@ from weaver.errors import CallTimeoutError, InvalidPathError, NoteNotFoundError,
 from weaver.mcp_server.hints import with_hint
 from weaver.mcp_server.schemas import Metadata, lean_schema
 from weaver.mcp_server.sizing import ANSWER_TOKEN_BOUND, estimate_tokens
+from weaver.runtime.rate_limits import RateLimited
 from weaver.runtime.state import ServerState
 
 log = structlog.get_logger(__name__)
@@ -83,6 +87,18 @@ def ok(
 
 def fail(message: str, started: float, cache_hit: bool) -> CallToolResult:
     return _result({"success": False, "error": message, "metadata": _metadata(started, cache_hit)})
+
+
+def rate_limited(refusal: RateLimited, cache_hit: bool) -> CallToolResult:
+    """A call over its client's rate limit: the error names the limit and says when to retry,
+    in its text and as `retryAfterSeconds` (rounded up: a retry then succeeds)."""
+    envelope = {
+        "success": False,
+        "error": refusal.message,
+        "retryAfterSeconds": math.ceil(refusal.retry_after_s),
+        "metadata": _metadata(time.perf_counter(), cache_hit),
+    }
+    return _result(envelope)
 
 
 def text_for_window(result: CallToolResult, tool: str, protocol: str | None) -> CallToolResult:
@@ -266,6 +282,8 @@ class EnvelopeTool(Tool):
     """A tool whose argument errors are envelopes too, and whose calls are counted."""
 
     on_call: Callable[[], None] | None = Field(default=None, exclude=True)
+    # Whether the caller may make the call now (its rate limit): None, or the refusal.
+    admit: Callable[[], CallToolResult | None] | None = Field(default=None, exclude=True)
     cache_hit: bool = Field(default=True, exclude=True)
     # The output schema with its descriptions, for the tool's help (`tool_help`).
     result_schema: dict[str, Any] | None = Field(default=None, exclude=True)
@@ -282,6 +300,13 @@ class EnvelopeTool(Tool):
         unknown = sorted(arguments.keys() - self.parameters.get("properties", {}).keys())
         if unknown:
             return fail(self.describe_unknown_arguments(unknown), started, self.cache_hit)
+        # Before the SDK resolves anything: a confirmation's dry run costs what the call does.
+        # A round answering the call's question (2026-07-28: `requestState` echoed, sealed by
+        # the SDK) continues a call already admitted, and is not charged again.
+        continues = context is not None and context.request_state is not None
+        refused = self.admit() if self.admit is not None and not continues else None
+        if refused is not None:
+            return refused
         try:
             result = await super().run(arguments, context, convert_result=False)
         except ToolError as exc:

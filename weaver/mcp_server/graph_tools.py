@@ -196,7 +196,7 @@ class GraphViews:
             return self.graphs.get(conn)
 
 
-@tool("Note neighbours", GET_NEIGHBORS, toolset="graph", using=GraphViews.of)
+@tool("Note neighbours", GET_NEIGHBORS, toolset="graph", using=GraphViews.of, rate_class="graph")
 def get_neighbors(
     views: GraphViews,
     path: NotePath,
@@ -250,7 +250,14 @@ def get_neighbors(
     )
 
 
-@tool("Shortest link path", FIND_PATH, toolset="graph", using=GraphViews.of, output=PathData)
+@tool(
+    "Shortest link path",
+    FIND_PATH,
+    toolset="graph",
+    using=GraphViews.of,
+    output=PathData,
+    rate_class="graph",
+)
 def find_path(
     views: GraphViews, source: NotePath, target: NotePath, relation: Relation = None
 ) -> BaseModel:
@@ -264,7 +271,7 @@ def find_path(
     return NoData() if found is None else PathData(path=found, length=len(found) - 1)
 
 
-@tool("Central notes", GET_HUBS, toolset="graph", using=GraphViews.of)
+@tool("Central notes", GET_HUBS, toolset="graph", using=GraphViews.of, rate_class="graph")
 def get_hubs(
     views: GraphViews,
     metric: Literal["in_degree", "out_degree", "pagerank"] = "in_degree",
@@ -292,7 +299,14 @@ def get_hubs(
     )
 
 
-@tool("Link graph", GET_GRAPH, toolset="graph", using=GraphViews.of, output=GraphData)
+@tool(
+    "Link graph",
+    GET_GRAPH,
+    toolset="graph",
+    using=GraphViews.of,
+    output=GraphData,
+    rate_class="graph",
+)
 def get_graph(
     views: GraphViews,
     directory: Annotated[Filter, Field(description="Folder, with its subfolders")] = None,

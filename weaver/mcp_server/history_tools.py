@@ -1,6 +1,8 @@
-"""A note's edits by Weaver (list_edits) and undoing one (restore_edit). Thin edges over
-`weaver.edits.history`. list_edits only reads and is always offered; restore_edit writes and
-is not registered when the settings say `read_only = true`.
+"""A note's edits by Weaver (list_edits), undoing one (restore_edit), and who made the writes
+(get_audit_log, for admins). Thin edges over `weaver.edits.history` and `weaver.edits.audit`.
+list_edits only reads and is always offered; restore_edit writes and is not registered when the
+settings say `read_only = true`; get_audit_log is in the "system" toolset, and answers only a
+caller with the `weaver:admin` scope (the local user and the http_token have every scope).
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from typing import Annotated
 from pydantic import Field
 
 from weaver.edits import history
-from weaver.mcp_server.arguments import HistoryLimit, NotePath, Offset
+from weaver.edits.audit import read_audit
+from weaver.errors import WeaverError
+from weaver.mcp_server.arguments import Filter, HistoryLimit, NotePath, Offset
+from weaver.mcp_server.caller import current_caller
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
 from weaver.mcp_server.write_tools import cache_sync
@@ -47,6 +52,31 @@ class RestoreData(WireModel):
     )
     cache_synced: bool
 
+
+class AuditEntryItem(WireModel):
+    at: str = Field(description="When the write was journalled (ISO 8601, UTC)")
+    caller_kind: str = Field(description="local, token (http_token), oauth, cli or workflow")
+    client_id: str = Field(description="The client's stable id (an OAuth client id, a workflow)")
+    client_name: str = Field(description="The name a person reads (an OAuth client's own)")
+    tool: str = Field(description="The tool, command or workflow that wrote")
+    path: str
+    edit_id: int = Field(description="The edit history's entry (list_edits, restore_edit)")
+    outcome: str = Field(description="written, skipped, failed; pending while it runs")
+    detail: str | None = Field(description="Why a write was skipped or failed")
+
+
+class AuditLogData(WireModel):
+    entries: list[AuditEntryItem]
+    total: int = Field(description="Entries matching the filters, over all pages")
+    offset: int
+    has_more: bool = Field(description="More entries: call again with offset + len(entries)")
+
+
+class AdminOnlyError(WeaverError):
+    """A tool for admins called by a client whose grant lacks `weaver:admin`."""
+
+
+ADMIN_SCOPE = "weaver:admin"
 
 LIST_EDITS = """A note's recent writes by Weaver, newest first: what restore_edit can undo.
 
@@ -102,4 +132,42 @@ def restore_edit(
         restored_edit=editId,
         trash_path=change.trash_path,
         cache_synced=change.cache_synced,
+    )
+
+
+GET_AUDIT_LOG = """Who changed what: every write by Weaver with its client, tool, note and edit
+id, newest first (admins only).
+
+Every write by Weaver, one entry per note, newest first: which client made it (`callerKind`
+local, token, oauth, cli or workflow; `clientId`, `clientName`), with which `tool`, when, the
+`editId` its edit history keeps (list_edits, restore_edit) and its `outcome` (written, skipped,
+failed). Filters: `client` (an id or name), `note` (a path, or a folder ending in "/"),
+`since` (an age such as "7d" or "12h", or an ISO date). Needs the weaver:admin scope. Example:
+{"client": "Claude", "since": "7d"}."""
+
+
+@tool("Audit log", GET_AUDIT_LOG, toolset="system", cache_hit=False, scope="admin")
+def get_audit_log(
+    state: ServerState,
+    client: Annotated[Filter, Field(description="A client id or name")] = None,
+    note: Annotated[Filter, Field(description="A note path, or a folder ending in '/'")] = None,
+    since: Annotated[Filter, Field(description="An age (30m, 12h, 7d) or ISO date")] = None,
+    limit: HistoryLimit = 50,
+    offset: Offset = 0,
+) -> AuditLogData:
+    caller = current_caller()
+    if not caller.has_scope(ADMIN_SCOPE):
+        raise AdminOnlyError(
+            f"Forbidden: get_audit_log needs the {ADMIN_SCOPE} scope, which client "
+            f"{caller.name!r} was not granted (a client asks for it when it is authorized; "
+            "scripts can use http_token)"
+        )
+    page = read_audit(
+        state.app.db, client=client, note=note, since=since, limit=limit, offset=offset
+    )
+    return AuditLogData(
+        entries=[AuditEntryItem.model_validate(item, from_attributes=True) for item in page.items],
+        total=page.total,
+        offset=offset,
+        has_more=page.has_more,
     )

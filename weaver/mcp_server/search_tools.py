@@ -103,7 +103,7 @@ how much of the vault the vectors cover. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
-@tool("Full-text search", SEARCH_NOTES, toolset="search")
+@tool("Full-text search", SEARCH_NOTES, toolset="search", rate_class="search")
 def search_notes(
     state: ServerState,
     query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],

@@ -83,7 +83,7 @@ not yet embedded cannot appear). Needs semantic search (the `semantic` extra).
 Example: {"path": "concepts/graph.md", "limit": 10, "unlinkedOnly": true}."""
 
 
-@tool("Similar notes", GET_SIMILAR_NOTES, toolset="search")
+@tool("Similar notes", GET_SIMILAR_NOTES, toolset="search", rate_class="search")
 def get_similar_notes(
     state: ServerState,
     path: NotePath,

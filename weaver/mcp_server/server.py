@@ -29,6 +29,7 @@ from weaver.mcp_server import (
     edit_tools,
     graph_tools,
     history_tools,
+    periodic_tools,
     record_tools,
     search_tools,
     semantic_tools,
@@ -72,6 +73,7 @@ TOOL_MODULES = (
     record_tools,
     write_tools,
     edit_tools,
+    periodic_tools,
     history_tools,
     task_edit_tools,
 )
@@ -109,6 +111,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
         query_base answers one view (rows, columns, groups, summaries) as the app shows it;
         query_notes asks a property question in the same language (a filter, formulas, a
         sort) without a file.""",
+    "periodic": """get_periodic_note finds the day, week, month, quarter or year note of a date
+        by the vault's Periodic Notes settings; when writes are enabled,
+        append_to_periodic_note appends to it, creating it from its template.""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from weaver.edits import daily, notes
+from weaver.edits import notes, templates
 from weaver.edits.steps import CacheSync
 from weaver.mcp_server.arguments import NotePath
 from weaver.mcp_server.catalog import tool
@@ -168,7 +168,7 @@ def create_file(
     text = content
     if template is not None:
         now = dt.datetime.now().astimezone()
-        filled = daily.render_template_note(app, template, path, now)
+        filled = templates.render_template_note(app, template, path, now)
         text = filled + ("\n" + content if content and filled else content)
     return written(notes.create_note(app, path, text, frontmatter, tags, cache_sync(state)))
 

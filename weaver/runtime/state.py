@@ -23,6 +23,7 @@ from weaver.cache.graph import (
 from weaver.cache.read import VaultStats
 from weaver.runtime.app import App
 from weaver.runtime.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
+from weaver.runtime.rate_limits import RateLimiter
 from weaver.search import SearchSources
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
@@ -97,6 +98,9 @@ class ServerState:
     folder_prefixes: ByVersion[PrefixIndex] = field(
         default_factory=folder_prefixes_cache, repr=False
     )
+    # The per-client rate limits of expensive calls (made from the settings on first use; a
+    # test sets one with its own clock).
+    rate_limiter: RateLimiter | None = field(default=None, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
     _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 
@@ -107,6 +111,11 @@ class ServerState:
         self.watcher = None
         self.writer = False
         self.reconcile_error = None
+
+    def rate_limits(self) -> RateLimiter:
+        if self.rate_limiter is None:
+            self.rate_limiter = RateLimiter(self.app.settings)
+        return self.rate_limiter
 
     def read_threads(self) -> anyio.CapacityLimiter:
         """The worker threads cache reads share (made on first use, in the event loop).
