@@ -18,7 +18,7 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -26,6 +26,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_core import ErrorDetails
@@ -39,6 +40,7 @@ from weaver.toolsets import ALL_TOOLSETS as ALL_TOOLSETS
 from weaver.toolsets import DEFAULT_TOOLSETS as DEFAULT_TOOLSETS
 from weaver.toolsets import TOOLSETS as TOOLSETS
 from weaver.toolsets import Toolset as Toolset
+from weaver.vault.globs import PathGlobs
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
@@ -74,6 +76,69 @@ HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}
 SHOWN_VALUE_CHARS = 100  # a bad value is quoted in the error up to this length
 
 
+AccessScope = Literal["read", "write", "workflows", "admin"]
+ACCESS_SCOPES: tuple[AccessScope, ...] = get_args(AccessScope)
+SCOPE_PREFIX = "weaver:"
+HTTP_TOKEN_RULE = "http_token"  # the rule `client` naming the bearer token's holders
+ANY_CLIENT = "*"
+
+
+class AccessRule(BaseModel):
+    """What one remote client may do (`[[access]]` in the settings): the folders it may read
+    and write, and at most which scopes. The first rule naming a caller applies to it; a
+    caller no rule names may do everything its token allows; the local user (stdio) is never
+    limited."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    client: str = Field(min_length=1)
+    read: list[str] = Field(default_factory=lambda: ["**"])
+    # Unset: the same folders as `read` (a client writes where it reads, unless told less).
+    write: list[str] | None = None
+    scopes: list[str] | None = None
+
+    @field_validator("read", "write")
+    @classmethod
+    def _valid_globs(cls, globs: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if globs is not None:
+            try:
+                PathGlobs.of(globs)
+            except ValueError as exc:
+                client = info.data.get("client")
+                raise ValueError(f"{exc}, in the rule for client {client!r}") from None
+        return globs
+
+    @field_validator("scopes")
+    @classmethod
+    def _known_scopes(cls, scopes: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if scopes is None:
+            return None
+        names = [scope.removeprefix(SCOPE_PREFIX) for scope in scopes]
+        unknown = [name for name in names if name not in ACCESS_SCOPES]
+        if unknown:
+            raise ValueError(
+                f"unknown scope {unknown[0]!r} in the rule for client {info.data.get('client')!r};"
+                f" expected some of {', '.join(ACCESS_SCOPES)}"
+            )
+        return [SCOPE_PREFIX + name for name in ACCESS_SCOPES if name in names]
+
+    @property
+    def read_globs(self) -> PathGlobs:
+        return PathGlobs.of(self.read)
+
+    @property
+    def write_globs(self) -> PathGlobs:
+        return PathGlobs.of(self.read if self.write is None else self.write)
+
+    def names(self, kind: str, client_id: str, name: str) -> bool:
+        """Whether this rule applies to a remote caller of this kind, id and name."""
+        if self.client == ANY_CLIENT:
+            return True
+        if kind == "token":
+            return self.client == HTTP_TOKEN_RULE
+        return self.client in (client_id, name)
+
+
 class Settings(BaseModel):
     """Everything Weaver can be told. Each field is documented in `config/weaver.toml`."""
 
@@ -96,6 +161,7 @@ class Settings(BaseModel):
     public_url: str | None = None
     oauth_access_token_s: int = Field(default=3600, ge=60, le=86_400)
     oauth_refresh_token_s: int = Field(default=30 * 86_400, ge=3600, le=365 * 86_400)
+    access: list[AccessRule] = Field(default_factory=list)
     # Expensive calls each client may make per minute (0: unlimited), by class of call
     # (`runtime.rate_limits`); `rate_limit_local` applies them to stdio and in-memory callers.
     rate_limit_search: int = Field(default=60, ge=0, le=100_000)

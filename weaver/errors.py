@@ -24,6 +24,8 @@ WeaverError
 ├── ServiceError           `weaver service`: no service manager here, or one of its commands
 │                          failed (names the command and what it printed)
 ├── OAuthRequestError      an OAuth authorization request the consent page cannot take
+├── AccessDeniedError      a remote client asked for a note outside its folders (names the
+│                          `access` rule and its globs)
 ├── AuditQueryError        a filter of the audit log that cannot be read (weaver.edits.audit)
 ├── SemanticUnavailableError  semantic search not installed, or its model cannot load
 │   └── ModelLoadingError  the model is being built or loaded: not ready yet, with progress
@@ -47,6 +49,10 @@ class ConfigError(WeaverError):
 class OAuthRequestError(WeaverError):
     """An authorization request the consent page cannot take: an unknown client, a redirect
     URI it did not register, a scope or resource this server does not grant."""
+
+
+class AccessDeniedError(WeaverError):
+    """A note outside the folders the caller's `access` rule lets it read or write."""
 
 
 class TaskQueryError(WeaverError):

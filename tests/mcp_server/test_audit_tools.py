@@ -105,7 +105,7 @@ async def test_the_audit_log_is_refused_to_a_client_without_the_admin_scope(vaul
             refused = await phone.error("get_audit_log")
             # What it may do, it still does.
             await phone.ok("get_stats")
-    assert "needs the weaver:admin scope" in refused
+    assert "needs the scope 'weaver:admin'" in refused  # answered before the tool runs
     assert "'Phone assistant'" in refused
 
 

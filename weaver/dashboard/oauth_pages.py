@@ -4,7 +4,8 @@
 - `/oauth/consent` is where the authorization endpoint sends the owner's browser. It names the
   client and the scopes, and asks for the owner's secret (`http_token`) with every yes: a
   consent is rare, and the page is reachable from anywhere the server is, so no cookie alone
-  may grant a client the vault. Yes redirects to the client with a code and its `state`; no
+  may grant a client the vault. The owner may leave some of the scopes out of the grant
+  (`WITHHOLD` boxes). Yes redirects to the client with a code and its `state`; no
   with `access_denied`.
 - `/oauth/clients` lists the registered clients and their live grants, each with a button that
   revokes them (the client's tokens stop working at its next request). It needs the dashboard's
@@ -15,6 +16,7 @@ Every POST carries the dashboard's CSRF token, and the guard's Host and Origin c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -43,6 +45,9 @@ from weaver.runtime.oauth_server import OwnerAuthorizationServer
 MAX_FORM_BYTES = 100_000
 Handler = Callable[[Request], Awaitable[Response]]
 
+# A consent form's checkbox leaving a scope out of the grant: `withhold:weaver:write`. Ticked
+# to leave out, so a form sent without the boxes grants what was asked, as before.
+WITHHOLD = "withhold:"
 # What each scope lets a client do, as the consent page says it.
 SCOPE_MEANINGS = {
     "weaver:read": "read every note, tag, link, task and search",
@@ -107,7 +112,11 @@ class OAuthPages:
         csrf = request.cookies.get(CSRF_COOKIE)
         token = csrf or new_csrf_token()
         html = self.templates.get_template(template).render(
-            csrf=token, csrf_field=CSRF_FIELD, scope_meanings=SCOPE_MEANINGS, **context
+            csrf=token,
+            csrf_field=CSRF_FIELD,
+            scope_meanings=SCOPE_MEANINGS,
+            withhold=WITHHOLD,
+            **context,
         )
         response = HTMLResponse(html, status_code=status)
         if csrf is None:
@@ -151,7 +160,13 @@ class OAuthPages:
         if not self.server.owner_secret_matches(form.get("secret", "")):
             error = "Wrong secret: enter this Weaver's http_token"
             return self.render(request, "oauth_consent.html", 401, ask=asked, error=error)
-        return RedirectResponse(await self.server.issue_code(asked), status_code=303)
+        # The owner may leave out some of the scopes asked for: the grant holds the rest.
+        kept = tuple(scope for scope in asked.scopes if not form.get(WITHHOLD + scope))
+        if not kept:
+            error = "Every scope is left out, so there is nothing to allow: press Deny instead"
+            return self.render(request, "oauth_consent.html", 400, ask=asked, error=error)
+        granted = dataclasses.replace(asked, scopes=kept)
+        return RedirectResponse(await self.server.issue_code(granted), status_code=303)
 
     async def clients(self, request: Request) -> Response:
         if request.method == "POST":

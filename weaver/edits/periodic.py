@@ -221,6 +221,17 @@ def get_periodic_note(
     return PeriodicNote(path, period, start.isoformat(), True, text, sha256(data), settings.source)
 
 
+def periodic_path(
+    app: Notes, period: Period, day: str | None, now: dt.datetime | None = None
+) -> str:
+    """The path of the note of the period holding a date (today by default): where
+    `append_to_periodic_note` writes, for a check of who may write there first."""
+    now = now or dt.datetime.now().astimezone()
+    settings = read_period_settings(app.vault, period)
+    start = period_start(period, parse_day(day, now.date()), settings.week)
+    return app.vault.note_path(periodic_note_path(settings, start))
+
+
 def append_to_periodic_note(
     app: Notes,
     period: Period,

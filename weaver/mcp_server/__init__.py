@@ -24,6 +24,7 @@ history_tools.py list_edits, restore_edit
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records
 system_tools.py  health_check (the report of `runtime.health_report`)
+access.py        scopes and folder grants: tools a caller sees, paths it may name, rows it reads
 guard.py         Host and Origin checks on HTTP (`host.serve` mounts the app)
 """
 

@@ -28,7 +28,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel
 
-from weaver.config import Toolset
+from weaver.config import SCOPE_PREFIX, AccessScope, Toolset
 from weaver.edits.attribution import Actor, acting_as
 from weaver.mcp_server.caller import current_caller
 from weaver.mcp_server.confirmation import (
@@ -66,6 +66,8 @@ class ToolSpec:
     Python parameters (`async`).
     `confirm`: a destructive call asks the person first (`confirmation`): this dry run words
     what the call would change, or says None when it needs no confirmation.
+    `scope`: the OAuth scope a caller needs to see and call it, where it is not the one its
+    kind implies (`required_scope`): `admin` for the owner's tools.
     `rate_class`: an expensive call, limited per client (`runtime.rate_limits`): checked before
     anything else of the call runs, its confirmation's dry run included.
     `help`: the tool's whole help (`weaver://help/{tool}`); its first paragraph, what the tool
@@ -86,6 +88,18 @@ class ToolSpec:
     output: type[BaseModel] | None = None
     arguments: type[ArgModelBase] | None = None
     confirm: Question | None = None
+    scope: AccessScope | None = None
+
+    @property
+    def required_scope(self) -> str:
+        """`weaver:read` to read, `weaver:write` to change notes, `weaver:workflows` to run
+        workflows (the workflow toolset's tools that write), or the spec's own `scope`."""
+        if self.scope is not None:
+            return SCOPE_PREFIX + self.scope
+        if self.writes:
+            return SCOPE_PREFIX + ("workflows" if self.toolset == "workflows" else "write")
+        return SCOPE_PREFIX + "read"
+
     rate_class: RateClass | None = None
 
     @property
@@ -136,6 +150,7 @@ def tool(
     arguments: type[ArgModelBase] | None = None,
     confirm: Question | None = None,
     using: Callable[[ServerState], object] | None = None,
+    scope: AccessScope | None = None,
     rate_class: RateClass | None = None,
 ) -> Callable[[Callable[..., Any]], ToolDef]:
     """Declare the function as a tool named after it; `cache_hit` defaults to not `writes`."""
@@ -155,6 +170,7 @@ def tool(
             output=output,
             arguments=arguments,
             confirm=confirm,
+            scope=scope,
             rate_class=rate_class,
         )
         return ToolDef(spec, fn, using)

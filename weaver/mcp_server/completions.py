@@ -36,6 +36,7 @@ from mcp_types import (
 from weaver.cache import browse, read
 from weaver.engine import WorkflowEngine
 from weaver.errors import suggest
+from weaver.mcp_server.access import Grant, current_grant, scope_of
 from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions, client_connection
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp
 from weaver.runtime.state import ServerState
@@ -46,7 +47,19 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 
 
 def complete(state: ServerState, argument: str, value: str) -> Completion:
-    """Values for one argument (by name) that start with `value`, or close to it."""
+    """Values for one argument (by name) that start with `value`, or close to it; for a
+    caller confined to some folders (`access`), only paths inside them."""
+    grant = current_grant(state.app.settings)
+    if scope_of("read") not in grant.scopes or (grant.read is not None and argument != "path"):
+        return Completion(values=[], total=0, has_more=False)  # folders and tags: vault-wide
+    completion = _complete(state, argument, value)
+    if grant.read is None:
+        return completion
+    values = [path for path in completion.values if grant.may_read(path)]
+    return Completion(values=values, has_more=completion.has_more)
+
+
+def _complete(state: ServerState, argument: str, value: str) -> Completion:
     with read.read_snapshot(state.app.db) as conn:
         if argument == "path":
             # As typed first: one range of the primary key, with no index to build or keep up.
@@ -89,6 +102,10 @@ class LogLevels:
     by_client: weakref.WeakKeyDictionary[Connection, str] = field(
         default_factory=weakref.WeakKeyDictionary
     )
+    # The grant of a client confined to some folders: it hears only of notes inside them.
+    grants: weakref.WeakKeyDictionary[Connection, Grant] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     def hears(self, connection: Connection, level: str) -> bool:
         wanted = self.by_client.get(connection)
@@ -100,11 +117,23 @@ class LogLevels:
             kinds.setdefault(event.kind, []).append(event.path)
         data = {"event": "vault changed", **{k: v[:20] for k, v in kinds.items()}}
         for connection in [c for c in list(self.by_client) if self.hears(c, "info")]:
+            grant = self.grants.get(connection)
+            if grant is not None:
+                data = _readable_events(grant, kinds)
+                if len(data) == 1:
+                    continue  # nothing it may read changed
             with warnings.catch_warnings():
                 # The SDK warns that 2026-07-28 drops logging; clients of the 2025
                 # versions, which asked for it with logging/setLevel, still take it.
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await connection.log("info", data, logger="weaver")  # never raises
+
+
+def _readable_events(grant: Grant, kinds: dict[str, list[str]]) -> dict[str, Any]:
+    """The vault-changed message with only the notes `grant` may read (none without read)."""
+    readable = scope_of("read") in grant.scopes
+    found = {k: [p for p in v if readable and grant.may_read(p)][:20] for k, v in kinds.items()}
+    return {"event": "vault changed", **{k: v for k, v in found.items() if v}}
 
 
 def install_completions(
@@ -132,7 +161,11 @@ def install_completions(
 
     async def on_set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
         if sessions:
-            levels.by_client[client_connection(ctx)] = params.level
+            connection = client_connection(ctx)
+            levels.by_client[connection] = params.level
+            grant = current_grant(state.app.settings)
+            if grant.read is not None or scope_of("read") not in grant.scopes:
+                levels.grants[connection] = grant
             subscriptions.watch(state)
         return EmptyResult()
 

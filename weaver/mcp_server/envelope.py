@@ -67,6 +67,11 @@ def _result(envelope: dict[str, Any]) -> CallToolResult:
     )
 
 
+def envelope_result(envelope: dict[str, Any]) -> CallToolResult:
+    """A tool's result carrying this envelope (one built, or changed, outside `answer`)."""
+    return _result(envelope)
+
+
 # What a tool's work returns: its result model, or the model's wire form built directly (for
 # answers of thousands of items, where a model per item costs more than the answer's encoding).
 Data = BaseModel | dict[str, Any]

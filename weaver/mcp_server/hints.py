@@ -22,6 +22,7 @@ from weaver.errors import (
     did_you_mean,
     suggest,
 )
+from weaver.mcp_server.access import current_grant
 from weaver.runtime.state import ServerState
 from weaver.vault.fs import is_canvas_path
 from weaver.views.names import MatchedOn
@@ -48,6 +49,9 @@ def with_hint(state: ServerState, error: NoteNotFoundError | InvalidPathError) -
     except Exception as exc:  # the hint is a courtesy: the error stands without it
         log.warning("no hint for a path not found", error=type(exc).__name__)
         return message
+    # A client confined to some folders is not told of notes outside them.
+    grant = current_grant(state.app.settings)
+    suggestions = [path for path in suggestions if grant.may_read(path)]
     if not suggestions:
         return message
     if message.endswith(")"):  # "Invalid path: 'x' (not a markdown note; did you mean ...?)"

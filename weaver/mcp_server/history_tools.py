@@ -146,7 +146,7 @@ failed). Filters: `client` (an id or name), `note` (a path, or a folder ending i
 {"client": "Claude", "since": "7d"}."""
 
 
-@tool("Audit log", GET_AUDIT_LOG, toolset="system", cache_hit=False)
+@tool("Audit log", GET_AUDIT_LOG, toolset="system", cache_hit=False, scope="admin")
 def get_audit_log(
     state: ServerState,
     client: Annotated[Filter, Field(description="A client id or name")] = None,

@@ -21,6 +21,8 @@ from typing import Annotated, Literal
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import Field
 from sqlalchemy import Connection
 
@@ -29,6 +31,7 @@ from weaver.cache.read import FileFilters, FileOrder
 from weaver.cache.task_agenda import TaskSection, agenda_queries, read_sections
 from weaver.cache.task_queries import FoundTask
 from weaver.errors import NoteNotFoundError, SemanticUnavailableError
+from weaver.mcp_server.access import reading_refusal
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.hints import check_folder
 from weaver.mcp_server.sizing import fit_text
@@ -219,6 +222,9 @@ def _by_day(section: TaskSection, date_field: str) -> str:
 
 def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def run(build: Callable[[], str]) -> str:
+        refusal = reading_refusal(state.app.settings, "this prompt")
+        if refusal is not None:  # MCPError: the SDK hides any other error's message
+            raise MCPError(code=INVALID_PARAMS, message=refusal)
         await state.wait_ready()
         return await anyio.to_thread.run_sync(build)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from weaver.edits import notes
 from weaver.edits import tags as tag_edits
+from weaver.mcp_server.access import current_grant
 from weaver.runtime.state import ServerState
 
 # The notes a question names; the rest are counted ("and 12 more"), keeping the question
@@ -27,7 +28,11 @@ def ask_delete(state: ServerState, arguments: Mapping[str, Any]) -> str:
     linked = preview.linked_from
     if not linked:
         return f"{said} No note links to it."
-    return f"{said} {_notes(len(linked))} link to it; those links will be broken: {_named(linked)}"
+    shown, hidden = _readable(state, linked)
+    return (
+        f"{said} {_notes(len(linked))} link to it; those links will be broken: "
+        f"{_named(shown, hidden)}"
+    )
 
 
 def ask_move(state: ServerState, arguments: Mapping[str, Any]) -> str | None:
@@ -37,10 +42,11 @@ def ask_move(state: ServerState, arguments: Mapping[str, Any]) -> str | None:
     if len(rewrites) <= state.app.settings.confirm_move_notes:
         return None
     links = sum(rewrites.values())
-    named = [f"{path} ({count})" for path, count in sorted(rewrites.items())]
+    shown, hidden = _readable(state, sorted(rewrites))
+    named = [f"{path} ({rewrites[path]})" for path in shown]
     return (
         f"Move the note {preview.path!r} to {preview.new_path!r}? Links to it will be "
-        f"rewritten in {_notes(len(rewrites))} ({links} links): {_named(named)}"
+        f"rewritten in {_notes(len(rewrites))} ({links} links): {_named(named, hidden)}"
     )
 
 
@@ -54,9 +60,10 @@ def ask_rename_tag(state: ServerState, arguments: Mapping[str, Any]) -> str | No
     if not plan.changes:
         return None
     paths = sorted({change.path for change in plan.changes})
+    shown, hidden = _readable(state, paths)
     return (
         f"Rename the tag #{plan.old} to #{plan.new} in every note? {len(plan.changes)} lines "
-        f"change in {_notes(len(paths))}: {_named(paths)}"
+        f"change in {_notes(len(paths))}: {_named(shown, hidden)}"
     )
 
 
@@ -74,10 +81,23 @@ def _notes(count: int) -> str:
     return "1 note" if count == 1 else f"{count} notes"
 
 
-def _named(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:NAMED_NOTES])
+def _readable(state: ServerState, paths: Sequence[str]) -> tuple[list[str], int]:
+    """The paths the caller may read (its `access` rule), and how many others: the question
+    goes to the client, which must not learn the names of notes outside its folders."""
+    grant = current_grant(state.app.settings)
+    shown = [path for path in paths if grant.may_read(path)]
+    return shown, len(paths) - len(shown)
+
+
+def _named(items: Sequence[str], hidden: int = 0) -> str:
+    said = ", ".join(items[:NAMED_NOTES])
     more = len(items) - NAMED_NOTES
-    return f"{shown}, and {more} more." if more > 0 else f"{shown}."
+    if more > 0:
+        said += f", and {more} more"
+    if hidden:
+        unread = f"{_notes(hidden)} this client may not read"
+        said = f"{said}, and {unread}" if said else unread
+    return f"{said}."
 
 
 def _no_sync(expected: Mapping[str, str | None]) -> bool:

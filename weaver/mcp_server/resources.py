@@ -48,8 +48,9 @@ from mcp_types import (
 )
 
 from weaver.cache import browse, read
-from weaver.errors import WeaverError, did_you_mean, suggest
+from weaver.errors import AccessDeniedError, WeaverError, did_you_mean, suggest
 from weaver.mcp_server import base_resources, task_resources
+from weaver.mcp_server.access import current_grant, reading_refusal, scope_of
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
 from weaver.runtime.state import ServerState
@@ -250,18 +251,22 @@ def install_resources(
             subscriptions.listening.add(client_connection(ctx))
             subscriptions.watch(state)
         after = _after(params.cursor)
+        grant = current_grant(app.settings)
+        if scope_of("read") not in grant.scopes:
+            return ListResourcesResult(resources=[])  # not allowed to read: nothing to list
 
         def page() -> list[browse.NoteListing]:
             with read.read_snapshot(app.db) as conn:
                 return browse.notes_after(conn, after, PAGE_SIZE)
 
         notes = await anyio.to_thread.run_sync(page)
-        resources = [*VAULT_RESOURCES] if after is None else []
+        resources = [*VAULT_RESOURCES] if after is None and grant.read is None else []
         resources += [
             Resource(
                 uri=note_uri(n.path), name=n.path, title=n.title, mime_type=MARKDOWN, size=n.size
             )
             for n in notes
+            if grant.may_read(n.path)  # a page may come out short: its cursor goes on
         ]
         more = len(notes) == PAGE_SIZE
         return ListResourcesResult(
@@ -282,6 +287,10 @@ def install_resources(
         )
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        uri = str(params.uri)
+        refusal = reading_refusal(app.settings, f"the resource {uri}", note_path(uri))
+        if refusal is not None and help_name(uri) is None:
+            raise MCPError(code=INVALID_PARAMS, message=refusal, data={"uri": uri})
         subscriptions.watch(state)
         connection = client_connection(ctx)
         subscriptions.listening.add(connection)
@@ -349,6 +358,9 @@ def _read(state: ServerState, uri: str, helps: ToolHelp | None) -> tuple[str, st
         name = help_name(uri)
         if name is not None and helps is not None:
             return _read_help(helps, name), MARKDOWN
+        refusal = reading_refusal(state.app.settings, f"the resource {uri}", note_path(uri))
+        if refusal is not None:
+            raise AccessDeniedError(refusal)
         return _read_text(state, uri)
     except (WeaverError, OSError) as exc:
         message = str(exc) if isinstance(exc, WeaverError) else "Cannot read file"

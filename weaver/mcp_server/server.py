@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import ProtectedResourceMetadata
 from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import Tool as MCPTool
 
 import weaver
-from weaver.config import TOOLSETS, Toolset
+from weaver.config import TOOLSETS, Settings, Toolset
 from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server import (
     base_tools,
@@ -36,9 +39,17 @@ from weaver.mcp_server import (
     workflow_tools,
     write_tools,
 )
+from weaver.mcp_server.access import (
+    Grant,
+    argument_refusal,
+    current_grant,
+    filter_answer,
+    tool_refusal,
+    touching_refusal,
+)
 from weaver.mcp_server.catalog import ToolSpec, bind_tools, defs_of
 from weaver.mcp_server.completions import install_completions
-from weaver.mcp_server.envelope import fail, unwrap
+from weaver.mcp_server.envelope import envelope_result, fail, text_for_window, unwrap
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.tool_help import ToolHelp
@@ -152,10 +163,31 @@ class WeaverServer(MCPServer[ServerState]):
     an envelope, with the tools the client probably meant (the SDK's own answer is a bare
     "Unknown tool: x" text, which a model cannot correct from); a write tool this server leaves
     out (a reader, or read_only) or whose toolset it does not serve is answered with why, and how
-    to have it."""
+    to have it.
+
+    Tools are bound once per server, but callers differ (`access`): tools/list leaves out what
+    the caller may not use, a call of one is refused with why, a path argument outside its
+    folders is refused before the tool runs, and an answer loses the rows it may not read."""
 
     # A tool left out -> why, for the error answering a call of it (`build_server` sets it).
     withheld: Mapping[str, str] = MappingProxyType({})
+    # The tools' specs, by name, and the settings holding the access rules (`build_server`).
+    specs: Mapping[str, ToolSpec] = MappingProxyType({})
+    access_settings: Settings | None = None
+    access_state: ServerState | None = None
+
+    def caller_grant(self) -> Grant | None:
+        return None if self.access_settings is None else current_grant(self.access_settings)
+
+    def refusal(self, name: str, grant: Grant | None) -> str | None:
+        spec = self.specs.get(name)
+        if grant is None or spec is None:
+            return None
+        return tool_refusal(name, spec.required_scope, grant)
+
+    async def list_tools(self) -> list[MCPTool]:
+        grant = self.caller_grant()
+        return [t for t in await super().list_tools() if self.refusal(t.name, grant) is None]
 
     async def call_tool(
         self,
@@ -163,14 +195,57 @@ class WeaverServer(MCPServer[ServerState]):
         arguments: dict[str, Any],
         context: Context[ServerState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        started = time.perf_counter()
         if name in self.withheld:
-            return fail(self.withheld[name], time.perf_counter(), False)
+            return fail(self.withheld[name], started, False)
+        grant = self.caller_grant()
         if self._tool_manager.get_tool(name) is None:
-            known = [tool.name for tool in self._tool_manager.list_tools()]
+            known = [
+                t.name for t in self._tool_manager.list_tools() if not self.refusal(t.name, grant)
+            ]
             close = suggest(name, known)
             hint = f" ({did_you_mean(close)})" if close else f" (the tools: {', '.join(known)})"
-            return fail(f"Unknown tool: {name!r}{hint}", time.perf_counter(), False)
-        return await super().call_tool(name, arguments, context)
+            return fail(f"Unknown tool: {name!r}{hint}", started, False)
+        spec = self.specs.get(name)
+        refusal = self.refusal(name, grant)
+        if refusal is None and grant is not None and spec is not None:
+            refusal = argument_refusal(grant, spec.writes, arguments)
+            if refusal is None and spec.writes and grant.write is not None:
+                refusal = await self.touching_refusal(grant, name, arguments)
+        if refusal is not None:
+            return fail(refusal, started, False)
+        result = await super().call_tool(name, arguments, context)
+        if grant is None or grant.read is None or not isinstance(result, CallToolResult):
+            return result
+        return self.readable_answer(name, grant, result, context)
+
+    async def touching_refusal(
+        self, grant: Grant, name: str, arguments: dict[str, Any]
+    ) -> str | None:
+        """`access.touching_refusal` on the cache, once it is ready (a dry run in a thread)."""
+        if self.access_state is None:
+            return None
+        state = self.access_state
+        await state.wait_ready()
+        check = functools.partial(touching_refusal, state.app, grant, name, arguments)
+        return await anyio.to_thread.run_sync(check)
+
+    def readable_answer(
+        self,
+        name: str,
+        grant: Grant,
+        result: CallToolResult,
+        context: Context[ServerState, Any] | None,
+    ) -> CallToolResult:
+        """`result` without the rows naming notes `grant` may not read."""
+        envelope = result.structured_content
+        if not isinstance(envelope, dict):
+            return result
+        readable = filter_answer(grant, envelope)
+        if readable == envelope:
+            return result
+        protocol = context.protocol_version if context is not None else None
+        return text_for_window(envelope_result(readable), name, protocol)
 
 
 def withheld_tools(state: ServerState) -> dict[str, str]:
@@ -273,6 +348,9 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     if provider is not None:
         install_root_resource_metadata(server, auth_settings(settings))
     server.withheld = withheld
+    server.specs = MappingProxyType({each.spec.name: each.spec for each in found})
+    server.access_settings = settings
+    server.access_state = state
     helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
     subscriptions = install_resources(server, state, sessions, helps)
     install_completions(server, state, subscriptions, sessions, helps)
