@@ -70,6 +70,7 @@ def arguments(tool: str, required: list[str], note: str, other: str, x: Extremes
         "paths": [note, other],
         "workflowId": "markdown-analyzer",
         "executionId": "no-such-execution",
+        "period": "day",  # today's note: the one a vault is most likely to have
     }
     missing = [name for name in required if name not in fillers]
     if missing:
