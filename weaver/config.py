@@ -34,13 +34,13 @@ from pydantic_core import ErrorDetails
 from weaver.errors import ConfigError
 from weaver.installation import extra_command
 from weaver.obsidian_app import list_known_vaults
+from weaver.path_globs import PathGlobs
 
 # Re-exported: the settings are where the rest of Weaver reads the toolsets from.
 from weaver.toolsets import ALL_TOOLSETS as ALL_TOOLSETS
 from weaver.toolsets import DEFAULT_TOOLSETS as DEFAULT_TOOLSETS
 from weaver.toolsets import TOOLSETS as TOOLSETS
 from weaver.toolsets import Toolset as Toolset
-from weaver.vault.globs import PathGlobs
 
 DEFAULT_CONFIG = Path("config") / "weaver.toml"
 DATABASE_URL_FORMS = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"

@@ -46,8 +46,8 @@ from weaver.mcp_server.caller import Caller
 from weaver.mcp_server.catalog import ToolSpec, defs_of, tool
 from weaver.mcp_server.completions import _readable_events
 from weaver.mcp_server.server import TOOL_MODULES
+from weaver.path_globs import PathGlobs
 from weaver.runtime.oauth_server import HTTP_TOKEN_CLIENT, SCOPES, GrantAccessToken
-from weaver.vault.globs import PathGlobs
 
 pytestmark = pytest.mark.anyio
 

@@ -28,9 +28,9 @@ from weaver.edits import notes, periodic
 from weaver.edits import tags as tag_edits
 from weaver.errors import WeaverError
 from weaver.mcp_server.caller import Caller, current_caller
+from weaver.path_globs import PathGlobs
 from weaver.runtime.app import App
 from weaver.runtime.oauth_server import SCOPES
-from weaver.vault.globs import PathGlobs
 
 # An argument naming a note or a folder (or a list of them), and whether a tool that
 # writes writes it (True) or only reads it (a template, a card's note).
