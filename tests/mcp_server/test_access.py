@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -44,10 +45,11 @@ from weaver.mcp_server.access import (
 )
 from weaver.mcp_server.caller import Caller
 from weaver.mcp_server.catalog import ToolSpec, defs_of, tool
-from weaver.mcp_server.completions import _readable_events
+from weaver.mcp_server.completions import LogLevels, readable_events
 from weaver.mcp_server.server import TOOL_MODULES
 from weaver.path_globs import PathGlobs
 from weaver.runtime.oauth_server import HTTP_TOKEN_CLIENT, SCOPES, GrantAccessToken
+from weaver.vault.events import NoteModified
 
 pytestmark = pytest.mark.anyio
 
@@ -311,12 +313,35 @@ async def test_resources_follow_the_read_folders(site: Served) -> None:
 def test_a_confined_client_hears_only_of_changes_it_may_read() -> None:
     grant = grant_for(Settings(vault=Path(), access=[RULE]), caller_named(PHONE))
     changes = {"modified": ["Private/Diary.md", "Projects/Plan.md"], "deleted": [OUTSIDE]}
-    assert _readable_events(grant, changes) == {
+    assert readable_events(grant, changes) == {
         "event": "vault changed",
         "modified": ["Projects/Plan.md"],
     }
     blind = grant_for(Settings(vault=Path()), caller_named(PHONE, ("weaver:write",)))
-    assert _readable_events(blind, changes) == {"event": "vault changed"}
+    assert readable_events(blind, changes) == {"event": "vault changed"}
+
+
+async def test_a_confined_client_does_not_narrow_what_the_others_hear() -> None:
+    """Each connection hears its own message: the confined one first must not leave its
+    filtered message to the unconfined one after it."""
+
+    class Listener:
+        def __init__(self) -> None:
+            self.heard: list[Any] = []
+
+        async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+            self.heard.append(data)
+
+    confined, owner = Listener(), Listener()
+    levels = LogLevels()
+    levels.by_client[confined] = "info"  # type: ignore[index]
+    levels.by_client[owner] = "info"  # type: ignore[index]
+    levels.grants[confined] = grant_for(  # type: ignore[index]
+        Settings(vault=Path(), access=[RULE]), caller_named(PHONE)
+    )
+    await levels.tell([NoteModified("Projects/Plan.md"), NoteModified(OUTSIDE)])
+    assert confined.heard == [{"event": "vault changed", "modify": ["Projects/Plan.md"]}]
+    assert owner.heard == [{"event": "vault changed", "modify": ["Projects/Plan.md", OUTSIDE]}]
 
 
 async def test_a_rule_for_http_token_confines_scripts(tmp_path: Path) -> None:

@@ -115,13 +115,12 @@ class LogLevels:
         kinds: dict[str, list[str]] = {}
         for event in events:
             kinds.setdefault(event.kind, []).append(event.path)
-        data = {"event": "vault changed", **{k: v[:20] for k, v in kinds.items()}}
+        everything = {"event": "vault changed", **{k: v[:20] for k, v in kinds.items()}}
         for connection in [c for c in list(self.by_client) if self.hears(c, "info")]:
             grant = self.grants.get(connection)
-            if grant is not None:
-                data = _readable_events(grant, kinds)
-                if len(data) == 1:
-                    continue  # nothing it may read changed
+            data = everything if grant is None else readable_events(grant, kinds)
+            if grant is not None and len(data) == 1:
+                continue  # nothing it may read changed
             with warnings.catch_warnings():
                 # The SDK warns that 2026-07-28 drops logging; clients of the 2025
                 # versions, which asked for it with logging/setLevel, still take it.
@@ -129,7 +128,7 @@ class LogLevels:
                 await connection.log("info", data, logger="weaver")  # never raises
 
 
-def _readable_events(grant: Grant, kinds: dict[str, list[str]]) -> dict[str, Any]:
+def readable_events(grant: Grant, kinds: dict[str, list[str]]) -> dict[str, Any]:
     """The vault-changed message with only the notes `grant` may read (none without read)."""
     readable = scope_of("read") in grant.scopes
     found = {k: [p for p in v if readable and grant.may_read(p)][:20] for k, v in kinds.items()}
