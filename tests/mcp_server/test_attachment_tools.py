@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp_types import ImageContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import BlobResourceContents, ImageContent, TextResourceContents
 from PIL import Image
 
 from tests.attachments.pdfs import text_pdf
@@ -181,3 +183,38 @@ async def test_a_client_reading_some_folders_sees_only_their_attachments(site: S
         assert error.startswith("Access denied: path 'Private/scan.png' is outside the folders")
         pdf = await tools.ok("get_attachment", path="Projects/paper.pdf")
         assert pdf["text"] == "Abstract of the paper"
+
+
+# -- resources ----------------------------------------------------------------------------
+
+
+async def test_an_image_resource_is_its_scaled_blob(client: Client) -> None:
+    contents = (await client.read_resource("weaver://attachment/wide.png")).contents[0]
+    # An opaque image is sent as JPEG, whatever its file's format: a fraction of the bytes.
+    assert isinstance(contents, BlobResourceContents) and contents.mime_type == "image/jpeg"
+    assert Image.open(io.BytesIO(base64.b64decode(contents.blob))).size == (1024, 512)
+
+
+async def test_a_pdf_resource_is_a_pages_text_as_json(client: Client) -> None:
+    uri = "weaver://attachment/Projects/paper.pdf?page=2"
+    contents = (await client.read_resource(uri)).contents[0]
+    assert isinstance(contents, TextResourceContents) and contents.mime_type == "application/json"
+    data = json.loads(contents.text)
+    assert (data["page"], data["pages"], data["text"]) == (2, 2, "Results on page two")
+
+
+async def test_an_attachment_resource_outside_the_clients_folders_is_refused(
+    site: Served,
+) -> None:
+    async with client_of(site, PHONE) as tools:
+        with pytest.raises(MCPError, match="outside the folders this client may read"):
+            await tools.client.read_resource("weaver://attachment/Private/scan.png")
+        readable = await tools.client.read_resource("weaver://attachment/Projects/unused.jpg")
+        assert isinstance(readable.contents[0], BlobResourceContents)
+
+
+async def test_a_bad_attachment_resource_is_named(client: Client) -> None:
+    with pytest.raises(MCPError, match=r"'\.\.' is not accepted"):
+        await client.read_resource("weaver://attachment/../secret.png")
+    with pytest.raises(MCPError, match="page must be a number from 1, not 'x'"):
+        await client.read_resource("weaver://attachment/Projects/paper.pdf?page=x")
