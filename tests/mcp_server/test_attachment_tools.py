@@ -60,9 +60,10 @@ def site(tmp_path: Path) -> Iterator[Served]:
     served.app.close()
 
 
-@pytest.fixture
-async def client(site: Served) -> AsyncIterator[Client]:
-    async with Client(site.server, mode="legacy") as client:
+@pytest.fixture(params=["legacy", "auto"])
+async def client(request: pytest.FixtureRequest, site: Served) -> AsyncIterator[Client]:
+    # 2025-11-25, as real clients speak it, and the SDK's newest protocol.
+    async with Client(site.server, mode=request.param) as client:
         yield client
 
 
