@@ -26,6 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "views",
         "config",
         "vault",
+        "attachments",
         "cache",
         "migrations",
         "index",

@@ -16,6 +16,7 @@ Toolset = Literal[
     "canvas",
     "bases",
     "periodic",
+    "attachments",
     "edit",
     "workflows",
     "records",

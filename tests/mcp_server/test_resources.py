@@ -56,6 +56,7 @@ async def test_the_note_template_and_capabilities(client: Client) -> None:
     assert [(t.uri_template, t.mime_type) for t in templates] == [
         ("weaver://note/{+path}", "text/markdown"),
         ("weaver://base/{+path}", "application/json"),
+        ("weaver://attachment/{+path}", None),  # an image's type, or JSON
         ("weaver://help/{tool}", "text/markdown"),
     ]
     caps = client.server_capabilities

@@ -36,8 +36,8 @@ LIST_BUDGET = 40_000  # bytes of tools/list with the default toolsets
 PROSE_BUDGET = 20_000  # of which descriptions and input schemas
 HELP = ResourceTemplateReference(type="ref/resource", uri="weaver://help/{tool}")
 VALID = (
-    "expected some of notes, search, graph, tags, tasks, canvas, bases, periodic, edit, "
-    "workflows, records, system, or all"
+    "expected some of notes, search, graph, tags, tasks, canvas, bases, periodic, attachments, "
+    "edit, workflows, records, system, or all"
 )
 
 
@@ -240,8 +240,8 @@ async def test_the_instructions_name_the_tools_served_and_the_toolsets_left_out(
     assert "get_neighbors" in instructions and "query_files" not in instructions
     assert "Not served here" in instructions
     left_out = (
-        "the notes, search, tags, tasks, canvas, bases, periodic, edit, workflows, records, system "
-        "tools"
+        "the notes, search, tags, tasks, canvas, bases, periodic, attachments, edit, workflows, "
+        "records, system tools"
     )
     assert left_out in instructions
     async with client_of(vault, toolsets=list(TOOLSETS)) as client:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import WriteNotes
-from weaver.errors import InvalidPathError, NoteNotFoundError
-from weaver.vault.fs import CANVASES, Vault
+from weaver.errors import InvalidPathError, NoFilesError, NoteNotFoundError
+from weaver.vault.fs import CANVASES, CacheOnlyVault, Vault
 
 
 def test_scan_skips_hidden_ignored_and_symlinked_folders(
@@ -114,3 +114,29 @@ def test_names_that_are_not_utf8_are_left_out(vault_dir: Path, write_notes: Writ
     vault = Vault(vault_dir)
     assert [s.path for s in vault.scan()] == ["ok.md"]
     assert vault.stat("caf\udce9.md") is None
+
+
+def test_an_attachment_file_gets_the_checks_a_note_does(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    (root / "assets").mkdir(parents=True)
+    (root / "assets" / "photo.JPG").write_bytes(b"\xff\xd8")
+    (root / "Note.md").write_text("# note\n")
+    (tmp_path / "secret.png").write_bytes(b"png")
+    (root / "leak.png").symlink_to(tmp_path / "secret.png")
+    vault = Vault(root)
+    assert vault.attachment_file("assets/photo.JPG") == root / "assets" / "photo.JPG"
+    with pytest.raises(InvalidPathError, match="a markdown note, not an attachment"):
+        vault.attachment_file("Note.MD")
+    with pytest.raises(InvalidPathError, match=r"'\.\.' is not accepted"):
+        vault.attachment_file("assets/../../secret.png")
+    with pytest.raises(InvalidPathError, match="hidden or ignored folder"):
+        vault.attachment_file(".obsidian/workspace.json")
+    with pytest.raises(InvalidPathError, match="leads outside the vault"):
+        vault.attachment_file("leak.png")
+    with pytest.raises(NoteNotFoundError):
+        vault.attachment_file("assets/missing.png")
+
+
+def test_a_reader_has_no_attachment_files(tmp_path: Path) -> None:
+    with pytest.raises(NoFilesError, match=r"reading 'assets/photo\.jpg'"):
+        CacheOnlyVault(tmp_path).attachment_file("assets/photo.jpg")

@@ -20,6 +20,7 @@ write_tools.py   create_file, update_file, move_file, delete_file (left out when
 edit_tools.py    edit_file and the other edits inside notes, tag edits, daily notes,
                  get_files_content
 periodic_tools.py  get_periodic_note, append_to_periodic_note (day .. year notes)
+attachment_tools.py  get_attachment, list_attachments (images, PDF pages, other files)
 history_tools.py list_edits, restore_edit
 workflow_tools.py  trigger_workflow, list_workflows, get_workflow_status, get_workflow_history
 record_tools.py  get_workflow_records

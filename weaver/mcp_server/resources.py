@@ -1,6 +1,7 @@
 """MCP resources: each note (`weaver://note/{+path}`, text/markdown), listed in pages with
 cursors, two vault-level resources (stats, tags), today's tasks (`weaver://tasks/today`,
-`task_resources`), a base's view (`weaver://base/{+path}`, `base_resources`), each tool's help
+`task_resources`), a base's view (`weaver://base/{+path}`, `base_resources`), an attachment
+(`weaver://attachment/{+path}`, `attachment_resources`), each tool's help
 (`weaver://help/{tool}`, `tool_help`), and subscriptions.
 
 A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
@@ -34,6 +35,7 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
+    BlobResourceContents,
     EmptyResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -49,7 +51,7 @@ from mcp_types import (
 
 from weaver.cache import browse, read
 from weaver.errors import AccessDeniedError, WeaverError, did_you_mean, suggest
-from weaver.mcp_server import base_resources, task_resources
+from weaver.mcp_server import attachment_resources, base_resources, task_resources
 from weaver.mcp_server.access import current_grant, reading_refusal, scope_of
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
@@ -281,6 +283,9 @@ def install_resources(
     async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
         await state.wait_ready()
         uri = str(params.uri)
+        if attachment_resources.attachment_path(uri) is not None:
+            contents = await anyio.to_thread.run_sync(lambda: _read_attachment(state, uri))
+            return ReadResourceResult(contents=[contents])
         text, mime = await anyio.to_thread.run_sync(lambda: _read(state, uri, helps))
         return ReadResourceResult(
             contents=[TextResourceContents(uri=uri, mime_type=mime, text=text)]
@@ -367,6 +372,19 @@ def _read(state: ServerState, uri: str, helps: ToolHelp | None) -> tuple[str, st
         raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
 
 
+def _read_attachment(state: ServerState, uri: str) -> TextResourceContents | BlobResourceContents:
+    """An attachment's resource, under the read globs of the caller's access rule."""
+    path = attachment_resources.attachment_path(uri)
+    try:
+        refusal = reading_refusal(state.app.settings, f"the resource {uri}", path)
+        if refusal is not None:
+            raise AccessDeniedError(refusal)
+        return attachment_resources.read_attachment_resource(state, uri)
+    except (WeaverError, OSError) as exc:
+        message = str(exc) if isinstance(exc, WeaverError) else "Cannot read file"
+        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
+
+
 def _read_text(state: ServerState, uri: str) -> tuple[str, str]:
     app = state.app
     if uri == STATS_URI:
@@ -424,6 +442,7 @@ TEMPLATES = [
         description="A view of a .base file or a note's ```base block (?view=NAME, ?block=N)",
         mime_type="application/json",
     ),
+    attachment_resources.TEMPLATE,
     ResourceTemplate(
         uri_template=HELP_TEMPLATE,
         name="tool-help",

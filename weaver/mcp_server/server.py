@@ -22,6 +22,7 @@ import weaver
 from weaver.config import TOOLSETS, Settings, Toolset
 from weaver.errors import did_you_mean, suggest
 from weaver.mcp_server import (
+    attachment_tools,
     base_tools,
     browse_tools,
     cache_tools,
@@ -74,6 +75,7 @@ TOOL_MODULES = (
     write_tools,
     edit_tools,
     periodic_tools,
+    attachment_tools,
     history_tools,
     task_edit_tools,
 )
@@ -114,6 +116,9 @@ TOOLSET_INSTRUCTIONS: dict[Toolset, str] = {
     "periodic": """get_periodic_note finds the day, week, month, quarter or year note of a date
         by the vault's Periodic Notes settings; when writes are enabled,
         append_to_periodic_note appends to it, creating it from its template.""",
+    "attachments": """list_attachments finds the vault's images, PDFs and other files (by
+        kind, folder, or unused: linked from no note); get_attachment shows an image, reads a
+        PDF page's text, or says what a file is.""",
     "edit": """When writes are enabled, create_file, update_file (pass the contentHash from
         get_file as expectedHash), move_file (rewrites links) and delete_file (to .trash)
         change the vault; edit_file (append, prepend, a section by heading path or a block by

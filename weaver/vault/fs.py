@@ -55,6 +55,8 @@ class FileKind:
 NOTES = FileKind(NOTE_SUFFIX, "a markdown note")
 CANVASES = FileKind(".canvas", "a canvas (.canvas)")
 BASES = FileKind(".base", "a base (.base)")
+# Any file name passes the suffix check; `Vault.attachment_file` refuses notes itself.
+ATTACHMENTS = FileKind("", "an attachment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +328,14 @@ class Vault:
         if not full.is_file():
             raise NoteNotFoundError(clean)
         return full
+
+    def attachment_file(self, path: str) -> Path:
+        """The file behind an attachment path a client sent (any file of the vault but a
+        note), after every check `note_file` makes: no absolute path, no `..`, no hidden or
+        ignored folder, no symlink leading out."""
+        if is_note_path(path):
+            raise InvalidPathError(path, "a markdown note, not an attachment: read it as a note")
+        return self.of_kind(ATTACHMENTS).note_file(path)
 
     def note_path(self, path: str, *, name_as_given: bool = False) -> str:
         """`check_note_path`, spelled as on disk (`spelled`): the path a change to the note
