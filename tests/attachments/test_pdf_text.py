@@ -44,11 +44,14 @@ def test_a_reader_past_its_time_is_stopped(pdf: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the memory bound is POSIX's setrlimit")
-def test_a_reader_out_of_memory_ends_without_harm(pdf: Path) -> None:
-    # Less than the process already holds: opening the file fails to allocate, as a hostile
-    # file's allocations would past the bound.
+def test_a_reader_out_of_memory_ends_without_harm(tmp_path: Path) -> None:
+    # A bound below what the process already holds, and a page whose text needs megabytes:
+    # reading it must map new memory, which fails as a hostile file's allocations would.
+    # (A small page might fit in the heap the reader already has.)
+    heavy = tmp_path / "heavy.pdf"
+    heavy.write_bytes(text_pdf(["many words " * 400_000]))
     with pytest.raises(UnreadablePdfError, match="out of memory or on a malformed file"):
-        read_pdf_page(pdf, 1, memory_bytes=1024 * 1024)
+        read_pdf_page(heavy, 1, memory_bytes=1024 * 1024)
 
 
 def test_without_pypdfium2_the_error_says_how_to_install_it(

@@ -12,10 +12,10 @@ import sys
 
 
 def limit_memory(max_bytes: int) -> None:
-    try:
-        import resource
-    except ImportError:  # Windows: bounded in time only
-        return
+    if sys.platform == "win32":
+        return  # no `resource` module: bounded in time only
+    import resource
+
     resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
 
 
