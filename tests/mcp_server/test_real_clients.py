@@ -86,6 +86,7 @@ def test_the_typescript_client_uses_resources_prompts_and_subscriptions(
     assert seen["templates"] == [
         "weaver://note/{+path}",
         "weaver://base/{+path}",
+        "weaver://attachment/{+path}",
         "weaver://help/{tool}",
     ]
     assert seen["read"] == "# Hub\nThe centre.\n"
