@@ -248,3 +248,16 @@ async def walk_details(tools: Tools) -> list[dict[str, Any]]:
         found += page["changes"]
         if not page["hasMore"]:
             return found
+
+
+async def test_a_daily_note_past_the_answer_bound_comes_back_cut_and_says_so(
+    tmp_path: Path,
+) -> None:
+    served = serve(Settings(vault=write_files(tmp_path / "vault", {"2026-11-26.md": "y" * 90_000})))
+    try:
+        async with tools_of(served, "legacy") as tools:
+            data = await tools.ok("get_daily_note", date="2026-11-26")
+    finally:
+        served.app.close()
+    assert data["truncated"] is True
+    assert data["content"] == "y" * 60_000  # 20,000 estimated tokens of ASCII text

@@ -21,7 +21,7 @@ from weaver.mcp_server.arguments import Filter, Limit, Offset, clamp_to, normali
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.envelope import answer
 from weaver.mcp_server.schemas import Envelope, WireModel
-from weaver.mcp_server.sizing import fit_text
+from weaver.mcp_server.sizing import fitted
 from weaver.paging import has_more
 from weaver.runtime.state import ServerState
 
@@ -147,13 +147,8 @@ def _pdf_fields(pdf: PdfPage | None, page: int) -> dict[str, object]:
         return {}
     if pdf.text is None:
         return {"pages": pdf.pages}
-    keep = fit_text(pdf.text)  # a page of small print can run past the answer's bound
-    return {
-        "pages": pdf.pages,
-        "page": page,
-        "text": pdf.text[:keep],
-        "truncated": keep < len(pdf.text),
-    }
+    text, truncated = fitted(pdf.text)  # a page of small print can run past the bound
+    return {"pages": pdf.pages, "page": page, "text": text, "truncated": truncated}
 
 
 @tool("List attachments", LIST_ATTACHMENTS, toolset="attachments")

@@ -18,7 +18,12 @@ from weaver.mcp_server.arguments import Limit, NotePath, Offset
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.questions import ask_remove_tags, ask_rename_tag
 from weaver.mcp_server.schemas import WireModel
-from weaver.mcp_server.sizing import TEXT_TOKEN_BUDGET, estimate_json_string_tokens, fit_text
+from weaver.mcp_server.sizing import (
+    TEXT_TOKEN_BUDGET,
+    estimate_json_string_tokens,
+    fit_text,
+    fitted,
+)
 from weaver.mcp_server.write_tools import cache_sync
 from weaver.paging import has_more
 from weaver.runtime.app import App
@@ -263,15 +268,14 @@ def get_daily_note(
     date: Annotated[str | None, Field(description="YYYY-MM-DD; default today")] = None,
 ) -> DailyNoteData:
     note = daily.get_daily_note(state.app, date)
-    content = note.content
-    keep = fit_text(content) if content is not None else 0
+    content, truncated = fitted(note.content)
     return DailyNoteData(
         path=note.path,
         date=note.date,
         exists=note.exists,
-        content=None if content is None else content[:keep],
+        content=content,
         content_hash=note.content_hash,
-        truncated=content is not None and len(content) > keep,
+        truncated=truncated,
     )
 
 

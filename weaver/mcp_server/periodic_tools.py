@@ -14,7 +14,7 @@ from weaver.edits import periodic
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.edit_tools import PatchData, patch_data
 from weaver.mcp_server.schemas import WireModel
-from weaver.mcp_server.sizing import fit_text
+from weaver.mcp_server.sizing import fitted
 from weaver.mcp_server.write_tools import cache_sync
 from weaver.runtime.state import ServerState
 
@@ -67,16 +67,15 @@ def get_periodic_note(
     state: ServerState, period: PeriodArgument, date: DateArgument = None
 ) -> PeriodicNoteData:
     note = periodic.get_periodic_note(state.app, period, date)
-    content = note.content
-    keep = fit_text(content) if content is not None else 0
+    content, truncated = fitted(note.content)
     return PeriodicNoteData(
         path=note.path,
         period=note.period,
         date=note.date,
         exists=note.exists,
-        content=None if content is None else content[:keep],
+        content=content,
         content_hash=note.content_hash,
-        truncated=content is not None and len(content) > keep,
+        truncated=truncated,
         settings=note.source,
     )
 

@@ -61,6 +61,14 @@ def fit_text(text: str, budget: int = TEXT_TOKEN_BUDGET) -> int:
     return low
 
 
+def fitted(text: str | None) -> tuple[str | None, bool]:
+    """`text` cut to what fits in an answer (`fit_text`), and whether it was cut."""
+    if text is None:
+        return None, False
+    keep = fit_text(text)
+    return text[:keep], keep < len(text)
+
+
 def fitting_items(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     """The first of `items` whose JSON fits in `budget` tokens, at least one (a page of big
     items is cut short; its answer says where to go on)."""
