@@ -10,13 +10,10 @@ skips without them, saying why, and fails under CI=true."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import time
@@ -32,6 +29,7 @@ import pytest
 from tests.helpers import free_port, write_files
 from tests.mcp_server.reverse_proxy import reverse_proxy
 from tests.mcp_server.served_http import HEADERS, LEGACY, rpc
+from tests.mcp_server.test_oauth import pkce
 from tests.mcp_server.test_real_clients import WEAVER, require_node
 from tests.mcp_server.test_transports import http_get, wait_until_healthy
 
@@ -219,9 +217,7 @@ def grant(http: httpx2.Client, daemon: Daemon) -> tuple[str, dict[str, Any]]:
     registered = http.post(daemon.public + "/register", json=body)
     assert registered.status_code == 201, registered.text
     client_id = str(registered.json()["client_id"])
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    challenge = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    verifier, challenge = pkce()
     params = {
         "response_type": "code",
         "client_id": client_id,
