@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from weaver.cli.counts import non_negative, positive
 from weaver.cli.exits import EXIT_USAGE, add_command
 
 if TYPE_CHECKING:  # imported when the command runs, not to build the parser
@@ -30,8 +31,8 @@ def add_base_command(commands: Any) -> None:
     base.add_argument("path", help="a .base file, or a note holding ```base blocks")
     base.add_argument("--view", help="the view's name (default: the first)")
     base.add_argument("--block", type=int, help="for a note: which ```base block, from 0")
-    base.add_argument("--limit", type=int, default=100, help="rows printed (default 100)")
-    base.add_argument("--offset", type=int, default=0, help="rows skipped first")
+    base.add_argument("--limit", type=positive, default=100, help="rows printed (default 100)")
+    base.add_argument("--offset", type=non_negative, default=0, help="rows skipped first")
     base.add_argument("--json", action="store_true", help="print what query_base answers")
     base.set_defaults(command=cmd_base)
 

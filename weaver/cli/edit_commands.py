@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from weaver.cli.counts import non_negative, positive
 from weaver.cli.exits import add_command
 from weaver.cli.tag_commands import fresh_app
 
@@ -28,7 +29,7 @@ def add_edit_commands(commands: Any) -> None:
         "takes. Saves made in Obsidian or elsewhere are not Weaver's and are not listed.",
     )
     listing.add_argument("path", help="the note, vault-relative (Projects/Plan.md)")
-    listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("--limit", type=positive, default=20, help="how many (default 20)")
     listing.add_argument("--json", action="store_true", help="print the list as JSON")
     listing.set_defaults(command=cmd_edits)
     undo = add_command(
@@ -63,8 +64,8 @@ def add_audit_command(commands: Any) -> None:
     audit.add_argument(
         "--since", default=None, help="an age (30m, 12h, 7d, 2w) or an ISO date or time"
     )
-    audit.add_argument("--limit", type=int, default=50, help="how many (default 50)")
-    audit.add_argument("--offset", type=int, default=0, help="how many to skip (paging)")
+    audit.add_argument("--limit", type=positive, default=50, help="how many (default 50)")
+    audit.add_argument("--offset", type=non_negative, default=0, help="how many to skip (paging)")
     audit.add_argument("--json", action="store_true", help="print the page as JSON")
     audit.set_defaults(command=cmd_audit)
 

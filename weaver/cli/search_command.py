@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from weaver.cli.counts import positive
 from weaver.cli.exits import add_command
 
 if TYPE_CHECKING:  # imported when the command runs, not to build the parser
@@ -28,7 +29,7 @@ def add_search_command(commands: Any) -> None:
         choices=["keyword", "semantic", "hybrid"],
         help="default: hybrid once every note is embedded, keyword otherwise",
     )
-    search.add_argument("--limit", type=int, default=10, help="results shown (default 10)")
+    search.add_argument("--limit", type=positive, default=10, help="results shown (default 10)")
     search.add_argument("--directory", help="only notes in this folder (and its subfolders)")
     search.add_argument("--tag", help="only notes with this tag (nested tags too)")
     search.add_argument(

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from weaver.cli.counts import non_negative, positive
 from weaver.cli.exits import EXIT_USAGE, add_command
 
 if TYPE_CHECKING:  # imported when the command runs, not to build the parser
@@ -38,8 +39,8 @@ def add_task_command(commands: Any) -> None:
     tasks.add_argument("--text", help="substring of the description")
     tasks.add_argument("--sort", action="append", default=[], help="e.g. due, 'priority reverse'")
     tasks.add_argument("--group-by", action="append", default=[], help="e.g. folder, tags")
-    tasks.add_argument("--limit", type=int, default=50, help="tasks shown (default 50)")
-    tasks.add_argument("--offset", type=int, default=0, help="tasks skipped first")
+    tasks.add_argument("--limit", type=positive, default=50, help="tasks shown (default 50)")
+    tasks.add_argument("--offset", type=non_negative, default=0, help="tasks skipped first")
     tasks.add_argument("--json", action="store_true", help="print the answer as JSON")
     tasks.set_defaults(command=cmd_tasks)
 

@@ -9,6 +9,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from weaver.cli.counts import non_negative, positive
 from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, add_command
 
 if TYPE_CHECKING:  # imported when a command runs, not to build the parser
@@ -63,8 +64,12 @@ def add_workflow_commands(commands: Any) -> None:
     status_option = history.add_argument("--status", help="only runs in this state")
     # Given after add_argument, which reads choices (to check a metavar) as soon as it has any.
     status_option.choices = ExecutionStatuses()
-    history.add_argument("--limit", type=int, default=20, help="runs to show, 1-100 (default: 20)")
-    history.add_argument("--offset", type=int, default=0, help="runs to skip, for the next page")
+    history.add_argument(
+        "--limit", type=positive, default=20, help="runs to show, 1-100 (default: 20)"
+    )
+    history.add_argument(
+        "--offset", type=non_negative, default=0, help="runs to skip, for the next page"
+    )
     history.add_argument(
         "--json", action="store_true", help="print the page as JSON (get_workflow_history's)"
     )
@@ -90,9 +95,11 @@ def add_workflow_commands(commands: Any) -> None:
         "--until", type=parse_time, metavar="TIME", help="recorded before TIME (same forms)"
     )
     records.add_argument(
-        "--limit", type=int, default=20, help="records to show, 1-500 (default: 20)"
+        "--limit", type=positive, default=20, help="records to show, 1-500 (default: 20)"
     )
-    records.add_argument("--offset", type=int, default=0, help="records to skip, for paging")
+    records.add_argument(
+        "--offset", type=non_negative, default=0, help="records to skip, for paging"
+    )
     records.add_argument(
         "--json", action="store_true", help="print the page as JSON (get_workflow_records')"
     )
