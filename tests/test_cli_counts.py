@@ -31,3 +31,24 @@ def test_a_count_out_of_range_is_refused_naming_the_flag(
     err = capsys.readouterr().err
     assert f"argument {flag}: '{value}' is not a whole number of at least {least}" in err
     assert not (tmp_path / ".weaver").exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize(
+    ("command", "most"), [(["history"], 100), (["records", "markdown-analyzer"], 500)], ids=str
+)
+def test_a_page_larger_than_the_query_serves_is_refused(
+    command: list[str], most: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to be cut to the most silently: `history --limit 500` printed 100 runs."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--vault", str(tmp_path), *command, "--limit", str(most + 1)])
+    assert exited.value.code == 2
+    assert f"'{most + 1}' is more than {most}, the most one page holds" in capsys.readouterr().err
+
+
+def test_the_cli_page_bounds_are_the_queries() -> None:
+    from weaver.cache.records import PAGE_MAX_LIMIT
+    from weaver.cli.workflow_commands import HISTORY_PAGE_MOST, RECORDS_PAGE_MOST
+    from weaver.engine.engine import HISTORY_MAX_LIMIT
+
+    assert (HISTORY_PAGE_MOST, RECORDS_PAGE_MOST) == (HISTORY_MAX_LIMIT, PAGE_MAX_LIMIT)

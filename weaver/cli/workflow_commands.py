@@ -9,8 +9,13 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from weaver.cli.counts import non_negative, positive
+from weaver.cli.counts import non_negative, page_size
 from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, add_command
+
+# The engine's and the records' page bounds (HISTORY_MAX_LIMIT, PAGE_MAX_LIMIT), repeated so
+# that building the parser imports neither (`weaver --help` stays fast); a test ties them.
+HISTORY_PAGE_MOST = 100
+RECORDS_PAGE_MOST = 500
 
 if TYPE_CHECKING:  # imported when a command runs, not to build the parser
     from weaver.config import Settings
@@ -65,7 +70,10 @@ def add_workflow_commands(commands: Any) -> None:
     # Given after add_argument, which reads choices (to check a metavar) as soon as it has any.
     status_option.choices = ExecutionStatuses()
     history.add_argument(
-        "--limit", type=positive, default=20, help="runs to show, 1-100 (default: 20)"
+        "--limit",
+        type=page_size(HISTORY_PAGE_MOST),
+        default=20,
+        help=f"runs to show, 1-{HISTORY_PAGE_MOST} (default: 20)",
     )
     history.add_argument(
         "--offset", type=non_negative, default=0, help="runs to skip, for the next page"
@@ -95,7 +103,10 @@ def add_workflow_commands(commands: Any) -> None:
         "--until", type=parse_time, metavar="TIME", help="recorded before TIME (same forms)"
     )
     records.add_argument(
-        "--limit", type=positive, default=20, help="records to show, 1-500 (default: 20)"
+        "--limit",
+        type=page_size(RECORDS_PAGE_MOST),
+        default=20,
+        help=f"records to show, 1-{RECORDS_PAGE_MOST} (default: 20)",
     )
     records.add_argument(
         "--offset", type=non_negative, default=0, help="records to skip, for paging"
