@@ -8,6 +8,7 @@ the shipped `config/weaver.toml` finds the demo vault wherever the command runs 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import ipaddress
 import json
@@ -83,6 +84,13 @@ HTTP_TOKEN_RULE = "http_token"  # the rule `client` naming the bearer token's ho
 ANY_CLIENT = "*"
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled_globs(globs: tuple[str, ...]) -> PathGlobs:
+    """A rule's globs, built once: a confined client's every call asks for them. Keyed by
+    the globs, not kept on the rule, which `model_copy` would carry over stale."""
+    return PathGlobs.of(globs)
+
+
 class AccessRule(BaseModel):
     """What one remote client may do (`[[access]]` in the settings): the folders it may read
     and write, and at most which scopes. The first rule naming a caller applies to it; a
@@ -124,11 +132,11 @@ class AccessRule(BaseModel):
 
     @property
     def read_globs(self) -> PathGlobs:
-        return PathGlobs.of(self.read)
+        return _compiled_globs(tuple(self.read))
 
     @property
     def write_globs(self) -> PathGlobs:
-        return PathGlobs.of(self.read if self.write is None else self.write)
+        return _compiled_globs(tuple(self.read if self.write is None else self.write))
 
     def names(self, kind: str, client_id: str, name: str) -> bool:
         """Whether this rule applies to a remote caller of this kind, id and name."""
