@@ -1,0 +1,252 @@
+"""PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
+short transaction, full-text search over those pages (FTS5 `attachment_fts`, SQLite only), and
+the PDFs whose text could not be read (list_problems).
+
+A page's hits show only while its text is fresh: the `attachments` row (written by the
+indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
+mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
+`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the tables exist but
+nothing is extracted nor searched yet (`searchable`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
+
+from weaver.cache.fts import (
+    ATTACHMENT_FTS_TABLE,
+    SNIPPET_CLOSE,
+    SNIPPET_ELLIPSIS,
+    SNIPPET_OPEN,
+    SNIPPET_TOKENS,
+)
+from weaver.cache.models import Attachment, AttachmentPage, AttachmentText
+from weaver.markdown.cjk import segment, unsegment
+from weaver.paging import Page
+
+FTS_TABLE = ATTACHMENT_FTS_TABLE
+_CHUNK = 900
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPdf:
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedPdf:
+    """What reading one PDF gave: its pages' text, or the problem that kept text out (both for
+    a document read in part: more pages than are read)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    pages: int | None  # in the document; None: it could not be read
+    texts: Sequence[str]
+    problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PageHit:
+    path: str
+    page: int
+    snippet: str
+    score: float  # -bm25: higher is better
+
+
+@dataclass(frozen=True, slots=True)
+class PdfProblem:
+    path: str
+    problem: str
+    pages: int | None
+    indexed_pages: int
+
+
+def searchable(conn: Connection) -> bool:
+    """Whether attachment text is extracted and searched in this cache (SQLite's FTS5)."""
+    return conn.dialect.name == "sqlite"
+
+
+def _is_pdf() -> ColumnElement[bool]:
+    return func.lower(Attachment.path).like("%.pdf")
+
+
+_FRESH = and_(
+    AttachmentText.path == Attachment.path,
+    AttachmentText.size == Attachment.size,
+    AttachmentText.mtime_ns == Attachment.mtime_ns,
+)
+
+
+def pending_pdfs(conn: Connection, limit: int) -> list[PendingPdf]:
+    """Up to `limit` PDFs whose text was never read or was read from an older file, the most
+    recently changed first (what someone just added is what they will search for)."""
+    rows = conn.execute(
+        select(Attachment.path, Attachment.size, Attachment.mtime_ns)
+        .outerjoin(AttachmentText, _FRESH)
+        .where(_is_pdf(), AttachmentText.path.is_(None))
+        .order_by(Attachment.mtime_ns.desc(), Attachment.path)
+        .limit(limit)
+    ).all()
+    return [PendingPdf(r.path, r.size, r.mtime_ns) for r in rows]
+
+
+def count_pending(conn: Connection) -> int:
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(Attachment)
+            .outerjoin(AttachmentText, _FRESH)
+            .where(_is_pdf(), AttachmentText.path.is_(None))
+        ).scalar_one()
+    )
+
+
+def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> None:
+    """Replace the PDF's pages and state with `extracted` (in the caller's transaction)."""
+    _delete_pages(conn, [extracted.path])
+    conn.execute(delete(AttachmentText).where(AttachmentText.path == extracted.path))
+    conn.execute(
+        insert(AttachmentText).values(
+            path=extracted.path,
+            size=extracted.size,
+            mtime_ns=extracted.mtime_ns,
+            pages=extracted.pages,
+            indexed_pages=len(extracted.texts),
+            problem=extracted.problem,
+            extracted_at=now_ms,
+        )
+    )
+    rows = [
+        {"path": extracted.path, "page": number, "text": segment(page_text)}
+        for number, page_text in enumerate(extracted.texts, start=1)
+        if page_text.strip()  # a scanned page without a text layer: nothing to find
+    ]
+    if not rows:
+        return
+    conn.execute(insert(AttachmentPage), rows)
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
+        "WHERE path = ?",
+        (extracted.path,),
+    )
+
+
+def forget_gone(conn: Connection) -> int:
+    """Drop the text of PDFs no longer among the attachments (deleted, renamed); how many."""
+    gone = list(
+        conn.execute(
+            select(AttachmentText.path).where(
+                not_(select(Attachment.path).where(Attachment.path == AttachmentText.path).exists())
+            )
+        ).scalars()
+    )
+    for start in range(0, len(gone), _CHUNK):
+        chunk = gone[start : start + _CHUNK]
+        _delete_pages(conn, chunk)
+        conn.execute(delete(AttachmentText).where(AttachmentText.path.in_(chunk)))
+    return len(gone)
+
+
+def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
+    # External content: FTS5 forgets a row by being handed the text it indexed, which the
+    # pages table still holds until the row goes.
+    if not paths:
+        return
+    marks = ", ".join("?" for _ in paths)
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, text) "
+        f"SELECT 'delete', id, text FROM attachment_pages WHERE path IN ({marks})",
+        tuple(paths),
+    )
+    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
+
+
+# ---------------------------------------------------------------- search
+
+
+_PAGE_SQL = f"""
+SELECT p.path, p.page,
+       snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens) AS snippet,
+       bm25({FTS_TABLE}) AS score
+FROM {FTS_TABLE}
+JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
+JOIN attachments AS a ON a.path = p.path
+JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
+WHERE {FTS_TABLE} MATCH :expression {{folder}}
+ORDER BY score, p.id
+LIMIT :limit OFFSET :offset
+"""
+_COUNT_SQL = f"""
+SELECT count(*)
+FROM {FTS_TABLE}
+JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
+JOIN attachments AS a ON a.path = p.path
+JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
+WHERE {FTS_TABLE} MATCH :expression {{folder}}
+"""
+_FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
+
+
+def search_pages(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
+) -> Page[PageHit]:
+    """PDF pages matching an FTS5 `expression` (from `fts.fts_query`), best first, with a
+    snippet each; `directory` narrows to a folder and its subfolders."""
+    if not searchable(conn):
+        return Page([], 0, offset, limit)
+    folder = _FOLDER if directory else ""
+    values: dict[str, object] = {"expression": expression}
+    if directory:
+        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
+    rows = conn.execute(
+        text(_PAGE_SQL.format(folder=folder)),
+        values
+        | {
+            "open": SNIPPET_OPEN,
+            "close": SNIPPET_CLOSE,
+            "ellipsis": SNIPPET_ELLIPSIS,
+            "tokens": SNIPPET_TOKENS,
+            "limit": limit,
+            "offset": offset,
+        },
+    ).all()
+    if len(rows) < limit and (rows or offset == 0):  # the page holds the last match
+        total = offset + len(rows)
+    else:
+        count = text(_COUNT_SQL.format(folder=folder))
+        total = int(conn.execute(count, values).scalar_one())
+    hits = [
+        PageHit(path, page, unsegment(snippet or ""), round(-float(score or 0.0), 6) + 0.0)
+        for path, page, snippet, score in rows
+    ]
+    return Page(hits, total, offset, limit)
+
+
+# ---------------------------------------------------------------- problems
+
+
+def pdf_problems(conn: Connection, limit: int, offset: int) -> Page[PdfProblem]:
+    """The PDFs (still in the vault, as they are now) whose text could not all be read."""
+    where = [AttachmentText.problem.is_not(None)]
+    fresh = select(AttachmentText).join(Attachment, _FRESH).where(*where)
+    total = conn.execute(select(func.count()).select_from(fresh.subquery())).scalar_one()
+    rows = conn.execute(
+        select(
+            AttachmentText.path,
+            AttachmentText.problem,
+            AttachmentText.pages,
+            AttachmentText.indexed_pages,
+        )
+        .join(Attachment, _FRESH)
+        .where(*where)
+        .order_by(AttachmentText.path)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    items = [PdfProblem(r.path, r.problem or "", r.pages, r.indexed_pages) for r in rows]
+    return Page(items, int(total), offset, limit)
