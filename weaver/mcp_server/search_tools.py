@@ -6,11 +6,13 @@ folder and tag filters are the ones `query_files` applies.
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from weaver.cache import read
+from weaver.cache.attachment_text import PageHit
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
     Directory,
@@ -37,6 +39,28 @@ class SearchHitInfo(WireModel):
     )
     tags: list[str]
     modified: int = Field(description="Unix epoch milliseconds")
+
+
+class PdfPageHitInfo(WireModel):
+    kind: Literal["pdf_page"] = Field(
+        default="pdf_page", description="A page of a PDF attachment, not a note"
+    )
+    attachment: str = Field(description="The PDF's path in the vault")
+    page: int = Field(description="The page (from 1) holding the match")
+    snippet: str = Field(description="The passage of the page, matches wrapped in <mark>…</mark>")
+    score: float = Field(description="BM25 relevance among PDF pages (higher is better)")
+    read_with: str = Field(description="The call that reads this page's text")
+
+
+def _page_hit(hit: PageHit) -> PdfPageHitInfo:
+    call = json.dumps({"path": hit.path, "page": hit.page}, ensure_ascii=False)
+    return PdfPageHitInfo(
+        attachment=hit.path,
+        page=hit.page,
+        snippet=hit.snippet,
+        score=hit.score,
+        read_with=f"get_attachment {call}",
+    )
 
 
 # The answer repeats the query so that a model sees what was searched; a pasted page of text
@@ -74,6 +98,15 @@ class SearchNotesData(WireModel):
         description="While semantic search is not ready: how far the model's build or the "
         "notes' embedding is",
     )
+    attachments: list[PdfPageHitInfo] = Field(
+        default_factory=list,
+        description="PDF pages holding the query's words, best first, paged by the same "
+        "offset and limit",
+    )
+    attachment_total: int = Field(default=0, description="PDF pages matching, over all pages")
+    attachment_text: str | None = Field(
+        default=None, description="Why PDF text is not searched here, when it is not"
+    )
 
 
 SEARCH_NOTES = """Full-text search over titles, names, headings and bodies, ranked, with snippets;
@@ -99,7 +132,12 @@ paraphrase finds a note written in other words; the snippet is the closest passa
 a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when close
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
-how much of the vault the vectors cover. Example:
+how much of the vault the vectors cover.
+The text of PDF attachments is searched too (by its words, in every mode; no OCR): matching
+pages come in `attachments`, apart from the notes (`kind` "pdf_page", the PDF's path in
+`attachment`, its `page`, a snippet, and `readWith`: the get_attachment call that reads the
+page), `attachmentTotal` counting them; `offset` pages both lists, `hasMore` says either has
+more. A `tag` filter leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -137,4 +175,7 @@ def search_notes(
         mode=found.mode,
         coverage=found.coverage,
         progress=found.progress,
+        attachments=[_page_hit(h) for h in found.attachment_hits],
+        attachment_total=found.attachment_total,
+        attachment_text=found.attachment_text,
     )
