@@ -190,6 +190,21 @@ JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns
 WHERE {FTS_TABLE} MATCH :expression {{folder}}
 """
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
+# Built once per filter: a search parses neither again.
+_PAGE = {
+    by_folder: text(_PAGE_SQL.format(folder=_FOLDER if by_folder else ""))
+    for by_folder in (False, True)
+}
+_COUNT = {
+    by_folder: text(_COUNT_SQL.format(folder=_FOLDER if by_folder else ""))
+    for by_folder in (False, True)
+}
+_SNIPPET = {
+    "open": SNIPPET_OPEN,
+    "close": SNIPPET_CLOSE,
+    "ellipsis": SNIPPET_ELLIPSIS,
+    "tokens": SNIPPET_TOKENS,
+}
 
 
 def search_pages(
@@ -199,27 +214,16 @@ def search_pages(
     snippet each; `directory` narrows to a folder and its subfolders."""
     if not searchable(conn):
         return Page([], 0, offset, limit)
-    folder = _FOLDER if directory else ""
+    by_folder = bool(directory)
     values: dict[str, object] = {"expression": expression}
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    rows = conn.execute(
-        text(_PAGE_SQL.format(folder=folder)),
-        values
-        | {
-            "open": SNIPPET_OPEN,
-            "close": SNIPPET_CLOSE,
-            "ellipsis": SNIPPET_ELLIPSIS,
-            "tokens": SNIPPET_TOKENS,
-            "limit": limit,
-            "offset": offset,
-        },
-    ).all()
+    bound = values | _SNIPPET | {"limit": limit, "offset": offset}
+    rows = conn.execute(_PAGE[by_folder], bound).all()
     if len(rows) < limit and (rows or offset == 0):  # the page holds the last match
         total = offset + len(rows)
     else:
-        count = text(_COUNT_SQL.format(folder=folder))
-        total = int(conn.execute(count, values).scalar_one())
+        total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
     hits = [
         PageHit(path, page, unsegment(snippet or ""), round(-float(score or 0.0), 6) + 0.0)
         for path, page, snippet, score in rows

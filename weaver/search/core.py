@@ -49,7 +49,8 @@ def _with_attachments(
     pages = attachment_text.search_pages(
         conn, expression, request.limit, request.offset, request.directory
     )
-    why = None if pdf_available() else f"PDF text is not searched: {INSTALL_HINT}"
+    # Hits were read by the library: only an answer without any asks whether it is there.
+    why = None if pages.items or pdf_available() else f"PDF text is not searched: {INSTALL_HINT}"
     return replace(
         found, attachment_hits=pages.items, attachment_total=pages.total, attachment_text=why
     )
