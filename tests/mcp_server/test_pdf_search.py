@@ -17,8 +17,9 @@ from mcp import Client
 
 from tests.attachments.pdfs import text_pdf
 from tests.helpers import wait_for_async, write_files
+from tests.mcp_server.test_access import PHONE, client_of
 from tests.mcp_server.test_cache_tools import Served, Tools, serve
-from weaver.config import Settings
+from weaver.config import AccessRule, Settings
 from weaver.index.attachment_text import extract_pending
 
 pytestmark = pytest.mark.anyio
@@ -39,10 +40,13 @@ FILES: dict[str, str | bytes] = {
 }
 
 
+READ_ARCHIVE = AccessRule(client=PHONE, read=["Archive/**", "Home.md"])
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[Served]:
     root = write_files(tmp_path / "vault", FILES)
-    served = serve(Settings(vault=root, toolsets=["all"]))
+    served = serve(Settings(vault=root, toolsets=["all"], access=[READ_ARCHIVE]))
     extract_pending(served.app.db, served.app.vault)
     yield served
     served.app.close()
@@ -63,7 +67,7 @@ async def test_a_pdf_page_is_a_hit_of_its_own_naming_file_page_and_how_to_read_i
     (hit,) = found["attachments"]
     assert hit == {
         "kind": "pdf_page",
-        "attachment": "Reports/q3.pdf",
+        "path": "Reports/q3.pdf",
         "page": 2,
         "snippet": "Harvest moon <mark>yields</mark> <mark>rose</mark> sharply",
         "score": hit["score"],
@@ -86,6 +90,15 @@ async def test_notes_and_pdf_pages_come_together_and_page_alike(tools: Tools) ->
     assert elsewhere["attachments"] == []
     tagged = await tools.ok("search_notes", query='"harvest moon"', tag="x")
     assert tagged["attachments"] == []  # an attachment has no tags
+
+
+async def test_a_client_reading_some_folders_sees_no_pdf_page_outside_them(site: Served) -> None:
+    async with client_of(site, PHONE) as tools:
+        found = await tools.ok("search_notes", query='"harvest moon"')
+        assert [r["path"] for r in found["results"]] == ["Home.md"]
+        assert found["attachments"] == []
+        problems = await tools.ok("list_problems", kind="attachments")
+        assert problems["problems"] == []
 
 
 async def test_list_problems_names_the_unreadable_pdf_and_why(tools: Tools) -> None:
@@ -116,7 +129,7 @@ async def test_a_served_writer_keeps_pdf_hits_in_step_with_the_disk(tmp_path: Pa
 
             async def pages(query: str) -> list[Any]:
                 found = await tools.ok("search_notes", query=query)
-                return [(a["attachment"], a["page"]) for a in found["attachments"]]
+                return [(a["path"], a["page"]) for a in found["attachments"]]
 
             async def settle(query: str, expected: list[Any]) -> None:
                 for _ in range(400):

@@ -45,7 +45,7 @@ class PdfPageHitInfo(WireModel):
     kind: Literal["pdf_page"] = Field(
         default="pdf_page", description="A page of a PDF attachment, not a note"
     )
-    attachment: str = Field(description="The PDF's path in the vault")
+    path: str = Field(description="The PDF's path in the vault")
     page: int = Field(description="The page (from 1) holding the match")
     snippet: str = Field(description="The passage of the page, matches wrapped in <mark>…</mark>")
     score: float = Field(description="BM25 relevance among PDF pages (higher is better)")
@@ -55,7 +55,7 @@ class PdfPageHitInfo(WireModel):
 def _page_hit(hit: PageHit) -> PdfPageHitInfo:
     call = json.dumps({"path": hit.path, "page": hit.page}, ensure_ascii=False)
     return PdfPageHitInfo(
-        attachment=hit.path,
+        path=hit.path,
         page=hit.page,
         snippet=hit.snippet,
         score=hit.score,
@@ -133,11 +133,10 @@ a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
 how much of the vault the vectors cover.
-The text of PDF attachments is searched too (by its words, in every mode; no OCR): matching
-pages come in `attachments`, apart from the notes (`kind` "pdf_page", the PDF's path in
-`attachment`, its `page`, a snippet, and `readWith`: the get_attachment call that reads the
-page), `attachmentTotal` counting them; `offset` pages both lists, `hasMore` says either has
-more. A `tag` filter leaves PDFs out. Example:
+PDF attachments' text is searched too (by its words, in every mode; no OCR): matching pages
+come apart in `attachments` (`kind` "pdf_page", `path`, `page`, snippet, `readWith`: the
+get_attachment call reading it), counted by `attachmentTotal`; `offset` pages both lists. A
+`tag` filter leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
