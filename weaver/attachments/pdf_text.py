@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -116,9 +117,17 @@ def read_pdf_document(
         raise PdfUnavailableError()
     limits = [str(memory_bytes), str(max_pages), str(PAGE_MAX_CHARS), str(nice)]
     command = [sys.executable, "-m", "weaver.attachments.pdf_worker", "--document", str(file)]
-    done = _run_bounded([*command, *limits], timeout_s, should_stop)
+    done = _run_bounded([*_niced(nice), *command, *limits], timeout_s, should_stop)
     found = _found(done)
     return PdfText(int(found["pages"]), [str(text) for text in found["texts"]])
+
+
+def _niced(nice: int) -> list[str]:
+    """`nice -n N` where there is such a command: the reader's interpreter starts and imports
+    PDFium at low priority too, not only what it does after (`os.nice` in the worker, which
+    stays for where there is none)."""
+    found = shutil.which("nice") if nice and sys.platform != "win32" else None
+    return [found, "-n", str(nice)] if found else []
 
 
 def _run_bounded(

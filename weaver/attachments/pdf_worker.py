@@ -79,8 +79,8 @@ def main(argv: list[str]) -> int:
     if argv[0] == "--document":
         file = argv[1]
         memory, max_pages, max_chars, nice = (int(value) for value in argv[2:6])
-        if nice and hasattr(os, "nice"):
-            os.nice(nice)  # background work: below the server and everything else
+        if nice and hasattr(os, "nice") and os.nice(0) < nice:
+            os.nice(nice - os.nice(0))  # background work: below the server and everything else
         found = document_text(file, memory, max_pages, max_chars)
     else:
         found = page_text(argv[0], int(argv[1]), int(argv[2]))
