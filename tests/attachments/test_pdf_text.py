@@ -1,8 +1,6 @@
 """A PDF page's text, read in a bounded subprocess: each page by number, a page past the end
 answered with the page count, a broken file, a reader out of time or out of memory each an
-`UnreadablePdfError` naming why, never a hang or a crash of the caller. A whole document's
-pages (for the search index) by one reader, up to a page bound, each page's text cut, and the
-reader killed when told to stop."""
+`UnreadablePdfError` naming why, never a hang or a crash of the caller."""
 
 from __future__ import annotations
 
@@ -12,14 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.attachments.pdfs import text_pdf
-from weaver.attachments.pdf_text import (
-    PAGE_MAX_CHARS,
-    PdfUnavailableError,
-    ReadingStoppedError,
-    UnreadablePdfError,
-    read_pdf_document,
-    read_pdf_page,
-)
+from weaver.attachments.pdf_text import PdfUnavailableError, UnreadablePdfError, read_pdf_page
 
 
 @pytest.fixture
@@ -69,37 +60,3 @@ def test_without_pypdfium2_the_error_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "pypdfium2", None)
     with pytest.raises(PdfUnavailableError, match=r"weaver-mcp\[attachments\]"):
         read_pdf_page(pdf, 1)
-
-
-def test_a_whole_document_is_read_by_one_reader(pdf: Path) -> None:
-    found = read_pdf_document(pdf)
-    assert (found.pages, found.texts, found.truncated) == (
-        2,
-        ["Weaver reads attachments", "Second page text"],
-        False,
-    )
-
-
-def test_a_long_document_is_read_up_to_the_page_bound_and_each_page_cut(
-    tmp_path: Path,
-) -> None:
-    long = tmp_path / "long.pdf"
-    long.write_bytes(text_pdf(["x" * (PAGE_MAX_CHARS + 500), "two", "three", "four"]))
-    found = read_pdf_document(long, max_pages=2)
-    assert (found.pages, found.truncated) == (4, True)
-    assert [len(text) for text in found.texts] == [PAGE_MAX_CHARS, 3]
-
-
-def test_a_broken_document_and_a_slow_one_are_named_unreadable(pdf: Path, tmp_path: Path) -> None:
-    broken = tmp_path / "broken.pdf"
-    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catal")
-    with pytest.raises(UnreadablePdfError, match="not a PDF that can be read"):
-        read_pdf_document(broken)
-    with pytest.raises(UnreadablePdfError, match=r"took longer than 0\.01 s"):
-        read_pdf_document(pdf, timeout_s=0.01)
-
-
-def test_a_document_reader_told_to_stop_is_stopped(pdf: Path) -> None:
-    # (tests/index/test_attachment_text.py stops one under way.)
-    with pytest.raises(ReadingStoppedError):
-        read_pdf_document(pdf, should_stop=lambda: True)

@@ -114,7 +114,8 @@ async def test_without_pypdfium2_the_answer_says_why_pdfs_are_not_searched(
     tools: Tools, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pypdfium2", None)
-    found = await tools.ok("search_notes", query="quarterly")
+    found = await tools.ok("search_notes", query="lantern")  # in no PDF read before
+    assert found["attachments"] == []
     assert "weaver-mcp[attachments]" in found["attachmentText"]
 
 

@@ -2,18 +2,19 @@
 `pdf_text.read_pdf_document`).
 
 Run as `python -m weaver.attachments.pdf_worker FILE PAGE MEMORY_BYTES` for one page, or as
-`python -m weaver.attachments.pdf_worker --document FILE MEMORY_BYTES MAX_PAGES MAX_PAGE_CHARS
-NICE` for a whole document's pages, one process for all of them. Once PDFium is loaded it caps
-its own address space (POSIX), so a malformed file that makes PDFium allocate without bound
-ends this process, never the server; it prints `{"pages": n, "text": "..."}` (one page),
-`{"pages": n, "texts": [...]}` (a document: its first MAX_PAGES pages, each cut at
-MAX_PAGE_CHARS characters) or `{"error": "..."}` as one JSON line."""
+`python -m weaver.attachments.pdf_worker --serve MEMORY_BYTES MAX_PAGES MAX_PAGE_CHARS NICE` to
+read whole documents named on stdin, one after another (`pdf_reader.PdfReader`). Once PDFium
+is loaded it caps its own address space (POSIX), so a malformed file that makes PDFium allocate
+without bound ends this process, never the server. It answers `{"pages": n, "text": "..."}`
+(one page), `{"pages": n, "texts": [...]}` (a document: its first MAX_PAGES pages, each cut at
+MAX_PAGE_CHARS characters) or `{"error": "..."}`, one JSON line each."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from typing import Any
 
 
 def limit_memory(max_bytes: int) -> None:
@@ -47,13 +48,28 @@ def page_text(file: str, page: int, memory: int) -> dict[str, object]:
         document.close()
 
 
-def document_text(file: str, memory: int, max_pages: int, max_page_chars: int) -> dict[str, object]:
-    """The text of the document's first `max_pages` pages, each cut at `max_page_chars`."""
+def serve_documents(memory: int, max_pages: int, max_page_chars: int) -> None:
+    """Read the documents named on stdin (one JSON string a line), answering each with one
+    JSON line on stdout, until stdin ends."""
     try:
         import pypdfium2
     except ImportError:
-        return {"error": "unavailable"}
+        _answer_line({"error": "unavailable"})
+        return
     limit_memory(memory)
+    for line in sys.stdin:
+        _answer_line(_document_text(pypdfium2, json.loads(line), max_pages, max_page_chars))
+
+
+def _answer_line(found: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(found) + "\n")
+    sys.stdout.flush()
+
+
+def _document_text(
+    pypdfium2: Any, file: str, max_pages: int, max_page_chars: int
+) -> dict[str, object]:
+    """The text of the document's first `max_pages` pages, each cut at `max_page_chars`."""
     try:
         document = pypdfium2.PdfDocument(file)
     except pypdfium2.PdfiumError as exc:
@@ -76,15 +92,13 @@ def document_text(file: str, memory: int, max_pages: int, max_page_chars: int) -
 
 
 def main(argv: list[str]) -> int:
-    if argv[0] == "--document":
-        file = argv[1]
-        memory, max_pages, max_chars, nice = (int(value) for value in argv[2:6])
+    if argv[0] == "--serve":
+        memory, max_pages, max_chars, nice = (int(value) for value in argv[1:5])
         if nice and hasattr(os, "nice") and os.nice(0) < nice:
             os.nice(nice - os.nice(0))  # background work: below the server and everything else
-        found = document_text(file, memory, max_pages, max_chars)
-    else:
-        found = page_text(argv[0], int(argv[1]), int(argv[2]))
-    sys.stdout.write(json.dumps(found) + "\n")
+        serve_documents(memory, max_pages, max_chars)
+        return 0
+    sys.stdout.write(json.dumps(page_text(argv[0], int(argv[1]), int(argv[2]))) + "\n")
     return 0
 
 

@@ -3,11 +3,12 @@ the background.
 
 The indexer only records attachments (path, size, mtime), as cheaply as before; this worker's
 thread catches up behind it. A pass drops the text of PDFs that are gone, then reads the
-pending ones (never read, or changed since) newest first, each by one subprocess bounded in
-time and memory (`pdf_text.read_pdf_document`), and stores each document's pages in a short
-transaction of its own, so the indexer's writes wait for one document's insert at most, never
-for a read. A PDF that cannot be read, runs out of time or memory, or has more pages than are
-read is stored with its `problem` (list_problems shows it) and not read again until it changes.
+pending ones (never read, or changed since) newest first, each bounded in time and memory
+(`pdf_reader.PdfReader`: one subprocess reads them in turn), and stores each document's pages
+in a short transaction of its own, so the indexer's writes wait for one document's insert at
+most, never for a read. A PDF that cannot be read, runs out of time or memory, or has more
+pages than are read is stored with its `problem` (list_problems shows it) and not read again
+until it changes.
 
 A pass starts when the cache's version moves (the indexer recorded a change, an attachment's
 included: it publishes events for notes only) and, as a safety net, every `POLL_SECONDS`.
@@ -24,14 +25,8 @@ from pathlib import Path
 import structlog
 from sqlalchemy import Engine
 
-from weaver.attachments.pdf_text import (
-    PdfText,
-    PdfUnavailableError,
-    ReadingStoppedError,
-    UnreadablePdfError,
-    pdf_available,
-    read_pdf_document,
-)
+from weaver.attachments.pdf_reader import PdfReader, PdfText, ReadingStoppedError
+from weaver.attachments.pdf_text import PdfUnavailableError, UnreadablePdfError, pdf_available
 from weaver.cache import attachment_text, read
 from weaver.cache.attachment_text import ExtractedPdf, PendingPdf
 from weaver.errors import WeaverError
@@ -50,21 +45,27 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 ReadPdf = Callable[[Path, Callable[[], bool]], PdfText]
 
 
-def _read_in_background(file: Path, should_stop: Callable[[], bool]) -> PdfText:
-    return read_pdf_document(file, nice=NICE, should_stop=should_stop)
-
-
 def extract_pending(
     db: Engine,
     vault: Vault,
     should_stop: Callable[[], bool] = lambda: False,
-    read_pdf: ReadPdf = _read_in_background,
+    read_pdf: ReadPdf | None = None,
 ) -> int:
-    """Bring the PDF text up to date with the attachments; the number of PDFs read.
+    """Bring the PDF text up to date with the attachments; the number of PDFs read, by one
+    reader process for the pass (`read_pdf` instead, where given).
 
     Raises `PdfUnavailableError` without pypdfium2."""
     with db.begin() as conn:
         attachment_text.forget_gone(conn)
+    if read_pdf is not None:
+        return _extract_all(db, vault, should_stop, read_pdf)
+    with PdfReader(nice=NICE) as reader:
+        return _extract_all(db, vault, should_stop, reader.read)
+
+
+def _extract_all(
+    db: Engine, vault: Vault, should_stop: Callable[[], bool], read_pdf: ReadPdf
+) -> int:
     done = 0
     tried: set[PendingPdf] = set()
     while not should_stop():
@@ -112,7 +113,7 @@ def _extract(vault: Vault, pdf: PendingPdf, read_pdf: Callable[[Path], PdfText])
 class AttachmentTextWorker:
     """A daemon thread running `extract_pending` whenever the cache changes."""
 
-    def __init__(self, db: Engine, vault: Vault, read_pdf: ReadPdf = _read_in_background) -> None:
+    def __init__(self, db: Engine, vault: Vault, read_pdf: ReadPdf | None = None) -> None:
         self._db = db
         self._vault = vault
         self._read_pdf = read_pdf
