@@ -6,7 +6,8 @@ The reference vault is copied (the other groups keep theirs untouched). The daem
 copy; the freshness trials of `freshness` run first without PDFs, then the PDFs are written,
 and once the daemon has recorded them (the extractor starts on them at once) the trials run
 again while they are read. How many PDFs were read meanwhile is reported, to show the
-extraction was under way, and at what rate.
+extraction was under way, and at what rate. Once all are read, the search behind
+search_notes is timed over the notes and the PDFs' pages together (the read-tool target).
 """
 
 from __future__ import annotations
@@ -23,12 +24,27 @@ from tests.attachments.pdfs import text_pdf
 from tests.benchmarks.context import BenchContext
 from tests.benchmarks.freshness import _reader, _trial, running_daemon
 from tests.benchmarks.report import Figure, Target, latency_figure, percentile
+from tests.benchmarks.vaultgen import COMMON_WORDS
+from weaver.config import Settings
+from weaver.runtime.app import open_app
+from weaver.runtime.state import ServerState
+from weaver.search import SearchRequest, find_notes
 
 PDFS = 1_000
 BROKEN_EVERY = 20
 PAGES = (1, 2, 5, 20, 80)  # a mix of sizes, most small
 RATIO_TARGET = Target("<=", 1.5, "p95 ≤ 1.5× without PDFs")
 RECORDED_WITHIN_S = 120.0
+READ_WITHIN_S = 600.0
+SEARCH_TARGET = Target("<=", 20, "p95 ≤ 20 ms")
+SEARCH_CALLS = 50
+# What the searches ask: a word on every PDF page (and in some notes), a word of one PDF, a word
+# most notes hold (no PDF).
+SEARCHES = {
+    "a word on every PDF page": "topic",
+    "a word of one PDF": '"Document 123"',
+    "two words most notes hold": COMMON_WORDS,
+}
 
 
 def run(ctx: BenchContext) -> list[Figure]:
@@ -44,6 +60,8 @@ def run(ctx: BenchContext) -> list[Figure]:
         during = _samples(ctx, vault, db, sample, ctx.trials)
         read = _count(db, "attachment_texts") - read_before
         elapsed = time.perf_counter() - started
+        _wait_read(db)
+        searches = _time_searches(vault, ctx)
     shutil.rmtree(vault, ignore_errors=True)
     ratio = percentile(during, 95) / percentile(before, 95)
     section = "attachments"
@@ -65,6 +83,15 @@ def run(ctx: BenchContext) -> list[Figure]:
             "PDFs",
             f"{read:,} of {PDFS:,} in {elapsed:.0f} s ({read / elapsed:.1f}/s)",
         ),
+        *(
+            latency_figure(
+                section,
+                f"find_notes (search_notes' core) {label}, {ctx.reference:,} notes + {PDFS:,} PDFs",
+                seconds,
+                SEARCH_TARGET,
+            )
+            for label, seconds in searches.items()
+        ),
     ]
 
 
@@ -76,6 +103,36 @@ def _samples(
     for i in range(first, first + ctx.trials):
         seconds += [s for _, s in _trial(vault, db, sample[i % len(sample)], i)]
     return seconds
+
+
+def _wait_read(db: sqlite3.Connection) -> None:
+    deadline = time.monotonic() + READ_WITHIN_S
+    while _count(db, "attachment_texts") < PDFS:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the daemon did not read the PDFs in {READ_WITHIN_S:.0f} s")
+        time.sleep(0.2)
+
+
+def _time_searches(vault: Path, ctx: BenchContext) -> dict[str, list[float]]:
+    """`find_notes` in this process on the daemon's cache, which holds every PDF's text by now:
+    the search behind search_notes, without the MCP round trip (`queries` measures that)."""
+    app = open_app(Settings(vault=vault))
+    try:
+        sources = ServerState(app, watch=False).search_sources
+        timings: dict[str, list[float]] = {}
+        for label, query in SEARCHES.items():
+            request = SearchRequest(query, mode="keyword")
+            found = find_notes(sources, request)  # warm: the name index is built once
+            assert found.attachment_total or label == "two words most notes hold", label
+            seconds = []
+            for _ in range(SEARCH_CALLS):
+                began = time.perf_counter()
+                find_notes(sources, request)
+                seconds.append(time.perf_counter() - began)
+            timings[label] = seconds
+        return timings
+    finally:
+        app.close()
 
 
 def _write_pdfs(folder: Path, rng: random.Random) -> None:
