@@ -3,8 +3,10 @@
 `attachment_texts` says where each PDF's text extraction stands (the size and mtime it read, its
 page count, a problem that kept text out); `attachment_pages` holds each page's text. On SQLite
 the FTS5 table `attachment_fts` indexes those pages as external content (no second copy of the
-text), with the notes' tokenizer; on PostgreSQL there is no such index yet and attachment text is
-not searched (docs/tools.md says so).
+text), and the contentless `attachment_doc_fts` each document's pages together (what search
+ranks: a word on every page of a thousand PDFs is a thousand rows to rank, not every page), with
+the notes' tokenizer; on PostgreSQL there is no such index yet and attachment text is not
+searched (docs/tools.md says so).
 
 Revision ID: 0025
 Revises: 0024
@@ -57,10 +59,15 @@ def upgrade() -> None:
             "CREATE VIRTUAL TABLE attachment_fts USING fts5(text, content='attachment_pages', "
             f"content_rowid='id', tokenize = '{TOKENIZER}')"
         )
+        op.execute(
+            f"CREATE VIRTUAL TABLE attachment_doc_fts USING fts5(text, content='', "
+            f"tokenize = '{TOKENIZER}')"
+        )
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
+        op.execute("DROP TABLE IF EXISTS attachment_doc_fts")
         op.execute("DROP TABLE IF EXISTS attachment_fts")
     op.drop_index("ix_attachment_pages_path_page", table_name="attachment_pages")
     op.drop_table("attachment_pages")

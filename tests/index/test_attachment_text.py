@@ -65,6 +65,28 @@ def test_a_phrase_only_in_a_pdf_page_is_found_with_its_file_and_page(
     assert extract_pending(app.db, app.vault) == 0  # read once, not again
 
 
+def test_a_pdf_is_one_hit_at_its_best_page(app: App, vault_dir: Path) -> None:
+    (vault_dir / "manual.pdf").write_bytes(
+        text_pdf(
+            [
+                "An introduction to the plant, its history, its people and one valve",
+                "The valve is closed, the valve is checked, the valve is logged",
+                "Appendix: the plant's other parts, pumps and pipes, and one valve",
+                "Glossary ends with pressure",
+                "relief at last",
+            ]
+        )
+    )
+    app.indexer.reconcile()
+    extract_pending(app.db, app.vault)
+    (hit,) = pages_matching(app, "valve")  # on three pages: one hit, at the page most about it
+    assert (hit.path, hit.page) == ("manual.pdf", 2)
+    assert hit.snippet.count("<mark>valve</mark>") == 3
+    # A phrase is never found across a page break.
+    assert pages_matching(app, '"pressure relief"') == []
+    assert [h.page for h in pages_matching(app, '"relief at last"')] == [5]
+
+
 def test_replacing_and_deleting_the_pdf_updates_its_hits_through_the_watcher(
     app: App, vault_dir: Path
 ) -> None:

@@ -32,9 +32,8 @@ def anyio_backend() -> str:
 
 FILES: dict[str, str | bytes] = {
     "Home.md": "Links to [[Reports/q3.pdf]]; the harvest moon is a note's phrase too.\n",
-    "Reports/q3.pdf": text_pdf(
-        ["Quarterly report", "Harvest moon yields rose sharply", "The harvest moon again"]
-    ),
+    "Reports/q3.pdf": text_pdf(["Quarterly report", "Harvest moon yields rose sharply"]),
+    "Reports/q4.pdf": text_pdf(["The harvest moon again"]),
     "Archive/old.md": "old\n",
     "Reports/broken.pdf": b"%PDF-1.4\n1 0 obj << /Type /Catal",
 }
@@ -84,8 +83,8 @@ async def test_notes_and_pdf_pages_come_together_and_page_alike(tools: Tools) ->
     assert first["attachmentText"] is None
     second = await tools.ok("search_notes", query='"harvest moon"', limit=1, offset=1)
     assert second["results"] == [] and second["hasMore"] is False
-    pages = [a["page"] for a in first["attachments"] + second["attachments"]]
-    assert sorted(pages) == [2, 3]
+    pages = [(a["path"], a["page"]) for a in first["attachments"] + second["attachments"]]
+    assert sorted(pages) == [("Reports/q3.pdf", 2), ("Reports/q4.pdf", 1)]
     elsewhere = await tools.ok("search_notes", query='"harvest moon"', directory="Archive")
     assert elsewhere["attachments"] == []
     tagged = await tools.ok("search_notes", query='"harvest moon"', tag="x")

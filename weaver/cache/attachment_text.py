@@ -10,12 +10,14 @@ nothing is extracted nor searched yet (`searchable`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
 
 from weaver.cache.fts import (
+    ATTACHMENT_DOC_FTS_TABLE,
     ATTACHMENT_FTS_TABLE,
     SNIPPET_CLOSE,
     SNIPPET_ELLIPSIS,
@@ -27,6 +29,8 @@ from weaver.markdown.cjk import segment, unsegment
 from weaver.paging import Page
 
 FTS_TABLE = ATTACHMENT_FTS_TABLE
+DOC_FTS_TABLE = ATTACHMENT_DOC_FTS_TABLE
+PAGE_BREAK = "\n\nweaverpagebreak\n\n"
 _CHUNK = 900
 
 
@@ -134,6 +138,19 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
         "WHERE path = ?",
         (extracted.path,),
     )
+    first = conn.execute(
+        select(func.min(AttachmentPage.id)).where(AttachmentPage.path == extracted.path)
+    ).scalar_one()
+    conn.exec_driver_sql(
+        f"INSERT INTO {DOC_FTS_TABLE} (rowid, text) VALUES (?, ?)",
+        (first, _document([str(row["text"]) for row in rows])),
+    )
+
+
+def _document(page_texts: Sequence[str]) -> str:
+    """A document's row of `attachment_doc_fts`: its pages in order, a word between them that
+    no text holds, so no phrase runs from one page into the next."""
+    return PAGE_BREAK.join(page_texts)
 
 
 def forget_gone(conn: Connection) -> int:
@@ -153,10 +170,23 @@ def forget_gone(conn: Connection) -> int:
 
 
 def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
-    # External content: FTS5 forgets a row by being handed the text it indexed, which the
-    # pages table still holds until the row goes.
+    # External content and contentless tables: FTS5 forgets a row by being handed the text it
+    # indexed, which the pages table still holds until its rows go.
     if not paths:
         return
+    pages = conn.execute(
+        select(AttachmentPage.path, AttachmentPage.id, AttachmentPage.text)
+        .where(AttachmentPage.path.in_(paths))
+        .order_by(AttachmentPage.path, AttachmentPage.page)
+    ).all()
+    documents: dict[str, tuple[int, list[str]]] = {}
+    for path, page_id, page_text in pages:
+        documents.setdefault(path, (page_id, []))[1].append(page_text)
+    if documents:
+        conn.exec_driver_sql(
+            f"INSERT INTO {DOC_FTS_TABLE} ({DOC_FTS_TABLE}, rowid, text) VALUES ('delete', ?, ?)",
+            [(first, _document(texts)) for first, texts in documents.values()],
+        )
     marks = ", ".join("?" for _ in paths)
     conn.exec_driver_sql(
         f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, text) "
@@ -169,41 +199,46 @@ def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
 # ---------------------------------------------------------------- search
 
 
-# The page's matches are ranked first (BM25 only), and only they get a snippet: snippet() over
-# every match of a word on thousands of pages cost the search a tenth of a second.
-_PAGE_SQL = f"""
-WITH ranked AS (
-    SELECT {FTS_TABLE}.rowid AS id, bm25({FTS_TABLE}) AS score
-    FROM {FTS_TABLE}
-    JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
-    JOIN attachments AS a ON a.path = p.path
-    JOIN attachment_texts AS t
-        ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
-    WHERE {FTS_TABLE} MATCH :expression {{folder}}
-    ORDER BY score, id
-    LIMIT :limit OFFSET :offset
-)
-SELECT p.path, p.page,
-       snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens) AS snippet,
-       ranked.score
-FROM ranked
-JOIN {FTS_TABLE} ON {FTS_TABLE}.rowid = ranked.id
-JOIN attachment_pages AS p ON p.id = ranked.id
-WHERE {FTS_TABLE} MATCH :expression
-ORDER BY ranked.score, ranked.id
+# Documents are ranked, not pages: BM25 costs each match its time, and a word on every page of
+# a thousand PDFs is tens of thousands of pages but a thousand documents. A hit is a document
+# at its best page (`_BEST_PAGES`).
+_FRESH_JOIN = """
+JOIN attachment_pages AS p ON p.id = {doc}.rowid
+JOIN attachments AS a ON a.path = p.path
+JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
+"""
+_RANKED_SQL = f"""
+SELECT p.path, bm25({DOC_FTS_TABLE}) AS score
+FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
+WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
+ORDER BY score, p.path
+LIMIT :limit OFFSET :offset
 """
 _COUNT_SQL = f"""
 SELECT count(*)
-FROM {FTS_TABLE}
-JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
-JOIN attachments AS a ON a.path = p.path
-JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
-WHERE {FTS_TABLE} MATCH :expression {{folder}}
+FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
+WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 """
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
+# Each ranked document's pages matching on their own, best first per document; only those
+# documents' pages are scored (the match itself is a walk of the index).
+_BEST_PAGES = text(f"""
+SELECT p.path, p.page, p.id, bm25({FTS_TABLE}) AS score
+FROM {FTS_TABLE}
+JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
+WHERE {FTS_TABLE} MATCH :expression AND p.path IN (SELECT value FROM json_each(:paths))
+ORDER BY p.path, score, p.page
+""")
+_SNIPPETS = text(f"""
+SELECT {FTS_TABLE}.rowid,
+       snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens)
+FROM {FTS_TABLE}
+WHERE {FTS_TABLE} MATCH :expression
+  AND {FTS_TABLE}.rowid IN (SELECT value FROM json_each(:ids))
+""")
 # Built once per filter: a search parses neither again.
-_PAGE = {
-    by_folder: text(_PAGE_SQL.format(folder=_FOLDER if by_folder else ""))
+_RANKED = {
+    by_folder: text(_RANKED_SQL.format(folder=_FOLDER if by_folder else ""))
     for by_folder in (False, True)
 }
 _COUNT = {
@@ -221,25 +256,44 @@ _SNIPPET = {
 def search_pages(
     conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
 ) -> Page[PageHit]:
-    """PDF pages matching an FTS5 `expression` (from `fts.fts_query`), best first, with a
-    snippet each; `directory` narrows to a folder and its subfolders."""
+    """PDFs matching an FTS5 `expression` (from `fts.fts_query`), best first, each at its best
+    page with a snippet; `directory` narrows to a folder and its subfolders. A document whose
+    words are spread over several pages, none holding them all, is named at its first page."""
     if not searchable(conn):
         return Page([], 0, offset, limit)
     by_folder = bool(directory)
     values: dict[str, object] = {"expression": expression}
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    bound = values | _SNIPPET | {"limit": limit, "offset": offset}
-    rows = conn.execute(_PAGE[by_folder], bound).all()
-    if len(rows) < limit and (rows or offset == 0):  # the page holds the last match
-        total = offset + len(rows)
+    ranked = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
+    if len(ranked) < limit and (ranked or offset == 0):  # the page holds the last match
+        total = offset + len(ranked)
     else:
         total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
+    best = _best_pages(conn, expression, [path for path, _ in ranked])
     hits = [
-        PageHit(path, page, unsegment(snippet or ""), round(-float(score or 0.0), 6) + 0.0)
-        for path, page, snippet, score in rows
+        PageHit(path, *best.get(path, (1, "")), round(-float(score or 0.0), 6) + 0.0)
+        for path, score in ranked
     ]
     return Page(hits, total, offset, limit)
+
+
+def _best_pages(conn: Connection, expression: str, paths: list[str]) -> dict[str, tuple[int, str]]:
+    """For each of `paths`, its best page matching `expression` and that page's snippet."""
+    if not paths:
+        return {}
+    rows = conn.execute(_BEST_PAGES, {"expression": expression, "paths": json.dumps(paths)})
+    best: dict[str, tuple[int, int]] = {}
+    for path, page, page_id, _score in rows:
+        best.setdefault(path, (page, page_id))  # ordered best first within each path
+    ids = [page_id for _, page_id in best.values()]
+    snippets: dict[int, str | None] = dict(
+        conn.execute(_SNIPPETS, {"expression": expression, "ids": json.dumps(ids)} | _SNIPPET).all()
+    )
+    return {
+        path: (page, unsegment(snippets.get(page_id) or ""))
+        for path, (page, page_id) in best.items()
+    }
 
 
 # ---------------------------------------------------------------- problems
