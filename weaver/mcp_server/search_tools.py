@@ -46,9 +46,9 @@ class PdfPageHitInfo(WireModel):
         default="pdf_page", description="A page of a PDF attachment, not a note"
     )
     path: str = Field(description="The PDF's path in the vault")
-    page: int = Field(description="The page (from 1) holding the match")
+    page: int = Field(description="The page (from 1) matching best")
     snippet: str = Field(description="The passage of the page, matches wrapped in <mark>…</mark>")
-    score: float = Field(description="BM25 relevance among PDF pages (higher is better)")
+    score: float = Field(description="BM25 relevance among PDFs (higher is better)")
     read_with: str = Field(description="The call that reads this page's text")
 
 
@@ -100,10 +100,10 @@ class SearchNotesData(WireModel):
     )
     attachments: list[PdfPageHitInfo] = Field(
         default_factory=list,
-        description="PDF pages holding the query's words, best first, paged by the same "
-        "offset and limit",
+        description="PDFs holding the query's words, best first, each at its best page; paged "
+        "by the same offset and limit",
     )
-    attachment_total: int = Field(default=0, description="PDF pages matching, over all pages")
+    attachment_total: int = Field(default=0, description="PDFs matching, over all pages")
     attachment_text: str | None = Field(
         default=None, description="Why PDF text is not searched here, when it is not"
     )
@@ -133,10 +133,10 @@ a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
 how much of the vault the vectors cover.
-PDF attachments' text is searched too (by its words, in every mode; no OCR): matching pages
-come apart in `attachments` (`kind` "pdf_page", `path`, `page`, snippet, `readWith`: the
-get_attachment call reading it), counted by `attachmentTotal`; `offset` pages both lists. A
-`tag` filter leaves PDFs out. Example:
+PDF attachments' text is searched too (by its words, in every mode; no OCR): each matching PDF
+comes apart in `attachments` at its best page (`kind` "pdf_page", `path`, `page`, snippet,
+`readWith`: the get_attachment call reading it), counted by `attachmentTotal`; `offset` pages
+both lists. A `tag` filter leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
