@@ -1,8 +1,9 @@
 """PDF text kept in step with the vault by the background extractor: a phrase only a PDF page
-holds is found with its file and page; replacing the PDF (seen by the watcher) replaces its
-hits and deleting it removes them; a malformed PDF and one past the reader's bounds are listed
-as problems; a slow PDF never holds up note indexing; without pypdfium2 notes index as ever and
-the worker says why there is no PDF text."""
+holds is found with its file and page, a PDF being one hit at its best page; replacing the PDF
+(seen by the watcher) replaces its hits and deleting it removes them; a malformed PDF and one
+past the reader's bounds are listed as problems; a slow PDF never holds up note indexing, and
+stopping the worker kills a reader under way; without pypdfium2 notes index as ever and the
+worker says why there is no PDF text; on PostgreSQL the search says PDFs are not searched."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from weaver.cache.attachment_text import PageHit
 from weaver.config import Settings
 from weaver.index.attachment_text import AttachmentTextWorker, extract_pending
 from weaver.runtime.app import App, open_app
+from weaver.runtime.state import ServerState
+from weaver.search import SearchRequest, find_notes
 from weaver.vault.watcher import VaultWatcher
 
 
@@ -210,3 +213,18 @@ def test_without_pypdfium2_notes_index_and_the_worker_says_why(
     with app.db.connect() as conn:
         assert fts.search(conn, '"notes still index"', 10, 0).total == 1
     assert pages_matching(app, "unreadable") == []
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_search_says_pdf_text_is_not_searched_there(
+    pg_app: App, vault_dir: Path
+) -> None:
+    (vault_dir / "doc.pdf").write_bytes(text_pdf(["invoice total"]))
+    (vault_dir / "note.md").write_text("an invoice note\n")
+    pg_app.indexer.reconcile()
+    found = find_notes(ServerState(pg_app, watch=False).search_sources, SearchRequest("invoice"))
+    assert [hit.path for hit in found.hits] == ["note.md"]
+    assert found.attachment_hits == []
+    assert (
+        found.attachment_text == "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
+    )
