@@ -107,6 +107,12 @@ def test_replacing_and_deleting_the_pdf_updates_its_hits_through_the_watcher(
     assert pages_matching(app, "quarterly") == []
     extract_pending(app.db, app.vault)
     assert [(h.path, h.page) for h in pages_matching(app, "annual")] == [("scan.pdf", 2)]
+    # The old text is gone from both indexes, not only hidden: new pages may take the old
+    # ones' ids, and would otherwise be found by the old words.
+    with app.db.connect() as conn:
+        for table in ("attachment_fts", "attachment_doc_fts"):
+            sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH 'quarterly'"
+            assert conn.exec_driver_sql(sql).scalar_one() == 0, table
 
     pdf.unlink()
     watcher.handle_changes({(Change.deleted, str(pdf))})
