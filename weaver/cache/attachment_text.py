@@ -1,6 +1,7 @@
 """PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
-short transaction, full-text search over those pages (FTS5 `attachment_fts`, SQLite only), and
-the PDFs whose text could not be read (list_problems).
+short transaction, full-text search over them (SQLite only: FTS5 `attachment_doc_fts` ranks
+whole documents, `attachment_fts` finds each one's best page), and the PDFs whose text could
+not be read (list_problems).
 
 A page's hits show only while its text is fresh: the `attachments` row (written by the
 indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
