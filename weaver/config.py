@@ -333,7 +333,8 @@ def shown(name: str, value: object) -> str:
     if name == "http_token":
         return "(hidden)"
     if name == "database_url" and isinstance(value, str):
-        value = _without_password(value)
+        # Whole, like a path: a SQLite URL clipped would not say which folder is missing.
+        return repr(_without_password(value))
     if isinstance(value, Path):  # whole: a path clipped would not say which
         return repr(str(value))
     text = repr(value)
