@@ -187,6 +187,11 @@ def run_serve(
         )
     if not files:
         settings = settings.model_copy(update={"read_only": True})
+    if settings.several_vaults and settings.http_processes > 1 and transport == "http":
+        raise ConfigError(
+            "several vaults are served by one HTTP process: set http_processes = 1, or serve "
+            "each vault by its own weaver serve"
+        )
     sock = None
     if transport == "http":
         check_http_settings(settings)
@@ -202,8 +207,9 @@ def run_serve(
             engine = reading_engine(app)
             cleanup.callback(engine.stop)
         state = ServerState(app, watch=watch, engine=engine, may_write=files)
+        vaults = open_vaults(settings, state, cleanup, watch, files, queue)
         children = reader_children(settings, sock, files, queue=queue)
-        server = build_server(state, sessions=children is None)
+        server = build_server(state, sessions=children is None, vaults=vaults)
         gc_freeze.keep_pauses_short()
         gil.share_quickly()
         if sock is not None:
@@ -216,6 +222,34 @@ def run_serve(
         else:
             log.info("serving MCP over stdio", vault=str(settings.vault), reader=not files)
             anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
+
+
+def open_vaults(
+    settings: Settings,
+    state: ServerState,
+    cleanup: ExitStack,
+    watch: bool,
+    files: bool,
+    queue: bool,
+) -> dict[str, ServerState] | None:
+    """Each vault's state, by name (`state` is the default's), for a server of several vaults;
+    None for one. Every other vault has its own cache and workflow engine, closed by `cleanup`."""
+    if not settings.several_vaults:
+        return None
+    states: dict[str, ServerState] = {}
+    for name in settings.vaults:
+        if name == settings.vault_name:
+            states[name] = state
+            continue
+        app = open_app(settings.for_vault(name), files=files, queue=queue)
+        cleanup.callback(app.close)
+        if files:
+            engine = cleanup.enter_context(hosted_engine(app))
+        else:
+            engine = reading_engine(app)
+            cleanup.callback(engine.stop)
+        states[name] = ServerState(app, watch=watch, engine=engine, may_write=files)
+    return states
 
 
 async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) -> None:
