@@ -5,6 +5,8 @@ A server of one vault lists no `vault` argument at all."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,11 +16,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from tests.helpers import write_files
+import weaver
+from tests.helpers import logged, wait_for_async, write_files
 from tests.mcp_server.test_cache_tools import Tools
 from weaver.config import Settings, VaultEntry
 from weaver.mcp_server import build_server
@@ -26,6 +30,9 @@ from weaver.runtime.app import App, open_app
 from weaver.runtime.state import ServerState
 
 pytestmark = pytest.mark.anyio
+
+WEAVER = str(Path(sys.executable).with_name("weaver"))
+CHECKOUT = Path(weaver.__file__).parents[1]
 
 WORK = {
     "Plan.md": "# Plan\nThe quarterly plan mentions zebra once.\n",
@@ -207,3 +214,43 @@ async def test_a_file_written_into_a_vault_is_seen_by_its_watcher_only(tmp_path:
     finally:
         for app in served.apps.values():
             app.close()
+
+
+async def test_weaver_serve_over_stdio_serves_the_configs_vaults(tmp_path: Path) -> None:
+    """The real process: `weaver serve` reads [vaults.NAME] from its config file, watches each
+    vault and runs each one's workflows against its own files."""
+    write_files(tmp_path / "work", WORK)
+    write_files(tmp_path / "home", HOME)
+    config = tmp_path / "weaver.toml"
+    config.write_text(
+        'default_vault = "work"\n[vaults.work]\npath = "work"\n[vaults.home]\npath = "home"\n',
+        encoding="utf-8",
+    )
+    params = StdioServerParameters(
+        command=WEAVER,
+        args=["--config", str(config), "serve", "--toolsets", "all"],
+        cwd=tmp_path,
+        # PYTHONPATH passed on: the code under test, where it is not the installed one.
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(Path(weaver.__file__).parents[1]),
+        },
+    )
+    with (tmp_path / "stderr.log").open("w") as log:
+        async with Client(stdio_client(params, errlog=log), mode="legacy") as client:
+            tools = Tools(client)
+            assert "several vaults: work, home" in (client.instructions or "")
+            listed = (await client.list_tools()).tools
+            assert all("vault" in t.input_schema["properties"] for t in listed)
+            home = paths(await tools.raw("query_files", {"vault": "home"}))
+            assert home == ["Garden.md", "Zebra.md", "home-only.md"]
+            await wait_for_async(logged(tmp_path / "stderr.log", "watching vault"), 10)
+            write_files(tmp_path / "home", {"fresh.md": "# Fresh\n"})
+            with anyio.fail_after(20):
+                while "fresh.md" not in paths(await tools.raw("query_files", {"vault": "home"})):
+                    await anyio.sleep(0.05)
+            args = {"workflowId": "markdown-analyzer", "input": {"path": "home-only.md"}}
+            run = await tools.raw("trigger_workflow", {**args, "vault": "home"})
+            elsewhere = await tools.raw("trigger_workflow", args)
+    assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "home-only.md")
+    assert elsewhere["data"]["status"] == "failed"  # the default vault has no such note

@@ -156,6 +156,11 @@ answer an error naming the writer."""
 READER_QUEUES = """ trigger_workflow works here: it queues the run for the workers (weaver
 worker) of the shared PostgreSQL cache; follow it with get_workflow_status on any server."""
 
+VAULTS_INSTRUCTIONS = """This server serves several vaults: {vaults}. Every tool takes
+`vault`, the vault to answer from ({default} when left out); search_notes with vault "*"
+searches them all, each hit naming its vault. A vault's resources are its weaver:// URIs under
+weaver://vaults/<vault>/ (weaver://vaults/{other}/note/<path>)."""
+
 READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
 vault or run workflows ({tools}) are not offered."""
 
@@ -327,13 +332,18 @@ def withheld_reason(state: ServerState, spec: ToolSpec) -> str:
     return f"{name} is not offered by this server: read_only is set in its settings"
 
 
-def server_instructions(state: ServerState) -> str:
+def server_instructions(state: ServerState, routing: VaultRouting | None = None) -> str:
     served = state.app.settings.toolsets
     parts = [unwrap(TOOLSET_INSTRUCTIONS[toolset]) for toolset in served]
     unserved = [toolset for toolset in TOOLSETS if toolset not in served]
     if unserved:
         parts.append(unwrap(UNSERVED_INSTRUCTIONS.format(toolsets=", ".join(unserved))))
     text = unwrap(INSTRUCTIONS.format(toolsets=" ".join(parts)))
+    if routing is not None:
+        other = next(name for name in routing.names if name != routing.default)
+        names = ", ".join(routing.names)
+        said = VAULTS_INSTRUCTIONS.format(vaults=names, default=routing.default, other=other)
+        text += "\n\n" + unwrap(said)
     # The write tools left out of the toolsets served: their absence needs explaining.
     tools = ", ".join(
         found.spec.name
@@ -417,7 +427,7 @@ def build_server(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
-        instructions=server_instructions(state),
+        instructions=server_instructions(state, routing),
         tools=[bound[each.spec.name] for each in found if each.spec.name not in withheld],
         lifespan=make_lifespan(state) if routing is None else vaults_lifespan(vaults or {}, name),
         token_verifier=verifier,
