@@ -48,6 +48,7 @@ from weaver.runtime.http import (
     loopback_names,
     serve_http,
 )
+from weaver.runtime.locks import daemon_lock
 from weaver.runtime.oauth_server import OwnerAuthorizationServer
 from weaver.runtime.state import ServerState
 
@@ -187,11 +188,8 @@ def run_serve(
         )
     if not files:
         settings = settings.model_copy(update={"read_only": True})
-    if settings.several_vaults and settings.http_processes > 1 and transport == "http":
-        raise ConfigError(
-            "several vaults are served by one HTTP process: set http_processes = 1, or serve "
-            "each vault by its own weaver serve"
-        )
+    if transport == "http":
+        check_vaults_over_http(settings)
     sock = None
     if transport == "http":
         check_http_settings(settings)
@@ -224,6 +222,15 @@ def run_serve(
             anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
 
 
+def check_vaults_over_http(settings: Settings) -> None:
+    """Several vaults are served by one process: its reader processes would serve one."""
+    if settings.several_vaults and settings.http_processes > 1:
+        raise ConfigError(
+            "several vaults are served by one HTTP process: set http_processes = 1, or serve "
+            "each vault by its own weaver serve"
+        )
+
+
 def open_vaults(
     settings: Settings,
     state: ServerState,
@@ -231,9 +238,11 @@ def open_vaults(
     watch: bool,
     files: bool,
     queue: bool,
+    daemon: bool = False,
 ) -> dict[str, ServerState] | None:
     """Each vault's state, by name (`state` is the default's), for a server of several vaults;
-    None for one. Every other vault has its own cache and workflow engine, closed by `cleanup`."""
+    None for one. Every other vault has its own cache and workflow engine, closed by `cleanup`;
+    for the `daemon`, its daemon lock too, its cache checked as it opens, its schedules run."""
     if not settings.several_vaults:
         return None
     states: dict[str, ServerState] = {}
@@ -241,10 +250,13 @@ def open_vaults(
         if name == settings.vault_name:
             states[name] = state
             continue
-        app = open_app(settings.for_vault(name), files=files, queue=queue)
+        own = settings.for_vault(name)
+        if daemon:
+            cleanup.enter_context(daemon_lock(own.vault))
+        app = open_app(own, check=daemon, files=files, queue=queue)
         cleanup.callback(app.close)
         if files:
-            engine = cleanup.enter_context(hosted_engine(app))
+            engine = cleanup.enter_context(hosted_engine(app, schedules=daemon))
         else:
             engine = reading_engine(app)
             cleanup.callback(engine.stop)
