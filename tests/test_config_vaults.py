@@ -73,3 +73,12 @@ def test_a_shared_database_url_is_refused(tmp_path: Path) -> None:
     config = two_vaults(tmp_path, 'database_url = "sqlite:///x.db"')
     with pytest.raises(ConfigError, match="give each vault its own database_url"):
         load_settings(config, environ={})
+
+
+def test_a_single_vault_table_is_one_vault(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    config = tmp_path / "weaver.toml"
+    config.write_text('[vaults.notes]\npath = "notes"\n', encoding="utf-8")
+    settings = load_settings(config, environ={})
+    assert not settings.several_vaults and settings.vault_name == "notes"
+    assert settings.vault == (tmp_path / "notes").resolve()
