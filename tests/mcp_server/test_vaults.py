@@ -20,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import ResourceTemplateReference
 
 import weaver
 from tests.helpers import logged, wait_for_async, write_files
@@ -179,7 +180,16 @@ async def test_a_vaults_resource_is_read_by_its_uri(tools: Tools) -> None:
     assert "weaver://vaults/{vault}/note/{+path}" in [t.uri_template for t in templates]
 
 
-async def test_a_subscriber_hears_of_its_vaults_note_only(vaults: Vaults) -> None:
+async def test_a_subscriber_hears_of_its_vaults_note_only(tmp_path: Path) -> None:
+    vaults = serve_vaults(two_vault_settings(tmp_path))  # its own: it changes both vaults
+    try:
+        await hear_of_home_garden(vaults)
+    finally:
+        for app in vaults.apps.values():
+            app.close()
+
+
+async def hear_of_home_garden(vaults: Vaults) -> None:
     heard: list[str] = []
     changed = anyio.Event()
 
@@ -254,3 +264,40 @@ async def test_weaver_serve_over_stdio_serves_the_configs_vaults(tmp_path: Path)
             elsewhere = await tools.raw("trigger_workflow", args)
     assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "home-only.md")
     assert elsewhere["data"]["status"] == "failed"  # the default vault has no such note
+
+
+async def test_every_vaults_tools_take_the_vault_argument(tools: Tools) -> None:
+    refused = await tools.raw("query_files", {"vault": "home", "bogus": 1})
+    assert not refused["success"] and "bogus: not an argument of query_files" in refused["error"]
+    assert refused["error"].endswith(", vault)")  # the arguments it takes, as listed
+
+
+async def test_other_vaults_resources_are_listed_and_completed(tools: Tools) -> None:
+    client = tools.client
+    first = [str(r.uri) for r in (await client.list_resources()).resources]
+    assert "weaver://vaults/home/vault/stats" in first
+    assert "weaver://vaults/home/tasks/today" in first
+    assert "weaver://note/Plan.md" in first and "weaver://note/Garden.md" not in first
+    ref = ResourceTemplateReference(type="ref/resource", uri="weaver://vaults/{vault}/note/{+path}")
+    vault = (await client.complete(ref, {"name": "vault", "value": "h"})).completion
+    assert vault.values == ["home"]
+    path = await client.complete(ref, {"name": "path", "value": "Gar"}, {"vault": "home"})
+    assert path.completion.values == ["Garden.md"]
+    default = await client.complete(ref, {"name": "path", "value": "Pl"})
+    assert default.completion.values == ["Plan.md"]
+
+
+async def test_a_clients_rate_limit_counts_its_calls_in_every_vault(tmp_path: Path) -> None:
+    settings = two_vault_settings(tmp_path).model_copy(
+        update={"rate_limit_search": 1, "rate_limit_local": True}
+    )
+    served = serve_vaults(settings)
+    try:
+        async with tools_of(served.server) as tools:
+            args = {"query": "zebra", "mode": "keyword"}
+            assert (await tools.raw("search_notes", args))["success"]
+            again = await tools.raw("search_notes", {**args, "vault": "home"})
+            assert not again["success"] and "rate limit" in again["error"].lower()
+    finally:
+        for app in served.apps.values():
+            app.close()

@@ -293,6 +293,8 @@ def install_resources(
 
         notes = await anyio.to_thread.run_sync(page)
         resources = [*VAULT_RESOURCES] if after is None and grant.read is None else []
+        if resources and routing is not None:  # every other vault's, named by its URI
+            resources += in_vaults.others_resources()
         resources += [
             Resource(
                 uri=note_uri(n.path), name=n.path, title=n.title, mime_type=MARKDOWN, size=n.size
@@ -526,6 +528,19 @@ class VaultResources:
             message = self.routing.unknown_vault("", vault).replace("vault:", "vault in the URI:")
             raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri})
         return self.routing.states[vault], inner
+
+    def others_resources(self) -> list[Resource]:
+        """The vault-level resources (stats, tags, today's tasks) of every other vault."""
+        if self.routing is None:
+            return []
+        return [
+            each.model_copy(
+                update={"uri": in_vault(name, str(each.uri)), "name": f"{name}-{each.name}"}
+            )
+            for name in self.routing.names
+            if name != self.routing.default
+            for each in VAULT_RESOURCES
+        ]
 
     def subscriptions_of(self, uri: str) -> Subscriptions:
         vault, _ = split_vault(uri)

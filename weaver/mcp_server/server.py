@@ -382,12 +382,20 @@ def vault_routing(
     found: list[ToolDef],
     bound: dict[str, EnvelopeTool],
 ) -> VaultRouting:
-    """Every vault's tools, the default's being the ones the server registers."""
+    """Every vault's tools, the default's being the ones the server registers, each listing
+    `vault`; one rate limiter for all (a client's limits count its calls in every vault)."""
+    limiter = vaults[default].rate_limits()
+    for state in vaults.values():
+        state.rate_limiter = limiter
     tools = {
         name: bound if name == default else bind_tools(state, found)
         for name, state in vaults.items()
     }
-    return VaultRouting(default, dict(vaults), tools)
+    routing = VaultRouting(default, dict(vaults), tools)
+    for each in tools.values():
+        for tool in each.values():
+            routing.add_parameter(tool)
+    return routing
 
 
 def bind_spanning_search(state: ServerState, routing: VaultRouting) -> EnvelopeTool:
@@ -444,10 +452,8 @@ def build_server(
     if routing is not None:
         server.routing = routing
         server.spanning_search = bind_spanning_search(state, routing)
-        for tool in bound.values():
-            routing.add_parameter(tool)
     helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
     subscriptions = install_resources(server, state, sessions, helps, routing)
-    install_completions(server, state, subscriptions, sessions, helps)
+    install_completions(server, state, subscriptions, sessions, helps, routing)
     install_prompts(server, state)
     return server
