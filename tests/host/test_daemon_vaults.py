@@ -14,8 +14,12 @@ from mcp import Client
 import weaver
 from tests.helpers import free_port, wait_for, write_files
 from tests.host.test_daemon import Daemon
+from weaver.config import Settings, VaultEntry
+from weaver.errors import ConfigError, DaemonError
+from weaver.host.daemon import run_daemon
+from weaver.host.serve import run_serve
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +44,7 @@ def envelope(result: object) -> dict[str, object]:
     return answer
 
 
+@pytest.mark.anyio
 async def test_a_daemon_serves_each_vault_of_its_config(tmp_path: Path) -> None:
     write_files(tmp_path / "work", {"Plan.md": "# Plan\nzebra\n"})
     home = write_files(tmp_path / "home", {"Garden.md": "# Garden\nzebra\n"})
@@ -71,3 +76,21 @@ async def test_a_daemon_serves_each_vault_of_its_config(tmp_path: Path) -> None:
         code = daemon.stop(process)
     assert code == 0, daemon.log.read_text()
     assert "Traceback" not in daemon.log.read_text()
+
+
+def test_what_several_vaults_cannot_do_yet_is_refused_by_name(tmp_path: Path) -> None:
+    work = write_files(tmp_path / "work", {"a.md": "a\n"})
+    home = write_files(tmp_path / "home", {"b.md": "b\n"})
+    on_postgres = VaultEntry(path=home, database_url="postgresql+psycopg://w@127.0.0.1:9/none")
+    settings = Settings(
+        vault=work, vaults={"work": VaultEntry(path=work), "home": on_postgres}, http_port=0
+    )
+    with pytest.raises(DaemonError, match="several vaults from SQLite caches only"):
+        run_daemon(settings)
+    over_processes = settings.model_copy(
+        update={"vaults": {"work": VaultEntry(path=work), "home": VaultEntry(path=home)}}
+    )
+    over_processes = over_processes.model_copy(update={"http_processes": 2})
+    with pytest.raises(ConfigError, match="several vaults are served by one HTTP process"):
+        run_serve(over_processes, "http")
+    assert not (home / ".weaver").exists()  # refused before anything was opened
