@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from weaver.cli import main
 from weaver.config import load_settings
 from weaver.errors import ConfigError
 
@@ -82,3 +84,16 @@ def test_a_single_vault_table_is_one_vault(tmp_path: Path) -> None:
     settings = load_settings(config, environ={})
     assert not settings.several_vaults and settings.vault_name == "notes"
     assert settings.vault == (tmp_path / "notes").resolve()
+
+
+def test_weaver_vaults_lists_them_marking_the_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = two_vaults(tmp_path, 'default_vault = "home"')
+    assert main(["--config", str(config), "vaults", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["vaults"]
+    assert [(v["name"], v["default"]) for v in listed] == [("work", False), ("home", True)]
+    assert listed[1]["cache"] == f"sqlite:///{(tmp_path / 'home').resolve()}/.weaver/cache.db"
+    assert main(["--config", str(config), "vaults"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("* home  ") and lines[0].startswith("  work  ")

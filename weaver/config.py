@@ -412,6 +412,11 @@ def shown(name: str, value: object) -> str:
     return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
 
 
+def shown_url(url: str) -> str:
+    """A database URL as printed: whole, with no password in it."""
+    return _without_password(url)
+
+
 def _without_password(url: str) -> str:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
