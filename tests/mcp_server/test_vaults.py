@@ -25,10 +25,12 @@ from mcp_types import ResourceTemplateReference
 import weaver
 from tests.helpers import logged, wait_for_async, write_files
 from tests.mcp_server.test_cache_tools import Tools
+from tests.mcp_server.test_toolsets import LIST_BUDGET, PROSE_BUDGET, size
 from weaver.config import Settings, VaultEntry
 from weaver.mcp_server import build_server
 from weaver.runtime.app import App, open_app
 from weaver.runtime.state import ServerState
+from weaver.toolsets import DEFAULT_TOOLSETS
 
 pytestmark = pytest.mark.anyio
 
@@ -65,8 +67,11 @@ def two_vault_settings(base: Path) -> Settings:
 
 
 def serve_vaults(settings: Settings, watch: bool = False) -> Vaults:
-    apps = {name: open_app(settings.for_vault(name)) for name in settings.vaults}
-    apps["work"] = open_app(settings)  # the default keeps the settings naming every vault
+    # The default vault keeps the settings naming every vault.
+    apps = {
+        name: open_app(settings if name == "work" else settings.for_vault(name))
+        for name in settings.vaults
+    }
     states = {}
     for name, app in apps.items():
         if not watch:
@@ -107,8 +112,9 @@ async def test_every_tool_lists_the_vault_argument(tools: Tools) -> None:
     for tool in listed:
         assert "vault" in tool.input_schema["properties"], tool.name
     search = next(t for t in listed if t.name == "search_notes")
-    described = search.input_schema["properties"]["vault"]["description"]
-    assert described == "Vault: work (default), home; '*': all"
+    assert search.input_schema["properties"]["vault"]["description"] == "'*': every vault"
+    assert "several vaults: work, home" in (tools.client.instructions or "")
+    assert "(work when left out)" in (tools.client.instructions or "")
 
 
 async def test_one_vault_lists_no_vault_argument(tmp_path: Path) -> None:
@@ -301,3 +307,25 @@ async def test_a_clients_rate_limit_counts_its_calls_in_every_vault(tmp_path: Pa
     finally:
         for app in served.apps.values():
             app.close()
+
+
+async def test_the_vault_argument_keeps_the_default_list_in_its_budget(tmp_path: Path) -> None:
+    """Many vaults with long names: the list's size does not grow with them."""
+    settings = two_vault_settings(tmp_path)
+    many = {
+        f"extra-{'x' * 40}-{i}": VaultEntry(path=write_files(tmp_path / f"extra{i}", {}))
+        for i in range(4)
+    }
+    update = {"toolsets": list(DEFAULT_TOOLSETS), "vaults": {**settings.vaults, **many}}
+    settings = settings.model_copy(update=update)
+    served = serve_vaults(settings)
+    try:
+        async with tools_of(served.server) as tools:
+            listed = await tools.client.list_tools()
+    finally:
+        for app in served.apps.values():
+            app.close()
+    wire = listed.model_dump_json(by_alias=True, exclude_none=True)
+    described = json.loads(wire)["tools"]
+    prose = sum(len(t["description"].encode()) + size(t["inputSchema"]) for t in described)
+    assert len(wire.encode()) <= LIST_BUDGET and prose <= PROSE_BUDGET, (len(wire), prose)

@@ -58,12 +58,13 @@ class VaultRouting:
         return f"Unknown vault: {named!r} ({hint}the vaults: {', '.join(self.names)}{spans})"
 
     def parameter(self, tool: str) -> dict[str, Any]:
-        """The `vault` argument's schema as tools/list shows it on `tool`."""
-        others = ", ".join(name for name in self.names if name != self.default)
-        text = f"Vault: {self.default} (default), {others}"
+        """The `vault` argument's schema as tools/list shows it on `tool`: a bare string, the
+        same size whatever the vaults are called. The tool list every client sends the model
+        on every turn is near its budget; the instructions, sent once, name the vaults and the
+        default, and a wrong name is answered with them."""
         if tool in SPANNING_TOOLS:
-            text += f"; {EVERY_VAULT!r}: all"
-        return {"type": "string", "description": text}
+            return {"type": "string", "description": f"{EVERY_VAULT!r}: every vault"}
+        return {"type": "string"}
 
     def add_parameter(self, tool: EnvelopeTool) -> None:
         """`vault` among the listed arguments of `tool` (the default vault's)."""
