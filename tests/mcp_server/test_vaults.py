@@ -24,9 +24,10 @@ from mcp_types import ResourceTemplateReference
 
 import weaver
 from tests.helpers import logged, wait_for_async, write_files
+from tests.mcp_server.test_access import PHONE, calling_as
 from tests.mcp_server.test_cache_tools import Tools
 from tests.mcp_server.test_toolsets import LIST_BUDGET, PROSE_BUDGET, size
-from weaver.config import Settings, VaultEntry
+from weaver.config import AccessRule, Settings, VaultEntry
 from weaver.mcp_server import build_server
 from weaver.runtime.app import App, open_app
 from weaver.runtime.state import ServerState
@@ -329,3 +330,26 @@ async def test_the_vault_argument_keeps_the_default_list_in_its_budget(tmp_path:
     described = json.loads(wire)["tools"]
     prose = sum(len(t["description"].encode()) + size(t["inputSchema"]) for t in described)
     assert len(wire.encode()) <= LIST_BUDGET and prose <= PROSE_BUDGET, (len(wire), prose)
+
+
+async def test_an_access_rule_confines_a_client_in_every_vault(tmp_path: Path) -> None:
+    settings = two_vault_settings(tmp_path)
+    write_files(settings.vaults["home"].path, {"Public/a.md": "# A\n", "Private/b.md": "# B\n"})
+    rule = AccessRule(client=PHONE, read=["Public/**"])
+    served = serve_vaults(settings.model_copy(update={"access": [rule]}))
+    try:
+        with calling_as(PHONE):
+            async with tools_of(served.server) as tools:
+                listed = paths(await tools.raw("query_files", {"vault": "home"}))
+                assert listed == ["Public/a.md"]
+                read = await tools.raw("get_file", {"path": "Public/a.md", "vault": "home"})
+                assert read["success"], read
+                hidden = await tools.raw("get_file", {"path": "Private/b.md", "vault": "home"})
+                assert not hidden["success"] and "access" in hidden["error"]
+                args = {"path": "Public/a.md", "newPath": "Private/a.md", "vault": "home"}
+                moved = await tools.raw("move_file", args)
+                assert not moved["success"] and "access" in moved["error"]
+        assert (settings.vaults["home"].path / "Public" / "a.md").is_file()
+    finally:
+        for app in served.apps.values():
+            app.close()
