@@ -142,6 +142,13 @@ async def test_a_call_answers_from_the_vault_it_names(tools: Tools) -> None:
     assert not missing["success"] and "File not found" in missing["error"]
 
 
+async def test_a_tools_help_says_what_vault_takes(tools: Tools) -> None:
+    query = (await tools.client.read_resource("weaver://help/query_files")).contents[0]
+    assert "several vaults: work (the default), home" in query.text  # type: ignore[union-attr]
+    search = (await tools.client.read_resource("weaver://help/search_notes")).contents[0]
+    assert "'*' searches every vault" in search.text  # type: ignore[union-attr]
+
+
 async def test_an_unknown_vault_is_refused_naming_the_vaults(tools: Tools) -> None:
     refused = await tools.raw("query_files", {"vault": "hom"})
     assert not refused["success"]

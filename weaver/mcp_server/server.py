@@ -452,7 +452,12 @@ def build_server(
     if routing is not None:
         server.routing = routing
         server.spanning_search = bind_spanning_search(state, routing)
-    helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
+    helps = ToolHelp(
+        {each.spec.name: each.spec for each in found},
+        bound,
+        withheld,
+        None if routing is None else routing.help,
+    )
     subscriptions = install_resources(server, state, sessions, helps, routing)
     install_completions(server, state, subscriptions, sessions, helps, routing)
     install_prompts(server, state)

@@ -8,7 +8,7 @@ examples, every argument and every field of its result are here, read when neede
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -39,6 +39,8 @@ class ToolHelp:
     specs: Mapping[str, ToolSpec]
     tools: Mapping[str, EnvelopeTool]
     withheld: Mapping[str, str]
+    # Several vaults: what the `vault` argument takes, by tool (`VaultRouting.help`).
+    vaults: Callable[[str], str] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -49,7 +51,10 @@ class ToolHelp:
         spec = self.specs.get(name)
         if spec is None:
             return None
-        return render_help(spec, self.tools[name], self.withheld.get(name))
+        text = render_help(spec, self.tools[name], self.withheld.get(name))
+        if self.vaults is None:
+            return text
+        return f"{text}\n## Vaults\n\n{self.vaults(name)}\n"
 
 
 def render_help(spec: ToolSpec, tool: EnvelopeTool, withheld: str | None) -> str:

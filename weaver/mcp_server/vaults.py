@@ -66,6 +66,20 @@ class VaultRouting:
             return {"type": "string", "description": f"{EVERY_VAULT!r}: every vault"}
         return {"type": "string"}
 
+    def help(self, tool: str) -> str:
+        """What `vault` takes on `tool`, for its help (`weaver://help/{tool}`)."""
+        others = ", ".join(name for name in self.names if name != self.default)
+        text = (
+            f"This server serves several vaults: {self.default} (the default), {others}. "
+            f"`vault` names the one to answer from; left out, {self.default}."
+        )
+        if tool in SPANNING_TOOLS:
+            text += (
+                f" {EVERY_VAULT!r} searches every vault: their hits merged best score first, "
+                "each naming its `vault`, `offset` and `limit` paging through the merge."
+            )
+        return text
+
     def add_parameter(self, tool: EnvelopeTool) -> None:
         """`vault` among the listed arguments of `tool` (the default vault's)."""
         properties = tool.parameters.setdefault("properties", {})
