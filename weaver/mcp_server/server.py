@@ -50,7 +50,13 @@ from weaver.mcp_server.access import (
 )
 from weaver.mcp_server.catalog import ToolSpec, bind_tools, defs_of
 from weaver.mcp_server.completions import install_completions
-from weaver.mcp_server.envelope import envelope_result, fail, text_for_window, unwrap
+from weaver.mcp_server.envelope import (
+    EnvelopeTool,
+    envelope_result,
+    fail,
+    text_for_window,
+    unwrap,
+)
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.tool_help import ToolHelp
@@ -336,8 +342,8 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     if provider is not None:
         auth = auth_settings(settings)
     found = defs_of(*TOOL_MODULES)
-    bound = bind_tools(state, found)
     withheld = withheld_tools(state)
+    bound = bind_tools(state, [each for each in found if each.spec.name not in withheld])
     server = WeaverServer(
         name="weaver",
         title="Weaver",
@@ -356,7 +362,14 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     server.specs = MappingProxyType({each.spec.name: each.spec for each in found})
     server.access_settings = settings
     server.access_state = state
-    helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
+    by_name = {each.spec.name: each for each in found}
+
+    @functools.cache
+    def bind_withheld(name: str) -> EnvelopeTool:
+        return bind_tools(state, [by_name[name]])[name]
+
+    specs = {name: each.spec for name, each in by_name.items()}
+    helps = ToolHelp(specs, bound, withheld, bind_withheld)
     subscriptions = install_resources(server, state, sessions, helps)
     install_completions(server, state, subscriptions, sessions, helps)
     install_prompts(server, state)
