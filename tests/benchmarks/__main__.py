@@ -41,6 +41,7 @@ from tests.benchmarks import (
     queries,
     ranking,
     semantic,
+    startup,
     subscriptions,
     surface,
     task_queries,
@@ -73,6 +74,7 @@ GROUPS: dict[str, Group] = {
     "subscriptions": subscriptions.run,
     "concurrency": concurrency.run,
     "workers": workers.run,  # PostgreSQL: started here, as the tests start it
+    "startup": startup.run,  # spawn → tools/list against a bare SDK server; weaver --help
 }
 
 

@@ -35,6 +35,7 @@ SECTIONS = (
     "dashboard",
     "semantic search",
     "workers",
+    "start-up",
 )
 
 

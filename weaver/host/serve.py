@@ -30,7 +30,6 @@ from starlette.types import ASGIApp
 
 from weaver import gc_freeze
 from weaver.config import Settings
-from weaver.dashboard.oauth_pages import OAuthPages
 from weaver.errors import ConfigError
 from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
@@ -49,7 +48,6 @@ from weaver.runtime.http import (
     serve_http,
 )
 from weaver.runtime.locks import daemon_lock
-from weaver.runtime.oauth_server import OwnerAuthorizationServer
 from weaver.runtime.state import ServerState
 
 OAUTH_PAGES_PATH = "/oauth"
@@ -116,6 +114,10 @@ def http_app(
     app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
     settings = state.app.settings
     if settings.oauth and settings.http_token:
+        # The dashboard's pages (Jinja, markdown): imported only by a server that offers them.
+        from weaver.dashboard.oauth_pages import OAuthPages
+        from weaver.runtime.oauth_server import OwnerAuthorizationServer
+
         provider = OwnerAuthorizationServer(state.app.db, settings)
         pages = OAuthPages(provider, settings.http_token, host, settings.public_url)
         app.router.routes.append(Mount(OAUTH_PAGES_PATH, app=pages.asgi()))
@@ -208,7 +210,7 @@ def run_serve(
         vaults = open_vaults(settings, state, cleanup, watch, files, queue)
         children = reader_children(settings, sock, files, queue=queue)
         server = build_server(state, sessions=children is None, vaults=vaults)
-        gc_freeze.keep_pauses_short()
+        gc_freeze.keep_pauses_short_later()
         gil.share_quickly()
         if sock is not None:
             site = http_app(server, state, settings.http_host, stateless=children is not None)

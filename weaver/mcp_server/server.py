@@ -427,10 +427,11 @@ def build_server(
     if provider is not None:
         auth = auth_settings(settings)
     found = defs_of(*TOOL_MODULES)
-    bound = bind_tools(state, found)
     withheld = withheld_tools(state)
+    served = [each for each in found if each.spec.name not in withheld]
+    bound = bind_tools(state, served)
     name = settings.vault_name
-    routing = vault_routing(name, vaults, found, bound) if vaults and len(vaults) > 1 else None
+    routing = vault_routing(name, vaults, served, bound) if vaults and len(vaults) > 1 else None
     server = WeaverServer(
         name="weaver",
         title="Weaver",
@@ -452,12 +453,15 @@ def build_server(
     if routing is not None:
         server.routing = routing
         server.spanning_search = bind_spanning_search(state, routing)
-    helps = ToolHelp(
-        {each.spec.name: each.spec for each in found},
-        bound,
-        withheld,
-        None if routing is None else routing.help,
-    )
+    by_name = {each.spec.name: each for each in found}
+
+    @functools.cache
+    def bind_withheld(name: str) -> EnvelopeTool:
+        return bind_tools(state, [by_name[name]])[name]
+
+    specs = {name: each.spec for name, each in by_name.items()}
+    vault_help = None if routing is None else routing.help
+    helps = ToolHelp(specs, bound, withheld, bind_withheld, vault_help)
     subscriptions = install_resources(server, state, sessions, helps, routing)
     install_completions(server, state, subscriptions, sessions, helps, routing)
     install_prompts(server, state)
