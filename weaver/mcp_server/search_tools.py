@@ -6,6 +6,7 @@ folder and tag filters are the ones `query_files` applies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import Field
@@ -23,7 +24,7 @@ from weaver.mcp_server.arguments import (
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.state import ServerState
-from weaver.search import SearchMode, SearchRequest, find_notes
+from weaver.search import SearchMode, SearchRequest, SearchResults, find_notes
 
 
 class SearchHitInfo(WireModel):
@@ -138,3 +139,70 @@ def search_notes(
         coverage=found.coverage,
         progress=found.progress,
     )
+
+
+class VaultSearchHitInfo(SearchHitInfo):
+    vault: str = Field(description="The vault holding the note")
+
+
+class VaultSearchNotesData(SearchNotesData):
+    """search_notes over every vault (`vault: "*"`): the vaults' hits merged by score."""
+
+    results: list[VaultSearchHitInfo]  # type: ignore[assignment]
+
+
+def search_every_vault(
+    states: Mapping[str, ServerState],
+    query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+    limit: SearchLimit = 20,
+    offset: Offset = 0,
+    directory: Directory = None,
+    tag: Tag = None,
+    mode: Annotated[
+        SearchMode | None,
+        Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
+    ] = None,
+) -> VaultSearchNotesData:
+    """search_notes in every vault at once: each vault's first `offset + limit` hits, merged
+    best score first, the page cut from the merge (so that paging through it sees each hit
+    once). A vault answers in its own default mode when `mode` is left out: the answer's
+    `mode` is the first vault's."""
+    request = SearchRequest(
+        query, mode, normalize_directory(directory), filter_tag(tag), offset + limit, 0
+    )
+    found = {name: find_notes(state.search_sources, request) for name, state in states.items()}
+    merged = sorted(
+        ((hit.score, name, hit) for name, each in found.items() for hit in each.hits),
+        key=lambda scored: -scored[0],
+    )
+    page = merged[offset : offset + limit]
+    first = next(iter(found.values()))
+    total = sum(each.total for each in found.values())
+    return VaultSearchNotesData(
+        query=echo(query),
+        fts_query=None if first.fts_query is None else echo(first.fts_query),
+        results=[
+            VaultSearchHitInfo.model_validate({**_hit_fields(hit), "vault": name})
+            for _, name, hit in page
+        ],
+        total=total,
+        total_exact=all(each.total_exact for each in found.values()),
+        limit=limit,
+        offset=offset,
+        has_more=offset + limit < total or any(each.has_more for each in found.values()),
+        mode=first.mode,
+        coverage=_joined(found, "coverage"),
+        progress=_joined(found, "progress"),
+    )
+
+
+def _hit_fields(hit: object) -> dict[str, object]:
+    return SearchHitInfo.model_validate(hit).model_dump()
+
+
+def _joined(found: Mapping[str, SearchResults], field: str) -> str | None:
+    """Each vault's `coverage` (or `progress`), named by vault; None when none says any."""
+    said = [
+        f"{name}: {getattr(each, field)}" for name, each in found.items() if getattr(each, field)
+    ]
+    return "; ".join(said) or None

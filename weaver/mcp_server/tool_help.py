@@ -42,6 +42,8 @@ class ToolHelp:
     tools: Mapping[str, EnvelopeTool]
     withheld: Mapping[str, str]
     bind: Callable[[str], EnvelopeTool]
+    # Several vaults: what the `vault` argument takes, by tool (`VaultRouting.help`).
+    vaults: Callable[[str], str] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -53,7 +55,10 @@ class ToolHelp:
         if spec is None:
             return None
         tool = self.tools.get(name) or self.bind(name)
-        return render_help(spec, tool, self.withheld.get(name))
+        text = render_help(spec, tool, self.withheld.get(name))
+        if self.vaults is None or name not in self.tools:  # a withheld tool takes no vault
+            return text
+        return f"{text}\n## Vaults\n\n{self.vaults(name)}\n"
 
 
 def render_help(spec: ToolSpec, tool: EnvelopeTool, withheld: str | None) -> str:
