@@ -23,10 +23,10 @@ index: $(STAMP)  ## bring the cache up to date once and print a summary
 	$(BIN)/weaver index
 
 test: $(STAMP)  ## the whole test suite, with branch coverage and its floor (pyproject.toml)
-	$(BIN)/pytest --cov --cov-report=term:skip-covered
+	$(BIN)/pytest -n auto --cov --cov-report=term:skip-covered
 
 test-portable: $(STAMP)  ## the suite on the paths Windows takes: no fcntl, msvcrt locks, signal handlers
-	PYTHONPATH=$(CURDIR)/tests/portable $(BIN)/pytest -p no:cacheprovider
+	PYTHONPATH=$(CURDIR)/tests/portable $(BIN)/pytest -n auto -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -70,3 +70,40 @@ def test_settings_checks_leave_the_workflow_engine_to_the_commands_that_run_it(
         load_settings(overrides={{"vault": {str(vault)!r}}}, checks=SETTINGS_CHECKS)
     """
     assert "weaver.engine" not in imported_after(code, tmp_path)
+
+
+# What `weaver serve` needs none of to answer `initialize` and `tools/list` (issue 39): numpy
+# (the link graph's ranks, the vectors: imported by the functions that compute), the semantic
+# model's runtime, the dashboard's pages (an HTTP server with OAuth imports them), PostgreSQL's
+# driver. uvicorn is not among them: the SDK's server imports it for every transport.
+NOT_TO_SERVE = (
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
+    "weaver.dashboard",
+    "jinja2",
+    "markdown_it",
+    "psycopg",
+)
+
+
+def test_serve_lists_its_tools_without_the_libraries_no_answer_needs_yet(tmp_path: Path) -> None:
+    """`weaver serve` as the command line runs it, up to the point where it would read its
+    first request: the server built, its engine started, its tools listed."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Home.md").write_text("# Home\n[[Other]] #start\n", encoding="utf-8")
+    code = f"""
+        import anyio
+        import weaver.host.serve as serve
+
+        async def list_instead_of_serving(server, stop):
+            assert any(tool.name == "query_files" for tool in await server.list_tools())
+
+        serve.serve_stdio = list_instead_of_serving
+        from weaver.cli import main
+        assert main(["--vault", {str(vault)!r}, "--log-level", "warning", "serve"]) == 0
+    """
+    loaded = imported_after(code, tmp_path)
+    assert "weaver.mcp_server.server" in loaded
+    assert loaded.isdisjoint(NOT_TO_SERVE), sorted(loaded & set(NOT_TO_SERVE))

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from weaver.errors import ConfigError
+from weaver.errors import ConfigError, did_you_mean, suggest
 from weaver.installation import extra_command
 from weaver.obsidian_app import list_known_vaults
 from weaver.path_globs import PathGlobs
@@ -147,6 +147,34 @@ class AccessRule(BaseModel):
         return self.client in (client_id, name)
 
 
+# A vault's name in `[vaults.NAME]`: it stands in resource URIs and the dashboard's address.
+VAULT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+VAULT_ENTRY_PATHS = ("path",)
+
+
+class VaultEntry(BaseModel):
+    """One named vault of a server serving several (`[vaults.NAME]`): its folder, and the
+    cache it keeps (by default, as for a single vault, a SQLite file in its `.weaver/`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path
+    database_url: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _absolute_path(cls, path: Path) -> Path:
+        return path.expanduser().resolve()
+
+    @field_validator("database_url")
+    @classmethod
+    def _usable_database_url(cls, url: str | None) -> str | None:
+        problem = database_url_problem(url) if url else None
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+
 class Settings(BaseModel):
     """Everything Weaver can be told. Each field is documented in `config/weaver.toml`."""
 
@@ -195,6 +223,48 @@ class Settings(BaseModel):
     confirm_destructive: Literal["allow", "refuse"] = "allow"
     confirm_move_notes: int = Field(default=10, ge=0, le=1_000_000)
     toolsets: list[Toolset] = Field(default_factory=lambda: list(DEFAULT_TOOLSETS))
+    # Several named vaults served at once (`[vaults.NAME]`); `vault` and `database_url` are
+    # then the default vault's (`load_settings` fills them in), the one a call names no vault.
+    vaults: dict[str, VaultEntry] = Field(default_factory=dict)
+    default_vault: str | None = None
+
+    @field_validator("vaults")
+    @classmethod
+    def _vault_names(cls, vaults: dict[str, VaultEntry]) -> dict[str, VaultEntry]:
+        for name in vaults:
+            if not VAULT_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{name!r} is not a vault name; expected letters, digits, - and _ "
+                    "(at most 64, starting with a letter or digit)"
+                )
+        folders: dict[Path, str] = {}
+        for name, entry in vaults.items():
+            if entry.path in folders:
+                raise ValueError(f"{folders[entry.path]!r} and {name!r} are the same folder")
+            folders[entry.path] = name
+        return vaults
+
+    @property
+    def several_vaults(self) -> bool:
+        """Whether this server serves more than one vault (tools then take `vault`)."""
+        return len(self.vaults) > 1
+
+    @property
+    def vault_name(self) -> str:
+        """The default vault's name (`default` for a single vault given as `vault`)."""
+        return self.default_vault or next(iter(self.vaults), "default")
+
+    def for_vault(self, name: str) -> Settings:
+        """The settings of one named vault: these, with its folder and cache, alone."""
+        entry = self.vaults[name]
+        return self.model_copy(
+            update={
+                "vault": entry.path,
+                "database_url": entry.database_url,
+                "vaults": {},
+                "default_vault": None,
+            }
+        )
 
     @field_validator("vault")
     @classmethod
@@ -300,6 +370,7 @@ def load_settings(
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     values.update(flags)
     sources.update(dict.fromkeys(flags, "on the command line"))
+    values = _default_vault_values(values, sources)
     if "vault" not in values:
         raise ConfigError(no_vault_message(env))
     settings = _validate(values, sources)
@@ -333,11 +404,17 @@ def shown(name: str, value: object) -> str:
     if name == "http_token":
         return "(hidden)"
     if name == "database_url" and isinstance(value, str):
-        value = _without_password(value)
+        # Whole, like a path: a SQLite URL clipped would not say which folder is missing.
+        return repr(_without_password(value))
     if isinstance(value, Path):  # whole: a path clipped would not say which
         return repr(str(value))
     text = repr(value)
     return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def shown_url(url: str) -> str:
+    """A database URL as printed: whole, with no password in it."""
+    return _without_password(url)
 
 
 def _without_password(url: str) -> str:
@@ -348,6 +425,49 @@ def _without_password(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return url
+
+
+def _default_vault_values(values: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+    """With `[vaults.NAME]` tables, `vault` and `database_url` as the default vault's; a
+    `vault` given on the command line or in WEAVER_VAULT serves that one vault alone."""
+    vaults = values.get("vaults")
+    if not vaults or not isinstance(vaults, dict):
+        if values.get("default_vault") is not None:
+            source = sources.get("default_vault", "in settings")
+            raise ConfigError(
+                f"invalid setting 'default_vault' {source}: names a vault of [vaults.NAME] "
+                "tables, and there are none"
+            )
+        return values
+    if "vault" in values:
+        if sources.get("vault") != sources.get("vaults"):  # a flag or WEAVER_VAULT: one vault
+            return {k: v for k, v in values.items() if k not in ("vaults", "default_vault")}
+        raise ConfigError(
+            f"invalid setting 'vault' {sources['vault']}: set either `vault` (one vault) or "
+            "[vaults.NAME] tables (several), not both"
+        )
+    if "database_url" in values:
+        raise ConfigError(
+            f"invalid setting 'database_url' {sources['database_url']}: with [vaults.NAME] "
+            "tables, give each vault its own database_url in its table"
+        )
+    default = values.get("default_vault") or next(iter(vaults))
+    if default not in vaults:
+        close = suggest(str(default), list(vaults))
+        hint = f"{did_you_mean(close)}; " if close else ""
+        raise ConfigError(
+            f"invalid setting 'default_vault' {sources.get('default_vault', 'in settings')}: "
+            f"{shown('default_vault', default)} is not a vault ({hint}the vaults: "
+            f"{', '.join(vaults)})"
+        )
+    entry = vaults[default]
+    filled = {**values, "default_vault": default}
+    if isinstance(entry, dict):
+        filled["vault"] = entry.get("path")
+        if entry.get("database_url"):
+            filled["database_url"] = entry["database_url"]
+    sources.setdefault("vault", sources.get("vaults", "in settings"))
+    return filled
 
 
 def _worker_timing_problem(settings: Settings, sources: Mapping[str, str]) -> Problem | None:
@@ -363,6 +483,9 @@ def _worker_timing_problem(settings: Settings, sources: Mapping[str, str]) -> Pr
 def _folder_problem(settings: Settings, vault_here: bool) -> Problem | None:
     if (vault_here or not settings.database_url) and not settings.vault.is_dir():
         return "vault", settings.vault, _not_a_folder(settings.vault, "the folder of notes")
+    for name, entry in settings.vaults.items():
+        if (vault_here or not entry.database_url) and not entry.path.is_dir():
+            return f"vaults.{name}.path", entry.path, _not_a_folder(entry.path, "a vault's folder")
     for folder in settings.workflow_dirs:
         if not folder.is_dir():
             return "workflow_dirs", folder, _not_a_folder(folder, "a folder of workflow plugins")
@@ -417,6 +540,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     for key in ("vault", "workflow_dirs", "embedding_model_path", "embedding_cache_dir"):
         if key in data:
             data[key] = _relative_to(base, data[key])
+    for entry in data.get("vaults", {}).values() if isinstance(data.get("vaults"), dict) else ():
+        if isinstance(entry, dict) and "path" in entry:
+            entry["path"] = _relative_to(base, entry["path"])
     return data
 
 
@@ -434,7 +560,7 @@ def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, field in Settings.model_fields.items():
         raw = env.get(f"WEAVER_{name.upper()}")
-        if raw is None or name == "workflows":
+        if raw is None or name in ("workflows", "vaults"):
             continue
         is_list = "list" in str(field.annotation)
         values[name] = _parse_list(name, raw) if is_list else raw

@@ -25,6 +25,14 @@ def keep_pauses_short() -> None:
     settle()
 
 
+def keep_pauses_short_later() -> None:
+    """As `keep_pauses_short`, without the first collection now: for `weaver serve`, whose
+    client waits for its first answers meanwhile; the lifespan settles once the cache is
+    ready (`runtime.lifespan`), which builds most of what lasts anyway."""
+    global _settling
+    _settling = True
+
+
 def settle() -> None:
     """After building something the process keeps: collect, then freeze what is alive. Does
     nothing unless `keep_pauses_short` was called in this process."""

@@ -12,17 +12,27 @@ deeper (two counts, the common case); otherwise escapes are dropped and strings 
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # imported on the first deep-looking text: not to start a server
+    import numpy as np
 
 MAX_JSON_DEPTH = 512  # arrays and objects within each other; no MCP message needs as many
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_STEPS = np.zeros(256, dtype=np.int8)  # what each bracket adds to the depth
-_STEPS[list(b"[{")] = 1
-_STEPS[list(b"]}")] = -1
+
+
+@functools.cache
+def _steps() -> np.ndarray[Any, np.dtype[np.int8]]:
+    """What each byte adds to the depth: 1 for an opening bracket, -1 for a closing one."""
+    import numpy as np
+
+    steps = np.zeros(256, dtype=np.int8)
+    steps[list(b"[{")] = 1
+    steps[list(b"]}")] = -1
+    return steps
 
 
 class JSONTooDeepError(ValueError):
@@ -35,12 +45,14 @@ class JSONTooDeepError(ValueError):
 def json_depth(text: bytes | str) -> int:
     """The deepest nesting of arrays and objects in `text` (0 for a scalar); brackets inside
     strings do not count. For any text, JSON or not."""
+    import numpy as np
+
     data = _bytes_of(text)
     # Escaped backslashes first, so that `\\"` keeps its quote and `\\\"` loses it.
     unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     outside_strings = b"".join(unescaped.split(b'"')[::2])
     brackets = np.frombuffer(outside_strings.translate(None, _NOT_BRACKETS), dtype=np.uint8)
-    return int(_STEPS[brackets].cumsum(dtype=np.int32).max(initial=0))
+    return int(_steps()[brackets].cumsum(dtype=np.int32).max(initial=0))
 
 
 def too_deep(text: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:

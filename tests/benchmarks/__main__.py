@@ -42,6 +42,7 @@ from tests.benchmarks import (
     queries,
     ranking,
     semantic,
+    startup,
     subscriptions,
     surface,
     task_queries,
@@ -75,6 +76,7 @@ GROUPS: dict[str, Group] = {
     "concurrency": concurrency.run,
     "workers": workers.run,  # PostgreSQL: started here, as the tests start it
     "attachments": attachments.run,  # 1,000 PDFs extracting beside note freshness
+    "startup": startup.run,  # spawn → tools/list against a bare SDK server; weaver --help
 }
 
 

@@ -36,6 +36,7 @@ SECTIONS = (
     "dashboard",
     "semantic search",
     "workers",
+    "start-up",
 )
 
 

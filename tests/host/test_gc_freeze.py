@@ -4,17 +4,21 @@ collector's rounds, without leaking it once dropped; any other process is left a
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mcp import Client
 from sqlalchemy import Connection
 
-from tests.helpers import WriteNotes
+from tests.helpers import WriteNotes, wait_for_async
 from weaver import gc_freeze
 from weaver.cache import graph as cache_graph
 from weaver.cache import read
+from weaver.mcp_server import build_server
 from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
 
 KEPT: list[Callable[[Connection], Any]] = [
     cache_graph.load_graph,
@@ -94,3 +98,41 @@ def test_any_other_process_freezes_nothing(indexed: App) -> None:
     gc_freeze.settle()
     assert gc.get_freeze_count() == frozen
     assert id(graph.out) in collected_ids()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def serving_later(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(gc_freeze, "_settling", False)
+    gc.unfreeze()
+    gc_freeze.keep_pauses_short_later()
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("serving_later")
+async def test_serve_freezes_what_start_up_built_once_ready_not_before(
+    indexed: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`weaver serve` answers its first requests before it collects (issue 39): the lifespan
+    collects and freezes once the first index is done."""
+    index_done = threading.Event()
+    reconcile = indexed.indexer.reconcile
+
+    def held_reconcile(*args: Any, **kwargs: Any) -> Any:
+        index_done.wait(10)
+        return reconcile(*args, **kwargs)
+
+    monkeypatch.setattr(indexed.indexer, "reconcile", held_reconcile)
+    state = ServerState(indexed, watch=False)
+    async with Client(build_server(state)) as client:
+        assert (await client.list_tools()).tools
+        assert gc.get_freeze_count() == 0  # answered before any collection
+        index_done.set()
+        await state.wait_ready()
+        await wait_for_async(lambda: gc.get_freeze_count() > 0, 5, "the freeze")

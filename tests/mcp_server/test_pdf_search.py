@@ -65,7 +65,6 @@ async def test_a_pdf_page_is_a_hit_of_its_own_naming_file_page_and_how_to_read_i
     assert found["attachmentTotal"] == 1 and found["hasMore"] is False
     (hit,) = found["attachments"]
     assert hit == {
-        "kind": "pdf_page",
         "path": "Reports/q3.pdf",
         "page": 2,
         "snippet": "Harvest moon <mark>yields</mark> <mark>rose</mark> sharply",
@@ -106,7 +105,6 @@ async def test_list_problems_names_the_unreadable_pdf_and_why(tools: Tools) -> N
     (problem,) = found["problems"]
     assert problem["path"] == "Reports/broken.pdf"
     assert "not a PDF that can be read" in problem["error"]
-    assert (problem["pages"], problem["indexedPages"]) == (None, 0)
 
 
 async def test_without_pypdfium2_the_answer_says_why_pdfs_are_not_searched(

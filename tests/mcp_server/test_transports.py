@@ -34,6 +34,9 @@ from weaver.runtime.state import ServerState
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 WEAVER = str(Path(sys.executable).with_name("weaver"))
+# How long a served process may take to be ready: generous, as the suite runs on every core
+# and a loaded machine can take many seconds to start Python and index.
+START_SECONDS = 45
 NOTES: dict[str, str | bytes] = {
     "Home.md": "---\ntype: hub\n---\n# Home\n[[Topic]] #start\n",
     "sub/Topic.md": "# Topic\n[[Home]]\n",
@@ -137,7 +140,7 @@ def test_stdio_serve_stops_on_a_signal_while_the_client_holds_stdin(
             stderr=errors,
         )
         try:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + START_SECONDS
             while "watching vault" not in log.read_text():
                 assert process.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.05)
@@ -231,7 +234,7 @@ def http_server(
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + START_SECONDS
             while True:
                 assert process.poll() is None, log.read_text()
                 try:

@@ -24,13 +24,16 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
 from weaver.cache import fts, read
 from weaver.cache.models import CacheState, Note, NoteChunk, NoteEmbedding
+
+if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start a server
+    import numpy as np
+    import numpy.typing as npt
 
 VERSION_KEY = "vectors_version"
 _CHUNK = 900
@@ -258,6 +261,8 @@ def load_vectors(
     """Every chunk's vector made by this model (of the notes in `paths`, when given), as one
     matrix (two queries). The rows are streamed into a matrix allocated once: holding them all
     first, then joining their bytes, would need three times the matrix's memory at the peak."""
+    import numpy as np
+
     values: dict[str, object] = {"model": model_id}
     statement = _ALL_CHUNKS
     if paths is not None:

@@ -29,6 +29,7 @@ from weaver.cli.service_commands import add_service_commands
 from weaver.cli.tag_commands import add_tag_commands
 from weaver.cli.task_command import add_task_command
 from weaver.cli.task_edit_commands import add_task_edit_commands
+from weaver.cli.vaults_command import add_vaults_command
 from weaver.cli.workflow_commands import add_workflow_commands
 from weaver.errors import ConfigError, DaemonError, WeaverError
 
@@ -150,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     # One module per command group; the order is the order `weaver --help` lists them in.
     add_index_command(commands)
     add_serve_commands(commands)
+    add_vaults_command(commands)
     add_workflow_commands(commands)
     add_tag_commands(commands)
     add_edit_commands(commands)

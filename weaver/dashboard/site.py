@@ -10,7 +10,7 @@ the three actions (trigger, re-run, cancel) are POSTs with a CSRF token, refused
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, get_args
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -51,7 +51,13 @@ from weaver.engine.workflow_errors import (
     WorkflowNotFoundError,
     WorkflowRequestError,
 )
-from weaver.errors import InvalidPathError, NoteNotFoundError, WeaverError
+from weaver.errors import (
+    InvalidPathError,
+    NoteNotFoundError,
+    WeaverError,
+    did_you_mean,
+    suggest,
+)
 from weaver.json_nesting import load_json
 from weaver.runtime.state import ServerState
 from weaver.search import SearchMode, SearchRequest
@@ -61,6 +67,14 @@ AUDIT_PER_PAGE = 50
 AUDIT_FILTERS = ("client", "note", "since")
 DASHBOARD = Actor("dashboard", "dashboard", "dashboard", "restore_edit")
 Handler = Callable[[Request], Awaitable[Response]]
+# Several vaults: the query parameter choosing the vault a page shows, and the cookie keeping
+# that choice for the pages after it (their links need not carry it).
+VAULT_PARAM = "vault"
+VAULT_COOKIE = "weaver_vault"
+# The pages a vault switch stays on (any other, a note or a run of one vault, goes to `/`).
+SWITCHED_PAGES = frozenset(
+    {"/", "/runs", "/workflows", "/vault", "/search", "/tasks", "/bases", "/graph", "/audit"}
+)
 
 
 # What the search page's mode selector may send; anything else means the tool's default.
@@ -78,14 +92,47 @@ class FormError(Exception):
 class Dashboard:
     """One dashboard over one server state; `asgi()` is what the daemon mounts."""
 
-    def __init__(self, state: ServerState, bind_host: str) -> None:
-        self.state = state
+    def __init__(
+        self,
+        state: ServerState,
+        bind_host: str,
+        vaults: Mapping[str, ServerState] | None = None,
+    ) -> None:
         self.settings = state.app.settings
+        self.default_vault = self.settings.vault_name
+        # Every vault by name (one: the state alone); a page shows the chosen one (`vault_of`).
+        self.vaults: dict[str, ServerState] = dict(vaults or {self.default_vault: state})
         self.bind_host = bind_host
         self.templates: Environment = build_templates()
-        self.graphs = data.GraphCache()
-        self.health_memo = data.HealthMemo()
+        self.graphs = {name: data.GraphCache() for name in self.vaults}
+        self.health_memos = {name: data.HealthMemo() for name in self.vaults}
         self.closing = threading.Event()
+
+    # -- the vault shown ------------------------------------------------------------------
+
+    def vault_of(self, request: Request) -> str:
+        """The vault a page shows: `?vault=NAME` (remembered in a cookie, `render`), else the
+        one last chosen, else the default. An unknown name is a 404 naming the vaults."""
+        asked = request.query_params.get(VAULT_PARAM)
+        if asked is None:
+            kept = request.cookies.get(VAULT_COOKIE)
+            return kept if kept in self.vaults else self.default_vault
+        if asked not in self.vaults:
+            close = suggest(asked, list(self.vaults))
+            hint = f"{did_you_mean(close)}; " if close else ""
+            raise FormError(
+                404, f"Unknown vault: {asked!r} ({hint}the vaults: {', '.join(self.vaults)})"
+            )
+        return asked
+
+    def state_of(self, request: Request) -> ServerState:
+        return self.vaults[self.vault_of(request)]
+
+    def graphs_of(self, request: Request) -> data.GraphCache:
+        return self.graphs[self.vault_of(request)]
+
+    def memo_of(self, request: Request) -> data.HealthMemo:
+        return self.health_memos[self.vault_of(request)]
 
     def close(self) -> None:
         """End the open event streams (the server is stopping)."""
@@ -129,6 +176,10 @@ class Dashboard:
     ) -> Response:
         csrf = request.cookies.get(CSRF_COOKIE)
         fresh = csrf is None
+        try:
+            vault = self.vault_of(request)
+        except FormError:  # the error page naming the vaults: shown over the default vault
+            vault = self.default_vault
         token = csrf or new_csrf_token()
         html = self.templates.get_template(template).render(
             request=request,
@@ -137,11 +188,16 @@ class Dashboard:
             read_only=self.settings.read_only,
             login=bool(self.settings.http_token),
             path=request.url.path,
+            vault=vault,
+            vaults=list(self.vaults) if len(self.vaults) > 1 else [],
+            switch_to=request.url.path if request.url.path in SWITCHED_PAGES else "/",
             **context,
         )
         response = HTMLResponse(html, status_code=status)
         if fresh:
             response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict", path="/")
+        if VAULT_PARAM in request.query_params and vault == request.query_params[VAULT_PARAM]:
+            response.set_cookie(VAULT_COOKIE, vault, httponly=True, samesite="strict", path="/")
         return response
 
     def _page(self, handler: Handler) -> Handler:
@@ -176,19 +232,19 @@ class Dashboard:
     # -- pages ----------------------------------------------------------------------------
 
     async def overview(self, request: Request) -> Response:
-        overview = await anyio.to_thread.run_sync(data.load_overview, self.state)
+        overview = await anyio.to_thread.run_sync(data.load_overview, self.state_of(request))
         return self.render(request, "overview.html", o=overview, statuses=data.STATUSES)
 
     async def runs(self, request: Request) -> Response:
         filters = data.RunFilters.parse(dict(request.query_params))
-        found = await anyio.to_thread.run_sync(data.load_runs, self.state, filters)
+        found = await anyio.to_thread.run_sync(data.load_runs, self.state_of(request), filters)
         return self.render(
             request, "runs.html", r=found, statuses=data.STATUSES, periods=list(data.PERIODS)
         )
 
     async def run(self, request: Request) -> Response:
         execution_id = request.path_params["execution_id"]
-        page = await anyio.to_thread.run_sync(data.load_run, self.state, execution_id)
+        page = await anyio.to_thread.run_sync(data.load_run, self.state_of(request), execution_id)
         return self.render(request, "run.html", run=page.status, page=page)
 
     async def rerun(self, request: Request) -> Response:
@@ -197,7 +253,11 @@ class Dashboard:
         execution_id = request.path_params["execution_id"]
 
         def work() -> str:
-            return data.engine_of(self.state).rerun(execution_id, via="dashboard").execution_id
+            return (
+                data.engine_of(self.state_of(request))
+                .rerun(execution_id, via="dashboard")
+                .execution_id
+            )
 
         new_id = await anyio.to_thread.run_sync(work)
         return RedirectResponse(f"/runs/{new_id}", status_code=303)
@@ -206,7 +266,9 @@ class Dashboard:
         await self.read_form(request)
         self.refuse_if_read_only()
         execution_id = request.path_params["execution_id"]
-        await anyio.to_thread.run_sync(lambda: data.engine_of(self.state).cancel(execution_id))
+        await anyio.to_thread.run_sync(
+            lambda: data.engine_of(self.state_of(request)).cancel(execution_id)
+        )
         return RedirectResponse(f"/runs/{execution_id}", status_code=303)
 
     async def restore_edit(self, request: Request) -> Response:
@@ -217,17 +279,19 @@ class Dashboard:
         edit_id = request.path_params["edit_id"]
         with acting_as(DASHBOARD):  # the audit names the dashboard (its owner) for the undo
             path = await anyio.to_thread.run_sync(
-                data.restore_note_edit, self.state, fields.get("path", ""), edit_id
+                data.restore_note_edit, self.state_of(request), fields.get("path", ""), edit_id
             )
         return RedirectResponse(f"/notes/{quote(path)}", status_code=303)
 
     async def workflows(self, request: Request) -> Response:
-        listed = await anyio.to_thread.run_sync(data.load_workflows, self.state)
+        listed = await anyio.to_thread.run_sync(data.load_workflows, self.state_of(request))
         return self.render(request, "workflows.html", w=listed)
 
     async def workflow(self, request: Request) -> Response:
         workflow_id = request.path_params["workflow_id"]
-        page = await anyio.to_thread.run_sync(data.load_workflow, self.state, workflow_id)
+        page = await anyio.to_thread.run_sync(
+            data.load_workflow, self.state_of(request), workflow_id
+        )
         return self.render(request, "workflow.html", w=page, input_text="{}", error=None)
 
     async def trigger(self, request: Request) -> Response:
@@ -243,7 +307,7 @@ class Dashboard:
             )
 
         def work() -> str:
-            engine = data.engine_of(self.state)
+            engine = data.engine_of(self.state_of(request))
             return engine.trigger(workflow_id, value, async_=True, via="dashboard").execution_id
 
         try:
@@ -255,13 +319,19 @@ class Dashboard:
     async def _trigger_refused(
         self, request: Request, workflow_id: str, text: str, message: str
     ) -> Response:
-        page = await anyio.to_thread.run_sync(data.load_workflow, self.state, workflow_id)
+        page = await anyio.to_thread.run_sync(
+            data.load_workflow, self.state_of(request), workflow_id
+        )
         return self.render(request, "workflow.html", 400, w=page, input_text=text, error=message)
 
     async def vault_health(self, request: Request) -> Response:
         offsets = {name: _int(request.query_params.get(name), 0) for name in _SECTIONS}
         report = await anyio.to_thread.run_sync(
-            data.load_vault_health, self.state, self.graphs, offsets, self.health_memo
+            data.load_vault_health,
+            self.state_of(request),
+            self.graphs_of(request),
+            offsets,
+            self.memo_of(request),
         )
 
         def page_query(section: str, offset: int) -> str:
@@ -274,7 +344,7 @@ class Dashboard:
         offset = _int(request.query_params.get("offset"), 0)
         mode = SEARCH_MODES.get(request.query_params.get("mode", ""))
         asked = SearchRequest(query, mode, limit=data.SEARCH_PER_PAGE, offset=offset)
-        view = await anyio.to_thread.run_sync(data.search_notes, self.state, asked)
+        view = await anyio.to_thread.run_sync(data.search_notes, self.state_of(request), asked)
         return self.render(
             request, "search.html", s=view.results, error=view.error, per_page=view.results.limit
         )
@@ -286,7 +356,10 @@ class Dashboard:
 
         def load() -> AuditPage:
             return read_audit(
-                self.state.app.db, **filters, limit=AUDIT_PER_PAGE, offset=max(0, offset)
+                self.state_of(request).app.db,
+                **filters,
+                limit=AUDIT_PER_PAGE,
+                offset=max(0, offset),
             )
 
         error = None
@@ -311,7 +384,9 @@ class Dashboard:
     async def tasks(self, request: Request) -> Response:
         query = request.query_params.get("q", "")
         offset = _int(request.query_params.get("offset"), 0)
-        found = await anyio.to_thread.run_sync(task_list.load_tasks, self.state, query, offset)
+        found = await anyio.to_thread.run_sync(
+            task_list.load_tasks, self.state_of(request), query, offset
+        )
         status = 400 if found.error else 200
         return self.render(
             request, "tasks.html", status, t=found, per_page=task_list.TASKS_PER_PAGE
@@ -319,7 +394,9 @@ class Dashboard:
 
     async def bases(self, request: Request) -> Response:
         offset = _int(request.query_params.get("offset"), 0)
-        found = await anyio.to_thread.run_sync(base_pages.load_bases, self.state, offset)
+        found = await anyio.to_thread.run_sync(
+            base_pages.load_bases, self.state_of(request), offset
+        )
         return self.render(request, "bases.html", b=found, per_page=base_pages.BASES_PER_PAGE)
 
     async def base_view(self, request: Request) -> Response:
@@ -330,7 +407,7 @@ class Dashboard:
 
         def load() -> base_pages.BaseTable:
             return base_pages.load_table(
-                self.state, path, view, block if block >= 0 else None, offset
+                self.state_of(request), path, view, block if block >= 0 else None, offset
             )
 
         table = await anyio.to_thread.run_sync(load)
@@ -341,7 +418,9 @@ class Dashboard:
 
     async def note(self, request: Request) -> Response:
         path = request.path_params["path"]
-        page = await anyio.to_thread.run_sync(data.load_note, self.state, self.graphs, path)
+        page = await anyio.to_thread.run_sync(
+            data.load_note, self.state_of(request), self.graphs_of(request), path
+        )
         return self.render(request, "note.html", n=page, note=page.detail.summary)
 
     async def graph(self, request: Request) -> Response:
@@ -360,8 +439,8 @@ class Dashboard:
         try:
             elements = await anyio.to_thread.run_sync(
                 data.load_graph,
-                self.state,
-                self.graphs,
+                self.state_of(request),
+                self.graphs_of(request),
                 params.get("note") or None,
                 params.get("folder") or None,
                 depth,
@@ -371,7 +450,9 @@ class Dashboard:
         return JSONResponse(elements)
 
     async def events(self, request: Request) -> Response:
-        stream = live.stream_events(self.state.app.db, self.closing, request.is_disconnected)
+        stream = live.stream_events(
+            self.state_of(request).app.db, self.closing, request.is_disconnected
+        )
         return StreamingResponse(
             stream, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
         )

@@ -18,6 +18,8 @@ through the usual start-up reconcile.
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
+from contextlib import ExitStack
 from functools import partial
 
 import anyio
@@ -29,9 +31,16 @@ from weaver.config import Settings
 from weaver.dashboard.site import Dashboard
 from weaver.errors import DaemonError
 from weaver.host import gil
-from weaver.host.serve import http_app, reader_children, serve_with_readers
+from weaver.host.serve import (
+    check_vaults_over_http,
+    http_app,
+    open_vaults,
+    reader_children,
+    serve_with_readers,
+)
 from weaver.host.signals import run_until_signalled
 from weaver.mcp_server.server import build_server
+from weaver.mcp_server.vaults import vaults_lifespan
 from weaver.runtime.app import open_app
 from weaver.runtime.engines import hosted_engine
 from weaver.runtime.http import bind_socket, check_http_settings
@@ -49,6 +58,13 @@ STANDBY_RETRY_SECONDS = 1.0
 def run_daemon(settings: Settings, http: bool = True, standby: bool = False) -> None:
     """Run until SIGINT or SIGTERM. `http=False` leaves out the MCP server, keeping the rest.
     `standby` (PostgreSQL): wait for the writer lock rather than refuse to start."""
+    if settings.several_vaults and any(
+        is_postgres(settings.for_vault(name).db_url) for name in settings.vaults
+    ):
+        raise DaemonError(
+            "a daemon serves several vaults from SQLite caches only: run one daemon per vault "
+            "whose cache is on PostgreSQL"
+        )
     writer = take_writer_lock(settings, standby) if is_postgres(settings.db_url) else None
     try:
         _run_daemon(settings, http, writer)
@@ -80,21 +96,24 @@ def _run_daemon(settings: Settings, http: bool, writer: PgWriterLock | None) -> 
         sock = None
         if http:
             check_http_settings(settings)
+            check_vaults_over_http(settings)
             sock = bind_socket(settings.http_host, settings.http_port)
         app = open_app(settings, check=True)
         try:
-            with hosted_engine(app, schedules=True) as engine:
+            with hosted_engine(app, schedules=True) as engine, ExitStack() as others:
                 state = ServerState(app, engine=engine, writer_lock=writer)
+                vaults = open_vaults(settings, state, others, True, True, False, daemon=True)
                 gc_freeze.keep_pauses_short()
                 gil.share_quickly()
                 log.info("daemon started", vault=str(settings.vault), http=http)
                 overdue = engine.record_interrupted
                 if sock is None:
-                    anyio.run(run_until_signalled, partial(_keep_fresh, state), overdue)
+                    keep = partial(_keep_fresh, state, vaults)
+                    anyio.run(run_until_signalled, keep, overdue)
                 else:
                     children = reader_children(settings, sock, files=True, dashboard=True)
-                    server = build_server(state, sessions=children is None)
-                    dashboard = Dashboard(state, settings.http_host)
+                    server = build_server(state, sessions=children is None, vaults=vaults)
+                    dashboard = Dashboard(state, settings.http_host, vaults)
                     starlette_app = http_app(
                         server, state, settings.http_host, dashboard.asgi(), children is not None
                     )
@@ -121,7 +140,12 @@ def dashboard_url(host: str, sock: socket.socket) -> str:
     return f"http://{shown}:{port}/"
 
 
-async def _keep_fresh(state: ServerState, stop: anyio.Event) -> None:
-    """Without HTTP, the server's lifespan alone: reconcile, then watch until stopped."""
-    async with make_lifespan(state)(None):
+async def _keep_fresh(
+    state: ServerState, vaults: Mapping[str, ServerState] | None, stop: anyio.Event
+) -> None:
+    """Without HTTP, the server's lifespan alone (each vault's): reconcile, then watch until
+    stopped."""
+    name = state.app.settings.vault_name
+    lifespan = make_lifespan(state) if vaults is None else vaults_lifespan(vaults, name)
+    async with lifespan(None):
         await stop.wait()

@@ -30,7 +30,6 @@ from starlette.types import ASGIApp
 
 from weaver import gc_freeze
 from weaver.config import Settings
-from weaver.dashboard.oauth_pages import OAuthPages
 from weaver.errors import ConfigError
 from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
@@ -48,7 +47,7 @@ from weaver.runtime.http import (
     loopback_names,
     serve_http,
 )
-from weaver.runtime.oauth_server import OwnerAuthorizationServer
+from weaver.runtime.locks import daemon_lock
 from weaver.runtime.state import ServerState
 
 OAUTH_PAGES_PATH = "/oauth"
@@ -115,6 +114,10 @@ def http_app(
     app.add_middleware(RequestGuard, names=loopback_names(host), path=MCP_PATH)
     settings = state.app.settings
     if settings.oauth and settings.http_token:
+        # The dashboard's pages (Jinja, markdown): imported only by a server that offers them.
+        from weaver.dashboard.oauth_pages import OAuthPages
+        from weaver.runtime.oauth_server import OwnerAuthorizationServer
+
         provider = OwnerAuthorizationServer(state.app.db, settings)
         pages = OAuthPages(provider, settings.http_token, host, settings.public_url)
         app.router.routes.append(Mount(OAUTH_PAGES_PATH, app=pages.asgi()))
@@ -187,6 +190,8 @@ def run_serve(
         )
     if not files:
         settings = settings.model_copy(update={"read_only": True})
+    if transport == "http":
+        check_vaults_over_http(settings)
     sock = None
     if transport == "http":
         check_http_settings(settings)
@@ -202,9 +207,10 @@ def run_serve(
             engine = reading_engine(app)
             cleanup.callback(engine.stop)
         state = ServerState(app, watch=watch, engine=engine, may_write=files)
+        vaults = open_vaults(settings, state, cleanup, watch, files, queue)
         children = reader_children(settings, sock, files, queue=queue)
-        server = build_server(state, sessions=children is None)
-        gc_freeze.keep_pauses_short()
+        server = build_server(state, sessions=children is None, vaults=vaults)
+        gc_freeze.keep_pauses_short_later()
         gil.share_quickly()
         if sock is not None:
             site = http_app(server, state, settings.http_host, stateless=children is not None)
@@ -216,6 +222,48 @@ def run_serve(
         else:
             log.info("serving MCP over stdio", vault=str(settings.vault), reader=not files)
             anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
+
+
+def check_vaults_over_http(settings: Settings) -> None:
+    """Several vaults are served by one process: its reader processes would serve one."""
+    if settings.several_vaults and settings.http_processes > 1:
+        raise ConfigError(
+            "several vaults are served by one HTTP process: set http_processes = 1, or serve "
+            "each vault by its own weaver serve"
+        )
+
+
+def open_vaults(
+    settings: Settings,
+    state: ServerState,
+    cleanup: ExitStack,
+    watch: bool,
+    files: bool,
+    queue: bool,
+    daemon: bool = False,
+) -> dict[str, ServerState] | None:
+    """Each vault's state, by name (`state` is the default's), for a server of several vaults;
+    None for one. Every other vault has its own cache and workflow engine, closed by `cleanup`;
+    for the `daemon`, its daemon lock too, its cache checked as it opens, its schedules run."""
+    if not settings.several_vaults:
+        return None
+    states: dict[str, ServerState] = {}
+    for name in settings.vaults:
+        if name == settings.vault_name:
+            states[name] = state
+            continue
+        own = settings.for_vault(name)
+        if daemon:
+            cleanup.enter_context(daemon_lock(own.vault))
+        app = open_app(own, check=daemon, files=files, queue=queue)
+        cleanup.callback(app.close)
+        if files:
+            engine = cleanup.enter_context(hosted_engine(app, schedules=daemon))
+        else:
+            engine = reading_engine(app)
+            cleanup.callback(engine.stop)
+        states[name] = ServerState(app, watch=watch, engine=engine, may_write=files)
+    return states
 
 
 async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) -> None:

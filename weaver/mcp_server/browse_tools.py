@@ -77,8 +77,6 @@ class ProblemInfo(WireModel):
     occurrences: int | None = Field(default=None, description="Links to that target")
     source_count: int | None = Field(default=None, description="Notes holding such links")
     sources: list[str] | None = Field(default=None, description="The first 5 of those notes")
-    pages: int | None = Field(default=None, description="A PDF's page count (null: unreadable)")
-    indexed_pages: int | None = Field(default=None, description="Its pages whose text is searched")
 
 
 ProblemKind = Literal["errors", "broken_links", "orphans", "attachments"]
@@ -119,8 +117,7 @@ links, orphan notes, PDFs whose text could not be searched.
 UTF-8, a file too large), with the error. "broken_links": link targets that match no file,
 most linked first, each with `occurrences`, `sourceCount` and the first 5 `sources` (the
 notes holding them). "orphans": notes with no resolved link to or from another note.
-"attachments": PDFs whose text is not (all) searched, with why in `error` (not a PDF that can be
-read, out of time or memory, more pages than are read), `pages` and `indexedPages`. Paged:
+"attachments": PDFs whose text could not all be read, why in `error`. Paged:
 `total` (what get_stats counts for errors), `hasMore`, `offset`. Use get_file on a note for
 its links, search_links for all notes holding a broken link. Example:
 {"kind": "broken_links", "limit": 20}."""
@@ -236,9 +233,6 @@ def _problems(
         return items, broken.total
     if kind == "attachments":
         pdfs = attachment_text.pdf_problems(conn, limit, offset)
-        return [
-            ProblemInfo(path=p.path, error=p.problem, pages=p.pages, indexed_pages=p.indexed_pages)
-            for p in pdfs.items
-        ], pdfs.total
+        return [ProblemInfo(path=p.path, error=p.problem) for p in pdfs.items], pdfs.total
     orphans = state.orphans.get(conn)
     return [ProblemInfo(path=p) for p in orphans[offset : offset + limit]], len(orphans)

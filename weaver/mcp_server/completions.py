@@ -37,8 +37,14 @@ from weaver.cache import browse, read
 from weaver.engine import WorkflowEngine
 from weaver.errors import suggest
 from weaver.mcp_server.access import Grant, current_grant, scope_of
-from weaver.mcp_server.resources import NOTE_TEMPLATE, Subscriptions, client_connection
+from weaver.mcp_server.resources import (
+    NOTE_TEMPLATE,
+    VAULT_NOTE_TEMPLATE,
+    Subscriptions,
+    client_connection,
+)
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp
+from weaver.mcp_server.vaults import VaultRouting
 from weaver.runtime.state import ServerState
 from weaver.vault.events import VaultEvent
 
@@ -128,6 +134,12 @@ class LogLevels:
                 await connection.log("info", data, logger="weaver")  # never raises
 
 
+def complete_vault(routing: VaultRouting, value: str) -> Completion:
+    """The vault names starting with `value` (the vault note template's `vault`)."""
+    names = [name for name in routing.names if name.startswith(value)]
+    return Completion(values=names, total=len(names), has_more=False)
+
+
 def readable_events(grant: Grant, kinds: dict[str, list[str]]) -> dict[str, Any]:
     """The vault-changed message with only the notes `grant` may read (none without read)."""
     readable = scope_of("read") in grant.scopes
@@ -141,6 +153,7 @@ def install_completions(
     subscriptions: Subscriptions,
     sessions: bool = True,
     helps: ToolHelp | None = None,
+    routing: VaultRouting | None = None,
 ) -> LogLevels:
     """Without `sessions` (stateless HTTP), a level set is kept by no session: nothing is
     remembered, as there is no later stream to send the messages on."""
@@ -153,9 +166,16 @@ def install_completions(
         ref, argument = params.ref, params.argument
         if not isinstance(ref, PromptReference) and ref.uri == HELP_TEMPLATE:
             return CompleteResult(completion=complete_tool(helps, argument.value))
-        if not isinstance(ref, PromptReference) and ref.uri != NOTE_TEMPLATE:
+        held = state
+        if not isinstance(ref, PromptReference) and ref.uri == VAULT_NOTE_TEMPLATE and routing:
+            if argument.name == "vault":
+                return CompleteResult(completion=complete_vault(routing, argument.value))
+            named = params.context.arguments if params.context is not None else None
+            held = routing.states.get((named or {}).get("vault", ""), state)
+            await held.wait_ready()
+        elif not isinstance(ref, PromptReference) and ref.uri != NOTE_TEMPLATE:
             return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
-        completion = await anyio.to_thread.run_sync(complete, state, argument.name, argument.value)
+        completion = await anyio.to_thread.run_sync(complete, held, argument.name, argument.value)
         return CompleteResult(completion=completion)
 
     async def on_set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:

@@ -4,6 +4,11 @@ cursors, two vault-level resources (stats, tags), today's tasks (`weaver://tasks
 (`weaver://attachment/{+path}`, `attachment_resources`), each tool's help
 (`weaver://help/{tool}`, `tool_help`), and subscriptions.
 
+A server of several vaults (`mcp_server.vaults`) serves the default vault's resources at these
+URIs, and every vault's at the same URIs under `weaver://vaults/{vault}/` (its note
+`weaver://vaults/home/note/a.md`, its stats `weaver://vaults/home/vault/stats`); a subscription
+hears of changes in the vault its URI names.
+
 A client subscribed to a note's URI gets `notifications/resources/updated` when the indexer
 applies a change to it (the watcher's batch, through the event bus); a client that subscribed
 to anything or listed resources gets `notifications/resources/list_changed` when notes are
@@ -55,6 +60,7 @@ from weaver.mcp_server import attachment_resources, base_resources, task_resourc
 from weaver.mcp_server.access import current_grant, reading_refusal, scope_of
 from weaver.mcp_server.content import decode
 from weaver.mcp_server.tool_help import HELP_TEMPLATE, ToolHelp, help_name
+from weaver.mcp_server.vaults import VaultRouting
 from weaver.runtime.state import ServerState
 from weaver.vault.events import NoteAdded, NoteDeleted, NoteModified, NoteMoved, VaultEvent
 
@@ -68,6 +74,24 @@ MARKDOWN = "text/markdown"
 PAGE_SIZE = 100  # small enough to answer as fast as the read tools (docs/benchmarks-notes.md)
 TAGS_LISTED = 1_000
 LIST_CHANGED_DEBOUNCE = 0.5
+
+
+SCHEME = "weaver://"
+VAULTS_PREFIX = SCHEME + "vaults/"
+VAULT_NOTE_TEMPLATE = VAULTS_PREFIX + "{vault}/note/{+path}"
+
+
+def in_vault(vault: str | None, uri: str) -> str:
+    """`uri` as a resource of the named vault (None: the default vault's, as it is)."""
+    return uri if vault is None else VAULTS_PREFIX + vault + "/" + uri.removeprefix(SCHEME)
+
+
+def split_vault(uri: str) -> tuple[str | None, str]:
+    """The vault a URI names (None: none, the default's) and the URI within that vault."""
+    if not uri.startswith(VAULTS_PREFIX):
+        return None, uri
+    vault, _, rest = uri.removeprefix(VAULTS_PREFIX).partition("/")
+    return unquote(vault), SCHEME + rest
 
 
 def note_uri(path: str) -> str:
@@ -137,6 +161,7 @@ class Subscriptions:
     new_day: asyncio.TimerHandle | None = None  # when they are read again at midnight
     day_check: asyncio.Future[None] | None = None  # that reading, held until it is done
     state: ServerState | None = None
+    vault: str | None = None  # the vault whose URIs these are (None: the default's)
     others: list[Callable[[Sequence[VaultEvent]], Awaitable[None]]] = field(default_factory=list)
 
     def also_tell(self, listener: Callable[[Sequence[VaultEvent]], Awaitable[None]]) -> None:
@@ -173,7 +198,7 @@ class Subscriptions:
                     changed.update((old, path))
                     listed = True
         for path in sorted(changed):
-            uri = note_uri(path)
+            uri = in_vault(self.vault, note_uri(path))
             for connection in list(self.by_uri.get(uri, ())):
                 await connection.send_resource_updated(uri)  # never raises: best effort
         if listed and not self.list_changed_due:
@@ -189,14 +214,17 @@ class Subscriptions:
 
     def computed_subscribed(self) -> list[str]:
         """The computed resources someone is subscribed to."""
-        return [uri for uri, held in self.by_uri.items() if is_computed(uri) and held]
+        return [
+            uri for uri, held in self.by_uri.items() if is_computed(split_vault(uri)[1]) and held
+        ]
 
     async def remember(self, uri: str) -> None:
         """Read a computed resource as a new subscriber sees it, so that the next batch is
         compared with that."""
         if self.state is not None and uri not in self.seen:
             state = self.state
-            self.seen[uri] = await anyio.to_thread.run_sync(fingerprint, state, uri)
+            inner = split_vault(uri)[1]
+            self.seen[uri] = await anyio.to_thread.run_sync(fingerprint, state, inner)
 
     def check_at_midnight(self) -> None:
         """Today's tasks change with the date, when no note does (the due today become
@@ -218,7 +246,7 @@ class Subscriptions:
             return
         state = self.state
         for uri in self.computed_subscribed():
-            seen = await anyio.to_thread.run_sync(fingerprint, state, uri)
+            seen = await anyio.to_thread.run_sync(fingerprint, state, split_vault(uri)[1])
             if seen == self.seen.get(uri):
                 continue
             self.seen[uri] = seen
@@ -236,15 +264,17 @@ def install_resources(
     state: ServerState,
     sessions: bool = True,
     helps: ToolHelp | None = None,
+    routing: VaultRouting | None = None,
 ) -> Subscriptions:
     """Serve resources/list, templates/list, read, subscribe and unsubscribe on `server`, and
-    the tools' `helps` (none without).
+    the tools' `helps` (none without); with `routing`, every vault's resources.
 
     Without `sessions` (stateless HTTP, several processes: `host.http_readers`), a 2025-11-25
     client has no session to be told anything later: subscribe is not offered, nor are list
     changes advertised, rather than accepted and never delivered."""
     subscriptions = Subscriptions()
     app = state.app
+    in_vaults = VaultResources(state, subscriptions, routing)
     lowlevel = server._lowlevel_server  # the SDK's hook lives on the low-level server
 
     async def list_resources(ctx: Any, params: PaginatedRequestParams) -> ListResourcesResult:
@@ -263,6 +293,8 @@ def install_resources(
 
         notes = await anyio.to_thread.run_sync(page)
         resources = [*VAULT_RESOURCES] if after is None and grant.read is None else []
+        if resources and routing is not None:  # every other vault's, named by its URI
+            resources += in_vaults.others_resources()
         resources += [
             Resource(
                 uri=note_uri(n.path), name=n.path, title=n.title, mime_type=MARKDOWN, size=n.size
@@ -280,40 +312,49 @@ def install_resources(
     ) -> ListResourceTemplatesResult:
         return ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
+    async def list_templates_of_vaults(
+        ctx: Any, params: PaginatedRequestParams
+    ) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult(resource_templates=[*TEMPLATES, VAULT_NOTE_TEMPLATE_OF])
+
     async def read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
-        await state.wait_ready()
         uri = str(params.uri)
-        if attachment_resources.attachment_path(uri) is not None:
-            contents = await anyio.to_thread.run_sync(lambda: _read_attachment(state, uri))
-            return ReadResourceResult(contents=[contents])
-        text, mime = await anyio.to_thread.run_sync(lambda: _read(state, uri, helps))
+        held, inner = in_vaults.of(uri)
+        await held.wait_ready()
+        if attachment_resources.attachment_path(inner) is not None:
+            contents = await anyio.to_thread.run_sync(lambda: _read_attachment(held, inner))
+            return ReadResourceResult(contents=[contents.model_copy(update={"uri": uri})])
+        text, mime = await anyio.to_thread.run_sync(lambda: _read(held, inner, helps))
         return ReadResourceResult(
             contents=[TextResourceContents(uri=uri, mime_type=mime, text=text)]
         )
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         uri = str(params.uri)
-        refusal = reading_refusal(app.settings, f"the resource {uri}", note_path(uri))
-        if refusal is not None and help_name(uri) is None:
+        held, inner = in_vaults.of(uri)
+        refusal = reading_refusal(app.settings, f"the resource {uri}", note_path(inner))
+        if refusal is not None and help_name(inner) is None:
             raise MCPError(code=INVALID_PARAMS, message=refusal, data={"uri": uri})
-        subscriptions.watch(state)
+        told = in_vaults.subscriptions_of(uri)
+        told.watch(held)
         connection = client_connection(ctx)
-        subscriptions.listening.add(connection)
-        subscriptions.by_uri.setdefault(str(params.uri), weakref.WeakSet()).add(connection)
-        if is_computed(str(params.uri)):
-            await state.wait_ready()
-            await subscriptions.remember(str(params.uri))
-            subscriptions.check_at_midnight()
+        told.listening.add(connection)
+        told.by_uri.setdefault(uri, weakref.WeakSet()).add(connection)
+        if is_computed(inner):
+            await held.wait_ready()
+            await told.remember(uri)
+            told.check_at_midnight()
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
-        subscribed = subscriptions.by_uri.get(str(params.uri))
+        subscribed = in_vaults.subscriptions_of(str(params.uri)).by_uri.get(str(params.uri))
         if subscribed is not None:
             subscribed.discard(client_connection(ctx))
         return EmptyResult()
 
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
-    lowlevel.add_request_handler("resources/templates/list", PaginatedRequestParams, list_templates)
+    templates = list_templates if routing is None else list_templates_of_vaults
+    lowlevel.add_request_handler("resources/templates/list", PaginatedRequestParams, templates)
     lowlevel.add_request_handler("resources/read", ReadResourceRequestParams, read_resource)
     if sessions:
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
@@ -453,5 +494,59 @@ TEMPLATES = [
 ]
 
 
+VAULT_NOTE_TEMPLATE_OF = ResourceTemplate(
+    uri_template=VAULT_NOTE_TEMPLATE,
+    name="vault-note",
+    title="A note of a named vault",
+    description="A note of one of the server's vaults (every resource of a vault is its "
+    "weaver:// URI under weaver://vaults/{vault}/)",
+    mime_type=MARKDOWN,
+)
+
+
 class UnknownResourceError(WeaverError):
     """A URI that names no resource of this server."""
+
+
+@dataclass
+class VaultResources:
+    """Which vault a resource URI is of, and the subscriptions of each vault's URIs (one
+    server's; the default vault's are `default`)."""
+
+    state: ServerState
+    default: Subscriptions
+    routing: VaultRouting | None
+    by_vault: dict[str, Subscriptions] = field(default_factory=dict)
+
+    def of(self, uri: str) -> tuple[ServerState, str]:
+        """The state of the vault `uri` names, and the URI within that vault; an unknown vault
+        is an invalid-params error naming the vaults."""
+        vault, inner = split_vault(uri)
+        if vault is None or self.routing is None:
+            return self.state, uri
+        if vault not in self.routing.states:
+            message = self.routing.unknown_vault("", vault).replace("vault:", "vault in the URI:")
+            raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri})
+        return self.routing.states[vault], inner
+
+    def others_resources(self) -> list[Resource]:
+        """The vault-level resources (stats, tags, today's tasks) of every other vault."""
+        if self.routing is None:
+            return []
+        return [
+            each.model_copy(
+                update={"uri": in_vault(name, str(each.uri)), "name": f"{name}-{each.name}"}
+            )
+            for name in self.routing.names
+            if name != self.routing.default
+            for each in VAULT_RESOURCES
+        ]
+
+    def subscriptions_of(self, uri: str) -> Subscriptions:
+        vault, _ = split_vault(uri)
+        if vault is None or self.routing is None:
+            return self.default
+        self.of(uri)  # refuses an unknown vault
+        if vault not in self.by_vault:
+            self.by_vault[vault] = Subscriptions(vault=vault)
+        return self.by_vault[vault]

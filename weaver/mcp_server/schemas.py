@@ -23,7 +23,11 @@ INLINE_FIELDS_SHOWN = 100
 
 class WireModel(BaseModel):
     # Built from the core's dataclasses by attribute where the names match (`model_validate`).
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, from_attributes=True)
+    # `defer_build`: a model's validator is built when first used, not when its module is
+    # imported: a server imports hundreds of them, most unused for a while or for good.
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, from_attributes=True, defer_build=True
+    )
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)

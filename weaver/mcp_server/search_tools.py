@@ -7,7 +7,8 @@ folder and tag filters are the ones `query_files` applies.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated
 
 from pydantic import Field
 
@@ -25,7 +26,7 @@ from weaver.mcp_server.arguments import (
 from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.state import ServerState
-from weaver.search import SearchMode, SearchRequest, find_notes
+from weaver.search import SearchMode, SearchRequest, SearchResults, find_notes
 
 
 class SearchHitInfo(WireModel):
@@ -42,9 +43,8 @@ class SearchHitInfo(WireModel):
 
 
 class PdfPageHitInfo(WireModel):
-    kind: Literal["pdf_page"] = Field(
-        default="pdf_page", description="A page of a PDF attachment, not a note"
-    )
+    """A PDF attachment (not a note) at the page matching best."""
+
     path: str = Field(description="The PDF's path in the vault")
     page: int = Field(description="The page (from 1) matching best")
     snippet: str = Field(description="The passage of the page, matches wrapped in <mark>…</mark>")
@@ -133,10 +133,9 @@ a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
 how much of the vault the vectors cover.
-PDF attachments' text is searched too (by its words, in every mode; no OCR): each matching PDF
-comes apart in `attachments` at its best page (`kind` "pdf_page", `path`, `page`, snippet,
-`readWith`: the get_attachment call reading it), counted by `attachmentTotal`; `offset` pages
-both lists. A `tag` filter leaves PDFs out. Example:
+PDFs' text is searched too (by words; no OCR): each matching PDF comes in `attachments` at
+its best page (`path`, `page`, snippet, `readWith`: the call reading it), `attachmentTotal`
+counting them; `offset` pages both lists; `tag` leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -178,3 +177,76 @@ def search_notes(
         attachment_total=found.attachment_total,
         attachment_text=found.attachment_text,
     )
+
+
+EVERY_VAULT_NOTE = "PDF text is searched one vault at a time: name the vault to search it"
+
+
+class VaultSearchHitInfo(SearchHitInfo):
+    vault: str = Field(description="The vault holding the note")
+
+
+class VaultSearchNotesData(SearchNotesData):
+    """search_notes over every vault (`vault: "*"`): the vaults' hits merged by score."""
+
+    results: list[VaultSearchHitInfo]  # type: ignore[assignment]
+
+
+def search_every_vault(
+    states: Mapping[str, ServerState],
+    query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+    limit: SearchLimit = 20,
+    offset: Offset = 0,
+    directory: Directory = None,
+    tag: Tag = None,
+    mode: Annotated[
+        SearchMode | None,
+        Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
+    ] = None,
+) -> VaultSearchNotesData:
+    """search_notes in every vault at once: each vault's first `offset + limit` hits, merged
+    best score first, the page cut from the merge (so that paging through it sees each hit
+    once). A vault answers in its own default mode when `mode` is left out: the answer's
+    `mode` is the first vault's."""
+    request = SearchRequest(
+        query, mode, normalize_directory(directory), filter_tag(tag), offset + limit, 0
+    )
+    found = {name: find_notes(state.search_sources, request) for name, state in states.items()}
+    merged = sorted(
+        ((hit.score, name, hit) for name, each in found.items() for hit in each.hits),
+        key=lambda scored: -scored[0],
+    )
+    page = merged[offset : offset + limit]
+    first = next(iter(found.values()))
+    total = sum(each.total for each in found.values())
+    return VaultSearchNotesData(
+        query=echo(query),
+        fts_query=None if first.fts_query is None else echo(first.fts_query),
+        results=[
+            VaultSearchHitInfo.model_validate({**_hit_fields(hit), "vault": name})
+            for _, name, hit in page
+        ],
+        total=total,
+        total_exact=all(each.total_exact for each in found.values()),
+        limit=limit,
+        offset=offset,
+        # The notes only: PDF pages are searched one vault at a time (`attachment_text`).
+        has_more=offset + limit < total
+        or any(len(each.hits) < each.total for each in found.values()),
+        mode=first.mode,
+        coverage=_joined(found, "coverage"),
+        progress=_joined(found, "progress"),
+        attachment_text=EVERY_VAULT_NOTE,
+    )
+
+
+def _hit_fields(hit: object) -> dict[str, object]:
+    return SearchHitInfo.model_validate(hit).model_dump()
+
+
+def _joined(found: Mapping[str, SearchResults], field: str) -> str | None:
+    """Each vault's `coverage` (or `progress`), named by vault; None when none says any."""
+    said = [
+        f"{name}: {getattr(each, field)}" for name, each in found.items() if getattr(each, field)
+    ]
+    return "; ".join(said) or None

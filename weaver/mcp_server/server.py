@@ -48,12 +48,24 @@ from weaver.mcp_server.access import (
     tool_refusal,
     touching_refusal,
 )
-from weaver.mcp_server.catalog import ToolSpec, bind_tools, defs_of
+from weaver.mcp_server.catalog import ToolDef, ToolSpec, bind, bind_tools, defs_of
 from weaver.mcp_server.completions import install_completions
-from weaver.mcp_server.envelope import envelope_result, fail, text_for_window, unwrap
+from weaver.mcp_server.envelope import (
+    EnvelopeTool,
+    envelope_result,
+    fail,
+    text_for_window,
+    unwrap,
+)
 from weaver.mcp_server.prompts import install_prompts
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.tool_help import ToolHelp
+from weaver.mcp_server.vaults import (
+    EVERY_VAULT,
+    UnknownVaultError,
+    VaultRouting,
+    vaults_lifespan,
+)
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.oauth_server import OwnerAuthorizationServer, auth_settings
 from weaver.runtime.state import ServerState
@@ -144,6 +156,11 @@ answer an error naming the writer."""
 READER_QUEUES = """ trigger_workflow works here: it queues the run for the workers (weaver
 worker) of the shared PostgreSQL cache; follow it with get_workflow_status on any server."""
 
+VAULTS_INSTRUCTIONS = """This server serves several vaults: {vaults}. Every tool takes
+`vault`, the vault to answer from ({default} when left out); search_notes with vault "*"
+searches them all, each hit naming its vault. A vault's resources are its weaver:// URIs under
+weaver://vaults/<vault>/ (weaver://vaults/{other}/note/<path>)."""
+
 READ_ONLY_INSTRUCTIONS = """read_only is set for this server: the tools that change the
 vault or run workflows ({tools}) are not offered."""
 
@@ -180,6 +197,10 @@ class WeaverServer(MCPServer[ServerState]):
     specs: Mapping[str, ToolSpec] = MappingProxyType({})
     access_settings: Settings | None = None
     access_state: ServerState | None = None
+    # Several vaults: which one a call is for, and each one's tools (None: one vault).
+    routing: VaultRouting | None = None
+    # search_notes over every vault (`vault: "*"`; `search_tools.search_every_vault`).
+    spanning_search: EnvelopeTool | None = None
 
     def caller_grant(self) -> Grant | None:
         return None if self.access_settings is None else current_grant(self.access_settings)
@@ -211,26 +232,55 @@ class WeaverServer(MCPServer[ServerState]):
             close = suggest(name, known)
             hint = f" ({did_you_mean(close)})" if close else f" (the tools: {', '.join(known)})"
             return fail(f"Unknown tool: {name!r}{hint}", started, False)
+        vault = None
+        if self.routing is not None:
+            arguments = dict(arguments)
+            try:
+                vault = self.routing.route(name, arguments)
+            except UnknownVaultError as exc:
+                return fail(str(exc), started, False)
         spec = self.specs.get(name)
         refusal = self.refusal(name, grant)
         if refusal is None and grant is not None and spec is not None:
             refusal = argument_refusal(grant, spec.writes, arguments)
             if refusal is None and spec.writes and grant.write is not None:
-                refusal = await self.touching_refusal(grant, name, arguments)
+                refusal = await self.touching_refusal(grant, name, arguments, vault)
         if refusal is not None:
             return fail(refusal, started, False)
-        result = await super().call_tool(name, arguments, context)
+        result = await self.call_in_vault(name, arguments, context, vault)
         if grant is None or grant.read is None or not isinstance(result, CallToolResult):
             return result
         return self.readable_answer(name, grant, result, context)
 
+    async def call_in_vault(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[ServerState, Any] | None,
+        vault: str | None,
+    ) -> CallToolResult | InputRequiredResult:
+        """The call, run by the named vault's own tool (the default's: the SDK's)."""
+        routing = self.routing
+        if routing is None or vault is None or vault == routing.default:
+            return await super().call_tool(name, arguments, context)
+        if context is None:
+            context = Context(mcp_server=self, subscriptions=self._subscriptions)
+        tool = self.spanning_search if vault == EVERY_VAULT else routing.tools[vault][name]
+        assert tool is not None  # built whenever there is routing
+        result: CallToolResult | InputRequiredResult = await tool.run(
+            arguments, context, convert_result=True
+        )
+        return result
+
     async def touching_refusal(
-        self, grant: Grant, name: str, arguments: dict[str, Any]
+        self, grant: Grant, name: str, arguments: dict[str, Any], vault: str | None = None
     ) -> str | None:
         """`access.touching_refusal` on the cache, once it is ready (a dry run in a thread)."""
         if self.access_state is None:
             return None
         state = self.access_state
+        if self.routing is not None and vault is not None and vault in self.routing.states:
+            state = self.routing.states[vault]
         await state.wait_ready()
         check = functools.partial(touching_refusal, state.app, grant, name, arguments)
         return await anyio.to_thread.run_sync(check)
@@ -282,13 +332,18 @@ def withheld_reason(state: ServerState, spec: ToolSpec) -> str:
     return f"{name} is not offered by this server: read_only is set in its settings"
 
 
-def server_instructions(state: ServerState) -> str:
+def server_instructions(state: ServerState, routing: VaultRouting | None = None) -> str:
     served = state.app.settings.toolsets
     parts = [unwrap(TOOLSET_INSTRUCTIONS[toolset]) for toolset in served]
     unserved = [toolset for toolset in TOOLSETS if toolset not in served]
     if unserved:
         parts.append(unwrap(UNSERVED_INSTRUCTIONS.format(toolsets=", ".join(unserved))))
     text = unwrap(INSTRUCTIONS.format(toolsets=" ".join(parts)))
+    if routing is not None:
+        other = next(name for name in routing.names if name != routing.default)
+        names = ", ".join(routing.names)
+        said = VAULTS_INSTRUCTIONS.format(vaults=names, default=routing.default, other=other)
+        text += "\n\n" + unwrap(said)
     # The write tools left out of the toolsets served: their absence needs explaining.
     tools = ", ".join(
         found.spec.name
@@ -321,11 +376,47 @@ def install_root_resource_metadata(server: MCPServer[ServerState], auth: AuthSet
     )
 
 
-def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerState]:
+def vault_routing(
+    default: str,
+    vaults: Mapping[str, ServerState],
+    found: list[ToolDef],
+    bound: dict[str, EnvelopeTool],
+) -> VaultRouting:
+    """Every vault's tools, the default's being the ones the server registers, each listing
+    `vault`; one rate limiter for all (a client's limits count its calls in every vault)."""
+    limiter = vaults[default].rate_limits()
+    for state in vaults.values():
+        state.rate_limiter = limiter
+    tools = {
+        name: bound if name == default else bind_tools(state, found)
+        for name, state in vaults.items()
+    }
+    routing = VaultRouting(default, dict(vaults), tools)
+    for each in tools.values():
+        for tool in each.values():
+            routing.add_parameter(tool)
+    return routing
+
+
+def bind_spanning_search(state: ServerState, routing: VaultRouting) -> EnvelopeTool:
+    """search_notes over every vault's cache, run like any tool (its arguments checked, its
+    rate limit and deadline those of the default vault's search)."""
+    spec = next(each.spec for each in defs_of(search_tools) if each.spec.name == "search_notes")
+    spanning = ToolDef(spec, search_tools.search_every_vault)
+    return bind(spanning, state, routing.states)
+
+
+def build_server(
+    state: ServerState,
+    sessions: bool = True,
+    vaults: Mapping[str, ServerState] | None = None,
+) -> MCPServer[ServerState]:
     """The MCP server for one vault, with the tools of the toolsets its settings name. With
     `http_token` set, its HTTP app requires that token; with `oauth` too, it is also its own
     OAuth authorization server (`runtime.oauth_server`), and takes the tokens it issues.
-    `sessions` false: served over stateless HTTP (see `resources.install_resources`)."""
+    `sessions` false: served over stateless HTTP (see `resources.install_resources`).
+    `vaults`: several vaults by name (`state` is the default one's, among them), each tool
+    taking `vault` (`mcp_server.vaults`)."""
     settings = state.app.settings
     token = settings.http_token
     provider = OwnerAuthorizationServer(state.app.db, settings) if settings.oauth else None
@@ -336,15 +427,18 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     if provider is not None:
         auth = auth_settings(settings)
     found = defs_of(*TOOL_MODULES)
-    bound = bind_tools(state, found)
     withheld = withheld_tools(state)
+    served = [each for each in found if each.spec.name not in withheld]
+    bound = bind_tools(state, served)
+    name = settings.vault_name
+    routing = vault_routing(name, vaults, served, bound) if vaults and len(vaults) > 1 else None
     server = WeaverServer(
         name="weaver",
         title="Weaver",
         version=weaver.__version__,
-        instructions=server_instructions(state),
+        instructions=server_instructions(state, routing),
         tools=[bound[each.spec.name] for each in found if each.spec.name not in withheld],
-        lifespan=make_lifespan(state),
+        lifespan=make_lifespan(state) if routing is None else vaults_lifespan(vaults or {}, name),
         token_verifier=verifier,
         auth_server_provider=provider,
         auth=auth,
@@ -356,8 +450,19 @@ def build_server(state: ServerState, sessions: bool = True) -> MCPServer[ServerS
     server.specs = MappingProxyType({each.spec.name: each.spec for each in found})
     server.access_settings = settings
     server.access_state = state
-    helps = ToolHelp({each.spec.name: each.spec for each in found}, bound, withheld)
-    subscriptions = install_resources(server, state, sessions, helps)
-    install_completions(server, state, subscriptions, sessions, helps)
+    if routing is not None:
+        server.routing = routing
+        server.spanning_search = bind_spanning_search(state, routing)
+    by_name = {each.spec.name: each for each in found}
+
+    @functools.cache
+    def bind_withheld(name: str) -> EnvelopeTool:
+        return bind_tools(state, [by_name[name]])[name]
+
+    specs = {name: each.spec for name, each in by_name.items()}
+    vault_help = None if routing is None else routing.help
+    helps = ToolHelp(specs, bound, withheld, bind_withheld, vault_help)
+    subscriptions = install_resources(server, state, sessions, helps, routing)
+    install_completions(server, state, subscriptions, sessions, helps, routing)
     install_prompts(server, state)
     return server

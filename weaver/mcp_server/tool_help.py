@@ -8,7 +8,7 @@ examples, every argument and every field of its result are here, read when neede
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -34,11 +34,16 @@ def help_name(uri: str) -> str | None:
 @dataclass(frozen=True)
 class ToolHelp:
     """Every tool's help, by name, rendered when read: the tools of a server, served or not
-    (`withheld`: why not, by name)."""
+    (`withheld`: why not, by name). `tools` holds the served tools; a withheld one is bound by
+    `bind` when its help is first read: binding builds a tool's schemas, which a server that
+    does not serve it need not pay for at its start."""
 
     specs: Mapping[str, ToolSpec]
     tools: Mapping[str, EnvelopeTool]
     withheld: Mapping[str, str]
+    bind: Callable[[str], EnvelopeTool]
+    # Several vaults: what the `vault` argument takes, by tool (`VaultRouting.help`).
+    vaults: Callable[[str], str] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -49,7 +54,11 @@ class ToolHelp:
         spec = self.specs.get(name)
         if spec is None:
             return None
-        return render_help(spec, self.tools[name], self.withheld.get(name))
+        tool = self.tools.get(name) or self.bind(name)
+        text = render_help(spec, tool, self.withheld.get(name))
+        if self.vaults is None or name not in self.tools:  # a withheld tool takes no vault
+            return text
+        return f"{text}\n## Vaults\n\n{self.vaults(name)}\n"
 
 
 def render_help(spec: ToolSpec, tool: EnvelopeTool, withheld: str | None) -> str:

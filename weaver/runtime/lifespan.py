@@ -30,6 +30,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from weaver import gc_freeze
 from weaver.edits.interrupted import recover_edits
 from weaver.index.attachment_text import AttachmentTextWorker
 from weaver.runtime.cache_sync import sync_cache
@@ -52,12 +53,20 @@ def make_lifespan(state: ServerState) -> Lifespan:
         state.begin()
         async with anyio.create_task_group() as tg:
             tg.start_soon(keep_cache_fresh, state)
+            tg.start_soon(_settle_when_ready, state)
             try:
                 yield state
             finally:
                 tg.cancel_scope.cancel()
 
     return lifespan
+
+
+async def _settle_when_ready(state: ServerState) -> None:
+    """Collect and freeze what start-up built (`gc_freeze`) once the cache is ready: after the
+    first answers, not before them."""
+    await state.wait_ready()
+    gc_freeze.settle()
 
 
 # How often the writer checks that its lock file is still the one others would find.

@@ -25,13 +25,14 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from weaver.errors import SemanticUnavailableError
 from weaver.installation import install_hint
+
+if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start a server
+    import numpy as np
+    import numpy.typing as npt
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2-static"
 TRANSFORMER_MODEL = "all-MiniLM-L6-v2-int8"
@@ -44,7 +45,7 @@ MAX_TOKENS = 256
 BATCH = 8
 _VOCAB = Path(__file__).with_name("vocab.txt")
 
-Vectors = npt.NDArray[np.float32]
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class EmbeddingModel(Protocol):
@@ -140,6 +141,8 @@ class TransformerModel:
         self.dimensions = int(self._session.get_outputs()[0].shape[-1])
 
     def embed_texts(self, texts: list[str]) -> Vectors:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -155,10 +158,14 @@ class TransformerModel:
 
     def hidden_states(self, ids: npt.NDArray[np.int64]) -> Vectors:
         """The last layer's output for rows of token ids, none of them padding."""
+        import numpy as np
+
         mask = np.ones_like(ids)
         return self._run(ids, mask)
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
+        import numpy as np
+
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -170,6 +177,8 @@ class TransformerModel:
         return unit
 
     def _run(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> Vectors:
+        import numpy as np
+
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)

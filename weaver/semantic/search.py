@@ -19,9 +19,8 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection
 
 from weaver.cache import fts, read, vectors
@@ -38,6 +37,10 @@ from weaver.semantic.model import (
     semantic_installed,
 )
 from weaver.semantic.model_loader import load_model
+
+if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start a server
+    import numpy as np
+    import numpy.typing as npt
 
 RRF_K = 60
 # How long a query waits for the model to load before answering with the progress instead.
@@ -215,6 +218,8 @@ class SemanticIndex:
         self, conn: Connection, path: str, limit: int, exclude: Collection[str] = ()
     ) -> SemanticPage:
         """Notes nearest to `path`'s own (mean of its chunks), leaving out it and `exclude`."""
+        import numpy as np
+
         self.model()  # not installed or not loadable: say so, rather than "no vectors yet"
         matrix = self.matrix(conn)
         try:
@@ -265,6 +270,8 @@ class SemanticIndex:
 
 def _patched(old: ChunkMatrix, keep: set[str], fresh: ChunkMatrix) -> ChunkMatrix:
     """`old`'s rows of the notes in `keep`, then all of `fresh`'s."""
+    import numpy as np
+
     kept = [i for i, path in enumerate(old.paths) if path in keep]
     spans = [np.arange(old.starts[i], old.starts[i + 1]) for i in kept]
     rows = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
@@ -348,6 +355,8 @@ def note_scores(
 ) -> Vectors:
     """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
     mean of its best `BEST_SHARE` of chunks, `least` (1 or 2) at least, as many as it has."""
+    import numpy as np
+
     firsts = starts[:-1]
     lengths = np.diff(starts)
     best = np.maximum.reduceat(scores, firsts)
@@ -372,6 +381,8 @@ def _rank(
     ranking: _Ranking,
 ) -> tuple[list[SemanticHit], int]:
     """The `ranking.depth` best notes by `note_scores`, best first; and how many it kept."""
+    import numpy as np
+
     if not matrix.paths:
         return [], 0
     one_blas_thread()

@@ -24,16 +24,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import structlog
 
 from weaver import file_locks
 from weaver.errors import SemanticUnavailableError
 from weaver.file_replace import replace_file
 from weaver.semantic.model import ModelSource, TransformerModel, Vectors, load_tokenizer
+
+if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start a server
+    import numpy as np
+    import numpy.typing as npt
 
 log = structlog.get_logger(__name__)
 
@@ -65,6 +67,8 @@ class StaticModel:
         self._tokenizer = tokenizer
 
     def embed_texts(self, texts: list[str]) -> Vectors:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
@@ -206,6 +210,8 @@ def distil_vectors(
     """One row per token of the transformer's vocabulary: its output vector, reduced by PCA
     and weighted by SIF; zero for tokens that carry no meaning of their own. `on_batch` is
     told the tokens done and their number after each batch."""
+    import numpy as np
+
     tokenizer = transformer.tokenizer
     size = tokenizer.get_vocab_size()
     start_id, end_id = _markers(tokenizer)
@@ -230,6 +236,8 @@ def _markers(tokenizer: Any) -> tuple[int, int]:
 
 
 def _meaningful(tokenizer: Any, size: int) -> npt.NDArray[np.bool_]:
+    import numpy as np
+
     unknown = tokenizer.token_to_id("[UNK]")
     keep = np.array(
         [not _PLACEHOLDER.fullmatch(tokenizer.id_to_token(i) or "") for i in range(size)]
@@ -242,6 +250,8 @@ def _meaningful(tokenizer: Any, size: int) -> npt.NDArray[np.bool_]:
 def reduce_vectors(raw: Vectors, keep: npt.NDArray[np.bool_]) -> Vectors:
     """PCA to `STATIC_DIMENSIONS` (fitted on the kept rows), then SIF weights by rank among
     the kept rows; the other rows are zero."""
+    import numpy as np
+
     kept = raw[keep]
     kept = kept - kept.mean(axis=0, dtype=np.float64).astype(np.float32)
     # The principal axes are the covariance's top eigenvectors: a 384 x 384 problem, where
@@ -266,6 +276,8 @@ class CorruptCacheError(SemanticUnavailableError):
 
 def write_vectors(path: Path, vectors: Vectors) -> None:
     """Write the matrix with its checksum, atomically: a reader sees the old file or the new."""
+    import numpy as np
+
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:
         with partial.open("wb") as handle:
@@ -279,6 +291,8 @@ def write_vectors(path: Path, vectors: Vectors) -> None:
 def read_vectors(path: Path, rows: int) -> Vectors:
     """The cached matrix; `FileNotFoundError` when absent, `CorruptCacheError` saying what is
     wrong when it cannot be used."""
+    import numpy as np
+
     try:
         # The file opened here, not by np.load: it leaks its handle on a truncated archive.
         with path.open("rb") as handle, np.load(handle, allow_pickle=False) as data:
@@ -300,6 +314,8 @@ def read_vectors(path: Path, rows: int) -> Vectors:
 
 
 def _checksum(vectors: Vectors) -> npt.NDArray[np.uint8]:
+    import numpy as np
+
     digest = hashlib.sha256(np.ascontiguousarray(vectors).tobytes()).digest()
     return np.frombuffer(digest, dtype=np.uint8)
 

@@ -23,9 +23,10 @@ import threading
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the functions that compute: not to start a server
+    import numpy as np
 
 Relations = frozenset[str | None]
 Direction = Literal["in", "out", "both"]
@@ -83,8 +84,8 @@ class Subgraph:
     total_nodes: int  # notes in scope before `limit`
 
 
-IntArray = np.ndarray[Any, np.dtype[np.intp]]
-FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+IntArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
+FloatArray: TypeAlias = "np.ndarray[Any, np.dtype[np.float64]]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,8 @@ class Adjacency:
 
     @classmethod
     def of(cls, out: dict[str, tuple[str, ...]], nodes: Iterable[str]) -> Adjacency:
+        import numpy as np
+
         paths = sorted(nodes)
         index = {path: i for i, path in enumerate(paths)}
         # Mapping every edge to integers is the larger part of a PageRank: `patched` spares it
@@ -110,6 +113,8 @@ class Adjacency:
     def patched(self, out: dict[str, tuple[str, ...]], redone: Iterable[str]) -> Adjacency:
         """These arrays with the out-lists of the `redone` notes taken from `out` anew; the
         notes themselves are the same (a note added or removed means `of` again)."""
+        import numpy as np
+
         rows = sorted(self.index[path] for path in redone if path in self.index)
         pieces: list[IntArray] = []
         counts = np.diff(self.offsets)
@@ -125,6 +130,8 @@ class Adjacency:
         return Adjacency(self.paths, self.index, offsets, np.concatenate(pieces))
 
     def out_degree(self) -> IntArray:
+        import numpy as np
+
         return np.diff(self.offsets)
 
 
@@ -139,6 +146,8 @@ class _Splice(NamedTuple):
 
 
 def _offsets(counts: Iterable[int], size: int) -> IntArray:
+    import numpy as np
+
     offsets = np.zeros(size + 1, dtype=np.intp)
     np.cumsum(np.fromiter(counts, dtype=np.intp, count=size), out=offsets[1:])
     return offsets
@@ -359,6 +368,8 @@ def _relisted(
 
 
 def _ranking(graph: Graph, metric: HubMetric) -> Ranking:
+    import numpy as np
+
     if metric == "pagerank":
         paths, scores = graph.rank_pages()
     else:
@@ -505,6 +516,8 @@ def _pagerank(
 ) -> tuple[list[str], FloatArray]:
     """Every note's path, sorted, and its rank; iterating from `start` (ranks in that order)
     if given, else from uniform ranks."""
+    import numpy as np
+
     adjacency = graph.adjacency
     paths, targets = adjacency.paths, adjacency.targets
     count = len(paths)

@@ -21,10 +21,12 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from rapidfuzz import fuzz, process
+
+if TYPE_CHECKING:  # imported where fuzzy matching scores: not to start a server
+    import numpy as np
 
 MatchedOn = Literal["path", "name", "title", "alias", "meaning"]
 Strategy = Literal["exact", "fuzzy", "semantic"]
@@ -199,6 +201,8 @@ def _fuzzy(
     One `cdist` scores every name against the keys of a length any of them can reach: it
     converts each key once for all the names and compares several names per instruction (SIMD),
     where a lookup per name costs several times as much."""
+    import numpy as np
+
     found: list[NameMatch] = []
     for start in range(0, len(names), _CDIST_NAMES):  # bounds the score matrix's memory
         batch = names[start : start + _CDIST_NAMES]
@@ -226,6 +230,8 @@ def _best(
 ) -> list[tuple[float, _Key]]:
     """The `_FUZZY_POOL` best-scoring keys of one name's row of scores (ties: shorter first,
     as the keys are sorted), each with its 0-1 score; cdist leaves 0 below the cutoff."""
+    import numpy as np
+
     found = np.arange(len(row)) if threshold <= 0 else np.flatnonzero(row >= threshold * 100)
     ranked = found[np.lexsort((found, -row[found]))][:_FUZZY_POOL]
     return [(round(float(row[i]) / 100, 4), keys[low + int(i)]) for i in ranked]
