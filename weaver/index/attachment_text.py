@@ -135,7 +135,8 @@ class AttachmentTextWorker:
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop after the document under way (its reader is bounded by its time limit)."""
+        """Stop: a reader under way is killed (it is asked a few times a second), and its
+        document left for the next start."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -152,8 +153,12 @@ class AttachmentTextWorker:
             self._stop.wait(CHECK_SECONDS)
 
     def _version(self) -> int | None:
-        with self._db.connect() as conn:
-            return read.last_updated(conn)
+        try:
+            with self._db.connect() as conn:
+                return read.last_updated(conn)
+        except Exception:  # a cache being rebuilt, a busy file: the next check tries again
+            log.debug("cannot read the cache's version", exc_info=True)
+            return None
 
     def _pass(self) -> bool:
         """One pass; False when extraction cannot go on (no PDF library)."""
