@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tests.benchmarks import (
     answers,
+    attachments,
     bases,
     clients,
     concurrency,
@@ -74,6 +75,7 @@ GROUPS: dict[str, Group] = {
     "subscriptions": subscriptions.run,
     "concurrency": concurrency.run,
     "workers": workers.run,  # PostgreSQL: started here, as the tests start it
+    "attachments": attachments.run,  # 1,000 PDFs extracting beside note freshness
     "startup": startup.run,  # spawn → tools/list against a bare SDK server; weaver --help
 }
 

@@ -20,6 +20,7 @@ SECTIONS = (
     "full index",
     "no-op re-index",
     "freshness",
+    "attachments",
     "subscriptions",
     "editing",
     "integrity",

@@ -166,6 +166,7 @@ async def test_search_spans_every_vault_merged_by_score(tools: Tools) -> None:
     scores = [h["score"] for h in data["results"]]
     assert scores == sorted(scores, reverse=True)
     assert (data["total"], data["hasMore"]) == (3, False)
+    assert "one vault at a time" in data["attachmentText"]  # PDFs: in one vault's search
     paged = []
     for offset in range(3):
         page = await tools.raw(

@@ -4,8 +4,8 @@ kinds.py       the kind of a file by its extension (image, pdf, audio, video, ot
                Obsidian groups the formats it embeds
 images.py      an image scaled to a size bound and encoded for MCP image content (Pillow, the
                `attachments` extra)
-pdf_text.py    a PDF page's text from the text layer, in a subprocess bounded in time and
-               memory (pypdfium2, the `attachments` extra), so a hostile file never holds the
-               server
+pdf_text.py    a PDF page's text from the text layer, or a whole document's (for the search
+               index), in a subprocess bounded in time and memory (pypdfium2, the
+               `attachments` extra), so a hostile file never holds the server
 pdf_worker.py  that subprocess
 """

@@ -8,11 +8,13 @@ give up on. It is the `attachments` extra: without it the answer says so."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from weaver.attachments.images import INSTALL_HINT
 from weaver.errors import WeaverError
@@ -39,11 +41,12 @@ class PdfPage:
 
 
 def pdf_available() -> bool:
+    """Whether pypdfium2 is installed, found without importing it: the server process never
+    loads PDFium (its readers do), and a search asks this each time."""
     try:
-        import pypdfium2  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("pypdfium2") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def read_pdf_page(
@@ -69,16 +72,31 @@ def read_pdf_page(
 
 
 def _answer(done: subprocess.CompletedProcess[bytes]) -> PdfPage:
+    found = _found(done)
+    return PdfPage(int(found["pages"]), found["text"])
+
+
+def _found(done: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    """The worker's answer line, or the error it names (or its silence means)."""
     try:
-        found = json.loads(done.stdout.decode().strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        line = done.stdout.decode().strip().splitlines()[-1]
+    except IndexError:
+        line = ""
+    return parse_answer(line, done.returncode)
+
+
+def parse_answer(line: str, returncode: int | None) -> dict[str, Any]:
+    """A worker's answer line as a dict, or the error it names (or its silence means)."""
+    try:
+        found = json.loads(line)
+    except ValueError:
         # Killed by its memory limit, or crashed inside PDFium: no answer line.
         raise UnreadablePdfError(
-            f"the PDF could not be read (the reader ended with code {done.returncode}, "
+            f"the PDF could not be read (the reader ended with code {returncode}, "
             "out of memory or on a malformed file)"
         ) from None
     if "error" in found:
         if found["error"] == "unavailable":
             raise PdfUnavailableError()
         raise UnreadablePdfError(str(found["error"]))
-    return PdfPage(int(found["pages"]), found["text"])
+    return dict(found)

@@ -217,6 +217,48 @@ class Attachment(Base):
     mtime_ns: Mapped[int] = mapped_column(BigInteger)
 
 
+class AttachmentText(Base):
+    """Where a PDF's text extraction stands (`weaver.attachments.extractor`): the size and mtime
+    of the file it read (a differing `attachments` row means the file changed since: its pages
+    are stale, hidden from search, and read again), the document's page count, how many pages
+    were indexed, and the `problem` that kept some or all of its text out (unreadable, out of
+    time or memory, more pages than are read), which list_problems shows."""
+
+    __tablename__ = "attachment_texts"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    pages: Mapped[int | None] = mapped_column(Integer)  # None: the document could not be read
+    indexed_pages: Mapped[int] = mapped_column(Integer)
+    problem: Mapped[str | None] = mapped_column(Text)
+    extracted_at: Mapped[int] = mapped_column(BigInteger)  # Unix epoch ms
+
+    __table_args__ = (
+        # Only the few files with a problem: list_problems pages through them by path.
+        Index(
+            "ix_attachment_texts_problem",
+            "path",
+            sqlite_where=text("problem IS NOT NULL"),
+            postgresql_where=text("problem IS NOT NULL"),
+        ),
+    )
+
+
+class AttachmentPage(Base):
+    """One page's text of a PDF (as `markdown.cjk.segment` spells it for the index). On SQLite
+    the FTS5 table `attachment_fts` indexes `text` as external content, by `id`."""
+
+    __tablename__ = "attachment_pages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    path: Mapped[str] = mapped_column(String)
+    page: Mapped[int] = mapped_column(Integer)  # from 1
+    text: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_attachment_pages_path_page", "path", "page", unique=True),)
+
+
 class CacheState(Base):
     """Small facts about the cache itself, such as when it last changed."""
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 from sqlalchemy import Connection
 
-from weaver.cache import browse, read
+from weaver.cache import attachment_text, browse, read
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
     Filter,
@@ -69,7 +69,9 @@ class ListFoldersData(WireModel):
 
 
 class ProblemInfo(WireModel):
-    path: str | None = Field(default=None, description="The note (errors, orphans)")
+    path: str | None = Field(
+        default=None, description="The note (errors, orphans) or PDF (attachments)"
+    )
     error: str | None = Field(default=None, description="Why it was indexed with an error")
     target: str | None = Field(default=None, description="A broken link's target, as written")
     occurrences: int | None = Field(default=None, description="Links to that target")
@@ -77,8 +79,11 @@ class ProblemInfo(WireModel):
     sources: list[str] | None = Field(default=None, description="The first 5 of those notes")
 
 
+ProblemKind = Literal["errors", "broken_links", "orphans", "attachments"]
+
+
 class ListProblemsData(WireModel):
-    kind: Literal["errors", "broken_links", "orphans"]
+    kind: ProblemKind
     problems: list[ProblemInfo]
     total: int
     limit: int
@@ -106,12 +111,13 @@ below one folder ("Folder not found" with suggestions when there is none); `dept
 one level only. Paged: `total`, `hasMore`, `offset`. Example: {"depth": 1}."""
 
 LIST_PROBLEMS = """What needs fixing, one kind at a time: notes indexed with an error, broken
-links, orphan notes.
+links, orphan notes, PDFs whose text could not be searched.
 
 `kind` "errors": notes indexed with an error (frontmatter that does not parse, text that is not
 UTF-8, a file too large), with the error. "broken_links": link targets that match no file,
 most linked first, each with `occurrences`, `sourceCount` and the first 5 `sources` (the
-notes holding them). "orphans": notes with no resolved link to or from another note. Paged:
+notes holding them). "orphans": notes with no resolved link to or from another note.
+"attachments": PDFs whose text could not all be read, why in `error`. Paged:
 `total` (what get_stats counts for errors), `hasMore`, `offset`. Use get_file on a note for
 its links, search_links for all notes holding a broken link. Example:
 {"kind": "broken_links", "limit": 20}."""
@@ -190,8 +196,7 @@ def list_folders(
 def list_problems(
     state: ServerState,
     kind: Annotated[
-        Literal["errors", "broken_links", "orphans"],
-        Field(description="errors, broken_links or orphans"),
+        ProblemKind, Field(description="errors, broken_links, orphans or attachments")
     ] = "errors",
     limit: Limit = 50,
     offset: Offset = 0,
@@ -226,5 +231,8 @@ def _problems(
             for b in broken.items
         ]
         return items, broken.total
+    if kind == "attachments":
+        pdfs = attachment_text.pdf_problems(conn, limit, offset)
+        return [ProblemInfo(path=p.path, error=p.problem) for p in pdfs.items], pdfs.total
     orphans = state.orphans.get(conn)
     return [ProblemInfo(path=p) for p in orphans[offset : offset + limit]], len(orphans)

@@ -6,12 +6,14 @@ folder and tag filters are the ones `query_files` applies.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import Field
 
 from weaver.cache import read
+from weaver.cache.attachment_text import PageHit
 from weaver.mcp_server import hints
 from weaver.mcp_server.arguments import (
     Directory,
@@ -38,6 +40,27 @@ class SearchHitInfo(WireModel):
     )
     tags: list[str]
     modified: int = Field(description="Unix epoch milliseconds")
+
+
+class PdfPageHitInfo(WireModel):
+    """A PDF attachment (not a note) at the page matching best."""
+
+    path: str = Field(description="The PDF's path in the vault")
+    page: int = Field(description="The page (from 1) matching best")
+    snippet: str = Field(description="The passage of the page, matches wrapped in <mark>…</mark>")
+    score: float = Field(description="BM25 relevance among PDFs (higher is better)")
+    read_with: str = Field(description="The call that reads this page's text")
+
+
+def _page_hit(hit: PageHit) -> PdfPageHitInfo:
+    call = json.dumps({"path": hit.path, "page": hit.page}, ensure_ascii=False)
+    return PdfPageHitInfo(
+        path=hit.path,
+        page=hit.page,
+        snippet=hit.snippet,
+        score=hit.score,
+        read_with=f"get_attachment {call}",
+    )
 
 
 # The answer repeats the query so that a model sees what was searched; a pasted page of text
@@ -75,6 +98,15 @@ class SearchNotesData(WireModel):
         description="While semantic search is not ready: how far the model's build or the "
         "notes' embedding is",
     )
+    attachments: list[PdfPageHitInfo] = Field(
+        default_factory=list,
+        description="PDFs holding the query's words, best first, each at its best page; paged "
+        "by the same offset and limit",
+    )
+    attachment_total: int = Field(default=0, description="PDFs matching, over all pages")
+    attachment_text: str | None = Field(
+        default=None, description="Why PDF text is not searched here, when it is not"
+    )
 
 
 SEARCH_NOTES = """Full-text search over titles, names, headings and bodies, ranked, with snippets;
@@ -100,7 +132,10 @@ paraphrase finds a note written in other words; the snippet is the closest passa
 a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when close
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
-how much of the vault the vectors cover. Example:
+how much of the vault the vectors cover.
+PDFs' text is searched too (by words; no OCR): each matching PDF comes in `attachments` at
+its best page (`path`, `page`, snippet, `readWith`: the call reading it), `attachmentTotal`
+counting them; `offset` pages both lists; `tag` leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
@@ -138,7 +173,13 @@ def search_notes(
         mode=found.mode,
         coverage=found.coverage,
         progress=found.progress,
+        attachments=[_page_hit(h) for h in found.attachment_hits],
+        attachment_total=found.attachment_total,
+        attachment_text=found.attachment_text,
     )
+
+
+EVERY_VAULT_NOTE = "PDF text is searched one vault at a time: name the vault to search it"
 
 
 class VaultSearchHitInfo(SearchHitInfo):
@@ -189,10 +230,13 @@ def search_every_vault(
         total_exact=all(each.total_exact for each in found.values()),
         limit=limit,
         offset=offset,
-        has_more=offset + limit < total or any(each.has_more for each in found.values()),
+        # The notes only: PDF pages are searched one vault at a time (`attachment_text`).
+        has_more=offset + limit < total
+        or any(len(each.hits) < each.total for each in found.values()),
         mode=first.mode,
         coverage=_joined(found, "coverage"),
         progress=_joined(found, "progress"),
+        attachment_text=EVERY_VAULT_NOTE,
     )
 
 

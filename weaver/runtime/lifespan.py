@@ -15,7 +15,8 @@ The lifespan returns at once, so `initialize` is answered promptly; the work run
 5. The writer rebuilds a cache found corrupt while running, and makes its cache file again
    should it be deleted (`runtime.rebuild`).
 6. Once the first reconcile is done, the writer starts the embedding worker (when the semantic
-   extra is installed and `semantic` is on); it stops with the writer role.
+   extra is installed and `semantic` is on) and, on SQLite, the PDF text extractor
+   (`index.attachment_text`); they stop with the writer role.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import structlog
 
 from weaver import gc_freeze
 from weaver.edits.interrupted import recover_edits
+from weaver.index.attachment_text import AttachmentTextWorker
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.follow import follow_feed
 from weaver.runtime.locks import CacheWriterLock, writer_lock_for
@@ -102,6 +104,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
         state.writer = False
         state.cache_fault = None
         await _stop_embedding(state)
+        await _stop_pdf_text(state)
         lock.close()
 
 
@@ -144,6 +147,7 @@ async def _catch_up(state: ServerState) -> None:
     await _reconcile(state)
     state.mark_ready()
     _start_embedding(state)
+    _start_pdf_text(state)
 
 
 def _start_embedding(state: ServerState) -> None:
@@ -159,6 +163,21 @@ async def _stop_embedding(state: ServerState) -> None:
     if worker is not None:
         # Shielded: this runs as the lifespan is cancelled, and the lock must wait for it.
         with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(worker.stop)
+
+
+def _start_pdf_text(state: ServerState) -> None:
+    app = state.app
+    if state.pdf_text is not None or app.db.dialect.name != "sqlite":
+        return  # PostgreSQL: attachment text is not searched yet (docs/tools.md)
+    state.pdf_text = AttachmentTextWorker(app.db, app.vault)
+    state.pdf_text.start()
+
+
+async def _stop_pdf_text(state: ServerState) -> None:
+    worker, state.pdf_text = state.pdf_text, None
+    if worker is not None:
+        with anyio.CancelScope(shield=True):  # as `_stop_embedding`
             await anyio.to_thread.run_sync(worker.stop)
 
 

@@ -21,6 +21,7 @@ from weaver.cache.graph import (
     tag_index_cache,
 )
 from weaver.cache.read import VaultStats
+from weaver.index.attachment_text import AttachmentTextWorker
 from weaver.runtime.app import App
 from weaver.runtime.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
 from weaver.runtime.rate_limits import RateLimiter
@@ -80,6 +81,7 @@ class ServerState:
     reconcile_error: str | None = None
     cache_fault: str | None = None  # a corrupt cache being rebuilt (`runtime.rebuild`)
     embedding: EmbeddingWorker | None = None  # the embedding worker, while this is the writer
+    pdf_text: AttachmentTextWorker | None = None  # the PDF text extractor, likewise
     started_at: float = field(default_factory=time.monotonic)
     request_count: int = 0
     last_call_at: float = -ANSWERING_S

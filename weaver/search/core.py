@@ -9,7 +9,9 @@ from typing import Literal
 
 from sqlalchemy import Connection
 
-from weaver.cache import fts, read, vectors
+from weaver.attachments.images import INSTALL_HINT
+from weaver.attachments.pdf_text import pdf_available
+from weaver.cache import attachment_text, fts, read, vectors
 from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
 from weaver.search.modes import choose_mode
@@ -17,6 +19,7 @@ from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchS
 from weaver.semantic.search import SemanticPage, describe_coverage, describe_embedding
 
 MAX_NAME = 200  # longer text is no note's name
+PG_NOTE = "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
 
 
 def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
@@ -27,8 +30,30 @@ def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
     with read.read_snapshot(sources.db) as conn:
         mode = choose_mode(sources, conn, request.mode)
         if mode == "keyword":
-            return _by_keyword(sources, conn, request)
-        return _by_meaning(sources, conn, request, mode)
+            found = _by_keyword(sources, conn, request)
+        else:
+            found = _by_meaning(sources, conn, request, mode)
+        return _with_attachments(conn, request, found)
+
+
+def _with_attachments(
+    conn: Connection, request: SearchRequest, found: SearchResults
+) -> SearchResults:
+    """`found` with the PDF pages holding the query's words. A tag filter leaves them out: an
+    attachment has no tags."""
+    if not attachment_text.searchable(conn):
+        return replace(found, attachment_text=PG_NOTE)
+    expression = fts.fts_query(request.query)
+    if expression is None or request.tag is not None:
+        return found
+    pages = attachment_text.search_pages(
+        conn, expression, request.limit, request.offset, request.directory
+    )
+    # Hits were read by the library: only an answer without any asks whether it is there.
+    why = None if pages.items or pdf_available() else f"PDF text is not searched: {INSTALL_HINT}"
+    return replace(
+        found, attachment_hits=pages.items, attachment_total=pages.total, attachment_text=why
+    )
 
 
 def _by_keyword(sources: SearchSources, conn: Connection, request: SearchRequest) -> SearchResults:

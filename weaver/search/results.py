@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlalchemy import Connection, Engine
 
+from weaver.cache.attachment_text import PageHit
 from weaver.semantic.search import SemanticIndex
 from weaver.views.names import NameIndex
 
@@ -64,7 +65,15 @@ class SearchResults:
     # Semantic and hybrid, while not every note can be searched by meaning yet: how far the
     # model's build or the notes' embedding is ("building the embedding model, 40 %").
     progress: str | None = None
+    # PDF pages matching the query's words (every mode: pages are not embedded), paged by the
+    # same `offset` and `limit` as the notes; `attachment_text` says why there are none where
+    # they cannot be searched (no PDF library, a PostgreSQL cache).
+    attachment_hits: list[PageHit] = field(default_factory=list)
+    attachment_total: int = 0
+    attachment_text: str | None = None
 
     @property
     def has_more(self) -> bool:
-        return self.offset + len(self.hits) < self.total
+        """More notes, or more PDF pages, beyond this page."""
+        notes_left = self.offset + len(self.hits) < self.total
+        return notes_left or self.offset + len(self.attachment_hits) < self.attachment_total

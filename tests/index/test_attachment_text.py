@@ -1,0 +1,236 @@
+"""PDF text kept in step with the vault by the background extractor: a phrase only a PDF page
+holds is found with its file and page, a PDF being one hit at its best page; replacing the PDF
+(seen by the watcher) replaces its hits and deleting it removes them; a malformed PDF and one
+past the reader's bounds are listed as problems; a slow PDF never holds up note indexing, and
+stopping the worker kills a reader under way; without pypdfium2 notes index as ever and the
+worker says why there is no PDF text; on PostgreSQL the search says PDFs are not searched."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from watchfiles import Change
+
+from tests.attachments.pdfs import text_pdf
+from tests.helpers import wait_for
+from weaver.attachments.pdf_reader import PdfReader, PdfText, read_pdf_document
+from weaver.cache import attachment_text, fts
+from weaver.cache.attachment_text import PageHit
+from weaver.config import Settings
+from weaver.index.attachment_text import AttachmentTextWorker, extract_pending
+from weaver.runtime.app import App, open_app
+from weaver.runtime.state import ServerState
+from weaver.search import SearchRequest, find_notes
+from weaver.vault.watcher import VaultWatcher
+
+
+@pytest.fixture
+def app(vault_dir: Path) -> Iterator[App]:
+    app = open_app(Settings(vault=vault_dir))
+    yield app
+    app.close()
+
+
+def pages_matching(app: App, words: str) -> list[PageHit]:
+    expression = fts.fts_query(words)
+    assert expression is not None
+    with app.db.connect() as conn:
+        return attachment_text.search_pages(conn, expression, 20, 0).items
+
+
+def problems(app: App) -> dict[str, str]:
+    with app.db.connect() as conn:
+        return {p.path: p.problem for p in attachment_text.pdf_problems(conn, 50, 0).items}
+
+
+def test_a_phrase_only_in_a_pdf_page_is_found_with_its_file_and_page(
+    app: App, vault_dir: Path
+) -> None:
+    (vault_dir / "papers").mkdir()
+    (vault_dir / "papers" / "turbine.pdf").write_bytes(
+        text_pdf(["Introduction to wind", "Blade pitch control loops", "Conclusion"])
+    )
+    (vault_dir / "note.md").write_text("A note about wind.\n")
+    app.indexer.reconcile()
+    assert pages_matching(app, '"pitch control"') == []  # recorded, not yet read
+    assert extract_pending(app.db, app.vault) == 1
+    (hit,) = pages_matching(app, '"pitch control"')
+    assert (hit.path, hit.page) == ("papers/turbine.pdf", 2)
+    assert hit.snippet == "Blade <mark>pitch control</mark> loops"
+    # The note's own search is untouched: no note holds the phrase.
+    with app.db.connect() as conn:
+        assert fts.search(conn, '"pitch control"', 10, 0).total == 0
+    assert extract_pending(app.db, app.vault) == 0  # read once, not again
+
+
+def test_a_pdf_is_one_hit_at_its_best_page(app: App, vault_dir: Path) -> None:
+    (vault_dir / "manual.pdf").write_bytes(
+        text_pdf(
+            [
+                "An introduction to the plant, its history, its people and one valve",
+                "The valve is closed, the valve is checked, the valve is logged",
+                "Appendix: the plant's other parts, pumps and pipes, and one valve",
+                "Glossary ends with pressure",
+                "relief at last",
+            ]
+        )
+    )
+    app.indexer.reconcile()
+    extract_pending(app.db, app.vault)
+    (hit,) = pages_matching(app, "valve")  # on three pages: one hit, at the page most about it
+    assert (hit.path, hit.page) == ("manual.pdf", 2)
+    assert hit.snippet.count("<mark>valve</mark>") == 3
+    # A phrase is never found across a page break.
+    assert pages_matching(app, '"pressure relief"') == []
+    assert [h.page for h in pages_matching(app, '"relief at last"')] == [5]
+
+
+def test_replacing_and_deleting_the_pdf_updates_its_hits_through_the_watcher(
+    app: App, vault_dir: Path
+) -> None:
+    pdf = vault_dir / "scan.pdf"
+    pdf.write_bytes(text_pdf(["The old quarterly figures"]))
+    app.indexer.reconcile()
+    extract_pending(app.db, app.vault)
+    assert [h.page for h in pages_matching(app, "quarterly")] == [1]
+    watcher = VaultWatcher(app.indexer)
+
+    pdf.write_bytes(text_pdf(["Cover page", "The revised annual figures"]))
+    watcher.handle_changes({(Change.modified, str(pdf))})
+    # The indexer recorded the new file: the old text is no longer found, even before the
+    # extractor has read the new one.
+    assert pages_matching(app, "quarterly") == []
+    extract_pending(app.db, app.vault)
+    assert [(h.path, h.page) for h in pages_matching(app, "annual")] == [("scan.pdf", 2)]
+    # The old text is gone from both indexes, not only hidden: new pages may take the old
+    # ones' ids, and would otherwise be found by the old words.
+    with app.db.connect() as conn:
+        for table in ("attachment_fts", "attachment_doc_fts"):
+            sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH 'quarterly'"
+            assert conn.exec_driver_sql(sql).scalar_one() == 0, table
+
+    pdf.unlink()
+    watcher.handle_changes({(Change.deleted, str(pdf))})
+    assert pages_matching(app, "annual") == []
+    extract_pending(app.db, app.vault)
+    with app.db.connect() as conn:
+        stored = conn.exec_driver_sql("SELECT count(*) FROM attachment_pages").scalar_one()
+    assert stored == 0  # the gone PDF's pages are dropped, not only hidden
+
+
+def test_a_malformed_pdf_and_one_past_the_bounds_are_listed_as_problems(
+    app: App, vault_dir: Path
+) -> None:
+    (vault_dir / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catal")
+    (vault_dir / "long.pdf").write_bytes(text_pdf([f"page number {i}" for i in range(1, 6)]))
+    (vault_dir / "slow.pdf").write_bytes(text_pdf(["never read in time"]))
+    app.indexer.reconcile()
+
+    def bounded(file: Path, should_stop: Callable[[], bool]) -> PdfText:
+        # The real reader, with bounds small enough to hit: 3 pages, and no time at all for
+        # slow.pdf.
+        timeout = 0.001 if file.name == "slow.pdf" else 30.0
+        return read_pdf_document(file, timeout_s=timeout, max_pages=3, should_stop=should_stop)
+
+    assert extract_pending(app.db, app.vault, read_pdf=bounded) == 3
+    found = problems(app)
+    assert found.keys() == {"broken.pdf", "long.pdf", "slow.pdf"}
+    assert "not a PDF that can be read" in found["broken.pdf"]
+    assert found["long.pdf"].startswith("only the first 3 of its 5 pages are searched")
+    assert "took longer than 0.001 s" in found["slow.pdf"]
+    # What was read of the long one is searchable; what was not, is not.
+    assert [h.page for h in pages_matching(app, '"number 3"')] == [3]
+    assert pages_matching(app, '"number 5"') == []
+    # A problem PDF is not read again until it changes.
+    assert extract_pending(app.db, app.vault, read_pdf=bounded) == 0
+
+
+def test_a_slow_pdf_never_holds_up_note_indexing(app: App, vault_dir: Path) -> None:
+    (vault_dir / "huge.pdf").write_bytes(text_pdf(["a huge document"]))
+    app.indexer.reconcile()
+    reading = threading.Event()
+    release = threading.Event()
+
+    def slow(file: Path, should_stop: Callable[[], bool]) -> PdfText:
+        reading.set()
+        while not release.is_set() and not should_stop():
+            time.sleep(0.01)
+        return read_pdf_document(file)
+
+    worker = AttachmentTextWorker(app.db, app.vault, read_pdf=slow)
+    worker.start()
+    try:
+        wait_for(reading.is_set, what="the worker to read the PDF")
+        (vault_dir / "fresh.md").write_text("A note written while the PDF extracts\n")
+        started = time.monotonic()
+        app.indexer.apply_paths(["fresh.md"])
+        with app.db.connect() as conn:
+            assert fts.search(conn, '"while the PDF extracts"', 10, 0).total == 1
+        assert time.monotonic() - started < 2.0  # promptly, while the read still waits
+        assert not release.is_set()
+        release.set()
+        wait_for(lambda: pages_matching(app, "huge"), what="the PDF's text")
+    finally:
+        release.set()
+        worker.stop()
+    assert not worker.running
+
+
+def test_stopping_the_worker_kills_a_reader_under_way(app: App, vault_dir: Path) -> None:
+    (vault_dir / "doc.pdf").write_bytes(text_pdf(["text"]))
+    app.indexer.reconcile()
+    started = threading.Event()
+
+    # A reader that never answers (as one stuck in a hostile file would not), stopped by the
+    # real reader's stop check.
+    reader = PdfReader(command=[sys.executable, "-c", "import time; time.sleep(60)"])
+
+    def endless(file: Path, should_stop: Callable[[], bool]) -> PdfText:
+        started.set()
+        return reader.read(file, should_stop)
+
+    worker = AttachmentTextWorker(app.db, app.vault, read_pdf=endless)
+    worker.start()
+    wait_for(started.is_set, what="the reader to start")
+    began = time.monotonic()
+    worker.stop()
+    assert time.monotonic() - began < 5.0
+    assert not worker.running
+    with app.db.connect() as conn:
+        assert attachment_text.count_pending(conn) == 1  # left for the next start
+
+
+def test_without_pypdfium2_notes_index_and_the_worker_says_why(
+    app: App, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)
+    (vault_dir / "doc.pdf").write_bytes(text_pdf(["unreadable here"]))
+    (vault_dir / "note.md").write_text("notes still index\n")
+    app.indexer.reconcile()
+    worker = AttachmentTextWorker(app.db, app.vault)
+    worker.start()
+    worker.stop()
+    assert worker.error is not None and "weaver-mcp[attachments]" in worker.error
+    with app.db.connect() as conn:
+        assert fts.search(conn, '"notes still index"', 10, 0).total == 1
+    assert pages_matching(app, "unreadable") == []
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_search_says_pdf_text_is_not_searched_there(
+    pg_app: App, vault_dir: Path
+) -> None:
+    (vault_dir / "doc.pdf").write_bytes(text_pdf(["invoice total"]))
+    (vault_dir / "note.md").write_text("an invoice note\n")
+    pg_app.indexer.reconcile()
+    found = find_notes(ServerState(pg_app, watch=False).search_sources, SearchRequest("invoice"))
+    assert [hit.path for hit in found.hits] == ["note.md"]
+    assert found.attachment_hits == []
+    assert (
+        found.attachment_text == "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
+    )

@@ -1,0 +1,322 @@
+"""PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
+short transaction, full-text search over them (SQLite only: FTS5 `attachment_doc_fts` ranks
+whole documents, `attachment_fts` finds each one's best page), and the PDFs whose text could
+not be read (list_problems).
+
+A page's hits show only while its text is fresh: the `attachments` row (written by the
+indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
+mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
+`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the tables exist but
+nothing is extracted nor searched yet (`searchable`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
+
+from weaver.cache.fts import (
+    ATTACHMENT_DOC_FTS_TABLE,
+    ATTACHMENT_FTS_TABLE,
+    SNIPPET_CLOSE,
+    SNIPPET_ELLIPSIS,
+    SNIPPET_OPEN,
+    SNIPPET_TOKENS,
+)
+from weaver.cache.models import Attachment, AttachmentPage, AttachmentText
+from weaver.markdown.cjk import segment, unsegment
+from weaver.paging import Page
+
+FTS_TABLE = ATTACHMENT_FTS_TABLE
+DOC_FTS_TABLE = ATTACHMENT_DOC_FTS_TABLE
+PAGE_BREAK = "\n\nweaverpagebreak\n\n"
+_CHUNK = 900
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPdf:
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedPdf:
+    """What reading one PDF gave: its pages' text, or the problem that kept text out (both for
+    a document read in part: more pages than are read)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    pages: int | None  # in the document; None: it could not be read
+    texts: Sequence[str]
+    problem: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PageHit:
+    path: str
+    page: int
+    snippet: str
+    score: float  # -bm25: higher is better
+
+
+@dataclass(frozen=True, slots=True)
+class PdfProblem:
+    path: str
+    problem: str
+    pages: int | None
+    indexed_pages: int
+
+
+def searchable(conn: Connection) -> bool:
+    """Whether attachment text is extracted and searched in this cache (SQLite's FTS5)."""
+    return conn.dialect.name == "sqlite"
+
+
+def _is_pdf() -> ColumnElement[bool]:
+    return func.lower(Attachment.path).like("%.pdf")
+
+
+_FRESH = and_(
+    AttachmentText.path == Attachment.path,
+    AttachmentText.size == Attachment.size,
+    AttachmentText.mtime_ns == Attachment.mtime_ns,
+)
+
+
+def pending_pdfs(conn: Connection, limit: int) -> list[PendingPdf]:
+    """Up to `limit` PDFs whose text was never read or was read from an older file, the most
+    recently changed first (what someone just added is what they will search for)."""
+    rows = conn.execute(
+        select(Attachment.path, Attachment.size, Attachment.mtime_ns)
+        .outerjoin(AttachmentText, _FRESH)
+        .where(_is_pdf(), AttachmentText.path.is_(None))
+        .order_by(Attachment.mtime_ns.desc(), Attachment.path)
+        .limit(limit)
+    ).all()
+    return [PendingPdf(r.path, r.size, r.mtime_ns) for r in rows]
+
+
+def count_pending(conn: Connection) -> int:
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(Attachment)
+            .outerjoin(AttachmentText, _FRESH)
+            .where(_is_pdf(), AttachmentText.path.is_(None))
+        ).scalar_one()
+    )
+
+
+def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> None:
+    """Replace the PDF's pages and state with `extracted` (in the caller's transaction)."""
+    _delete_pages(conn, [extracted.path])
+    conn.execute(delete(AttachmentText).where(AttachmentText.path == extracted.path))
+    conn.execute(
+        insert(AttachmentText).values(
+            path=extracted.path,
+            size=extracted.size,
+            mtime_ns=extracted.mtime_ns,
+            pages=extracted.pages,
+            indexed_pages=len(extracted.texts),
+            problem=extracted.problem,
+            extracted_at=now_ms,
+        )
+    )
+    rows = [
+        {"path": extracted.path, "page": number, "text": segment(page_text)}
+        for number, page_text in enumerate(extracted.texts, start=1)
+        if page_text.strip()  # a scanned page without a text layer: nothing to find
+    ]
+    if not rows:
+        return
+    conn.execute(insert(AttachmentPage), rows)
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
+        "WHERE path = ?",
+        (extracted.path,),
+    )
+    first = conn.execute(
+        select(func.min(AttachmentPage.id)).where(AttachmentPage.path == extracted.path)
+    ).scalar_one()
+    conn.exec_driver_sql(
+        f"INSERT INTO {DOC_FTS_TABLE} (rowid, text) VALUES (?, ?)",
+        (first, _document([str(row["text"]) for row in rows])),
+    )
+
+
+def _document(page_texts: Sequence[str]) -> str:
+    """A document's row of `attachment_doc_fts`: its pages in order, a word between them that
+    no text holds, so no phrase runs from one page into the next."""
+    return PAGE_BREAK.join(page_texts)
+
+
+def forget_gone(conn: Connection) -> int:
+    """Drop the text of PDFs no longer among the attachments (deleted, renamed); how many."""
+    gone = list(
+        conn.execute(
+            select(AttachmentText.path).where(
+                not_(select(Attachment.path).where(Attachment.path == AttachmentText.path).exists())
+            )
+        ).scalars()
+    )
+    for start in range(0, len(gone), _CHUNK):
+        chunk = gone[start : start + _CHUNK]
+        _delete_pages(conn, chunk)
+        conn.execute(delete(AttachmentText).where(AttachmentText.path.in_(chunk)))
+    return len(gone)
+
+
+def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
+    # External content and contentless tables: FTS5 forgets a row by being handed the text it
+    # indexed, which the pages table still holds until its rows go.
+    if not paths:
+        return
+    pages = conn.execute(
+        select(AttachmentPage.path, AttachmentPage.id, AttachmentPage.text)
+        .where(AttachmentPage.path.in_(paths))
+        .order_by(AttachmentPage.path, AttachmentPage.page)
+    ).all()
+    documents: dict[str, tuple[int, list[str]]] = {}
+    for path, page_id, page_text in pages:
+        documents.setdefault(path, (page_id, []))[1].append(page_text)
+    if documents:
+        conn.exec_driver_sql(
+            f"INSERT INTO {DOC_FTS_TABLE} ({DOC_FTS_TABLE}, rowid, text) VALUES ('delete', ?, ?)",
+            [(first, _document(texts)) for first, texts in documents.values()],
+        )
+    marks = ", ".join("?" for _ in paths)
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}, rowid, text) "
+        f"SELECT 'delete', id, text FROM attachment_pages WHERE path IN ({marks})",
+        tuple(paths),
+    )
+    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
+
+
+# ---------------------------------------------------------------- search
+
+
+# Documents are ranked, not pages: BM25 costs each match its time, and a word on every page of
+# a thousand PDFs is tens of thousands of pages but a thousand documents. A hit is a document
+# at its best page (`_BEST_PAGES`).
+_FRESH_JOIN = """
+JOIN attachment_pages AS p ON p.id = {doc}.rowid
+JOIN attachments AS a ON a.path = p.path
+JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
+"""
+_RANKED_SQL = f"""
+SELECT p.path, bm25({DOC_FTS_TABLE}) AS score
+FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
+WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
+ORDER BY score, p.path
+LIMIT :limit OFFSET :offset
+"""
+_COUNT_SQL = f"""
+SELECT count(*)
+FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
+WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
+"""
+_FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
+# Each ranked document's pages matching on their own, best first per document; only those
+# documents' pages are scored (the match itself is a walk of the index).
+_BEST_PAGES = text(f"""
+SELECT p.path, p.page, p.id, bm25({FTS_TABLE}) AS score
+FROM {FTS_TABLE}
+JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
+WHERE {FTS_TABLE} MATCH :expression AND p.path IN (SELECT value FROM json_each(:paths))
+ORDER BY p.path, score, p.page
+""")
+_SNIPPETS = text(f"""
+SELECT {FTS_TABLE}.rowid,
+       snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens)
+FROM {FTS_TABLE}
+WHERE {FTS_TABLE} MATCH :expression
+  AND {FTS_TABLE}.rowid IN (SELECT value FROM json_each(:ids))
+""")
+# Built once per filter: a search parses neither again.
+_RANKED = {
+    by_folder: text(_RANKED_SQL.format(folder=_FOLDER if by_folder else ""))
+    for by_folder in (False, True)
+}
+_COUNT = {
+    by_folder: text(_COUNT_SQL.format(folder=_FOLDER if by_folder else ""))
+    for by_folder in (False, True)
+}
+_SNIPPET = {
+    "open": SNIPPET_OPEN,
+    "close": SNIPPET_CLOSE,
+    "ellipsis": SNIPPET_ELLIPSIS,
+    "tokens": SNIPPET_TOKENS,
+}
+
+
+def search_pages(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
+) -> Page[PageHit]:
+    """PDFs matching an FTS5 `expression` (from `fts.fts_query`), best first, each at its best
+    page with a snippet; `directory` narrows to a folder and its subfolders. A document whose
+    words are spread over several pages, none holding them all, is named at its first page."""
+    if not searchable(conn):
+        return Page([], 0, offset, limit)
+    by_folder = bool(directory)
+    values: dict[str, object] = {"expression": expression}
+    if directory:
+        values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
+    ranked = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
+    if len(ranked) < limit and (ranked or offset == 0):  # the page holds the last match
+        total = offset + len(ranked)
+    else:
+        total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
+    best = _best_pages(conn, expression, [path for path, _ in ranked])
+    hits = [
+        PageHit(path, *best.get(path, (1, "")), round(-float(score or 0.0), 6) + 0.0)
+        for path, score in ranked
+    ]
+    return Page(hits, total, offset, limit)
+
+
+def _best_pages(conn: Connection, expression: str, paths: list[str]) -> dict[str, tuple[int, str]]:
+    """For each of `paths`, its best page matching `expression` and that page's snippet."""
+    if not paths:
+        return {}
+    rows = conn.execute(_BEST_PAGES, {"expression": expression, "paths": json.dumps(paths)})
+    best: dict[str, tuple[int, int]] = {}
+    for path, page, page_id, _score in rows:
+        best.setdefault(path, (page, page_id))  # ordered best first within each path
+    ids = [page_id for _, page_id in best.values()]
+    snippets: dict[int, str | None] = dict(
+        conn.execute(_SNIPPETS, {"expression": expression, "ids": json.dumps(ids)} | _SNIPPET).all()
+    )
+    return {
+        path: (page, unsegment(snippets.get(page_id) or ""))
+        for path, (page, page_id) in best.items()
+    }
+
+
+# ---------------------------------------------------------------- problems
+
+
+def pdf_problems(conn: Connection, limit: int, offset: int) -> Page[PdfProblem]:
+    """The PDFs (still in the vault, as they are now) whose text could not all be read."""
+    where = [AttachmentText.problem.is_not(None)]
+    fresh = select(AttachmentText).join(Attachment, _FRESH).where(*where)
+    total = conn.execute(select(func.count()).select_from(fresh.subquery())).scalar_one()
+    rows = conn.execute(
+        select(
+            AttachmentText.path,
+            AttachmentText.problem,
+            AttachmentText.pages,
+            AttachmentText.indexed_pages,
+        )
+        .join(Attachment, _FRESH)
+        .where(*where)
+        .order_by(AttachmentText.path)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    items = [PdfProblem(r.path, r.problem or "", r.pages, r.indexed_pages) for r in rows]
+    return Page(items, int(total), offset, limit)
