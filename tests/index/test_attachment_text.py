@@ -234,3 +234,26 @@ def test_on_postgresql_the_search_says_pdf_text_is_not_searched_there(
     assert (
         found.attachment_text == "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
     )
+
+
+def test_the_worker_sleeps_until_the_indexer_reports_an_attachment(
+    app: App, vault_dir: Path
+) -> None:
+    """Idle, it makes no pass (it looked at the cache every second); a note changing does not
+    wake it, a PDF arriving does, and its text is found soon after."""
+    app.indexer.reconcile()
+    worker = AttachmentTextWorker(app.db, app.vault)
+    app.indexer.attachment_listeners.append(worker.wake)
+    worker.start()
+    try:
+        wait_for(lambda: worker.passes == 1, what="the first pass")
+        (vault_dir / "note.md").write_text("A note, not an attachment\n")
+        app.indexer.apply_paths(["note.md"])
+        time.sleep(1.5)
+        assert worker.passes == 1
+        (vault_dir / "later.pdf").write_bytes(text_pdf(["a document that arrived later"]))
+        app.indexer.apply_paths(["later.pdf"])
+        wait_for(lambda: pages_matching(app, "arrived later"), what="the new PDF's text")
+        wait_for(lambda: worker.passes == 2, what="the pass to end")
+    finally:
+        worker.stop()

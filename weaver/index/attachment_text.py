@@ -10,8 +10,9 @@ most, never for a read. A PDF that cannot be read, runs out of time or memory, o
 pages than are read is stored with its `problem` (list_problems shows it) and not read again
 until it changes.
 
-A pass starts when the cache's version moves (the indexer recorded a change, an attachment's
-included: it publishes events for notes only) and, as a safety net, every `POLL_SECONDS`.
+A pass starts when the indexer says attachments changed (`wake`, one of its
+`attachment_listeners`: its bus carries note events only) and, as a safety net, every
+`POLL_SECONDS`; between them the thread sleeps, so an idle server does no work for it.
 Without pypdfium2 the worker stops at once, saying why (`error`); notes are indexed as ever.
 """
 
@@ -27,7 +28,7 @@ from sqlalchemy import Engine
 
 from weaver.attachments.pdf_reader import PdfReader, PdfText, ReadingStoppedError
 from weaver.attachments.pdf_text import PdfUnavailableError, UnreadablePdfError, pdf_available
-from weaver.cache import attachment_text, read
+from weaver.cache import attachment_text
 from weaver.cache.attachment_text import ExtractedPdf, PendingPdf
 from weaver.errors import WeaverError
 from weaver.vault.fs import Vault
@@ -35,8 +36,7 @@ from weaver.vault.fs import Vault
 log = structlog.get_logger(__name__)
 
 BATCH = 32  # pending PDFs listed at a time: a change made meanwhile jumps the queue soon
-CHECK_SECONDS = 1.0  # how often the cache's version is looked at
-POLL_SECONDS = 60.0
+POLL_SECONDS = 300.0  # a pass without a wake: a change the indexer did not report
 NICE = 19  # the reading subprocess's niceness: below the server and everything else
 # Bigger files are not read at all: their text would take the reader's whole time bound.
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -111,13 +111,14 @@ def _extract(vault: Vault, pdf: PendingPdf, read_pdf: Callable[[Path], PdfText])
 
 
 class AttachmentTextWorker:
-    """A daemon thread running `extract_pending` whenever the cache changes."""
+    """A daemon thread running `extract_pending` whenever it is woken (attachments changed)."""
 
     def __init__(self, db: Engine, vault: Vault, read_pdf: ReadPdf | None = None) -> None:
         self._db = db
         self._vault = vault
         self._read_pdf = read_pdf
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
         self.passes = 0
@@ -138,27 +139,21 @@ class AttachmentTextWorker:
         """Stop: a reader under way is killed (it is asked a few times a second), and its
         document left for the next start."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self) -> None:
-        seen: int | None = -1  # no version yet: a first pass at once
-        last_pass = 0.0
-        while not self._stop.is_set():
-            version = self._version()
-            if version != seen or time.monotonic() - last_pass >= POLL_SECONDS:
-                seen, last_pass = version, time.monotonic()
-                if not self._pass():
-                    return
-            self._stop.wait(CHECK_SECONDS)
+    def wake(self) -> None:
+        """Attachments changed: a pass soon (at once when idle, after the current one if
+        a pass is under way, so that a change made during it is not missed)."""
+        self._wake.set()
 
-    def _version(self) -> int | None:
-        try:
-            with self._db.connect() as conn:
-                return read.last_updated(conn)
-        except Exception:  # a cache being rebuilt, a busy file: the next check tries again
-            log.debug("cannot read the cache's version", exc_info=True)
-            return None
+    def _run(self) -> None:
+        while not self._stop.is_set():  # a first pass at once: what changed while down
+            self._wake.clear()
+            if not self._pass():
+                return
+            self._wake.wait(POLL_SECONDS)
 
     def _pass(self) -> bool:
         """One pass; False when extraction cannot go on (no PDF library)."""

@@ -179,6 +179,9 @@ class Indexer:
         # watcher reports their file; `statuses_problem` says why they are the defaults.
         self.statuses: StatusRegistry | None = None
         self.statuses_problem: str | None = None
+        # Called after a pass that added, changed or removed attachments (the bus carries
+        # note events only): the PDF text worker wakes on it instead of polling the cache.
+        self.attachment_listeners: list[Callable[[], None]] = []
 
     def reconcile(self, full: bool = False, observer: PassObserver | None = None) -> IndexReport:
         """Compare the whole vault with the cache and apply the difference."""
@@ -324,6 +327,9 @@ class Indexer:
         if report.changed or report.errors:
             (log.info if observer is None else log.debug)("index applied", **report.summary())
         self.bus.publish([*recovered, *report.events])
+        if plan.attachments or any(not is_note_path(p) for p in plan.removed):
+            for listener in self.attachment_listeners:
+                listener()
         return report
 
     def _seal_leftovers(self) -> list[VaultEvent]:

@@ -171,12 +171,14 @@ def _start_pdf_text(state: ServerState) -> None:
     if state.pdf_text is not None or app.db.dialect.name != "sqlite":
         return  # PostgreSQL: attachment text is not searched yet (docs/tools.md)
     state.pdf_text = AttachmentTextWorker(app.db, app.vault)
+    app.indexer.attachment_listeners.append(state.pdf_text.wake)
     state.pdf_text.start()
 
 
 async def _stop_pdf_text(state: ServerState) -> None:
     worker, state.pdf_text = state.pdf_text, None
     if worker is not None:
+        state.app.indexer.attachment_listeners.remove(worker.wake)
         with anyio.CancelScope(shield=True):  # as `_stop_embedding`
             await anyio.to_thread.run_sync(worker.stop)
 
