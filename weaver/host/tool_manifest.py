@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,18 @@ class Manifest:
 def manifest_key(settings: Settings) -> str:
     """What the answers depend on, hashed: the versions, Weaver's sources, the settings."""
     digest = hashlib.sha256()
-    versions = [str(FORMAT), weaver.__version__, installed_version("mcp")]
-    versions.append(installed_version("pydantic"))
+    versions = [str(FORMAT), weaver.__version__, _version("mcp"), _version("pydantic")]
     digest.update("\0".join(versions).encode())
     digest.update(settings.model_dump_json().encode())
     digest.update(_sources_stamp().encode())
     return digest.hexdigest()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return installed_version(distribution)
+    except PackageNotFoundError:  # run from a copy without metadata: the sources still count
+        return ""
 
 
 def _sources_stamp() -> str:
