@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import clean_env, write_files
 from weaver.config import CACHE_DIR_NAME
-from weaver.host.tool_manifest import MANIFEST_NAME
+from weaver.host.tool_manifest import MANIFEST_NAME, read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -161,3 +161,40 @@ def test_another_setting_is_another_manifest(tmp_path: Path) -> None:
     assert every["heavy"] is None  # the default toolsets' manifest does not answer for all
     tools = json.loads(every["list"])["result"]["tools"]
     assert "edit_canvas" in [tool["name"] for tool in tools]
+
+
+def test_a_manifest_unlike_the_server_it_built_is_rewritten(tmp_path: Path) -> None:
+    """Something shaped the tools that the key does not cover: the quick start, once its
+    server is built, finds its manifest wrong and writes the right one for the next."""
+    vault = write_files(tmp_path / "vault", NOTES)
+    first = session(tmp_path, vault, [], clean_env())
+    path = vault / CACHE_DIR_NAME / MANIFEST_NAME
+    kept = json.loads(path.read_text())
+    path.write_text(json.dumps({**kept, "tools": kept["tools"][:1]}))
+    second = session(tmp_path, vault, [], clean_env())
+    assert second["heavy"] == []  # served from the manifest, under its right key
+    assert files_of(second["call"]) == files_of(first["call"])  # the real server answered
+    assert json.loads(path.read_text()) == kept
+    assert "the tool manifest differed" in (tmp_path / "stderr.log").read_text()
+    third = session(tmp_path, vault, [], clean_env())
+    assert third["list"] == first["list"]
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"key": "k"}', '{"key": "k", "tools": 1}'])
+def test_an_unreadable_manifest_is_none(tmp_path: Path, text: str) -> None:
+    path = tmp_path / MANIFEST_NAME
+    path.write_text(text)
+    assert read_manifest(path, "k") is None
+    assert read_manifest(tmp_path / "absent.json", "k") is None
+
+
+def test_a_manifest_the_front_cannot_use_means_the_slow_path(tmp_path: Path) -> None:
+    vault = write_files(tmp_path / "vault", NOTES)
+    first = session(tmp_path, vault, [], clean_env())
+    path = vault / CACHE_DIR_NAME / MANIFEST_NAME
+    kept = json.loads(path.read_text())
+    path.write_text(json.dumps({**kept, "tools": [{"name": 1}]}))
+    second = session(tmp_path, vault, [], clean_env())
+    assert second["heavy"] is None
+    assert second["list"] == first["list"]
+    assert json.loads(path.read_text()) == kept

@@ -178,12 +178,18 @@ def serve_from_manifest(settings: Settings, watch: bool) -> bool:
     manifest = None if path is None else read_manifest(path, manifest_key(settings))
     if manifest is None:
         return False
-    log.info("serving MCP over stdio", vault=str(settings.vault), reader=False, manifest=True)
     with ExitStack() as cleanup:
         build = partial(build_real_server, settings, watch, cleanup)
         # Once built, the manifest is checked against what the server really answers.
         checked = partial(keep_manifest, settings=settings, served=manifest)
-        anyio.run(serve_front, FrontServer(manifest, build, checked), partial(_exit_now, cleanup))
+        try:
+            front = FrontServer(manifest, build, checked)
+        except (ValueError, TypeError, ImportError, AttributeError) as exc:
+            # A manifest edited by hand, or a tool the SDK's models now refuse.
+            log.warning("the tool manifest is unusable", path=str(path), error=str(exc))
+            return False
+        log.info("serving MCP over stdio", vault=str(settings.vault), reader=False, manifest=True)
+        anyio.run(serve_front, front, partial(_exit_now, cleanup))
     return True
 
 
