@@ -198,3 +198,17 @@ def test_a_manifest_the_front_cannot_use_means_the_slow_path(tmp_path: Path) -> 
     assert second["heavy"] is None
     assert second["list"] == first["list"]
     assert json.loads(path.read_text()) == kept
+
+
+def test_a_config_with_workflow_tables_is_served_from_the_manifest_without_the_engine(
+    tmp_path: Path,
+) -> None:
+    """The tables were checked by the start that wrote the manifest, under these settings."""
+    vault = write_files(tmp_path / "vault", NOTES)
+    config = tmp_path / "weaver.toml"
+    config.write_text("[workflows.markdown-analyzer]\nenabled = false\n", encoding="utf-8")
+    env = {**clean_env(), "WEAVER_CONFIG": str(config)}
+    first = session(tmp_path, vault, [], env)
+    second = session(tmp_path, vault, [], env)
+    assert second["heavy"] == []
+    assert second["list"] == first["list"]

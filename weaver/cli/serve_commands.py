@@ -188,7 +188,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
         if serve_from_manifest(settings, watch):  # else no manifest yet: serve as ever
             return 0
+    from weaver.config import find_config_file
     from weaver.host.serve import run_serve
+    from weaver.runtime.settings_checks import check_workflow_tables
+
+    check_workflow_tables(settings, find_config_file(args.config, os.environ))
 
     run_serve(settings, transport=args.transport, watch=watch, files=not args.no_vault)
     return 0
