@@ -97,7 +97,7 @@ def test_serve_lists_its_tools_without_the_libraries_no_answer_needs_yet(tmp_pat
         import anyio
         import weaver.host.serve as serve
 
-        async def list_instead_of_serving(server, stop):
+        async def list_instead_of_serving(server, stop, beside=None):
             assert any(tool.name == "query_files" for tool in await server.list_tools())
 
         serve.serve_stdio = list_instead_of_serving

@@ -196,6 +196,13 @@ REFUSED = [
         "unknown time zone 'Mars/Olympus'",
     ),
     (
+        "[workflows.proof-daily-digest]\ntimezone = 'Mars/Olympus'",
+        {},
+        ["serve"],  # checked by the command, after its tool manifest (there is none here)
+        "invalid setting 'workflows.proof-daily-digest.timezone' in {config}: 'Mars/Olympus': "
+        "unknown time zone 'Mars/Olympus'",
+    ),
+    (
         "",
         {"WEAVER_HTTP_PORT": "70000"},
         ["daemon"],
@@ -259,6 +266,7 @@ REFUSED_IDS = [
     "workflow-dir-missing",
     "config-cron",
     "config-timezone",
+    "config-timezone-serve",
     "port-env",
     "port-flag",
     "host",

@@ -380,15 +380,16 @@ def load_settings(
         or next(filter(None, (check(settings) for check in checks)), None)
     )
     if problem is not None:
-        name, value, why = problem
-        source = sources.get(name.split(".")[0], "in settings")
-        said = (
-            f"{shown(name, value)} {why}"
-            if why.startswith("is ")
-            else f"{shown(name, value)}: {why}"
-        )
-        raise ConfigError(f"invalid setting {name!r} {source}: {said}")
+        raise refusal(problem, sources.get(problem[0].split(".")[0], "in settings"))
     return settings
+
+
+def refusal(problem: Problem, source: str) -> ConfigError:
+    """The error refusing a setting: `problem`, which came from `source` ("in FILE")."""
+    name, value, why = problem
+    value_shown = shown(name, value)
+    said = f"{value_shown} {why}" if why.startswith("is ") else f"{value_shown}: {why}"
+    return ConfigError(f"invalid setting {name!r} {source}: {said}")
 
 
 # A refused setting: its name, its bad value, what is wrong or expected ("is ..." goes on the

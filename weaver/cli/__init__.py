@@ -24,7 +24,7 @@ from weaver.cli.edit_commands import add_edit_commands
 from weaver.cli.exits import EXIT_FAILURE, EXIT_USAGE, BareCommand, Command
 from weaver.cli.index_commands import add_index_command
 from weaver.cli.search_command import add_search_command
-from weaver.cli.serve_commands import add_serve_commands, cmd_worker
+from weaver.cli.serve_commands import add_serve_commands, cmd_serve, cmd_worker
 from weaver.cli.service_commands import add_service_commands
 from weaver.cli.tag_commands import add_tag_commands
 from weaver.cli.task_command import add_task_command
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from weaver.config import load_settings
     from weaver.edits.attribution import acting_as
     from weaver.log import configure_logging
-    from weaver.runtime.settings_checks import SETTINGS_CHECKS
+    from weaver.runtime.settings_checks import SERVE_SETTINGS_CHECKS, SETTINGS_CHECKS
 
     try:
         if bare is not None:
@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_path=args.config,
             overrides={"vault": args.vault, "database_url": args.db, "log_level": args.log_level},
             vault_here=not (getattr(args, "no_vault", False) or args.command is cmd_worker),
-            checks=SETTINGS_CHECKS,
+            # serve checks its workflow tables itself, after its tool manifest (quick_start)
+            checks=SERVE_SETTINGS_CHECKS if args.command is cmd_serve else SETTINGS_CHECKS,
         )
         configure_logging(settings.log_level, settings.log_format)
         command: Command = args.command

@@ -173,8 +173,6 @@ def _with_flags(settings: Settings, flags: dict[str, object]) -> Settings:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from weaver.host.serve import run_serve
-
     if args.transport == "stdio" and args.http_processes is not None:
         raise ConfigError("--http-processes applies to --transport http only")
     flags = {
@@ -185,6 +183,17 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     }
     settings = _with_flags(settings, flags)
     watch = not (args.no_watch or args.no_vault)
+    if args.transport == "stdio" and not args.no_vault:
+        from weaver.host.quick_start import serve_from_manifest
+
+        if serve_from_manifest(settings, watch):  # else no manifest yet: serve as ever
+            return 0
+    from weaver.config import find_config_file
+    from weaver.host.serve import run_serve
+    from weaver.runtime.settings_checks import check_workflow_tables
+
+    check_workflow_tables(settings, find_config_file(args.config, os.environ))
+
     run_serve(settings, transport=args.transport, watch=watch, files=not args.no_vault)
     return 0
 

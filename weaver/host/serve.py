@@ -12,10 +12,10 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import ExitStack
 from functools import partial
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.to_thread
@@ -30,10 +30,12 @@ from starlette.types import ASGIApp
 
 from weaver import gc_freeze
 from weaver.config import Settings
+from weaver.engine.engine import WorkflowEngine
 from weaver.errors import ConfigError
 from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
 from weaver.host.signals import next_stop_signal, run_until_signalled
+from weaver.host.tool_manifest import keep_manifest
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
 from weaver.mcp_server.system_tools import health_data
@@ -199,14 +201,7 @@ def run_serve(
     with ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
-        app = open_app(settings, files=files, queue=queue)
-        cleanup.callback(app.close)
-        if files:
-            engine = cleanup.enter_context(hosted_engine(app))
-        else:
-            engine = reading_engine(app)
-            cleanup.callback(engine.stop)
-        state = ServerState(app, watch=watch, engine=engine, may_write=files)
+        state, engine = served_state(cleanup, settings, watch, files, queue)
         vaults = open_vaults(settings, state, cleanup, watch, files, queue)
         children = reader_children(settings, sock, files, queue=queue)
         server = build_server(state, sessions=children is None, vaults=vaults)
@@ -221,7 +216,9 @@ def run_serve(
             )
         else:
             log.info("serving MCP over stdio", vault=str(settings.vault), reader=not files)
-            anyio.run(serve_stdio, server, partial(_exit_now, cleanup))
+            # The next start answers from what this one serves (`host.quick_start`).
+            manifest = partial(keep_manifest, server, settings) if files else None
+            anyio.run(serve_stdio, server, partial(_exit_now, cleanup), manifest)
 
 
 def check_vaults_over_http(settings: Settings) -> None:
@@ -266,9 +263,28 @@ def open_vaults(
     return states
 
 
-async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) -> None:
+def served_state(
+    cleanup: ExitStack, settings: Settings, watch: bool, files: bool, queue: bool
+) -> tuple[ServerState, WorkflowEngine]:
+    """The cache opened and the workflow engine started (both closed by `cleanup`): what a
+    server's tools are bound to, and the engine."""
+    app = open_app(settings, files=files, queue=queue)
+    cleanup.callback(app.close)
+    if files:
+        engine = cleanup.enter_context(hosted_engine(app))
+    else:
+        engine = reading_engine(app)
+        cleanup.callback(engine.stop)
+    return ServerState(app, watch=watch, engine=engine, may_write=files), engine
+
+
+async def serve_stdio(
+    server: MCPServer[ServerState],
+    stop: Callable[[], None],
+    beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
+) -> None:
     """Serve over stdio until the client closes stdin (the end of a session), or SIGINT or
-    SIGTERM ask to stop, which call `stop`.
+    SIGTERM ask to stop, which call `stop`. `beside` runs meanwhile (the manifest's upkeep).
 
     A signal cannot end this by unwinding: the SDK reads stdin in a worker thread, and a read
     returns only with a line or at end of file, so cancelling would wait for the client (a
@@ -282,6 +298,8 @@ async def serve_stdio(server: MCPServer[ServerState], stop: Callable[[], None]) 
             stop()
 
         tg.start_soon(stop_on_signal)
+        if beside is not None:
+            tg.start_soon(beside)
         await server.run_stdio_async()
         tg.cancel_scope.cancel()
 

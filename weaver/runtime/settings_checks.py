@@ -8,7 +8,9 @@ the workflows (`index`, `serve`) does not import the engine's package to start.
 
 from __future__ import annotations
 
-from weaver.config import Problem, Settings, SettingsCheck
+from pathlib import Path
+
+from weaver.config import Problem, Settings, SettingsCheck, refusal
 
 
 def database_file_problem(settings: Settings) -> Problem | None:
@@ -68,8 +70,21 @@ def workflow_table_problem(settings: Settings) -> Problem | None:
     return None
 
 
+def check_workflow_tables(settings: Settings, config_file: Path | None) -> None:
+    """`workflow_table_problem` as `load_settings` would refuse it (the tables come only from
+    the config file), for `weaver serve`, which checks them after its tool manifest had its
+    chance to answer without the engine (`SERVE_SETTINGS_CHECKS`)."""
+    problem = workflow_table_problem(settings)
+    if problem is not None:
+        raise refusal(problem, f"in {config_file}" if config_file else "in settings")
+
+
 SETTINGS_CHECKS: tuple[SettingsCheck, ...] = (
     database_file_problem,
     embedding_problem,
     workflow_table_problem,
 )
+# `weaver serve`'s: its workflow tables are checked by `check_workflow_tables`, unless a tool
+# manifest is found for these very settings (`host.quick_start`), which only a server started
+# with them, hence with the tables checked, can have written.
+SERVE_SETTINGS_CHECKS: tuple[SettingsCheck, ...] = (database_file_problem, embedding_problem)
