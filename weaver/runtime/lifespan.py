@@ -38,6 +38,7 @@ from weaver.runtime.follow import follow_feed
 from weaver.runtime.locks import CacheWriterLock, writer_lock_for
 from weaver.runtime.rebuild import heal_corruption
 from weaver.runtime.state import ServerState
+from weaver.runtime.ticks import sleep_to_tick
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
@@ -69,7 +70,8 @@ async def _settle_when_ready(state: ServerState) -> None:
     gc_freeze.settle()
 
 
-# How often the writer checks that its lock file is still the one others would find.
+# How often the writer checks that its lock file is still the one others would find: a
+# multiple of `rebuild.WATCH_S`, whose ticks it shares (`runtime.ticks`).
 LOCK_CHECK_SECONDS = 2.0
 
 
@@ -125,7 +127,7 @@ async def _keep_lock(lock: CacheWriterLock, scope: anyio.CancelScope) -> None:
     """Re-make the writer lock should its file be deleted (with the cache folder); should
     another process have taken it meanwhile, stop writing: one writer per cache."""
     while True:
-        await anyio.sleep(LOCK_CHECK_SECONDS)
+        await sleep_to_tick(LOCK_CHECK_SECONDS)
         if not await anyio.to_thread.run_sync(lock.reassert):
             log.error("another process took the writer lock; this one stops writing")
             scope.cancel()

@@ -35,11 +35,14 @@ from weaver.cache.db import remake_deleted_cache, replace_corrupt_cache
 from weaver.errors import WeaverError
 from weaver.runtime.app import App
 from weaver.runtime.locks import CacheWriterLock
+from weaver.runtime.ticks import sleep_to_tick
 
 log = structlog.get_logger(__name__)
 
-# How often the writer looks whether a corruption error was seen.
-WATCH_S = 0.2
+# How often the writer looks whether a corruption error was seen (here or, through the mark
+# a reader leaves, in another process) or the cache file was deleted: a stat and an open.
+# On the same ticks as the writer lock's check (`runtime.lifespan`), so both wake together.
+WATCH_S = 0.5
 # After a rebuild that failed, the pause before trying again.
 RETRY_S = 5.0
 
@@ -169,7 +172,7 @@ async def _heal(
 ) -> None:
     path = recovery.sqlite_file(app.settings.db_url)
     while True:
-        await anyio.sleep(WATCH_S)
+        await sleep_to_tick(WATCH_S)
         if kept is not None and kept.gone():
             await _remake(app, report, kept, lock)
             continue
