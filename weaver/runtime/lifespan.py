@@ -33,6 +33,7 @@ import structlog
 from weaver import gc_freeze
 from weaver.edits.interrupted import recover_edits
 from weaver.index.attachment_text import AttachmentTextWorker
+from weaver.memory_trim import trim_heap
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.follow import follow_feed
 from weaver.runtime.locks import CacheWriterLock, writer_lock_for
@@ -193,3 +194,5 @@ async def _reconcile(state: ServerState) -> None:
         log.exception("reconciling the cache with the vault failed")
         return
     state.reconcile_error = None
+    # The whole vault went through the parser: give back what the burst freed.
+    await anyio.to_thread.run_sync(trim_heap)
