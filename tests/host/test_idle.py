@@ -21,7 +21,7 @@ from tests.host.test_daemon import Daemon
 pytestmark = pytest.mark.slow
 
 WINDOW_S = 6.0
-# Wake-ups a second allowed: the watcher's step (1), the corruption check (2), the writer
+# Wake-ups a second allowed: the watcher's step (1), the corruption check (0.5), the writer
 # lock's check (0.5), their hand-overs to worker threads, and the workflow engine's poll
 # backing off; before this bound, uvicorn's tick alone woke the daemon ten times a second.
 MOST_WAKEUPS_PER_S = 8.0

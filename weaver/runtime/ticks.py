@@ -7,9 +7,13 @@ from __future__ import annotations
 import anyio
 
 
-async def sleep_to_tick(period: float) -> None:
-    """Sleep until the loop's clock is next a whole multiple of `period` seconds."""
+def next_tick(period: float) -> float:
+    """The loop's clock at its next whole multiple of `period` seconds."""
     if period <= 0:
         raise ValueError(f"a tick period must be positive, not {period}")
-    now = anyio.current_time()
-    await anyio.sleep_until((now // period + 1) * period)
+    return (anyio.current_time() // period + 1) * period
+
+
+async def sleep_to_tick(period: float) -> None:
+    """Sleep until the loop's clock is next a whole multiple of `period` seconds."""
+    await anyio.sleep_until(next_tick(period))

@@ -71,9 +71,17 @@ class ChangeApplier(Protocol):
 class VaultWatcher:
     """Watches one vault and feeds its changes to a `ChangeApplier` (the indexer)."""
 
-    def __init__(self, indexer: ChangeApplier, debounce_ms: int = 50) -> None:
+    def __init__(
+        self,
+        indexer: ChangeApplier,
+        debounce_ms: int = 50,
+        on_unwatched: Callable[[str], None] | None = None,
+    ) -> None:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
+        # Told the absolute path of each change the watch leaves out (hidden files, the
+        # cache's own folder): the writer hears of its cache file deleted without polling.
+        self.on_unwatched = on_unwatched
         self.running = False
         # Set once the watches are in place and the catch-up is done, until `run` ends: a
         # change made on disk after it is set reaches the cache (tests wait on it).
@@ -99,7 +107,10 @@ class VaultWatcher:
 
     def _accept(self, _change: Change, absolute: str) -> bool:
         rel = self.indexer.vault.relative(absolute)
-        return bool(rel) and _watched(self.indexer.vault, rel or "")
+        watched = bool(rel) and _watched(self.indexer.vault, rel or "")
+        if not watched and self.on_unwatched is not None:
+            self.on_unwatched(absolute)
+        return watched
 
     async def run(self, catch_up: CatchUp | None = None) -> None:
         """Watch, catch up, then apply batches until cancelled or watching fails.
