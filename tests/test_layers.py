@@ -20,7 +20,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(units.split())
     for units in (
         "errors log json_nesting gc_freeze obsidian_app paging installation toolsets file_locks"
-        " file_replace path_globs",
+        " file_replace path_globs memory_trim",
         "markdown",
         "tasks bases canvas",
         "views",

@@ -30,6 +30,7 @@ from pathlib import Path
 from tests.benchmarks import (
     answers,
     attachments,
+    background,
     bases,
     clients,
     concurrency,
@@ -77,6 +78,7 @@ GROUPS: dict[str, Group] = {
     "workers": workers.run,  # PostgreSQL: started here, as the tests start it
     "attachments": attachments.run,  # 1,000 PDFs extracting beside note freshness
     "startup": startup.run,  # spawn → tools/list against a bare SDK server; weaver --help
+    "background": background.run,  # idle CPU and RSS at rest: 5 minutes of a daemon doing nothing
 }
 
 

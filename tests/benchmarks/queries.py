@@ -418,9 +418,9 @@ async def _in_memory(
     from mcp import Client
 
     from weaver import gc_freeze
-    from weaver.host import gil
     from weaver.mcp_server import build_server
     from weaver.runtime.app import open_app
+    from weaver.runtime.gil import QuickSwitch
     from weaver.runtime.state import ServerState
 
     validation = _time_client_validation()
@@ -428,9 +428,10 @@ async def _in_memory(
     engine = _bench_engine(app)
     _seed_history(app)
     _seed_records(app, facts)
-    server = build_server(ServerState(app, watch=False, engine=engine))
+    # As `weaver serve` and `weaver daemon` do: a 1 ms switch interval while calls run.
+    state = ServerState(app, watch=False, engine=engine, quick_switch=QuickSwitch())
+    server = build_server(state)
     gc_freeze.keep_pauses_short()  # as `weaver serve` and `weaver daemon` do
-    gil.share_quickly()  # likewise: a 1 ms switch interval, not 5
     results: dict[str, Any] = {}
     try:
         async with Client(server, mode="legacy", cache=None) as client:

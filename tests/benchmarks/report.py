@@ -32,6 +32,7 @@ SECTIONS = (
     "clients over stdio",
     "HTTP under concurrency",
     "memory and size",
+    "background",
     "scaling",
     "dashboard",
     "semantic search",

@@ -13,6 +13,7 @@ import subprocess
 from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DatabaseError
@@ -22,7 +23,7 @@ from tests.host.test_daemon import Daemon
 from tests.host.test_http_processes import Connection, children_of, health
 from weaver.cache import recovery
 from weaver.runtime.app import App
-from weaver.runtime.rebuild import CorruptionWatch, rebuild_corrupt_cache
+from weaver.runtime.rebuild import CacheNudge, CorruptionWatch, rebuild_corrupt_cache
 
 NOTES = 1_500
 
@@ -231,3 +232,33 @@ def test_a_deleted_cache_is_made_again_by_its_writer_alone(tmp_path: Path) -> No
             serve.terminate()
             serve.wait(timeout=20)
         daemon.stop(process)
+
+
+def test_the_watch_is_nudged_at_once_by_its_cache_file_and_the_readers_mark(
+    tmp_path: Path,
+) -> None:
+    """The vault watcher hands over the cache's own changes (`on_unwatched`): a deleted cache
+    file or a reader's corruption mark wakes the writer's watch now, not at its next tick."""
+    cache = tmp_path / ".weaver" / "cache.db"
+
+    async def woken_after(changed: str) -> float:
+        nudge = CacheNudge(cache)
+        started = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(nudge.wait, 30.0)
+            await anyio.sleep(0.05)
+            nudge.on_change(changed)
+            nudge.on_change(str(tmp_path / "note.md"))  # anything else: no nudge
+        return anyio.current_time() - started
+
+    assert anyio.run(woken_after, str(cache)) < 5
+    assert anyio.run(woken_after, str(cache) + recovery.SEEN_SUFFIX) < 5
+
+    async def not_woken() -> bool:
+        nudge = CacheNudge(cache)
+        with anyio.move_on_after(0.3) as scope:
+            nudge.on_change(str(tmp_path / "note.md"))
+            await nudge.wait(30.0)
+        return scope.cancelled_caught
+
+    assert anyio.run(not_woken)

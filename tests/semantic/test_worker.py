@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,3 +198,49 @@ def rows_of(matrix: ChunkMatrix) -> dict[tuple[str, int], bytes]:
         for row in range(matrix.starts[i], matrix.starts[i + 1]):
             rows[(path, int(matrix.chunk_nos[row]))] = matrix.matrix[row].tobytes()
     return rows
+
+
+def test_an_idle_index_lets_its_model_and_vectors_go_and_loads_them_again(app: App) -> None:
+    index = SemanticIndex(app.semantic.model_id, threads=1)
+    embed_pending(app.db, index)
+    with read_snapshot(app.db) as conn:
+        before = [hit.path for hit in index.search(conn, "baking bread", 2, 0).hits]
+    assert index.holds_model
+    assert not index.release_if_idle(60.0)  # used a moment ago: kept
+    assert index.release_if_idle(0.0)
+    assert not index.holds_model
+    with read_snapshot(app.db) as conn:  # the next search loads them again, same answer
+        assert [hit.path for hit in index.search(conn, "baking bread", 2, 0).hits] == before
+    assert index.holds_model
+
+
+def test_the_worker_unloads_the_model_when_idle_and_skips_idle_passes(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "POLL_SECONDS", 0.05)
+    trims: list[bool] = []
+
+    def trim() -> bool:
+        trims.append(True)
+        return True
+
+    monkeypatch.setattr(worker_module, "trim_heap", trim)
+    index = SemanticIndex(app.semantic.model_id, threads=1)
+    worker = EmbeddingWorker(app.db, index, app.bus, release_after_s=0.3)
+    worker.start()
+    try:
+        wait_for(lambda: set(embedded_at(app)) == set(NOTES), timeout=60)
+        wait_for(lambda: not index.holds_model, timeout=10, what="the idle model unloaded")
+        assert trims  # the freed memory given back
+        passes = worker.passes
+        time.sleep(0.5)  # ten safety-net wake-ups, the cache unchanged: no pass, no reload
+        assert worker.passes == passes and not index.holds_model
+        with read_snapshot(app.db) as conn:  # a search still answers, loading it again
+            hits = index.search(conn, "baking bread", 1, 0).hits
+        assert [hit.path for hit in hits] == ["bread.md"]
+        (app.vault.root / "new.md").write_text("# Tides\nThe moon pulls the oceans.\n")
+        app.indexer.reconcile()  # an edit after the unload is embedded all the same
+        wait_for(lambda: "new.md" in embedded_at(app), timeout=30)
+    finally:
+        worker.stop()
+    assert worker.error is None

@@ -196,3 +196,14 @@ def test_a_note_saved_once_the_watcher_says_watching_reaches_the_cache(
 
     anyio.run(scenario)
     assert not watcher.watching.is_set()
+
+
+def test_changes_the_watch_leaves_out_are_handed_to_on_unwatched(app: App) -> None:
+    """The cache's own folder is not the vault's, but its writer wants to hear of it."""
+    heard: list[str] = []
+    watcher = VaultWatcher(app.indexer, on_unwatched=heard.append)
+    root = app.vault.root
+    cache = str(root / ".weaver" / "cache.db")
+    assert not watcher._accept(Change.deleted, cache)
+    assert watcher._accept(Change.modified, str(root / "note.md"))
+    assert heard == [cache]

@@ -66,6 +66,9 @@ HISTORY_MAX_LIMIT = 100
 FEED_CONSUMER = "workflows"
 # Events taken from the feed per transaction (and at most per file-triggered run).
 FEED_BATCH = 2000
+# The longest pause of the poll for work queued by other processes, reached by doubling
+# `workflow_poll_ms` while polls find nothing: how late such a run may start on an idle engine.
+IDLE_POLL_SECONDS = 15.0
 
 
 class WorkflowEngine:
@@ -437,17 +440,29 @@ class WorkflowEngine:
         return self.retention.prune(now)
 
     def _poll_loop(self) -> None:
-        interval = self.settings.workflow_poll_ms / 1000
+        """Look for work queued elsewhere (another process's trigger, feed events this
+        process's bus did not carry) every `workflow_poll_ms` while there is some, backing
+        off to `IDLE_POLL_SECONDS` while there is none: an idle daemon need not query the
+        cache every second all day. This process's own events and triggers need no poll (the
+        bus handler and `trigger` hand them to the workers at once)."""
+        busy = self.settings.workflow_poll_ms / 1000
+        interval = busy
         while True:
-            try:
-                if self._consuming:
-                    self.consume_feed()
-                self.run_pending()
-                self.retention.prune_if_due()
-            except Exception:
-                self._log.exception("polling for queued executions failed")
+            found = self._poll_once()
+            interval = busy if found else min(interval * 2, max(busy, IDLE_POLL_SECONDS))
             if self._live.stopping.wait(interval):
                 return
+
+    def _poll_once(self) -> bool:
+        """One look for work; True if any was found (or the look failed: look again soon)."""
+        try:
+            queued = self.consume_feed() if self._consuming else []
+            taken = self.run_pending()
+            self.retention.prune_if_due()
+        except Exception:
+            self._log.exception("polling for queued executions failed")
+            return True
+        return bool(queued) or taken > 0
 
 
 def _not_cancellable(record: ExecutionRecord, process: str) -> str:

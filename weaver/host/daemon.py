@@ -30,7 +30,6 @@ from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
 from weaver.dashboard.site import Dashboard
 from weaver.errors import DaemonError
-from weaver.host import gil
 from weaver.host.serve import (
     check_vaults_over_http,
     http_app,
@@ -43,6 +42,7 @@ from weaver.mcp_server.server import build_server
 from weaver.mcp_server.vaults import vaults_lifespan
 from weaver.runtime.app import open_app
 from weaver.runtime.engines import hosted_engine
+from weaver.runtime.gil import QuickSwitch
 from weaver.runtime.http import bind_socket, check_http_settings
 from weaver.runtime.lifespan import make_lifespan
 from weaver.runtime.locks import PgWriterLock, daemon_lock
@@ -101,10 +101,11 @@ def _run_daemon(settings: Settings, http: bool, writer: PgWriterLock | None) -> 
         app = open_app(settings, check=True)
         try:
             with hosted_engine(app, schedules=True) as engine, ExitStack() as others:
-                state = ServerState(app, engine=engine, writer_lock=writer)
+                state = ServerState(
+                    app, engine=engine, writer_lock=writer, quick_switch=QuickSwitch()
+                )
                 vaults = open_vaults(settings, state, others, True, True, False, daemon=True)
                 gc_freeze.keep_pauses_short()
-                gil.share_quickly()
                 log.info("daemon started", vault=str(settings.vault), http=http)
                 overdue = engine.record_interrupted
                 if sock is None:

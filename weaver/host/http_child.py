@@ -21,7 +21,6 @@ import structlog
 
 from weaver import gc_freeze
 from weaver.config import Settings
-from weaver.host import gil
 from weaver.host.http_readers import inherited_socket
 from weaver.host.signals import run_until_signalled
 from weaver.log import configure_logging
@@ -62,6 +61,7 @@ def serve_child(order: dict[str, Any], fd: int) -> None:
     from weaver.dashboard.site import Dashboard
     from weaver.host.serve import http_app
     from weaver.mcp_server.server import build_server
+    from weaver.runtime.gil import QuickSwitch
     from weaver.runtime.http import serve_http
     from weaver.runtime.state import ServerState
 
@@ -77,13 +77,14 @@ def serve_child(order: dict[str, Any], fd: int) -> None:
         else:
             engine = reading_engine(app)
             cleanup.callback(engine.stop)
-        state = ServerState(app, watch=False, engine=engine, may_write=False)
+        state = ServerState(
+            app, watch=False, engine=engine, may_write=False, quick_switch=QuickSwitch()
+        )
         server = build_server(state, sessions=False)
         dashboard = Dashboard(state, settings.http_host) if order["dashboard"] else None
         site = dashboard.asgi() if dashboard is not None else None
         starlette_app = http_app(server, state, settings.http_host, site, stateless=True)
         gc_freeze.keep_pauses_short()
-        gil.share_quickly()
         on_stop = dashboard.close if dashboard is not None else None
         serve = partial(serve_http, starlette_app, sock, on_stop=on_stop, announce=False)
         anyio.run(run_until_signalled, serve, engine.record_interrupted)

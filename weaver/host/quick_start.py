@@ -197,7 +197,6 @@ def build_real_server(settings: Settings, watch: bool, cleanup: ExitStack) -> MC
     """What `run_serve` builds for a stdio server with the vault's files (in a worker thread:
     these imports are most of a start's time)."""
     from weaver import gc_freeze
-    from weaver.host import gil
     from weaver.host.serve import open_vaults, served_state
     from weaver.mcp_server.server import build_server
 
@@ -205,7 +204,6 @@ def build_real_server(settings: Settings, watch: bool, cleanup: ExitStack) -> MC
     vaults = open_vaults(settings, state, cleanup, watch, files=True, queue=False)
     server = build_server(state, vaults=vaults)
     gc_freeze.keep_pauses_short_later()
-    gil.share_quickly()
     return server
 
 

@@ -32,7 +32,6 @@ from weaver import gc_freeze
 from weaver.config import Settings
 from weaver.engine.engine import WorkflowEngine
 from weaver.errors import ConfigError
-from weaver.host import gil
 from weaver.host.http_readers import HttpChildren, supervise
 from weaver.host.signals import next_stop_signal, run_until_signalled
 from weaver.host.tool_manifest import keep_manifest
@@ -41,6 +40,7 @@ from weaver.mcp_server.server import build_server
 from weaver.mcp_server.system_tools import health_data
 from weaver.runtime.app import open_app, reader_queues
 from weaver.runtime.engines import hosted_engine, reading_engine
+from weaver.runtime.gil import QuickSwitch
 from weaver.runtime.health_report import compute_health
 from weaver.runtime.http import (
     MCP_PATH,
@@ -206,7 +206,6 @@ def run_serve(
         children = reader_children(settings, sock, files, queue=queue)
         server = build_server(state, sessions=children is None, vaults=vaults)
         gc_freeze.keep_pauses_short_later()
-        gil.share_quickly()
         if sock is not None:
             site = http_app(server, state, settings.http_host, stateless=children is not None)
             anyio.run(
@@ -259,7 +258,10 @@ def open_vaults(
         else:
             engine = reading_engine(app)
             cleanup.callback(engine.stop)
-        states[name] = ServerState(app, watch=watch, engine=engine, may_write=files)
+        # One switch for the process: the interval is the process's, whichever vault serves.
+        states[name] = ServerState(
+            app, watch=watch, engine=engine, may_write=files, quick_switch=state.quick_switch
+        )
     return states
 
 
@@ -275,7 +277,10 @@ def served_state(
     else:
         engine = reading_engine(app)
         cleanup.callback(engine.stop)
-    return ServerState(app, watch=watch, engine=engine, may_write=files), engine
+    state = ServerState(
+        app, watch=watch, engine=engine, may_write=files, quick_switch=QuickSwitch()
+    )
+    return state, engine
 
 
 async def serve_stdio(

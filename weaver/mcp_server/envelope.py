@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -183,6 +184,20 @@ async def answer(
     seconds = state.app.settings.tool_timeout_s if deadline == SETTINGS_DEADLINE else deadline
     if wait_ready:
         await state.wait_ready()
+    # The short switch interval from here: not while waiting for the first index, which it
+    # would only slow down.
+    with state.quick_switch.serving() if state.quick_switch else nullcontext():
+        return await _answer(state, work, started, seconds, cache_hit, writes)
+
+
+async def _answer(
+    state: ServerState,
+    work: Callable[[], Data],
+    started: float,
+    seconds: float | None,
+    cache_hit: bool,
+    writes: bool,
+) -> CallToolResult:
     warnings: list[str] = []
     try:
         if writes:

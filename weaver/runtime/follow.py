@@ -30,8 +30,11 @@ from weaver.runtime.rebuild import CorruptionWatch
 log = structlog.get_logger(__name__)
 
 # How often a reader looks for the writer's new events: the bound on how late a subscribed
-# client hears of a change made through another process.
+# client hears of a change made through another process, while changes come. The pause
+# doubles with each look that finds nothing, up to `FOLLOW_IDLE_S`: the first change after a
+# quiet spell may be heard that late, and an idle reader wakes once a second, not ten times.
 FOLLOW_S = 0.1
+FOLLOW_IDLE_S = 1.0
 FOLLOW_BATCH = 1_000
 
 
@@ -85,6 +88,7 @@ async def follow_feed(app: App) -> None:
 async def _follow(app: App, follower: FeedFollower, watch: CorruptionWatch) -> None:
     path = sqlite_file(app.settings.db_url)
     failing = False
+    pause = FOLLOW_S
     while True:
         cause = watch.take()
         if cause is not None:
@@ -100,4 +104,5 @@ async def _follow(app: App, follower: FeedFollower, watch: CorruptionWatch) -> N
             failing, published = True, 0
         else:
             failing = False
-        await anyio.sleep(0 if published == FOLLOW_BATCH else FOLLOW_S)
+        pause = FOLLOW_S if published else min(pause * 2, FOLLOW_IDLE_S)
+        await anyio.sleep(0 if published == FOLLOW_BATCH else pause)

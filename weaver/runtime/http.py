@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from email.utils import formatdate
 
 import anyio
 import structlog
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from weaver.config import Settings
 from weaver.errors import ConfigError, DaemonError
@@ -99,15 +101,61 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 class _HostedServer(uvicorn.Server):
-    """A uvicorn server that leaves signals to its host, which stops it with `should_exit`.
+    """A uvicorn server that leaves signals to its host and sleeps while no request comes.
 
     uvicorn's own handlers re-raise the signal after shutting down, which would end the process
-    with the signal's status before the host has stopped its other parts.
+    with the signal's status before the host has stopped its other parts. Its main loop wakes
+    ten times a second, all day, to refresh the Date header and look at `should_exit`: here
+    it sleeps until the host calls `exit`, and each request refreshes the Date header when the
+    second has changed (`dated`), so an idle server does not wake at all.
     """
+
+    def __init__(self, app: ASGIApp) -> None:
+        config = uvicorn.Config(
+            self._dated(app),
+            # Our logging goes to stderr; uvicorn's default would print access logs to stdout.
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            # Requests under way get this long after a stop signal (the watchdog of
+            # `host.signals` ends the process a little later whatever is still running).
+            timeout_graceful_shutdown=3,
+        )
+        super().__init__(config)
+        self._exit = anyio.Event()
+        self._date_second = -1
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def main_loop(self) -> None:
+        await self.on_tick(0)  # the first Date header, as uvicorn sets it
+        await self._exit.wait()
+
+    def exit(self) -> None:
+        """Stop taking requests, finish those under way (`uvicorn.Server.shutdown`)."""
+        self.should_exit = True
+        self._exit.set()
+
+    def refresh_date(self) -> None:
+        """Put the current time in the Date header every response carries, once a second."""
+        now = int(time.time())
+        if now == self._date_second:
+            return
+        self._date_second = now
+        date = [(b"date", formatdate(now, usegmt=True).encode())] if self.config.date_header else []
+        self.server_state.default_headers = date + self.config.encoded_headers
+
+    def _dated(self, app: ASGIApp) -> ASGIApp:
+        """`app`, refreshing the Date header before each request is handled."""
+
+        async def dated_app(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "lifespan":
+                self.refresh_date()
+            await app(scope, receive, send)
+
+        return dated_app
 
 
 async def serve_http(
@@ -122,17 +170,7 @@ async def serve_http(
     `on_stop` is called first, to end long-lived responses (the dashboard's event streams)
     that uvicorn would otherwise wait for (and to stop the reader processes at once)."""
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(
-        app,
-        # Our logging goes to stderr; uvicorn's default config would print access logs to stdout.
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        # Requests under way get this long after a stop signal (the watchdog of `host.signals`
-        # ends the process a little later whatever is still running).
-        timeout_graceful_shutdown=3,
-    )
-    server = _HostedServer(config)
+    server = _HostedServer(app)
     if announce:
         log.info("serving MCP over HTTP", url=f"http://{host}:{port}{MCP_PATH}")
     async with anyio.create_task_group() as tg:
@@ -141,7 +179,7 @@ async def serve_http(
             await stop.wait()
             if on_stop is not None:
                 on_stop()
-            server.should_exit = True
+            server.exit()
 
         tg.start_soon(exit_when_stopped)
         await server.serve(sockets=[sock])

@@ -31,13 +31,16 @@ import anyio.to_thread
 import structlog
 
 from weaver import gc_freeze
+from weaver.cache.recovery import sqlite_file
 from weaver.edits.interrupted import recover_edits
 from weaver.index.attachment_text import AttachmentTextWorker
+from weaver.memory_trim import trim_heap
 from weaver.runtime.cache_sync import sync_cache
 from weaver.runtime.follow import follow_feed
 from weaver.runtime.locks import CacheWriterLock, writer_lock_for
-from weaver.runtime.rebuild import heal_corruption
+from weaver.runtime.rebuild import CacheNudge, heal_corruption
 from weaver.runtime.state import ServerState
+from weaver.runtime.ticks import sleep_to_tick
 from weaver.semantic.model import semantic_installed
 from weaver.semantic.worker import EmbeddingWorker
 from weaver.vault.watcher import VaultWatcher
@@ -69,7 +72,8 @@ async def _settle_when_ready(state: ServerState) -> None:
     gc_freeze.settle()
 
 
-# How often the writer checks that its lock file is still the one others would find.
+# How often the writer checks that its lock file is still the one others would find: a
+# multiple of `rebuild.WATCH_S`, whose ticks it shares (`runtime.ticks`).
 LOCK_CHECK_SECONDS = 2.0
 
 
@@ -96,8 +100,11 @@ async def keep_cache_fresh(state: ServerState) -> None:
         if state.watch:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_keep_lock, lock, tg.cancel_scope)
-                tg.start_soon(heal_corruption, state.app, partial(_report_fault, state), lock)
-                await _watch(state)
+                nudge = CacheNudge(sqlite_file(state.app.settings.db_url))
+                tg.start_soon(
+                    heal_corruption, state.app, partial(_report_fault, state), lock, nudge
+                )
+                await _watch(state, nudge.on_change)
         else:
             await _catch_up(state)
     finally:
@@ -125,17 +132,17 @@ async def _keep_lock(lock: CacheWriterLock, scope: anyio.CancelScope) -> None:
     """Re-make the writer lock should its file be deleted (with the cache folder); should
     another process have taken it meanwhile, stop writing: one writer per cache."""
     while True:
-        await anyio.sleep(LOCK_CHECK_SECONDS)
+        await sleep_to_tick(LOCK_CHECK_SECONDS)
         if not await anyio.to_thread.run_sync(lock.reassert):
             log.error("another process took the writer lock; this one stops writing")
             scope.cancel()
             return
 
 
-async def _watch(state: ServerState) -> None:
+async def _watch(state: ServerState, on_unwatched: Callable[[str], None]) -> None:
     app = state.app
     while True:
-        watcher = VaultWatcher(app.indexer, app.settings.debounce_ms)
+        watcher = VaultWatcher(app.indexer, app.settings.debounce_ms, on_unwatched)
         state.watcher = watcher
         await watcher.run(catch_up=partial(_catch_up, state))
         # run() only returns when watching failed: pause, then watch (and catch up) again.
@@ -191,3 +198,5 @@ async def _reconcile(state: ServerState) -> None:
         log.exception("reconciling the cache with the vault failed")
         return
     state.reconcile_error = None
+    # The whole vault went through the parser: give back what the burst freed.
+    await anyio.to_thread.run_sync(trim_heap)

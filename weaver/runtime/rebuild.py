@@ -18,6 +18,7 @@ deleted file open, empty otherwise; then `Indexer.refill`. How: docs/architectur
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -35,11 +36,16 @@ from weaver.cache.db import remake_deleted_cache, replace_corrupt_cache
 from weaver.errors import WeaverError
 from weaver.runtime.app import App
 from weaver.runtime.locks import CacheWriterLock
+from weaver.runtime.ticks import next_tick
 
 log = structlog.get_logger(__name__)
 
-# How often the writer looks whether a corruption error was seen.
-WATCH_S = 0.2
+# How often the writer looks whether a corruption error was seen (here or, through the mark
+# a reader leaves, in another process) or the cache file was deleted: a stat and an open.
+# On the same ticks as the writer lock's check (`runtime.lifespan`), so both wake together.
+# A cache file deleted or a reader's mark inside the vault is heard at once (`CacheNudge`);
+# this bounds the rest: a corruption error of this process, a cache outside the vault.
+WATCH_S = 2.0
 # After a rebuild that failed, the pause before trying again.
 RETRY_S = 5.0
 
@@ -142,8 +148,33 @@ def remake_deleted(app: App, kept: OpenCache) -> bool:
     return copied[0]
 
 
+class CacheNudge:
+    """Wakes the writer's watch at once when the vault watcher sees the cache file deleted
+    or a reader's corruption mark appear (`VaultWatcher.on_unwatched`), rather than at the
+    next tick. Used on the event loop's thread only."""
+
+    def __init__(self, path: Path | None) -> None:
+        names = () if path is None else (path, path.with_name(path.name + recovery.SEEN_SUFFIX))
+        self._paths = {os.fspath(name) for name in names}
+        self._event = anyio.Event()
+
+    def on_change(self, absolute: str) -> None:
+        if absolute in self._paths:
+            self._event.set()
+
+    async def wait(self, period: float) -> None:
+        """Until nudged or the next tick of `period`, whichever comes first."""
+        with anyio.move_on_after(next_tick(period) - anyio.current_time()):
+            await self._event.wait()
+        if self._event.is_set():
+            self._event = anyio.Event()
+
+
 async def heal_corruption(
-    app: App, report: Callable[[str | None], None], lock: CacheWriterLock | None = None
+    app: App,
+    report: Callable[[str | None], None],
+    lock: CacheWriterLock | None = None,
+    nudge: CacheNudge | None = None,
 ) -> None:
     """The writer's watch (until cancelled): rebuild on a corruption error, again after a
     pause while rebuilding fails; make the cache file again if it is deleted. `report(cause)`
@@ -153,7 +184,7 @@ async def heal_corruption(
     path = recovery.sqlite_file(app.settings.db_url)
     kept = await anyio.to_thread.run_sync(OpenCache, path) if path is not None else None
     try:
-        await _heal(app, report, watch, kept, lock)
+        await _heal(app, report, watch, kept, lock, nudge or CacheNudge(None))
     finally:
         watch.close()
         if kept is not None:
@@ -166,10 +197,11 @@ async def _heal(
     watch: CorruptionWatch,
     kept: OpenCache | None,
     lock: CacheWriterLock | None,
+    nudge: CacheNudge,
 ) -> None:
     path = recovery.sqlite_file(app.settings.db_url)
     while True:
-        await anyio.sleep(WATCH_S)
+        await nudge.wait(WATCH_S)
         if kept is not None and kept.gone():
             await _remake(app, report, kept, lock)
             continue

@@ -23,6 +23,7 @@ from weaver.cache.graph import (
 from weaver.cache.read import VaultStats
 from weaver.index.attachment_text import AttachmentTextWorker
 from weaver.runtime.app import App
+from weaver.runtime.gil import QuickSwitch
 from weaver.runtime.locks import DEFAULT_RETRY_SECONDS, CacheWriterLock
 from weaver.runtime.rate_limits import RateLimiter
 from weaver.search import SearchSources
@@ -103,6 +104,9 @@ class ServerState:
     # The per-client rate limits of expensive calls (made from the settings on first use; a
     # test sets one with its own clock).
     rate_limiter: RateLimiter | None = field(default=None, repr=False)
+    # The short GIL switch interval while calls are served (`runtime.gil`); None (the
+    # default, for tests and CLI commands) leaves the interval alone.
+    quick_switch: QuickSwitch | None = field(default=None, repr=False)
     _ready: anyio.Event | None = field(default=None, repr=False)
     _read_threads: anyio.CapacityLimiter | None = field(default=None, repr=False)
 

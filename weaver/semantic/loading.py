@@ -30,6 +30,7 @@ class ModelLoader:
     def __init__(self, load: Load, model: EmbeddingModel | None = None) -> None:
         self._load = load  # given the progress callback (a fraction 0-1 of a distillation)
         self._model = model
+        self._given = model is not None  # never unloaded: there is nothing to load it again
         self._error: SemanticUnavailableError | None = None
         self._done = threading.Event()
         if model is not None:
@@ -41,13 +42,31 @@ class ModelLoader:
     def get(self, wait: float | None) -> EmbeddingModel:
         """The model; `ModelLoadingError` when it is not loaded within `wait` seconds (None:
         as long as it takes), the load's own `SemanticUnavailableError` when it failed."""
+        model = self._model
+        if model is not None:
+            return model
         if not self._done.is_set():
             self._begin()
             self._wait(wait)
         if self._error is not None:
             raise self._error
-        assert self._model is not None
-        return self._model
+        model = self._model
+        return model if model is not None else self.get(wait)  # unloaded meanwhile: again
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def unload(self) -> bool:
+        """Let go of the loaded model (the next `get` loads it again); True if one was.
+        A model that failed to load keeps its error, one given at construction stays."""
+        with self._start:
+            if self._given or self._model is None or not self._done.is_set():
+                return False
+            self._model = None
+            self._thread = None
+            self._done.clear()
+            return True
 
     @property
     def loading(self) -> bool:

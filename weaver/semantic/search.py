@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,13 +104,30 @@ class SemanticIndex:
         self._version = -1
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
+        self._used_at = time.monotonic()  # the last use of the model or the vectors
 
     def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
         """The loaded model, loading it in the background on first use: `ModelLoadingError`
         (with the progress) when it is not ready within `wait` seconds or is being distilled
         (a first start, a minute or more), the load's `SemanticUnavailableError` when it
         failed (kept). The worker waits as long as it takes (None)."""
+        self._used_at = time.monotonic()
         return self._loader.get(wait)
+
+    def release_if_idle(self, idle_s: float) -> bool:
+        """Let go of the model and the vectors when neither was used for `idle_s` seconds,
+        so that a server at rest does not hold them (a hundred megabytes at 10,000 notes);
+        the next search or embedding pass loads them again. True if anything was let go."""
+        if time.monotonic() - self._used_at < idle_s:
+            return False
+        with self._lock:
+            had_matrix = self._matrix is not None
+            self._matrix, self._version, self._loaded_at = None, -1, 0
+        return self._loader.unload() or had_matrix
+
+    @property
+    def holds_model(self) -> bool:
+        return self._loader.loaded
 
     def loading_progress(self) -> str | None:
         """What the model's load is doing ("building the embedding model, 40 %"), or None

@@ -4,9 +4,10 @@ It runs in its own thread, after the metadata index and apart from it: a pass re
 notes from the cache (`vectors.sync_embeddings`), embeds them a batch at a time and stores each
 batch in one transaction. The indexer never waits for it, so metadata stays as fresh with
 embedding running as without; the vectors follow a few seconds behind. A pass starts when the
-indexer publishes changes and, as a safety net, every `POLL_SECONDS`. Stopped mid-pass (at
-shutdown), it finishes the batch under way or drops it; either way every note is fully
-embedded or pending, and the next start resumes with the pending ones.
+indexer publishes changes and, as a safety net, every `POLL_SECONDS` if the cache changed since
+the last pass. Stopped mid-pass (at shutdown), it finishes the batch under way or drops it;
+either way every note is fully embedded or pending, and the next start resumes with the
+pending ones.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from collections.abc import Callable, Sequence
 import structlog
 from sqlalchemy import Engine
 
-from weaver.cache import vectors
+from weaver.cache import read, vectors
 from weaver.cache.vectors import ChunkVector, EmbeddedNote
 from weaver.errors import SemanticUnavailableError
+from weaver.memory_trim import trim_heap
 from weaver.semantic.chunks import chunk_note
 from weaver.semantic.model import EmbeddingModel
 from weaver.semantic.search import SemanticIndex
@@ -35,6 +37,9 @@ log = structlog.get_logger(__name__)
 # vectors appear soon; large enough that the model sees full batches.
 BATCH_NOTES = 16
 POLL_SECONDS = 30.0
+# After this long without a search or a pass, the model and the vectors are let go (the next
+# use loads them again, a second or so) and the freed memory given back to the system.
+RELEASE_AFTER_S = 600.0
 NICE = 19  # the embedding thread's niceness: below everything else of the process
 # While the server answers calls, a batch waits for a pause in them, at most this long.
 DEFER_MAX_S = 5.0
@@ -118,8 +123,10 @@ class EmbeddingWorker:
         index: SemanticIndex,
         bus: EventBus,
         busy: Callable[[], bool] | None = None,
+        release_after_s: float = RELEASE_AFTER_S,
     ) -> None:
         self._db = db
+        self._release_after_s = release_after_s
         self._busy = busy
         self._index = index
         self._bus = bus
@@ -157,16 +164,35 @@ class EmbeddingWorker:
         while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
             self._stop.wait(DEFER_POLL_S)
 
+    def _release_if_idle(self) -> None:
+        """On the safety net's wake-ups (no timer of its own): let the model go when idle."""
+        if self._index.release_if_idle(self._release_after_s):
+            trim_heap()
+            log.info("embedding model unloaded while idle", idle_s=self._release_after_s)
+
+    def _cache_version(self) -> int | None:
+        with self._db.connect() as conn:
+            return read.last_updated(conn)
+
     def _on_events(self, _events: Sequence[VaultEvent]) -> None:
         self._wake.set()
 
     def _run(self) -> None:
         _lower_priority()
+        seen: int | None = None
         while not self._stop.is_set():
-            self._wake.wait(POLL_SECONDS)
+            woken = self._wake.wait(POLL_SECONDS)
             self._wake.clear()
             if self._stop.is_set():
                 return
+            if not woken:
+                self._release_if_idle()
+            # The safety net's pass scans every note's vectors: only when the cache changed
+            # since the last pass, not every `POLL_SECONDS` of an idle day.
+            version = self._cache_version()
+            if not woken and version == seen:
+                continue
+            seen = version
             try:
                 count = embed_pending(
                     self._db, self._index, self._stop.is_set, before_batch=self._wait_for_a_pause
@@ -183,3 +209,4 @@ class EmbeddingWorker:
             self.passes += 1
             if count:
                 log.info("embedded notes", count=count)
+                trim_heap()  # the batches' texts and vectors, freed: give the memory back

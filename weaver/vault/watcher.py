@@ -40,9 +40,10 @@ Delivery = ChangeSet | None
 
 # However long a burst goes on, apply what has arrived at least this often.
 MAX_BATCH_MS = 500
-# How often the watch thread wakes to notice it was cancelled: the watch runs in a thread
-# that cancellation cannot interrupt, so this bounds how long shutting down can take.
-WAKE_MS = 200
+# How long the watch thread waits for a change before it hands back to the event loop (which
+# calls it again at once). Stopping does not wait for it: `run` sets the watch's stop event,
+# which the thread looks at every `step`, so this only bounds an idle watcher's round trips.
+WAKE_MS = 60_000
 # Pause before watching again after a failure, doubled while failures follow each other.
 RESTART_DELAY_S = 0.2
 MAX_RESTART_DELAY_S = 30.0
@@ -70,9 +71,17 @@ class ChangeApplier(Protocol):
 class VaultWatcher:
     """Watches one vault and feeds its changes to a `ChangeApplier` (the indexer)."""
 
-    def __init__(self, indexer: ChangeApplier, debounce_ms: int = 50) -> None:
+    def __init__(
+        self,
+        indexer: ChangeApplier,
+        debounce_ms: int = 50,
+        on_unwatched: Callable[[str], None] | None = None,
+    ) -> None:
         self.indexer = indexer
         self.debounce_ms = debounce_ms
+        # Told the absolute path of each change the watch leaves out (hidden files, the
+        # cache's own folder): the writer hears of its cache file deleted without polling.
+        self.on_unwatched = on_unwatched
         self.running = False
         # Set once the watches are in place and the catch-up is done, until `run` ends: a
         # change made on disk after it is set reaches the cache (tests wait on it).
@@ -98,7 +107,10 @@ class VaultWatcher:
 
     def _accept(self, _change: Change, absolute: str) -> bool:
         rel = self.indexer.vault.relative(absolute)
-        return bool(rel) and _watched(self.indexer.vault, rel or "")
+        watched = bool(rel) and _watched(self.indexer.vault, rel or "")
+        if not watched and self.on_unwatched is not None:
+            self.on_unwatched(absolute)
+        return watched
 
     async def run(self, catch_up: CatchUp | None = None) -> None:
         """Watch, catch up, then apply batches until cancelled or watching fails.
@@ -107,26 +119,31 @@ class VaultWatcher:
         default it reconciles the cache with the disk. A failing batch is logged, never fatal.
         """
         send, receive = anyio.create_memory_object_stream[Delivery](max_buffer_size=math.inf)
+        # The watch thread cannot be cancelled: it ends when it sees this set (every `step`).
+        stop = anyio.Event()
         try:
             async with anyio.create_task_group() as tg, receive:
-                tg.start_soon(self._watch, send)
-                # One turn of the loop lets `awatch` set up its watches before the catch-up.
-                await anyio.sleep(0)
-                await (catch_up or self._reconcile)()
-                self.running = True
-                self.watching.set()
-                log.info("watching vault", vault=str(self.indexer.vault.root))
-                async for changes in receive:
-                    if changes is LOST:
-                        await self._recover()
-                    else:
-                        await self._apply(changes)
+                tg.start_soon(self._watch, send, stop)
+                try:
+                    # One turn of the loop lets `awatch` set up its watches before the catch-up.
+                    await anyio.sleep(0)
+                    await (catch_up or self._reconcile)()
+                    self.running = True
+                    self.watching.set()
+                    log.info("watching vault", vault=str(self.indexer.vault.root))
+                    async for changes in receive:
+                        if changes is LOST:
+                            await self._recover()
+                        else:
+                            await self._apply(changes)
+                finally:
+                    stop.set()
         finally:
             self.running = False
             self.watching.clear()
             self.stopped = True
 
-    async def _watch(self, send: MemoryObjectSendStream[Delivery]) -> None:
+    async def _watch(self, send: MemoryObjectSendStream[Delivery], stop: anyio.Event) -> None:
         """Forward watchfiles' batches, watching again after a failure while the vault is
         there; a vault that is gone ends the stream (and so `run`)."""
         delay = RESTART_DELAY_S
@@ -139,6 +156,7 @@ class VaultWatcher:
                         debounce=MAX_BATCH_MS,
                         step=self.debounce_ms,
                         rust_timeout=WAKE_MS,
+                        stop_event=stop,
                     ):
                         delay = RESTART_DELAY_S
                         await send.send(changes)

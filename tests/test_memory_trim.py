@@ -1,0 +1,48 @@
+"""Freed heap memory goes back to the system after a burst of work (`memory_trim`): glibc's
+`malloc_trim` on Linux, nothing elsewhere; the server calls it once its first index is done."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+import anyio
+import pytest
+
+from tests.helpers import WriteNotes
+from weaver import memory_trim
+from weaver.cache import read
+from weaver.runtime import lifespan
+from weaver.runtime.app import App
+from weaver.runtime.state import ServerState
+
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+def test_trimming_is_there_on_glibc_and_harmless_elsewhere() -> None:
+    assert memory_trim.can_trim() == GLIBC
+    assert isinstance(memory_trim.trim_heap(), bool)
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim is glibc's")
+def test_a_freed_burst_is_given_back() -> None:
+    burst = [bytes(4096) for _ in range(50_000)]  # 200 MB in small blocks, freed below
+    del burst
+    memory_trim.trim_heap()  # whether anything was left to give back depends on the allocator
+    assert memory_trim.trim_heap() in (True, False)
+
+
+def test_the_server_trims_after_its_first_index(
+    app: App, write_notes: WriteNotes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes({f"n{i}.md": f"# Note {i}\n" for i in range(30)})
+    trims: list[int] = []
+
+    def counted() -> bool:
+        with app.db.connect() as conn:
+            trims.append(read.count_notes(conn))
+        return True
+
+    monkeypatch.setattr(lifespan, "trim_heap", counted)
+    anyio.run(lifespan._reconcile, ServerState(app, watch=False))
+    assert trims == [30]  # once, after the whole index
