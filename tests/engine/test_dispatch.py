@@ -133,3 +133,20 @@ def test_every_mode_queues_again_a_run_a_dead_process_left(
     status = engine.get_status("orphan")
     assert status.status == "pending"
     assert [i.attempt for i in status.interruptions] == [1]
+
+
+def test_an_idle_engine_takes_up_a_run_queued_elsewhere_promptly(
+    app: App, make_engine: EngineFactory
+) -> None:
+    """Its poll backs off while idle (a look every few seconds, then every 15), yet a run
+    another process queues (`weaver trigger --async` in a shell) starts within about
+    `workflow_poll_ms`: the commit to the SQLite cache cuts the pause short."""
+    if app.db.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL: runs queued elsewhere go through its job queue")
+    engine = make_engine(where, background="threads", poll=True, workflow_poll_ms=100)
+    time.sleep(4.0)  # idle: the pause has grown past 3 s
+    shell = make_engine(where, background="queue", subscribe=False)
+    queued = shell.trigger("where", async_=True).execution_id
+    began = time.monotonic()
+    wait_for(lambda: engine.get_status(queued).status == "completed", 10)
+    assert time.monotonic() - began < 1.5

@@ -84,6 +84,25 @@ def open_engine(url: str, writes: bool = True) -> Engine:
     return engine
 
 
+def commit_stamp(engine: Engine) -> object:
+    """Something that changes when any process commits to the cache: the size and time of a
+    SQLite cache's file and its WAL (a stat, no query), so that a poll for other processes'
+    work can sleep until there is some. None where that cannot be seen (PostgreSQL, memory):
+    the caller polls on its own timer."""
+    path = recovery.sqlite_file(engine.url.render_as_string(hide_password=False))
+    if path is None:
+        return None
+    stamp: list[tuple[int, int] | None] = []
+    for file in (path, path.with_name(path.name + "-wal")):
+        try:
+            found = file.stat()
+        except OSError:
+            stamp.append(None)
+            continue
+        stamp.append((found.st_size, found.st_mtime_ns))
+    return tuple(stamp)
+
+
 class _Deadline(threading.local):
     at: float | None = None
 

@@ -21,6 +21,7 @@ How a host builds its engine (daemon, server, reader, CLI) is `weaver.runtime.en
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
 from weaver.cache import executions, feed
+from weaver.cache.db import commit_stamp
 from weaver.cache.executions import PENDING, RUNNING, ExecutionRecord
 from weaver.config import Settings
 from weaver.engine.context import FileTrigger, ManualTrigger, ScheduleTrigger, Trigger
@@ -450,8 +452,24 @@ class WorkflowEngine:
         while True:
             found = self._poll_once()
             interval = busy if found else min(interval * 2, max(busy, IDLE_POLL_SECONDS))
-            if self._live.stopping.wait(interval):
+            if self._pause(interval, busy):
                 return
+
+    def _pause(self, interval: float, busy: float) -> bool:
+        """Wait `interval` between looks, cut short when another process commits to a SQLite
+        cache (`weaver trigger --async` from a shell queues its run there): a stat of the
+        cache's files every `busy` seconds costs next to nothing, so the backed-off poll
+        still starts such a run within `workflow_poll_ms`. True: the engine is stopping."""
+        stamp = commit_stamp(self.db)
+        if stamp is None:
+            return self._live.stopping.wait(interval)
+        deadline = time.monotonic() + interval
+        while (left := deadline - time.monotonic()) > 0:
+            if self._live.stopping.wait(min(busy, left)):
+                return True
+            if commit_stamp(self.db) != stamp:
+                return False
+        return False
 
     def _poll_once(self) -> bool:
         """One look for work; True if any was found (or the look failed: look again soon)."""
