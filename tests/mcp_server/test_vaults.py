@@ -152,9 +152,9 @@ async def test_a_tools_help_says_what_vault_takes(tools: Tools) -> None:
 async def test_an_unknown_vault_is_refused_naming_the_vaults(tools: Tools) -> None:
     refused = await tools.raw("query_files", {"vault": "hom"})
     assert not refused["success"]
-    assert refused["error"] == "Unknown vault: 'hom' (did you mean 'home'?; the vaults: work, home)"
+    assert refused["error"] == "Unknown vault: 'hom' (did you mean 'home'?). The vaults: work, home"
     nowhere = await tools.raw("query_files", {"vault": "*"})
-    assert nowhere["error"] == "Unknown vault: '*' (the vaults: work, home)"
+    assert nowhere["error"] == "Unknown vault: '*'. The vaults: work, home"
 
 
 async def test_search_spans_every_vault_merged_by_score(tools: Tools) -> None:

@@ -119,9 +119,9 @@ class Dashboard:
             return kept if kept in self.vaults else self.default_vault
         if asked not in self.vaults:
             close = suggest(asked, list(self.vaults))
-            hint = f"{did_you_mean(close)}; " if close else ""
+            hint = f" ({did_you_mean(close)})" if close else ""
             raise FormError(
-                404, f"Unknown vault: {asked!r} ({hint}the vaults: {', '.join(self.vaults)})"
+                404, f"Unknown vault: {asked!r}{hint}. The vaults: {', '.join(self.vaults)}"
             )
         return asked
 

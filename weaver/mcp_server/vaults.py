@@ -53,9 +53,9 @@ class VaultRouting:
 
     def unknown_vault(self, tool: str, named: object) -> str:
         close = suggest(named, self.names) if isinstance(named, str) else []
-        hint = f"{did_you_mean(close)}; " if close else ""
+        hint = f" ({did_you_mean(close)})" if close else ""
         spans = f", or {EVERY_VAULT!r} for every vault" if tool in SPANNING_TOOLS else ""
-        return f"Unknown vault: {named!r} ({hint}the vaults: {', '.join(self.names)}{spans})"
+        return f"Unknown vault: {named!r}{hint}. The vaults: {', '.join(self.names)}{spans}"
 
     def parameter(self, tool: str) -> dict[str, Any]:
         """The `vault` argument's schema as tools/list shows it on `tool`: a bare string, the
