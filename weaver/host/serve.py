@@ -251,34 +251,35 @@ def open_vaults(
         own = settings.for_vault(name)
         if daemon:
             cleanup.enter_context(daemon_lock(own.vault))
-        app = open_app(own, check=daemon, files=files, queue=queue)
-        cleanup.callback(app.close)
-        if files:
-            engine = cleanup.enter_context(hosted_engine(app, schedules=daemon))
-        else:
-            engine = reading_engine(app)
-            cleanup.callback(engine.stop)
         # One switch for the process: the interval is the process's, whichever vault serves.
-        states[name] = ServerState(
-            app, watch=watch, engine=engine, may_write=files, quick_switch=state.quick_switch
+        states[name], _engine = served_state(
+            cleanup, own, watch, files, queue, daemon=daemon, quick_switch=state.quick_switch
         )
     return states
 
 
 def served_state(
-    cleanup: ExitStack, settings: Settings, watch: bool, files: bool, queue: bool
+    cleanup: ExitStack,
+    settings: Settings,
+    watch: bool,
+    files: bool,
+    queue: bool,
+    *,
+    daemon: bool = False,
+    quick_switch: QuickSwitch | None = None,
 ) -> tuple[ServerState, WorkflowEngine]:
     """The cache opened and the workflow engine started (both closed by `cleanup`): what a
-    server's tools are bound to, and the engine."""
-    app = open_app(settings, files=files, queue=queue)
+    server's tools are bound to, and the engine. For the `daemon`: the cache checked as it
+    opens, the schedules run."""
+    app = open_app(settings, check=daemon, files=files, queue=queue)
     cleanup.callback(app.close)
     if files:
-        engine = cleanup.enter_context(hosted_engine(app))
+        engine = cleanup.enter_context(hosted_engine(app, schedules=daemon))
     else:
         engine = reading_engine(app)
         cleanup.callback(engine.stop)
     state = ServerState(
-        app, watch=watch, engine=engine, may_write=files, quick_switch=QuickSwitch()
+        app, watch=watch, engine=engine, may_write=files, quick_switch=quick_switch or QuickSwitch()
     )
     return state, engine
 
