@@ -139,18 +139,23 @@ counting them; `offset` pages both lists; `tag` leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""
 
 
+# The arguments search_notes takes in one vault and in every vault at once.
+SearchQuery = Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')]
+SearchModeChoice = Annotated[
+    SearchMode | None,
+    Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
+]
+
+
 @tool("Full-text search", SEARCH_NOTES, toolset="search", rate_class="search")
 def search_notes(
     state: ServerState,
-    query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+    query: SearchQuery,
     limit: SearchLimit = 20,
     offset: Offset = 0,
     directory: Directory = None,
     tag: Tag = None,
-    mode: Annotated[
-        SearchMode | None,
-        Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
-    ] = None,
+    mode: SearchModeChoice = None,
 ) -> SearchNotesData:
     app = state.app
     request = SearchRequest(
@@ -194,15 +199,12 @@ class VaultSearchNotesData(SearchNotesData):
 
 def search_every_vault(
     states: Mapping[str, ServerState],
-    query: Annotated[str, Field(description='Words, "phrases", prefix*, OR, -exclusions')],
+    query: SearchQuery,
     limit: SearchLimit = 20,
     offset: Offset = 0,
     directory: Directory = None,
     tag: Tag = None,
-    mode: Annotated[
-        SearchMode | None,
-        Field(description="keyword | semantic | hybrid; default hybrid once embedded"),
-    ] = None,
+    mode: SearchModeChoice = None,
 ) -> VaultSearchNotesData:
     """search_notes in every vault at once: each vault's first `offset + limit` hits, merged
     best score first, the page cut from the merge (so that paging through it sees each hit
