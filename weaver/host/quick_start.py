@@ -16,14 +16,11 @@ serves as ever, writing one for the next start.
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import replace
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -39,7 +36,7 @@ from mcp_types import ListToolsResult, Tool
 from pydantic import BaseModel
 
 from weaver.config import Settings
-from weaver.host.signals import next_stop_signal
+from weaver.host.signals import exit_now, serve_stdio_until_stopped
 from weaver.host.tool_manifest import (
     Manifest,
     keep_manifest,
@@ -189,7 +186,7 @@ def serve_from_manifest(settings: Settings, watch: bool) -> bool:
             log.warning("the tool manifest is unusable", path=str(path), error=str(exc))
             return False
         log.info("serving MCP over stdio", vault=str(settings.vault), reader=False, manifest=True)
-        anyio.run(serve_front, front, partial(_exit_now, cleanup))
+        anyio.run(serve_front, front, partial(exit_now, cleanup))
     return True
 
 
@@ -209,23 +206,9 @@ def build_real_server(settings: Settings, watch: bool, cleanup: ExitStack) -> MC
 
 async def serve_front(front: FrontServer, stop: Callable[[], None]) -> None:
     """`serve.serve_stdio` for the front: until stdin closes, or a signal calls `stop`."""
-    async with anyio.create_task_group() as tg:
 
-        async def stop_on_signal() -> None:
-            signum = await next_stop_signal()
-            log.info("stopping", signal=signal.Signals(signum).name)
-            stop()
-
-        tg.start_soon(stop_on_signal)
+    async def session() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await front.run(read_stream, write_stream, front.create_initialization_options())
-        tg.cancel_scope.cancel()
 
-
-def _exit_now(cleanup: ExitStack) -> NoReturn:
-    """As `serve._exit_now`: stop the engine and close the cache, then leave without waiting
-    for the thread blocked on stdin."""
-    cleanup.close()
-    log.info("serve stopped")
-    sys.stderr.flush()
-    os._exit(0)
+    await serve_stdio_until_stopped(session, stop)

@@ -9,13 +9,11 @@ on every address. `GET /health` answers without auth, with the status only.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import sys
 from collections.abc import Callable, Coroutine
 from contextlib import ExitStack
 from functools import partial
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -33,7 +31,7 @@ from weaver.config import Settings
 from weaver.engine.engine import WorkflowEngine
 from weaver.errors import ConfigError
 from weaver.host.http_readers import HttpChildren, supervise
-from weaver.host.signals import next_stop_signal, run_until_signalled
+from weaver.host.signals import exit_now, run_until_signalled, serve_stdio_until_stopped
 from weaver.host.tool_manifest import keep_manifest
 from weaver.mcp_server.guard import RequestGuard
 from weaver.mcp_server.server import build_server
@@ -217,7 +215,7 @@ def run_serve(
             log.info("serving MCP over stdio", vault=str(settings.vault), reader=not files)
             # The next start answers from what this one serves (`host.quick_start`).
             manifest = partial(keep_manifest, server, settings) if files else None
-            anyio.run(serve_stdio, server, partial(_exit_now, cleanup), manifest)
+            anyio.run(serve_stdio, server, partial(exit_now, cleanup), manifest)
 
 
 def check_vaults_over_http(settings: Settings) -> None:
@@ -289,31 +287,6 @@ async def serve_stdio(
     stop: Callable[[], None],
     beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
-    """Serve over stdio until the client closes stdin (the end of a session), or SIGINT or
-    SIGTERM ask to stop, which call `stop`. `beside` runs meanwhile (the manifest's upkeep).
-
-    A signal cannot end this by unwinding: the SDK reads stdin in a worker thread, and a read
-    returns only with a line or at end of file, so cancelling would wait for the client (a
-    Ctrl-C in a terminal hung). `stop` cleans up as a normal end would and exits the process.
-    """
-    async with anyio.create_task_group() as tg:
-
-        async def stop_on_signal() -> None:
-            signum = await next_stop_signal()
-            log.info("stopping", signal=signal.Signals(signum).name)
-            stop()
-
-        tg.start_soon(stop_on_signal)
-        if beside is not None:
-            tg.start_soon(beside)
-        await server.run_stdio_async()
-        tg.cancel_scope.cancel()
-
-
-def _exit_now(cleanup: ExitStack) -> NoReturn:
-    """Stop the engine (its runs under way recorded as interrupted) and close the cache, then
-    leave without waiting for the thread blocked on stdin."""
-    cleanup.close()
-    log.info("serve stopped")
-    sys.stderr.flush()
-    os._exit(0)
+    """Serve over stdio until the client closes stdin (the end of a session), or a signal
+    calls `stop`; `beside` runs meanwhile (the manifest's upkeep)."""
+    await serve_stdio_until_stopped(server.run_stdio_async, stop, beside)

@@ -25,8 +25,9 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
+from typing import Any, NoReturn
 
 import anyio
 import structlog
@@ -142,3 +143,38 @@ async def _by_handlers() -> int:
         wake_writer.close()  # the reader's recv() ends with end of file
         reader.join(1)
         wake_reader.close()
+
+
+async def serve_stdio_until_stopped(
+    serve: Callable[[], Awaitable[None]],
+    stop: Callable[[], None],
+    beside: Callable[[], Coroutine[Any, Any, None]] | None = None,
+) -> None:
+    """Run `serve` (a stdio session) until the client closes stdin, or SIGINT or SIGTERM ask
+    to stop, which call `stop`; `beside` runs meanwhile.
+
+    A signal cannot end this by unwinding: the SDK reads stdin in a worker thread, and a read
+    returns only with a line or at end of file, so cancelling would wait for the client (a
+    Ctrl-C in a terminal hung). `stop` cleans up as a normal end would and exits the process
+    (`exit_now`)."""
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            signum = await next_stop_signal()
+            log.info("stopping", signal=signal.Signals(signum).name)
+            stop()
+
+        tg.start_soon(stop_on_signal)
+        if beside is not None:
+            tg.start_soon(beside)
+        await serve()
+        tg.cancel_scope.cancel()
+
+
+def exit_now(cleanup: contextlib.ExitStack) -> NoReturn:
+    """Stop the engine (its runs under way recorded as interrupted) and close the cache, then
+    leave without waiting for the thread blocked on stdin."""
+    cleanup.close()
+    log.info("serve stopped")
+    sys.stderr.flush()
+    os._exit(0)
