@@ -77,6 +77,21 @@ def test_a_shared_database_url_is_refused(tmp_path: Path) -> None:
         load_settings(config, environ={})
 
 
+def test_a_vaults_own_bad_database_url_is_refused_as_the_single_vaults_is(
+    tmp_path: Path,
+) -> None:
+    for name in ("work", "home"):
+        (tmp_path / name).mkdir()
+    config = tmp_path / "weaver.toml"
+    config.write_text(
+        '[vaults.work]\npath = "work"\n\n[vaults.home]\npath = "home"\n'
+        'database_url = "mysql://somewhere/notes"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match="mysql"):
+        load_settings(config, environ={})
+
+
 def test_a_single_vault_table_is_one_vault(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     config = tmp_path / "weaver.toml"

@@ -19,10 +19,11 @@ import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -152,6 +153,17 @@ VAULT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 VAULT_ENTRY_PATHS = ("path",)
 
 
+def _usable_database_url(url: str | None) -> str | None:
+    problem = database_url_problem(url) if url else None
+    if problem is not None:
+        raise ValueError(problem)
+    return url
+
+
+# A cache's URL, checked alike for the single vault and each of several.
+DatabaseUrl = Annotated[str | None, AfterValidator(_usable_database_url)]
+
+
 class VaultEntry(BaseModel):
     """One named vault of a server serving several (`[vaults.NAME]`): its folder, and the
     cache it keeps (by default, as for a single vault, a SQLite file in its `.weaver/`)."""
@@ -159,20 +171,12 @@ class VaultEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: Path
-    database_url: str | None = None
+    database_url: DatabaseUrl = None
 
     @field_validator("path")
     @classmethod
     def _absolute_path(cls, path: Path) -> Path:
         return path.expanduser().resolve()
-
-    @field_validator("database_url")
-    @classmethod
-    def _usable_database_url(cls, url: str | None) -> str | None:
-        problem = database_url_problem(url) if url else None
-        if problem is not None:
-            raise ValueError(problem)
-        return url
 
 
 class Settings(BaseModel):
@@ -181,7 +185,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     vault: Path
-    database_url: str | None = None
+    database_url: DatabaseUrl = None
     ignore: list[str] = Field(default_factory=list)
     debounce_ms: int = Field(default=50, ge=1, le=10_000)
     index_workers: int | None = Field(default=None, ge=0, le=64)
@@ -280,14 +284,6 @@ class Settings(BaseModel):
     @classmethod
     def _known_toolsets(cls, value: object) -> object:
         return parse_toolsets(value)
-
-    @field_validator("database_url")
-    @classmethod
-    def _usable_database_url(cls, url: str | None) -> str | None:
-        problem = database_url_problem(url) if url else None
-        if problem is not None:
-            raise ValueError(problem)
-        return url
 
     @field_validator("http_processes")
     @classmethod
