@@ -11,32 +11,35 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
 from sqlalchemy import func, select
 
 from tests.attachments.pdfs import text_pdf
-from tests.helpers import write_files
+from tests.helpers import wait_for, write_files
+from tests.mcp_server.test_cache_tools import Tools, serve
 from weaver.cache import attachment_vectors
 from weaver.cache.graph import names_cache
 from weaver.cache.models import AttachmentChunk, AttachmentEmbedding, NoteEmbedding
 from weaver.config import Settings
-from weaver.index.attachment_text import extract_pending
+from weaver.index.attachment_text import AttachmentTextWorker, extract_pending
 from weaver.runtime.app import App, open_app
 from weaver.search import SearchRequest, find_notes
 from weaver.search.results import SearchMode, SearchResults, SearchSources
 from weaver.semantic import worker as worker_module
 from weaver.semantic.search import SemanticIndex, embedding_status
-from weaver.semantic.worker import BATCH_PDFS, embed_pending
+from weaver.semantic.worker import BATCH_PDFS, EmbeddingWorker, embed_pending
 
+ECONOMY = text_pdf(
+    [
+        "Introduction to wind power",
+        "The central bank raised interest rates to slow inflation",
+        "Conclusion and thanks",
+    ]
+)
 FILES: dict[str, str | bytes] = {
     "kitchen/bread.md": "# Sourdough\nA lively starter, flour, water and salt.\n",
     "apps/sync.md": "# Obsidian Sync\nKeeps the vault the same on mobile and desktop.\n",
-    "papers/economy.pdf": text_pdf(
-        [
-            "Introduction to wind power",
-            "The central bank raised interest rates to slow inflation",
-            "Conclusion and thanks",
-        ]
-    ),
+    "papers/economy.pdf": ECONOMY,
     "papers/garden.pdf": text_pdf(["Tomatoes need full sun and regular watering"]),
 }
 PARAPHRASE = "monetary policy to fight rising prices"  # no word of it is in the PDF
@@ -264,3 +267,55 @@ def test_the_embedding_status_counts_pdf_pages(app: App) -> None:
     with app.db.connect() as conn:
         after = embedding_status(app.semantic, conn, True)
     assert after == "embedded 2 of 2 notes; PDF pages: embedded 4 of 4"
+
+
+def test_the_pdf_text_worker_wakes_the_embedding_worker_for_new_text(
+    tmp_path: Path, semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "POLL_SECONDS", 3600.0)  # no safety net's pass
+    app = open_extracted(write_files(tmp_path / "vault", {"a.md": "# A\nalpha\n"}), semantic_index)
+    embedding = EmbeddingWorker(app.db, app.semantic, app.bus)
+    extractor = AttachmentTextWorker(app.db, app.vault, text_listeners=[embedding.wake])
+    try:
+        embedding.start()
+        wait_for(lambda: embedding.passes >= 1, 60, "the first embedding pass")
+        (app.vault.root / "economy.pdf").write_bytes(ECONOMY)
+        app.indexer.reconcile()  # records the attachment; no note event
+        extractor.start()  # reads its text, then wakes the embedding worker
+        wait_for(lambda: embedded_pdfs(app) == {"economy.pdf"}, 30, "the PDF's vectors")
+        assert pdf_places(search(app, PARAPHRASE, "semantic")) == [("economy.pdf", 2)]
+    finally:
+        extractor.stop()
+        embedding.stop()
+        app.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_search_notes_answers_pdf_pages_by_meaning_with_how_to_read_them(
+    tmp_path: Path, semantic_index: SemanticIndex
+) -> None:
+    served = serve(Settings(vault=write_files(tmp_path / "vault", FILES)))
+    served.app.semantic = SemanticIndex(model=semantic_index.model())
+    extract_pending(served.app.db, served.app.vault)
+    embed_pending(served.app.db, served.app.semantic)
+    try:
+        async with Client(served.server) as client:
+            found = await Tools(client).ok("search_notes", query=PARAPHRASE, mode="hybrid")
+    finally:
+        served.app.close()
+    assert found["attachments"] == [
+        {
+            "path": "papers/economy.pdf",
+            "page": 2,
+            "snippet": "The central bank raised interest rates to slow inflation",
+            "score": found["attachments"][0]["score"],
+            "readWith": 'get_attachment {"path": "papers/economy.pdf", "page": 2}',
+        }
+    ]
+    assert found["attachmentTotal"] == 1
+    assert "PDF pages: embedded 4 of 4" in found["coverage"]
