@@ -319,3 +319,27 @@ async def test_search_notes_answers_pdf_pages_by_meaning_with_how_to_read_them(
     ]
     assert found["attachmentTotal"] == 1
     assert "PDF pages: embedded 4 of 4" in found["coverage"]
+
+
+def test_a_pdf_batch_is_bounded_in_chunks_so_notes_wait_little(
+    tmp_path: Path, semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "BATCH_CHUNKS", 3)
+    files: dict[str, str | bytes] = {
+        f"two-{n}.pdf": text_pdf([f"First page {n}", f"Second page {n}"]) for n in range(4)
+    }
+    app = open_extracted(write_files(tmp_path / "vault", files), semantic_index)
+    try:
+        batches = 0
+
+        def count_batches() -> None:
+            nonlocal batches
+            batches += 1
+
+        done = embed_pending(
+            app.db, app.semantic, before_batch=count_batches, notes_waiting=lambda: batches > 1
+        )
+        assert done == len(embedded_pdfs(app)) == 1  # 2 chunks: a second PDF would pass 3
+        assert embed_pending(app.db, app.semantic) == 3
+    finally:
+        app.close()

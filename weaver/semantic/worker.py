@@ -21,18 +21,18 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 import structlog
 from sqlalchemy import Engine
 
 from weaver.cache import attachment_vectors, read, vectors
-from weaver.cache.attachment_vectors import EmbeddedPdf, PageChunkVector
+from weaver.cache.attachment_vectors import EmbeddedPdf, PageChunkVector, PdfSource
 from weaver.cache.vectors import ChunkVector, EmbeddedNote
 from weaver.errors import SemanticUnavailableError
 from weaver.memory_trim import trim_heap
-from weaver.semantic.chunks import chunk_note, chunk_pages
+from weaver.semantic.chunks import PageChunk, chunk_note, chunk_pages
 from weaver.semantic.model import EmbeddingModel
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.static import stop_distilling
@@ -47,6 +47,7 @@ BATCH_NOTES = 16
 # chunks (a 2,000-page PDF must not take the model minutes, nor the matrix its rows; later
 # pages are found by their words).
 BATCH_PDFS = 8
+BATCH_CHUNKS = 256  # chunks between two looks at the notes: seconds of the transformer
 MAX_PDF_PAGES = 100
 MAX_PDF_CHUNKS = 200
 POLL_SECONDS = 30.0
@@ -97,26 +98,48 @@ def embed_pending_pdfs(
     before_batch: Callable[[], None] | None = None,
 ) -> int:
     """Bring the PDF pages' vectors up to date with their text, newest PDF first, a few PDFs
-    per transaction; the number of PDFs embedded."""
+    (`BATCH_CHUNKS` chunks at most, but a whole PDF) per transaction; the number of PDFs
+    embedded."""
     with db.connect() as conn:
         pending = attachment_vectors.sync_page_embeddings(conn, model.model_id)
     done = 0
     for start in range(0, len(pending), BATCH_PDFS):
-        if before_batch is not None:
-            before_batch()
-        if should_stop():
-            break
-        done += _embed_pdfs(db, model, pending[start : start + BATCH_PDFS])
+        with db.connect() as conn:
+            sources = attachment_vectors.pdf_sources(
+                conn, pending[start : start + BATCH_PDFS], MAX_PDF_PAGES
+            )
+        chunked = [
+            (source, chunk_pages(PurePosixPath(source.path).stem, source.pages, MAX_PDF_CHUNKS))
+            for source in sources
+        ]
+        for batch in _batches(chunked):
+            if before_batch is not None:
+                before_batch()
+            if should_stop():
+                return done
+            done += _embed_pdfs(db, model, batch)
     return done
 
 
-def _embed_pdfs(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int:
-    with db.connect() as conn:
-        sources = attachment_vectors.pdf_sources(conn, paths, MAX_PDF_PAGES)
-    chunked = [
-        (source, chunk_pages(PurePosixPath(source.path).stem, source.pages, MAX_PDF_CHUNKS))
-        for source in sources
-    ]
+_Chunked = tuple[PdfSource, list[PageChunk]]
+
+
+def _batches(chunked: Sequence[_Chunked]) -> Iterator[list[_Chunked]]:
+    """Consecutive runs of PDFs of `BATCH_CHUNKS` chunks at most (one PDF at least): what the
+    model embeds between two looks at whether notes wait."""
+    batch: list[_Chunked] = []
+    size = 0
+    for item in chunked:
+        if batch and size + len(item[1]) > BATCH_CHUNKS:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += len(item[1])
+    if batch:
+        yield batch
+
+
+def _embed_pdfs(db: Engine, model: EmbeddingModel, chunked: Sequence[_Chunked]) -> int:
     embedded = model.embed_texts([c.chunk.text for _, chunks in chunked for c in chunks])
     pdfs = []
     row = 0
