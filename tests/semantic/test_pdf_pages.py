@@ -142,6 +142,7 @@ def test_a_folder_filter_keeps_pdfs_under_it_and_a_tag_filter_none(app: App) -> 
 
 def test_a_changed_pdfs_old_page_never_answers_and_its_new_one_does(app: App) -> None:
     embed_pending(app.db, app.semantic)
+    assert pdf_places(search(app, PARAPHRASE, "semantic"))[0] == ("papers/economy.pdf", 2)
     change_file(
         app.vault.root / "papers" / "economy.pdf",
         text_pdf(["Wind turbines", "Blade pitch control for gusty days"]),
@@ -163,6 +164,7 @@ def test_a_changed_pdfs_old_page_never_answers_and_its_new_one_does(app: App) ->
 
 def test_a_deleted_pdfs_vectors_go(app: App) -> None:
     embed_pending(app.db, app.semantic)
+    assert pdf_places(search(app, PARAPHRASE, "semantic"))[0] == ("papers/economy.pdf", 2)
     (app.vault.root / "papers" / "economy.pdf").unlink()
     app.indexer.reconcile()
     assert pdf_places(search(app, PARAPHRASE, "semantic"))[:1] != [("papers/economy.pdf", 2)]

@@ -261,16 +261,21 @@ _CHUNK_PAGES = select(
 def chunk_pages(
     conn: Connection, keys: Sequence[tuple[str, int]]
 ) -> dict[tuple[str, int], tuple[int, str]]:
-    """The page and text of each (path, chunk_no) asked for (one query per 900 PDFs)."""
+    """The page and text of each (path, chunk_no) asked for (one query per 900 keys). Asked
+    as paths and chunk numbers, each a list, so the primary key finds them (SQLite scans the
+    table for a list of pairs); the few extra rows are dropped here."""
     found: dict[tuple[str, int], tuple[int, str]] = {}
-    wanted = set(keys)
-    paths = sorted({path for path, _ in keys})
-    for start in range(0, len(paths), _CHUNK):
+    wanted = sorted(set(keys))
+    for start in range(0, len(wanted), _CHUNK):
+        pairs = wanted[start : start + _CHUNK]
+        asked = set(pairs)
         rows = conn.execute(
-            _CHUNK_PAGES.where(AttachmentChunk.path.in_(paths[start : start + _CHUNK]))
+            _CHUNK_PAGES.where(
+                AttachmentChunk.path.in_({path for path, _ in pairs}),
+                AttachmentChunk.chunk_no.in_({number for _, number in pairs}),
+            )
         )
         for row in rows:
-            key = (row.path, row.chunk_no)
-            if key in wanted:
+            if (key := (row.path, row.chunk_no)) in asked:
                 found[key] = (row.page, row.body)
     return found

@@ -109,7 +109,9 @@ class SemanticIndex:
         # PDF embedded never makes the notes' matrix load again.
         self._page_matrix: ChunkMatrix | None = None
         self._page_version = -1
-        self._page_coverage: tuple[tuple[int, tuple[int, int], int | None], Coverage] | None = None
+        self._page_cache: (
+            tuple[tuple[int, tuple[int, int], int | None], tuple[set[str], Coverage]] | None
+        ) = None
         self._last_query: tuple[str, npt.NDArray[np.float32] | None] | None = None
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
@@ -185,19 +187,27 @@ class SemanticIndex:
             return self._page_matrix
 
     def page_coverage(self, conn: Connection) -> Coverage:
-        """How many PDF pages with text have current vectors; counted again only when the
-        vectors, the PDF text or the cache changed (the count joins every page)."""
+        """How many PDF pages with text have current vectors (counted again only when
+        `_page_state` changed: the count joins every page)."""
+        return self._page_facts(conn)[1]
+
+    def _page_facts(self, conn: Connection) -> tuple[set[str], Coverage]:
+        """The PDFs whose vectors may answer now, and the pages' coverage; read again only
+        when the PDF vectors, the PDF text or the cache (the attachment rows) changed."""
         key = (
             attachment_vectors.vectors_version(conn),
             attachment_vectors.text_stamp(conn),
             read.last_updated(conn),
         )
-        cached = self._page_coverage
+        cached = self._page_cache
         if cached is not None and cached[0] == key:
             return cached[1]
-        coverage = attachment_vectors.count_embedded_pages(conn, self.model_id)
-        self._page_coverage = (key, coverage)
-        return coverage
+        facts = (
+            attachment_vectors.fresh_paths(conn, self.model_id),
+            attachment_vectors.count_embedded_pages(conn, self.model_id),
+        )
+        self._page_cache = (key, facts)
+        return facts
 
     def rank_pages(
         self,
@@ -216,7 +226,7 @@ class SemanticIndex:
         matrix = self.page_matrix(conn)
         if not matrix.paths:
             return [], 0
-        fresh = attachment_vectors.fresh_paths(conn, self.model_id)  # stale ones never answer
+        fresh = self._page_facts(conn)[0]  # stale ones never answer
         if directory:
             fresh = {path for path in fresh if path.startswith(directory + "/")}
         floor = similarity_floor(self.model_id) if hybrid else None
