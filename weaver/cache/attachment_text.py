@@ -6,8 +6,9 @@ not be read (list_problems).
 A page's hits show only while its text is fresh: the `attachments` row (written by the
 indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
 mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
-`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the tables exist but
-nothing is extracted nor searched yet (`searchable`)."""
+`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the pages are indexed
+and searched as `tsvector`s by `cache.pg_attachment_search` (`searchable` is false there: the
+FTS5 statements here do not run)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
 
+from weaver.cache import pg_attachment_search
+from weaver.cache.dialect import is_postgres
 from weaver.cache.fts import (
     ATTACHMENT_DOC_FTS_TABLE,
     ATTACHMENT_FTS_TABLE,
@@ -72,7 +75,8 @@ class PdfProblem:
 
 
 def searchable(conn: Connection) -> bool:
-    """Whether attachment text is extracted and searched in this cache (SQLite's FTS5)."""
+    """Whether this module's FTS5 search runs in this cache (SQLite; on PostgreSQL,
+    `pg_attachment_search.search_pages` searches)."""
     return conn.dialect.name == "sqlite"
 
 
@@ -126,14 +130,18 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
             extracted_at=now_ms,
         )
     )
-    rows = [
-        {"path": extracted.path, "page": number, "text": segment(page_text)}
+    numbered = [
+        (number, segment(page_text))
         for number, page_text in enumerate(extracted.texts, start=1)
         if page_text.strip()  # a scanned page without a text layer: nothing to find
     ]
-    if not rows:
+    if not numbered:
         return
+    rows = [{"path": extracted.path, "page": number, "text": t} for number, t in numbered]
     conn.execute(insert(AttachmentPage), rows)
+    if is_postgres(conn):
+        pg_attachment_search.insert_pages(conn, extracted.path, numbered)
+        return
     conn.exec_driver_sql(
         f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
         "WHERE path = ?",
@@ -144,7 +152,7 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
     ).scalar_one()
     conn.exec_driver_sql(
         f"INSERT INTO {DOC_FTS_TABLE} (rowid, text) VALUES (?, ?)",
-        (first, _document([str(row["text"]) for row in rows])),
+        (first, _document([t for _, t in numbered])),
     )
 
 
@@ -171,10 +179,18 @@ def forget_gone(conn: Connection) -> int:
 
 
 def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
-    # External content and contentless tables: FTS5 forgets a row by being handed the text it
-    # indexed, which the pages table still holds until its rows go.
     if not paths:
         return
+    if is_postgres(conn):
+        pg_attachment_search.delete_pages(conn, paths)
+    else:
+        _forget_fts(conn, paths)
+    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
+
+
+def _forget_fts(conn: Connection, paths: Sequence[str]) -> None:
+    # External content and contentless tables: FTS5 forgets a row by being handed the text it
+    # indexed, which the pages table still holds until its rows go.
     pages = conn.execute(
         select(AttachmentPage.path, AttachmentPage.id, AttachmentPage.text)
         .where(AttachmentPage.path.in_(paths))
@@ -194,7 +210,6 @@ def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
         f"SELECT 'delete', id, text FROM attachment_pages WHERE path IN ({marks})",
         tuple(paths),
     )
-    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
 
 
 # ---------------------------------------------------------------- search

@@ -11,7 +11,8 @@ from sqlalchemy import Connection
 
 from weaver.attachments.images import INSTALL_HINT
 from weaver.attachments.pdf_text import pdf_available
-from weaver.cache import attachment_text, fts, read, vectors
+from weaver.cache import attachment_text, fts, pg_attachment_search, read, vectors
+from weaver.cache.dialect import is_postgres
 from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
 from weaver.search.modes import choose_mode
@@ -19,7 +20,6 @@ from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchS
 from weaver.semantic.search import SemanticPage, describe_coverage, describe_embedding
 
 MAX_NAME = 200  # longer text is no note's name
-PG_NOTE = "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
 
 
 def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
@@ -41,14 +41,14 @@ def _with_attachments(
 ) -> SearchResults:
     """`found` with the PDF pages holding the query's words. A tag filter leaves them out: an
     attachment has no tags."""
-    if not attachment_text.searchable(conn):
-        return replace(found, attachment_text=PG_NOTE)
     expression = fts.fts_query(request.query)
     if expression is None or request.tag is not None:
         return found
-    pages = attachment_text.search_pages(
-        conn, expression, request.limit, request.offset, request.directory
+    # The same answer from each backend's own index: FTS5 on SQLite, tsvectors on PostgreSQL.
+    search_pages = (
+        pg_attachment_search.search_pages if is_postgres(conn) else attachment_text.search_pages
     )
+    pages = search_pages(conn, expression, request.limit, request.offset, request.directory)
     # Hits were read by the library: only an answer without any asks whether it is there.
     why = None if pages.items or pdf_available() else f"PDF text is not searched: {INSTALL_HINT}"
     return replace(
