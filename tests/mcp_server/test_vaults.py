@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import ResourceTemplateReference
+from mcp_types import PromptReference, ResourceTemplateReference
 
 import weaver
 from tests.helpers import logged, wait_for_async, write_files
@@ -300,6 +300,35 @@ async def test_other_vaults_resources_are_listed_and_completed(tools: Tools) -> 
     assert path.completion.values == ["Garden.md"]
     default = await client.complete(ref, {"name": "path", "value": "Pl"})
     assert default.completion.values == ["Plan.md"]
+
+
+async def test_a_prompt_is_built_from_the_vault_it_names(tools: Tools) -> None:
+    client = tools.client
+    listed = (await client.list_prompts()).prompts
+    assert listed and all("vault" in [a.name for a in p.arguments or []] for p in listed)
+    home = await client.get_prompt("summarize_folder", {"folder": "", "vault": "home"})
+    text = home.messages[0].content.text  # type: ignore[union-attr]
+    assert "Garden.md" in text and "Plan.md" not in text
+    work = await client.get_prompt("summarize_folder", {"folder": ""})
+    text = work.messages[0].content.text  # type: ignore[union-attr]
+    assert "Plan.md" in text and "Garden.md" not in text
+    with pytest.raises(MCPError, match=r"Unknown vault: 'hom'.*did you mean 'home'"):
+        await client.get_prompt("summarize_folder", {"folder": "", "vault": "hom"})
+    ref = PromptReference(type="ref/prompt", name="connect_note")
+    vault = (await client.complete(ref, {"name": "vault", "value": "w"})).completion
+    assert vault.values == ["work"]
+    path = await client.complete(ref, {"name": "path", "value": "Gar"}, {"vault": "home"})
+    assert path.completion.values == ["Garden.md"]
+
+
+async def test_one_vaults_prompts_take_no_vault(tmp_path: Path) -> None:
+    app = open_app(Settings(vault=write_files(tmp_path / "v", WORK)))
+    try:
+        async with tools_of(build_server(ServerState(app, watch=False))) as tools:
+            listed = (await tools.client.list_prompts()).prompts
+            assert all("vault" not in [a.name for a in p.arguments or []] for p in listed)
+    finally:
+        app.close()
 
 
 async def test_a_clients_rate_limit_counts_its_calls_in_every_vault(tmp_path: Path) -> None:
