@@ -279,6 +279,16 @@ async def test_weaver_serve_over_stdio_serves_the_configs_vaults(tmp_path: Path)
             elsewhere = await tools.raw("trigger_workflow", args)
     assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "home-only.md")
     assert elsewhere["data"]["status"] == "failed"  # the default vault has no such note
+    # A reader (`--no-vault`) of the same config answers from each vault's cache as built.
+    reader = params.model_copy(update={"args": [*params.args, "--no-vault"]})
+    with (tmp_path / "reader.log").open("w") as log:
+        async with Client(stdio_client(reader, errlog=log), mode="legacy") as client:
+            tools = Tools(client)
+            assert "fresh.md" in paths(await tools.raw("query_files", {"vault": "home"}))
+            assert "Plan.md" in paths(await tools.raw("query_files", {}))
+            found = await tools.raw("search_notes", {"query": "zebra", "vault": "*"})
+    hits = {(hit["vault"], hit["path"]) for hit in found["data"]["results"]}
+    assert hits == {("work", "Plan.md"), ("home", "Garden.md"), ("home", "Zebra.md")}
 
 
 async def test_every_vaults_tools_take_the_vault_argument(tools: Tools) -> None:
