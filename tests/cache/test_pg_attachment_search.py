@@ -8,22 +8,25 @@ text given here: what is read from a PDF is tested in tests/index/test_attachmen
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from tests.helpers import write_files
+from tests.pg_server import PostgresServer
 from weaver.cache import attachment_text, fts, pg_attachment_search
 from weaver.cache.attachment_text import ExtractedPdf, PageHit
 from weaver.cache.models import Attachment
 from weaver.cache.pg_search import INDEX_MAX_CHARS
+from weaver.config import Settings
 from weaver.paging import Page
-from weaver.runtime.app import App
+from weaver.runtime.app import App, open_app
 
 pytestmark = pytest.mark.postgres
 
 
-def store(app: App, documents: dict[str, Sequence[str]]) -> None:
+def store(app: App, documents: dict[str, Sequence[str]], problem: str | None = None) -> None:
     """Each PDF recorded by the indexer (its bytes do not matter here) with these pages' text,
     as the extractor would have read it."""
     write_files(app.settings.vault, dict.fromkeys(documents, b"%PDF-1.4 stand-in"))
@@ -37,7 +40,7 @@ def store(app: App, documents: dict[str, Sequence[str]]) -> None:
         }
         for path, pages in documents.items():
             row = files[path]
-            pdf = ExtractedPdf(path, row.size, row.mtime_ns, len(pages), pages, None)
+            pdf = ExtractedPdf(path, row.size, row.mtime_ns, len(pages), pages, problem)
             attachment_text.store_extracted(conn, pdf, 0)
 
 
@@ -137,3 +140,25 @@ def test_a_replaced_pdf_keeps_no_vector_of_its_old_text(pg_app: App) -> None:
     assert [tuple(row) for row in rows] == [("r.pdf", 1)]
     assert documents == 1
     assert search(pg_app, "appendix").items == []
+
+
+def test_pdfs_are_stored_and_found_by_folder_under_a_linguistic_collation(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """On a database sorting by en-US (most servers' default), where `A/x.pdf` sorts between
+    `a/` and `a0`: the PDF tables' paths compare in byte order, as every other path column
+    does (0017), so they join them and a folder holds its own PDFs only."""
+    name = postgres_server.create_icu_database("en-US")
+    paths = ["a/b.pdf", "A/x.pdf", "ab.pdf"]
+    vault = write_files(tmp_path / "vault", dict.fromkeys(paths, b""))
+    app = open_app(Settings(vault=vault, database_url=postgres_server.url(name)))
+    try:
+        store(app, dict.fromkeys(paths, ("orchard survey",)), problem="only the first pages")
+        assert found(search(app, "orchard", directory="a")) == [("a/b.pdf", 1)]
+        with app.db.connect() as conn:
+            listed = [p.path for p in attachment_text.pdf_problems(conn, 10, 0).items]
+            assert attachment_text.count_pending(conn) == 0
+        assert listed == sorted(paths)  # byte order: "A/x.pdf" first
+    finally:
+        app.close()
+        postgres_server.drop_database(name)
