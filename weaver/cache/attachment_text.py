@@ -7,8 +7,8 @@ A page's hits show only while its text is fresh: the `attachments` row (written 
 indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
 mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
 `attachments` row, before `forget_gone` clears its pages. On PostgreSQL the pages are indexed
-and searched as `tsvector`s by `cache.pg_attachment_search` (`searchable` is false there: the
-FTS5 statements here do not run)."""
+as `tsvector`s by `cache.pg_attachment_text` and searched by `cache.pg_attachment_search`
+(`searchable` is false there: the FTS5 statements here do not run)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
 
-from weaver.cache import pg_attachment_search
+from weaver.cache import pg_attachment_text
 from weaver.cache.dialect import is_postgres
 from weaver.cache.fts import (
     ATTACHMENT_DOC_FTS_TABLE,
@@ -140,7 +140,7 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
     rows = [{"path": extracted.path, "page": number, "text": t} for number, t in numbered]
     conn.execute(insert(AttachmentPage), rows)
     if is_postgres(conn):
-        pg_attachment_search.insert_pages(conn, extracted.path, numbered)
+        pg_attachment_text.insert_pages(conn, extracted.path, numbered)
         return
     conn.exec_driver_sql(
         f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
@@ -182,7 +182,7 @@ def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
     if not paths:
         return
     if is_postgres(conn):
-        pg_attachment_search.delete_pages(conn, paths)
+        pg_attachment_text.delete_pages(conn, paths)
     else:
         _forget_fts(conn, paths)
     conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
