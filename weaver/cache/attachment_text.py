@@ -1,5 +1,5 @@
 """PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
-short transaction, full-text search over them (SQLite only: FTS5 `attachment_doc_fts` ranks
+short transaction, full-text search over them (on SQLite: FTS5 `attachment_doc_fts` ranks
 whole documents, `attachment_fts` finds each one's best page), and the PDFs whose text could
 not be read (list_problems).
 
