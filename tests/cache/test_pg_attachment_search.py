@@ -163,3 +163,10 @@ def test_pdfs_are_stored_and_found_by_folder_under_a_linguistic_collation(
     finally:
         app.close()
         postgres_server.drop_database(name)
+
+
+def test_a_page_holding_nul_characters_is_stored_and_found(pg_app: App) -> None:
+    """PostgreSQL's text holds no NUL; a PDF's text layer may. Refused, the PDF would fail
+    its pass again and again, holding up every PDF behind it."""
+    store(pg_app, {"nul.pdf": ["binary\x00junk then kestrel"]})
+    assert found(search(pg_app, "kestrel")) == [("nul.pdf", 1)]

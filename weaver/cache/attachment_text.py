@@ -130,8 +130,10 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
             extracted_at=now_ms,
         )
     )
+    # A NUL (a text layer may hold one) becomes a space: PostgreSQL's text refuses it, and a
+    # PDF it failed would fail every pass, ahead of those behind it.
     numbered = [
-        (number, segment(page_text))
+        (number, segment(page_text.replace("\x00", " ")))
         for number, page_text in enumerate(extracted.texts, start=1)
         if page_text.strip()  # a scanned page without a text layer: nothing to find
     ]
