@@ -1,5 +1,5 @@
 """PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
-short transaction, full-text search over them (SQLite only: FTS5 `attachment_doc_fts` ranks
+short transaction, full-text search over them (on SQLite: FTS5 `attachment_doc_fts` ranks
 whole documents, `attachment_fts` finds each one's best page), and the PDFs whose text could
 not be read (list_problems).
 
@@ -7,8 +7,8 @@ A page's hits show only while its text is fresh: the `attachments` row (written 
 indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
 mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
 `attachments` row, before `forget_gone` clears its pages. On PostgreSQL the pages are indexed
-and searched as `tsvector`s by `cache.pg_attachment_search` (`searchable` is false there: the
-FTS5 statements here do not run)."""
+as `tsvector`s by `cache.pg_attachment_text` and searched by `cache.pg_attachment_search`
+(`searchable` is false there: the FTS5 statements here do not run)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
 
-from weaver.cache import pg_attachment_search
+from weaver.cache import pg_attachment_text
 from weaver.cache.dialect import is_postgres
 from weaver.cache.fts import (
     ATTACHMENT_DOC_FTS_TABLE,
@@ -130,8 +130,10 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
             extracted_at=now_ms,
         )
     )
+    # A NUL (a text layer may hold one) becomes a space: PostgreSQL's text refuses it, and a
+    # PDF it failed would fail every pass, ahead of those behind it.
     numbered = [
-        (number, segment(page_text))
+        (number, segment(page_text.replace("\x00", " ")))
         for number, page_text in enumerate(extracted.texts, start=1)
         if page_text.strip()  # a scanned page without a text layer: nothing to find
     ]
@@ -140,7 +142,7 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
     rows = [{"path": extracted.path, "page": number, "text": t} for number, t in numbered]
     conn.execute(insert(AttachmentPage), rows)
     if is_postgres(conn):
-        pg_attachment_search.insert_pages(conn, extracted.path, numbered)
+        pg_attachment_text.insert_pages(conn, extracted.path, numbered)
         return
     conn.exec_driver_sql(
         f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
@@ -182,7 +184,7 @@ def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
     if not paths:
         return
     if is_postgres(conn):
-        pg_attachment_search.delete_pages(conn, paths)
+        pg_attachment_text.delete_pages(conn, paths)
     else:
         _forget_fts(conn, paths)
     conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))

@@ -2,13 +2,12 @@
 SQLite, in `tsvector`s (migration `0027`), with the notes' query language and configuration
 (`cache.pg_search`).
 
-Each PDF has a document vector (`attachment_doc_search`: its pages in order, a word no text
-holds between them, so no phrase runs from one page into the next) and one vector per page
-(`attachment_page_search`). Search matches and ranks documents, not pages, as on SQLite: a hit
-is a PDF at its best page (the page ranking best on its own; a PDF whose words are spread over
-pages, none holding them all, is named at page 1). A document vector holds a document's first
-`pg_search.INDEX_MAX_CHARS` (a `tsvector` holds at most 1 MiB); a PDF matching only past them
-is still found through its pages, ranked by what its document vector holds.
+Each PDF has a document vector and one vector per page (`cache.pg_attachment_text` writes
+them). Search matches and ranks documents, not pages, as on SQLite: a hit is a PDF at its best
+page (the page ranking best on its own; a PDF whose words are spread over pages, none holding
+them all, is named at page 1). A document vector holds a document's first
+`pg_search.INDEX_MAX_CHARS`; a PDF matching only past them is still found through its pages,
+ranked by what its document vector holds.
 
 Hits show only while the text is fresh (`attachment_texts` agrees with `attachments` on size
 and mtime), as on SQLite. Snippets are the notes' (`fts.bounded_snippet`) over the best page.
@@ -16,68 +15,17 @@ and mtime), as on SQLite. Snippets are the notes' (`fts.bounded_snippet`) over t
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, TextClause, bindparam, text
 from sqlalchemy.types import Text
 
-# A cycle, on purpose: `attachment_text` hands its PostgreSQL writes over to this module,
-# and this module answers its `PageHit`s; each uses the other only when called.
 from weaver.cache import attachment_text, pg_search
-from weaver.cache.fts import PG_ATTACHMENT_TABLES, SNIPPET_CLOSE, SNIPPET_OPEN, bounded_snippet
-from weaver.cache.pg_search import CONFIG, INDEX_MAX_CHARS, filter_values, to_tsquery_text
+from weaver.cache.fts import SNIPPET_CLOSE, SNIPPET_OPEN, bounded_snippet
+from weaver.cache.pg_attachment_text import DOC_TABLE, PAGE_TABLE
+from weaver.cache.pg_search import CONFIG, filter_values, to_tsquery_text
 from weaver.markdown.cjk import unsegment
 from weaver.paging import Page
-
-PAGE_TABLE, DOC_TABLE = PG_ATTACHMENT_TABLES
-# Between two pages in a document vector: a word no page holds, so `<->` never joins them.
-PAGE_BREAK = " weaverpagebreak "
-_CHUNK = 900
-
-
-# ---------------------------------------------------------------- writes
-
-
-_INSERT_PAGE = text(
-    f"INSERT INTO {PAGE_TABLE} (path, page, document) "
-    f"VALUES (:path, :page, to_tsvector('{CONFIG}', :words))"
-).bindparams(bindparam("words", type_=Text))
-_INSERT_DOCUMENT = text(
-    f"INSERT INTO {DOC_TABLE} (path, document) "
-    f"VALUES (:path, to_tsvector('{CONFIG}', left(:words, {INDEX_MAX_CHARS})))"
-).bindparams(bindparam("words", type_=Text))
-
-
-def insert_pages(conn: Connection, path: str, pages: Sequence[tuple[int, str]]) -> None:
-    """Index the PDF at `path`: its (page number, text) pairs, the text as stored in
-    `attachment_pages` (CJK segmented). Its old vectors must be gone (`delete_pages`)."""
-    if not pages:
-        return
-    words = [(page, pg_search.words_only(page_text)) for page, page_text in pages]
-    conn.execute(_INSERT_PAGE, [{"path": path, "page": p, "words": w} for p, w in words])
-    document = PAGE_BREAK.join(w for _, w in words)
-    conn.execute(_INSERT_DOCUMENT, {"path": path, "words": document})
-
-
-def delete_pages(conn: Connection, paths: Sequence[str]) -> None:
-    """Forget these PDFs' vectors (both tables)."""
-    for start in range(0, len(paths), _CHUNK):
-        chunk = list(paths[start : start + _CHUNK])
-        for table in (PAGE_TABLE, DOC_TABLE):
-            conn.execute(_delete(table), {"paths": chunk})
-
-
-@functools.cache
-def _delete(table: str) -> TextClause:
-    return text(f"DELETE FROM {table} WHERE path IN :paths").bindparams(
-        bindparam("paths", expanding=True)
-    )
-
-
-# ---------------------------------------------------------------- search
-
 
 # The documents matching: by their document vector, or (past its first INDEX_MAX_CHARS) by a
 # page of theirs, both through the GIN indexes, and fresh. The query is MATERIALIZED so the
