@@ -22,7 +22,7 @@ from tests.helpers import wait_for
 from weaver.attachments.pdf_reader import PdfReader, PdfText, read_pdf_document
 from weaver.cache import attachment_text, fts
 from weaver.cache.attachment_text import PageHit
-from weaver.index.attachment_text import AttachmentTextWorker, extract_pending
+from weaver.index.attachment_text import MERGE_AFTER, AttachmentTextWorker, extract_pending
 from weaver.runtime.app import App
 from weaver.runtime.state import ServerState
 from weaver.search import SearchRequest, find_notes
@@ -258,3 +258,19 @@ def test_the_worker_sleeps_until_the_indexer_reports_an_attachment(
         wait_for(lambda: worker.passes == 2, what="the pass to end")
     finally:
         worker.stop()
+
+
+def test_after_a_pass_the_text_indexes_are_merged_into_one_piece(app: App, vault_dir: Path) -> None:
+    """Each PDF is stored in a transaction of its own, which FTS5 keeps as a segment of its
+    own; a search pays for each segment. Once a pass of many is done nothing is left to merge."""
+    for i in range(MERGE_AFTER):
+        (vault_dir / f"paper-{i}.pdf").write_bytes(text_pdf([f"Paper {i} on turbines", "More"]))
+    app.indexer.reconcile()
+    assert extract_pending(app.db, app.vault) == MERGE_AFTER
+    with app.db.begin() as conn:
+        for table in ("attachment_fts", "attachment_doc_fts"):
+            before = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
+            conn.exec_driver_sql(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', -64)")
+            after = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
+            assert after - before < 2, f"{table} was left in pieces"  # FTS5: nothing merged
+    assert len(pages_matching(app, "turbines")) == 20  # the search's page
