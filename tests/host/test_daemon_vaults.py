@@ -4,6 +4,8 @@ watched, MCP calls routed by `vault`, the dashboard switching between them, a cl
 from __future__ import annotations
 
 import json
+import shutil
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -36,6 +38,18 @@ class VaultsDaemon(Daemon):
     def page(self, path: str) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as reply:
             return str(reply.read().decode())
+
+
+def unhealthy(daemon: VaultsDaemon) -> dict[str, object] | None:
+    """`/health`'s body once it answers 503 (None while it still answers 200)."""
+    try:
+        daemon.page("/health")
+    except urllib.error.HTTPError as error:
+        assert error.code == 503
+        body: dict[str, object] = json.loads(error.read())
+        assert body["status"] == "unhealthy"
+        return body
+    return None
 
 
 def envelope(result: object) -> dict[str, object]:
@@ -72,6 +86,11 @@ async def test_a_daemon_serves_each_vault_of_its_config(tmp_path: Path) -> None:
             assert [f["path"] for f in default["data"]["files"]] == ["Plan.md"]  # type: ignore[index]
         page = wait_for(lambda: daemon.page("/search?q=zebra&vault=home"), 10, "the dashboard")
         assert "Garden.md" in page and "Plan.md" not in page and "vault-switch" in page
+        health = json.loads(daemon.page("/health"))
+        assert health["vaults"] == {"work": "healthy", "home": "healthy"}
+        shutil.rmtree(home)  # one vault's folder gone: the server as a whole is not well
+        failing = wait_for(lambda: unhealthy(daemon), 10, "home reported unhealthy", every=0.2)
+        assert failing is not None and failing["vaults"] == {"work": "healthy", "home": "unhealthy"}
     finally:
         code = daemon.stop(process)
     assert code == 0, daemon.log.read_text()

@@ -240,3 +240,29 @@ def test_a_server_of_several_vaults_is_served_from_the_manifest(tmp_path: Path) 
     tools = json.loads(second["list"])["result"]["tools"]
     assert all("vault" in tool["inputSchema"]["properties"] for tool in tools)
     assert files_of(second["call"]) == files_of(first["call"]) == ["Garden.md"]
+
+
+def test_a_manifest_naming_a_model_outside_the_sdk_is_not_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest is read before anything is checked: a name it gives must not make a start
+    import a module of the file's choosing (whose import alone could run anything)."""
+    (tmp_path / "planted.py").write_text(
+        "from pathlib import Path\nfrom pydantic import BaseModel\n"
+        f"Path({str(tmp_path / 'imported')!r}).touch()\n"
+        "class Params(BaseModel):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    kept = {
+        "key": "k", "name": "weaver", "version": "1", "title": None, "instructions": None,
+        "requests": {"tools/list": "planted:Params"}, "notifications": {},
+        "initialization": {},
+    }  # fmt: skip
+    path = tmp_path / MANIFEST_NAME
+    path.write_text(json.dumps(kept))
+    assert read_manifest(path, "k") is None
+    assert not (tmp_path / "imported").exists()
+    path.write_text(
+        json.dumps({**kept, "requests": {"tools/list": "mcp_types:PaginatedRequestParams"}})
+    )
+    assert read_manifest(path, "k") is not None  # the SDK's own models are still named

@@ -22,7 +22,8 @@ from tests.mcp_server.test_cache_tools import Served, Tools, serve
 from weaver.config import AccessRule, Settings
 from weaver.index.attachment_text import extract_pending
 
-pytestmark = pytest.mark.anyio
+# Each on both cache backends: FTS5 on SQLite, tsvectors on PostgreSQL, the same answers.
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 @pytest.fixture
@@ -43,9 +44,10 @@ READ_ARCHIVE = AccessRule(client=PHONE, read=["Archive/**", "Home.md"])
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[Served]:
+def site(tmp_path: Path, db_url: str | None) -> Iterator[Served]:
     root = write_files(tmp_path / "vault", FILES)
-    served = serve(Settings(vault=root, toolsets=["all"], access=[READ_ARCHIVE]))
+    settings = Settings(vault=root, database_url=db_url, toolsets=["all"], access=[READ_ARCHIVE])
+    served = serve(settings)
     extract_pending(served.app.db, served.app.vault)
     yield served
     served.app.close()
@@ -116,9 +118,12 @@ async def test_without_pypdfium2_the_answer_says_why_pdfs_are_not_searched(
     assert "weaver-mcp[attachments]" in found["attachmentText"]
 
 
-async def test_a_served_writer_keeps_pdf_hits_in_step_with_the_disk(tmp_path: Path) -> None:
+async def test_a_served_writer_keeps_pdf_hits_in_step_with_the_disk(
+    tmp_path: Path, db_url: str | None
+) -> None:
     root = write_files(tmp_path / "vault", {"Home.md": "home\n"})
-    served = serve(Settings(vault=root, toolsets=["all"], debounce_ms=20), reconcile=False)
+    settings = Settings(vault=root, database_url=db_url, toolsets=["all"], debounce_ms=20)
+    served = serve(settings, reconcile=False)
     served.state.watch = True
     try:
         async with Client(served.server) as client:

@@ -20,14 +20,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import ResourceTemplateReference
+from mcp_types import PromptReference, ResourceTemplateReference
 
 import weaver
+from tests.attachments.pdfs import text_pdf
 from tests.helpers import logged, wait_for_async, write_files
 from tests.mcp_server.test_access import PHONE, calling_as
 from tests.mcp_server.test_cache_tools import Tools
 from tests.mcp_server.test_toolsets import LIST_BUDGET, PROSE_BUDGET, size
 from weaver.config import AccessRule, Settings, VaultEntry
+from weaver.index.attachment_text import extract_pending
 from weaver.mcp_server import build_server
 from weaver.runtime.app import App, open_app
 from weaver.runtime.state import ServerState
@@ -166,7 +168,6 @@ async def test_search_spans_every_vault_merged_by_score(tools: Tools) -> None:
     scores = [h["score"] for h in data["results"]]
     assert scores == sorted(scores, reverse=True)
     assert (data["total"], data["hasMore"]) == (3, False)
-    assert "one vault at a time" in data["attachmentText"]  # PDFs: in one vault's search
     paged = []
     for offset in range(3):
         page = await tools.raw(
@@ -178,6 +179,56 @@ async def test_search_spans_every_vault_merged_by_score(tools: Tools) -> None:
     assert paged == hits
     only_home = await tools.raw("search_notes", {"query": "zebra", "vault": "home"})
     assert sorted(h["path"] for h in only_home["data"]["results"]) == ["Garden.md", "Zebra.md"]
+
+
+async def test_search_of_every_vault_merges_their_pdfs_each_read_in_its_vault(
+    tmp_path: Path,
+) -> None:
+    """Each vault's PDFs come in `attachments`, merged by score and paged like the notes,
+    each naming its vault, and its `readWith` call reads the page from that vault."""
+    vaults = two_vault_settings(tmp_path).vaults  # get_attachment is not served by default:
+    settings = Settings(
+        vault=vaults["work"].path, vaults=vaults, default_vault="work", toolsets=["all"]
+    )
+    (settings.vaults["work"].path / "budget.pdf").write_bytes(
+        text_pdf(["Cover", "The zebra crossing budget"])
+    )
+    (settings.vaults["home"].path / "safari.pdf").write_bytes(
+        text_pdf(["zebra zebra zebra herds", "More zebra"])
+    )
+    served = serve_vaults(settings)
+    try:
+        for app in served.apps.values():
+            assert extract_pending(app.db, app.vault) == 1
+        async with tools_of(served.server) as tools:
+            args = {"query": "zebra", "vault": "*", "mode": "keyword"}
+            data = await tools.ok("search_notes", **args)
+            pdfs = [(h["vault"], h["path"], h["page"]) for h in data["attachments"]]
+            assert sorted(pdfs) == [("home", "safari.pdf", 1), ("work", "budget.pdf", 2)]
+            scores = [h["score"] for h in data["attachments"]]
+            assert scores == sorted(scores, reverse=True)
+            assert (data["attachmentTotal"], data["attachmentText"]) == (2, None)
+            # Read as the hit says: the work vault's PDF is not in the default's place.
+            work_hit = next(h for h in data["attachments"] if h["vault"] == "work")
+            assert work_hit["readWith"] == (
+                'get_attachment {"path": "budget.pdf", "page": 2, "vault": "work"}'
+            )
+            home_hit = next(h for h in data["attachments"] if h["vault"] == "home")
+            name, call = home_hit["readWith"].split(" ", 1)
+            page = await tools.ok(name, **json.loads(call))
+            assert "zebra zebra zebra herds" in page["text"]
+            # Paged like the notes: one PDF a page, each once, more said while there are.
+            paged = []
+            for offset in range(2):
+                one = await tools.ok("search_notes", **args, limit=1, offset=offset)
+                paged += [(h["vault"], h["path"], h["page"]) for h in one["attachments"]]
+                assert one["attachmentTotal"] == 2
+            assert paged == pdfs
+            last = await tools.ok("search_notes", **args, limit=3, offset=1)
+            assert (len(last["attachments"]), last["hasMore"]) == (1, False)
+    finally:
+        for app in served.apps.values():
+            app.close()
 
 
 async def test_a_vaults_resource_is_read_by_its_uri(tools: Tools) -> None:
@@ -279,6 +330,16 @@ async def test_weaver_serve_over_stdio_serves_the_configs_vaults(tmp_path: Path)
             elsewhere = await tools.raw("trigger_workflow", args)
     assert (run["data"]["status"], run["data"]["result"]["path"]) == ("completed", "home-only.md")
     assert elsewhere["data"]["status"] == "failed"  # the default vault has no such note
+    # A reader (`--no-vault`) of the same config answers from each vault's cache as built.
+    reader = params.model_copy(update={"args": [*params.args, "--no-vault"]})
+    with (tmp_path / "reader.log").open("w") as log:
+        async with Client(stdio_client(reader, errlog=log), mode="legacy") as client:
+            tools = Tools(client)
+            assert "fresh.md" in paths(await tools.raw("query_files", {"vault": "home"}))
+            assert "Plan.md" in paths(await tools.raw("query_files", {}))
+            found = await tools.raw("search_notes", {"query": "zebra", "vault": "*"})
+    hits = {(hit["vault"], hit["path"]) for hit in found["data"]["results"]}
+    assert hits == {("work", "Plan.md"), ("home", "Garden.md"), ("home", "Zebra.md")}
 
 
 async def test_every_vaults_tools_take_the_vault_argument(tools: Tools) -> None:
@@ -300,6 +361,35 @@ async def test_other_vaults_resources_are_listed_and_completed(tools: Tools) -> 
     assert path.completion.values == ["Garden.md"]
     default = await client.complete(ref, {"name": "path", "value": "Pl"})
     assert default.completion.values == ["Plan.md"]
+
+
+async def test_a_prompt_is_built_from_the_vault_it_names(tools: Tools) -> None:
+    client = tools.client
+    listed = (await client.list_prompts()).prompts
+    assert listed and all("vault" in [a.name for a in p.arguments or []] for p in listed)
+    home = await client.get_prompt("summarize_folder", {"folder": "", "vault": "home"})
+    text = home.messages[0].content.text  # type: ignore[union-attr]
+    assert "Garden.md" in text and "Plan.md" not in text
+    work = await client.get_prompt("summarize_folder", {"folder": ""})
+    text = work.messages[0].content.text  # type: ignore[union-attr]
+    assert "Plan.md" in text and "Garden.md" not in text
+    with pytest.raises(MCPError, match=r"Unknown vault: 'hom'.*did you mean 'home'"):
+        await client.get_prompt("summarize_folder", {"folder": "", "vault": "hom"})
+    ref = PromptReference(type="ref/prompt", name="connect_note")
+    vault = (await client.complete(ref, {"name": "vault", "value": "w"})).completion
+    assert vault.values == ["work"]
+    path = await client.complete(ref, {"name": "path", "value": "Gar"}, {"vault": "home"})
+    assert path.completion.values == ["Garden.md"]
+
+
+async def test_one_vaults_prompts_take_no_vault(tmp_path: Path) -> None:
+    app = open_app(Settings(vault=write_files(tmp_path / "v", WORK)))
+    try:
+        async with tools_of(build_server(ServerState(app, watch=False))) as tools:
+            listed = (await tools.client.list_prompts()).prompts
+            assert all("vault" not in [a.name for a in p.arguments or []] for p in listed)
+    finally:
+        app.close()
 
 
 async def test_a_clients_rate_limit_counts_its_calls_in_every_vault(tmp_path: Path) -> None:

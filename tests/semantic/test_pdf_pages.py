@@ -45,10 +45,10 @@ FILES: dict[str, str | bytes] = {
 PARAPHRASE = "monetary policy to fight rising prices"  # no word of it is in the PDF
 
 
-def open_extracted(root: Path, index: SemanticIndex) -> App:
+def open_extracted(root: Path, index: SemanticIndex, db_url: str | None = None) -> App:
     """An app on `root` with its PDFs' text read, and an index of its own on `index`'s model
     (an index keeps one cache's matrices)."""
-    app = open_app(Settings(vault=root))
+    app = open_app(Settings(vault=root, database_url=db_url))
     app.semantic = SemanticIndex(model=index.model())
     app.indexer.reconcile()
     extract_pending(app.db, app.vault)
@@ -56,8 +56,8 @@ def open_extracted(root: Path, index: SemanticIndex) -> App:
 
 
 @pytest.fixture
-def app(tmp_path: Path, semantic_index: SemanticIndex) -> Iterator[App]:
-    app = open_extracted(write_files(tmp_path / "vault", FILES), semantic_index)
+def app(tmp_path: Path, semantic_index: SemanticIndex, db_url: str | None) -> Iterator[App]:
+    app = open_extracted(write_files(tmp_path / "vault", FILES), semantic_index, db_url)
     yield app
     app.close()
 
@@ -89,6 +89,7 @@ def change_file(path: Path, content: bytes) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
 def test_a_paraphrase_of_a_pdf_page_finds_its_file_and_page(app: App, mode: SearchMode) -> None:
     assert pdf_places(search(app, PARAPHRASE, mode)) == []  # not embedded; no word matches
@@ -124,6 +125,7 @@ def test_notes_rank_the_same_with_pdf_pages_embedded(
         with_pdfs.close()
 
 
+@pytest.mark.both_backends
 def test_hybrid_fuses_words_and_meaning_naming_the_page_holding_the_words(app: App) -> None:
     embed_pending(app.db, app.semantic)
     found = search(app, "tomatoes", "hybrid")
@@ -140,6 +142,7 @@ def test_a_folder_filter_keeps_pdfs_under_it_and_a_tag_filter_none(app: App) -> 
     assert pdf_places(search(app, PARAPHRASE, "semantic", tag="bread")) == []
 
 
+@pytest.mark.both_backends
 def test_a_changed_pdfs_old_page_never_answers_and_its_new_one_does(app: App) -> None:
     embed_pending(app.db, app.semantic)
     assert pdf_places(search(app, PARAPHRASE, "semantic"))[0] == ("papers/economy.pdf", 2)
@@ -162,6 +165,7 @@ def test_a_changed_pdfs_old_page_never_answers_and_its_new_one_does(app: App) ->
     assert "papers/economy.pdf" not in [p for p, _ in pdf_places(search(app, PARAPHRASE, "hybrid"))]
 
 
+@pytest.mark.both_backends
 def test_a_deleted_pdfs_vectors_go(app: App) -> None:
     embed_pending(app.db, app.semantic)
     assert pdf_places(search(app, PARAPHRASE, "semantic"))[0] == ("papers/economy.pdf", 2)

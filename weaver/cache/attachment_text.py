@@ -1,13 +1,14 @@
 """PDF text in the cache: which PDFs wait for extraction, each document's pages stored in one
-short transaction, full-text search over them (SQLite only: FTS5 `attachment_doc_fts` ranks
+short transaction, full-text search over them (on SQLite: FTS5 `attachment_doc_fts` ranks
 whole documents, `attachment_fts` finds each one's best page), and the PDFs whose text could
 not be read (list_problems).
 
 A page's hits show only while its text is fresh: the `attachments` row (written by the
 indexer) and the `attachment_texts` row (written once the text is read) must agree on size and
 mtime, so a replaced PDF's old text is never found, and a deleted one's vanishes with its
-`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the tables exist but
-nothing is extracted nor searched yet (`searchable`)."""
+`attachments` row, before `forget_gone` clears its pages. On PostgreSQL the pages are indexed
+as `tsvector`s by `cache.pg_attachment_text` and searched by `cache.pg_attachment_search`
+(`searchable` is false there: the FTS5 statements here do not run)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
 
+from weaver.cache import pg_attachment_text
+from weaver.cache.dialect import is_postgres
 from weaver.cache.fts import (
     ATTACHMENT_DOC_FTS_TABLE,
     ATTACHMENT_FTS_TABLE,
@@ -72,7 +75,8 @@ class PdfProblem:
 
 
 def searchable(conn: Connection) -> bool:
-    """Whether attachment text is extracted and searched in this cache (SQLite's FTS5)."""
+    """Whether this module's FTS5 search runs in this cache (SQLite; on PostgreSQL,
+    `pg_attachment_search.search_pages` searches)."""
     return conn.dialect.name == "sqlite"
 
 
@@ -126,14 +130,20 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
             extracted_at=now_ms,
         )
     )
-    rows = [
-        {"path": extracted.path, "page": number, "text": segment(page_text)}
+    # A NUL (a text layer may hold one) becomes a space: PostgreSQL's text refuses it, and a
+    # PDF it failed would fail every pass, ahead of those behind it.
+    numbered = [
+        (number, segment(page_text.replace("\x00", " ")))
         for number, page_text in enumerate(extracted.texts, start=1)
         if page_text.strip()  # a scanned page without a text layer: nothing to find
     ]
-    if not rows:
+    if not numbered:
         return
+    rows = [{"path": extracted.path, "page": number, "text": t} for number, t in numbered]
     conn.execute(insert(AttachmentPage), rows)
+    if is_postgres(conn):
+        pg_attachment_text.insert_pages(conn, extracted.path, numbered)
+        return
     conn.exec_driver_sql(
         f"INSERT INTO {FTS_TABLE} (rowid, text) SELECT id, text FROM attachment_pages "
         "WHERE path = ?",
@@ -144,7 +154,7 @@ def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> N
     ).scalar_one()
     conn.exec_driver_sql(
         f"INSERT INTO {DOC_FTS_TABLE} (rowid, text) VALUES (?, ?)",
-        (first, _document([str(row["text"]) for row in rows])),
+        (first, _document([t for _, t in numbered])),
     )
 
 
@@ -171,10 +181,18 @@ def forget_gone(conn: Connection) -> int:
 
 
 def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
-    # External content and contentless tables: FTS5 forgets a row by being handed the text it
-    # indexed, which the pages table still holds until its rows go.
     if not paths:
         return
+    if is_postgres(conn):
+        pg_attachment_text.delete_pages(conn, paths)
+    else:
+        _forget_fts(conn, paths)
+    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
+
+
+def _forget_fts(conn: Connection, paths: Sequence[str]) -> None:
+    # External content and contentless tables: FTS5 forgets a row by being handed the text it
+    # indexed, which the pages table still holds until its rows go.
     pages = conn.execute(
         select(AttachmentPage.path, AttachmentPage.id, AttachmentPage.text)
         .where(AttachmentPage.path.in_(paths))
@@ -194,7 +212,33 @@ def _delete_pages(conn: Connection, paths: Sequence[str]) -> None:
         f"SELECT 'delete', id, text FROM attachment_pages WHERE path IN ({marks})",
         tuple(paths),
     )
-    conn.execute(delete(AttachmentPage).where(AttachmentPage.path.in_(paths)))
+
+
+# FTS5 writes each transaction's rows as a new segment and merges them only now and then, so
+# after a thousand PDFs stored one at a time a search opens every phrase in a dozen segments,
+# and pays that again for each rowid it looks up (snippets). Merged into one, a search costs a
+# third to a tenth of that. A step writes about this many pages (4 KB each): a short write.
+MERGE_STEP_PAGES = 64
+
+
+def merge_step(conn: Connection) -> bool:
+    """Merge a step more of the PDF text indexes' segments towards one (in the caller's
+    transaction); whether there was any left to merge."""
+    if not searchable(conn):
+        return False
+    merged = False
+    for table in (FTS_TABLE, DOC_FTS_TABLE):
+        before = _total_changes(conn)
+        conn.exec_driver_sql(
+            f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (-MERGE_STEP_PAGES,)
+        )
+        # FTS5's documented signal: the command itself counts one change, any merging more.
+        merged |= _total_changes(conn) - before >= 2
+    return merged
+
+
+def _total_changes(conn: Connection) -> int:
+    return int(conn.exec_driver_sql("SELECT total_changes()").scalar_one())
 
 
 # ---------------------------------------------------------------- search
@@ -208,27 +252,48 @@ JOIN attachment_pages AS p ON p.id = {doc}.rowid
 JOIN attachments AS a ON a.path = p.path
 JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
 """
+# The page of documents and, on each row, how many match in all: the ranking already visits
+# every match, so counting them there spares a second pass (`_COUNT`) over the same matches.
+# SQLite never flattens a subquery into a query holding a window function, so bm25() stays
+# in the FTS5 scan, where it can run.
 _RANKED_SQL = f"""
-SELECT p.path, bm25({DOC_FTS_TABLE}) AS score
-FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
-WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
-ORDER BY score, p.path
+SELECT path, score, count(*) OVER () AS total
+FROM (
+    SELECT p.path AS path, bm25({DOC_FTS_TABLE}) AS score
+    FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
+    WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
+)
+ORDER BY score, path
 LIMIT :limit OFFSET :offset
 """
+# Only for a page past the last match, which holds no row to read the count from.
 _COUNT_SQL = f"""
 SELECT count(*)
 FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
 WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 """
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
-# Each ranked document's pages matching on their own, best first per document; only those
-# documents' pages are scored (the match itself is a walk of the index).
+# Each ranked document's pages matching on their own, best first per document. One FTS5 cursor
+# for all of them: bm25() counts each phrase's matches over the whole table once per cursor
+# (and per rowid constraint), so a cursor per document costs that count as many times. The
+# match is a walk of the index; a page is kept by its id alone, looked up in the ids of the
+# documents' pages (read from the (path, page) index, which holds them), never by reading the
+# page's row, whose text makes it wide; the walk is bounded to those ids' range.
 _BEST_PAGES = text(f"""
-SELECT p.path, p.page, p.id, bm25({FTS_TABLE}) AS score
-FROM {FTS_TABLE}
-JOIN attachment_pages AS p ON p.id = {FTS_TABLE}.rowid
-WHERE {FTS_TABLE} MATCH :expression AND p.path IN (SELECT value FROM json_each(:paths))
-ORDER BY p.path, score, p.page
+WITH wanted AS MATERIALIZED (
+    SELECT id, path, page FROM attachment_pages
+    WHERE path IN (SELECT value FROM json_each(:paths))
+),
+scored AS MATERIALIZED (
+    SELECT {FTS_TABLE}.rowid AS id, bm25({FTS_TABLE}) AS score
+    FROM {FTS_TABLE}
+    WHERE {FTS_TABLE} MATCH :expression
+      AND {FTS_TABLE}.rowid BETWEEN (SELECT min(id) FROM wanted) AND (SELECT max(id) FROM wanted)
+      AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
+)
+SELECT w.path, w.page, w.id, s.score
+FROM scored AS s JOIN wanted AS w ON w.id = s.id
+ORDER BY w.path, s.score, w.page
 """)
 _SNIPPETS = text(f"""
 SELECT {FTS_TABLE}.rowid,
@@ -267,14 +332,16 @@ def search_pages(
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
     ranked = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
-    if len(ranked) < limit and (ranked or offset == 0):  # the page holds the last match
-        total = offset + len(ranked)
-    else:
+    if ranked:
+        total = int(ranked[0].total)
+    elif offset == 0:
+        total = 0
+    else:  # past the last match: no row said how many there are
         total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
-    best = _best_pages(conn, expression, [path for path, _ in ranked])
+    best = _best_pages(conn, expression, [row.path for row in ranked])
     hits = [
-        PageHit(path, *best.get(path, (1, "")), round(-float(score or 0.0), 6) + 0.0)
-        for path, score in ranked
+        PageHit(row.path, *best.get(row.path, (1, "")), round(-float(row.score or 0.0), 6) + 0.0)
+        for row in ranked
     ]
     return Page(hits, total, offset, limit)
 

@@ -236,7 +236,8 @@ def load_page_vectors(
     found: list[str] = []
     starts: list[int] = []
     i = 0
-    result = conn.execution_options(yield_per=2000).execute(_ALL_CHUNKS, values)
+    # Per statement: `Connection.execution_options` would set it for the rest of the snapshot.
+    result = conn.execute(_ALL_CHUNKS, values, execution_options={"yield_per": 2000})
     for path, chunk_no, vector in result:
         if not found or found[-1] != path:
             found.append(path)

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 FTS_TABLE = "notes_fts"
 ATTACHMENT_FTS_TABLE = "attachment_fts"  # `cache.attachment_text`: PDF pages
 ATTACHMENT_DOC_FTS_TABLE = "attachment_doc_fts"  # and whole PDFs
+# Their PostgreSQL counterparts (`cache.pg_attachment_search`).
+PG_ATTACHMENT_TABLES = ("attachment_page_search", "attachment_doc_search")
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CREATE_FTS = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
@@ -104,11 +106,10 @@ def is_search_table(name: str) -> bool:
     """The FTS table and the shadow tables FTS5 creates beside it (`notes_fts_data`, ...), and
     PostgreSQL's `note_texts` (made by migration `0017` on that dialect only), and the PDFs'
     `attachment_fts` and `attachment_doc_fts` with their shadow tables (migration `0025`,
-    SQLite only)."""
+    SQLite only), or their `tsvector` tables on PostgreSQL (migration `0027`)."""
     tables = (FTS_TABLE, ATTACHMENT_FTS_TABLE, ATTACHMENT_DOC_FTS_TABLE)
-    return name in (*tables, pg_search.TEXT_TABLE) or name.startswith(
-        tuple(table + "_" for table in tables)
-    )
+    pg_tables = (pg_search.TEXT_TABLE, *PG_ATTACHMENT_TABLES)
+    return name in (*tables, *pg_tables) or name.startswith(tuple(table + "_" for table in tables))
 
 
 def supported(conn: Connection) -> bool:

@@ -258,7 +258,7 @@ def search(
     `cache.fts`."""
     values = _values(expression, limit, offset, directory, tag, pinned)
     statements = _search_statements(bool(directory), tag is not None, _has_phrase(values))
-    with _index_scans(conn):
+    with index_scans(conn):
         rows = _page_rows(conn, statements, statements.page, statements.tail_page, values)
         page = [(path, body, float(score)) for path, body, score, _ in rows]
         counted = next((total for *_, total in rows if total is not None), None)
@@ -278,7 +278,7 @@ def ranked_paths(
     bodies and count (what hybrid search fuses)."""
     values = _values(expression, depth, 0, directory, tag, ())
     statements = _search_statements(bool(directory), tag is not None, False)
-    with _index_scans(conn):
+    with index_scans(conn):
         rows = _page_rows(conn, statements, statements.paths, statements.tail_paths, values)
     return [row[0] for row in rows]
 
@@ -289,16 +289,17 @@ def count_matches(
     """How many notes match, as `search` counts them."""
     values = _values(expression, 0, 0, directory, tag, ())
     statements = _search_statements(bool(directory), tag is not None, False)
-    with _index_scans(conn):
+    with index_scans(conn):
         return int(conn.execute(statements.count, values).scalar_one())
 
 
 @contextlib.contextmanager
-def _index_scans(conn: Connection) -> Iterator[None]:
-    """No sequential scan of `note_texts` for these statements (the setting as it was after
-    them, for the rest of the transaction). The planner does not count reading a document
-    out of TOAST: to it, the narrow rows of a few thousand notes look cheaper to scan than
-    the GIN index, and such a scan reads every note's document.
+def index_scans(conn: Connection) -> Iterator[None]:
+    """No sequential scan of `note_texts` (or of the PDFs' vectors, `pg_attachment_search`)
+    for these statements (the setting as it was after them, for the rest of the
+    transaction). The planner does not count reading a document out of TOAST: to it, the
+    narrow rows of a few thousand notes look cheaper to scan than the GIN index, and such a
+    scan reads every note's document.
 
     Put back only when the statements succeeded: after a failed one (a deadline's
     `statement_timeout`, say) the transaction is aborted, and setting it back would fail too,

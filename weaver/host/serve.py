@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import ExitStack
 from functools import partial
 from typing import Any, Literal
@@ -39,7 +39,7 @@ from weaver.mcp_server.system_tools import health_data
 from weaver.runtime.app import open_app, reader_queues
 from weaver.runtime.engines import hosted_engine, reading_engine
 from weaver.runtime.gil import QuickSwitch
-from weaver.runtime.health_report import compute_health
+from weaver.runtime.health_report import STATUS_SEVERITY, compute_health
 from weaver.runtime.http import (
     MCP_PATH,
     bind_socket,
@@ -56,6 +56,12 @@ log = structlog.get_logger(__name__)
 
 Transport = Literal["stdio", "http"]
 HEALTH_PATH = "/health"
+
+
+def vault_statuses(states: Mapping[str, ServerState]) -> dict[str, str]:
+    """Each vault's health status, by name: a monitor of a server of several vaults sees which
+    one is failing (the status only: `/health` answers without auth)."""
+    return {name: compute_health(each).status for name, each in states.items()}
 
 
 def transport_security(host: str) -> TransportSecuritySettings | None:
@@ -93,7 +99,7 @@ def http_app(
 
     async def health(_request: Request) -> Response:
         report = await anyio.to_thread.run_sync(compute_health, state)
-        body = {
+        body: dict[str, object] = {
             "status": report.status,
             "components": health_data(report).components.to_wire(),
             "uptime": report.uptime,
@@ -101,7 +107,12 @@ def http_app(
             # Which of the processes sharing the port answered (`host.http_readers`).
             "process": {"pid": os.getpid(), "role": report.role},
         }
-        return JSONResponse(body, status_code=503 if report.status == "unhealthy" else 200)
+        routing = getattr(server, "routing", None)
+        if routing is not None:  # several vaults: each one's status, the worst at the top
+            statuses = await anyio.to_thread.run_sync(vault_statuses, routing.states)
+            body["vaults"] = statuses
+            body["status"] = max(statuses.values(), key=STATUS_SEVERITY.index)
+        return JSONResponse(body, status_code=503 if body["status"] == "unhealthy" else 200)
 
     server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(health)
     app = server.streamable_http_app(

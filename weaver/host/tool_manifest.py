@@ -32,11 +32,13 @@ from pydantic import BaseModel
 
 import weaver
 from weaver.config import CACHE_DIR_NAME, Settings
+from weaver.file_replace import replace_file
 
 log = structlog.get_logger(__name__)
 
 MANIFEST_NAME = "tools-manifest.json"
 FORMAT = 1  # bumped when the file's own layout changes
+MODEL_PACKAGES = ("mcp", "mcp_types", "weaver")  # where a handler's params model may come from
 
 
 @dataclass(frozen=True)
@@ -110,14 +112,19 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         partial.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
-        partial.replace(path)
+        replace_file(partial, path)  # Windows: a start reading it holds it for a moment
     except OSError as exc:  # a read-only vault: every start takes the slow path, still right
         log.warning("the tool manifest could not be written", path=str(path), error=str(exc))
         partial.unlink(missing_ok=True)
 
 
 def params_model(type_name: str) -> type[BaseModel]:
+    """The pydantic model `module:name` names, imported; only one of the SDK's or Weaver's own.
+    The manifest is read before anything checks it, so a name elsewhere (a file edited by hand
+    or by another program) must not make a start import a module of its choosing."""
     module, _, name = type_name.partition(":")
+    if module.partition(".")[0] not in MODEL_PACKAGES:
+        raise ImportError(f"{type_name}: a manifest names only models of {MODEL_PACKAGES}")
     found = getattr(importlib.import_module(module), name)
     if not (isinstance(found, type) and issubclass(found, BaseModel)):
         raise TypeError(f"{type_name} is not a pydantic model")

@@ -6,9 +6,10 @@ thread catches up behind it. A pass drops the text of PDFs that are gone, then r
 pending ones (never read, or changed since) newest first, each bounded in time and memory
 (`pdf_reader.PdfReader`: one subprocess reads them in turn), and stores each document's pages
 in a short transaction of its own, so the indexer's writes wait for one document's insert at
-most, never for a read. A PDF that cannot be read, runs out of time or memory, or has more
-pages than are read is stored with its `problem` (list_problems shows it) and not read again
-until it changes.
+most, never for a read. After a pass that stored or dropped many, the full-text indexes'
+pieces are merged into one, a short step at a time (searches are quicker on one). A
+PDF that cannot be read, runs out of time or memory, or has more pages than are read is stored
+with its `problem` (list_problems shows it) and not read again until it changes.
 
 A pass starts when the indexer says attachments changed (`wake`, one of its
 `attachment_listeners`: its bus carries note events only) and, as a safety net, every
@@ -38,6 +39,10 @@ log = structlog.get_logger(__name__)
 BATCH = 32  # pending PDFs listed at a time: a change made meanwhile jumps the queue soon
 POLL_SECONDS = 300.0  # a pass without a wake: a change the indexer did not report
 NICE = 19  # the reading subprocess's niceness: below the server and everything else
+# A pass that stored or dropped this many PDFs merges the text indexes into one piece. Merging
+# rewrites the whole index: after every PDF added alone it would rewrite it each time; a few
+# added at once leave FTS5 a segment or two more, which its own merging keeps in bounds.
+MERGE_AFTER = 32
 # Bigger files are not read at all: their text would take the reader's whole time bound.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
@@ -56,11 +61,24 @@ def extract_pending(
 
     Raises `PdfUnavailableError` without pypdfium2."""
     with db.begin() as conn:
-        attachment_text.forget_gone(conn)
+        forgotten = attachment_text.forget_gone(conn)
     if read_pdf is not None:
-        return _extract_all(db, vault, should_stop, read_pdf)
-    with PdfReader(nice=NICE) as reader:
-        return _extract_all(db, vault, should_stop, reader.read)
+        done = _extract_all(db, vault, should_stop, read_pdf)
+    else:
+        with PdfReader(nice=NICE) as reader:
+            done = _extract_all(db, vault, should_stop, reader.read)
+    if done + forgotten >= MERGE_AFTER:
+        merge_index(db, should_stop)
+    return done
+
+
+def merge_index(db: Engine, should_stop: Callable[[], bool] = lambda: False) -> None:
+    """Merge the text indexes' segments into one, a short transaction a step, so that the
+    indexer's writes wait for one step at most (`attachment_text.merge_step`)."""
+    while not should_stop():
+        with db.begin() as conn:
+            if not attachment_text.merge_step(conn):
+                return
 
 
 def _extract_all(

@@ -167,7 +167,8 @@ def install_completions(
         if not isinstance(ref, PromptReference) and ref.uri == HELP_TEMPLATE:
             return CompleteResult(completion=complete_tool(helps, argument.value))
         held = state
-        if not isinstance(ref, PromptReference) and ref.uri == VAULT_NOTE_TEMPLATE and routing:
+        in_vaults = isinstance(ref, PromptReference) or ref.uri == VAULT_NOTE_TEMPLATE
+        if in_vaults and routing:  # a prompt's or a vault's note: `vault` names which
             if argument.name == "vault":
                 return CompleteResult(completion=complete_vault(routing, argument.value))
             named = params.context.arguments if params.context is not None else None

@@ -9,6 +9,9 @@ triage_broken_links()    the broken link targets, the notes holding them, likely
 agenda(days)             open tasks overdue, then due and scheduled in the coming days, by day
 
 Every prompt stays within the answer-size bound (`sizing`): lists are cut, and say so.
+
+On a server of several vaults each prompt also takes `vault`: `WeaverServer.get_prompt` takes
+it out of the arguments and names the vault's state in `PROMPT_STATE` while the prompt runs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import date
 from typing import Annotated, Literal
 
@@ -44,6 +48,8 @@ EXCERPT = 240
 DAY_MS = 86_400_000
 TASKS_LISTED = 40  # per section of the agenda
 TASK_TOKENS = 60  # of a task's description: a line reads at a glance, and 120 lines fit
+# The vault a prompt is asked of, on a server of several (unset: the server's own state).
+PROMPT_STATE: ContextVar[ServerState | None] = ContextVar("prompt_state", default=None)
 
 
 def _lines(items: list[str], total: int, what: str) -> str:
@@ -220,13 +226,14 @@ def _by_day(section: TaskSection, date_field: str) -> str:
     return ("\n".join(parts) or "(none)") + _more_tasks(section)
 
 
-def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
-    async def run(build: Callable[[], str]) -> str:
+def install_prompts(server: MCPServer[ServerState], default: ServerState) -> None:
+    async def run(build: Callable[[ServerState], str]) -> str:
+        state = PROMPT_STATE.get() or default
         refusal = reading_refusal(state.app.settings, "this prompt")
         if refusal is not None:  # MCPError: the SDK hides any other error's message
             raise MCPError(code=INVALID_PARAMS, message=refusal)
         await state.wait_ready()
-        return await anyio.to_thread.run_sync(build)
+        return await anyio.to_thread.run_sync(build, state)
 
     @server.prompt(
         title="Review recent changes",
@@ -235,7 +242,7 @@ def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def review_changes(
         period: Annotated[Literal["day", "week"], Field(description="day or week")] = "day",
     ) -> str:
-        return await run(lambda: review_changes_text(state, period))
+        return await run(lambda state: review_changes_text(state, period))
 
     @server.prompt(
         title="Connect a note",
@@ -245,7 +252,7 @@ def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def connect_note(
         path: Annotated[str, Field(description="Note path relative to the vault root")],
     ) -> str:
-        return await run(lambda: connect_note_text(state, path))
+        return await run(lambda state: connect_note_text(state, path))
 
     @server.prompt(
         title="Summarise a folder",
@@ -254,14 +261,14 @@ def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def summarize_folder(
         folder: Annotated[str, Field(description="Folder relative to the vault root")],
     ) -> str:
-        return await run(lambda: summarize_folder_text(state, folder))
+        return await run(lambda state: summarize_folder_text(state, folder))
 
     @server.prompt(
         title="Triage broken links",
         description="Broken link targets, the notes holding them and likely targets",
     )
     async def triage_broken_links() -> str:
-        return await run(lambda: triage_broken_links_text(state))
+        return await run(triage_broken_links_text)
 
     @server.prompt(
         title="Plan my tasks",
@@ -270,4 +277,4 @@ def install_prompts(server: MCPServer[ServerState], state: ServerState) -> None:
     async def agenda(
         days: Annotated[int, Field(ge=1, le=90, description="How many days ahead (1-90)")] = 7,
     ) -> str:
-        return await run(lambda: agenda_text(state, days))
+        return await run(lambda state: agenda_text(state, days))

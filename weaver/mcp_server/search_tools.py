@@ -7,8 +7,8 @@ folder and tag filters are the ones `query_files` applies.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, TypeVar
 
 from pydantic import Field
 
@@ -27,6 +27,7 @@ from weaver.mcp_server.catalog import tool
 from weaver.mcp_server.schemas import WireModel
 from weaver.runtime.state import ServerState
 from weaver.search import SearchMode, SearchRequest, SearchResults, find_notes
+from weaver.search.results import NoteHit
 
 
 class SearchHitInfo(WireModel):
@@ -53,14 +54,21 @@ class PdfPageHitInfo(WireModel):
 
 
 def _page_hit(hit: PageHit) -> PdfPageHitInfo:
-    call = json.dumps({"path": hit.path, "page": hit.page}, ensure_ascii=False)
     return PdfPageHitInfo(
         path=hit.path,
         page=hit.page,
         snippet=hit.snippet,
         score=hit.score,
-        read_with=f"get_attachment {call}",
+        read_with=_read_with(hit),
     )
+
+
+def _read_with(hit: PageHit, vault: str | None = None) -> str:
+    """The get_attachment call reading `hit`'s page (in `vault`, on a server of several)."""
+    arguments: dict[str, object] = {"path": hit.path, "page": hit.page}
+    if vault is not None:
+        arguments["vault"] = vault
+    return f"get_attachment {json.dumps(arguments, ensure_ascii=False)}"
 
 
 # The answer repeats the query so that a model sees what was searched; a pasted page of text
@@ -184,17 +192,24 @@ def search_notes(
     )
 
 
-EVERY_VAULT_NOTE = "PDF text is searched one vault at a time: name the vault to search it"
-
-
 class VaultSearchHitInfo(SearchHitInfo):
     vault: str = Field(description="The vault holding the note")
 
 
+class VaultPdfPageHitInfo(PdfPageHitInfo):
+    vault: str = Field(description="The vault holding the PDF (`readWith` names it)")
+
+
 class VaultSearchNotesData(SearchNotesData):
-    """search_notes over every vault (`vault: "*"`): the vaults' hits merged by score."""
+    """search_notes over every vault (`vault: "*"`): the vaults' notes merged by score, and
+    apart from them their PDFs, merged the same way."""
 
     results: list[VaultSearchHitInfo]  # type: ignore[assignment]
+    attachments: list[VaultPdfPageHitInfo] = Field(  # type: ignore[assignment]
+        default_factory=list,
+        description="PDFs holding the query's words in every vault, best first, each at its "
+        "best page and naming its vault; paged by the same offset and limit",
+    )
 
 
 def search_every_vault(
@@ -208,19 +223,17 @@ def search_every_vault(
 ) -> VaultSearchNotesData:
     """search_notes in every vault at once: each vault's first `offset + limit` hits, merged
     best score first, the page cut from the merge (so that paging through it sees each hit
-    once). A vault answers in its own default mode when `mode` is left out: the answer's
-    `mode` is the first vault's."""
+    once); their PDF hits likewise, apart from the notes. A vault answers in its own default
+    mode when `mode` is left out: the answer's `mode` is the first vault's."""
     request = SearchRequest(
         query, mode, normalize_directory(directory), filter_tag(tag), offset + limit, 0
     )
     found = {name: find_notes(state.search_sources, request) for name, state in states.items()}
-    merged = sorted(
-        ((hit.score, name, hit) for name, each in found.items() for hit in each.hits),
-        key=lambda scored: -scored[0],
-    )
-    page = merged[offset : offset + limit]
+    page = _merged({name: each.hits for name, each in found.items()})[offset : offset + limit]
+    pdfs = _merged({name: each.attachment_hits for name, each in found.items()})
     first = next(iter(found.values()))
     total = sum(each.total for each in found.values())
+    attachment_total = sum(each.attachment_total for each in found.values())
     return VaultSearchNotesData(
         query=echo(query),
         fts_query=None if first.fts_query is None else echo(first.fts_query),
@@ -232,13 +245,37 @@ def search_every_vault(
         total_exact=all(each.total_exact for each in found.values()),
         limit=limit,
         offset=offset,
-        # The notes only: PDF pages are searched one vault at a time (`attachment_text`).
         has_more=offset + limit < total
-        or any(len(each.hits) < each.total for each in found.values()),
+        or any(len(each.hits) < each.total for each in found.values())
+        or offset + limit < attachment_total,
         mode=first.mode,
         coverage=_joined(found, "coverage"),
         progress=_joined(found, "progress"),
-        attachment_text=EVERY_VAULT_NOTE,
+        attachments=[_vault_page_hit(hit, name) for _, name, hit in pdfs[offset : offset + limit]],
+        attachment_total=attachment_total,
+        attachment_text=_joined(found, "attachment_text"),
+    )
+
+
+Hit = TypeVar("Hit", NoteHit, PageHit)
+
+
+def _merged(hits: Mapping[str, Sequence[Hit]]) -> list[tuple[float, str, Hit]]:
+    """Every vault's hits, best score first (a tie in the vaults' order, then each's own)."""
+    return sorted(
+        ((hit.score, name, hit) for name, each in hits.items() for hit in each),
+        key=lambda scored: -scored[0],
+    )
+
+
+def _vault_page_hit(hit: PageHit, vault: str) -> VaultPdfPageHitInfo:
+    return VaultPdfPageHitInfo(
+        path=hit.path,
+        page=hit.page,
+        snippet=hit.snippet,
+        score=hit.score,
+        read_with=_read_with(hit, vault),
+        vault=vault,
     )
 
 

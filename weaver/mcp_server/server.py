@@ -15,7 +15,10 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import ProtectedResourceMetadata
-from mcp_types import CallToolResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
+from mcp_types import Prompt as MCPPrompt
+from mcp_types import PromptArgument as MCPPromptArgument
 from mcp_types import Tool as MCPTool
 
 import weaver
@@ -57,11 +60,12 @@ from weaver.mcp_server.envelope import (
     text_for_window,
     unwrap,
 )
-from weaver.mcp_server.prompts import install_prompts
+from weaver.mcp_server.prompts import PROMPT_STATE, install_prompts
 from weaver.mcp_server.resources import install_resources
 from weaver.mcp_server.tool_help import ToolHelp
 from weaver.mcp_server.vaults import (
     EVERY_VAULT,
+    VAULT_ARGUMENT,
     UnknownVaultError,
     VaultRouting,
     vaults_lifespan,
@@ -251,6 +255,39 @@ class WeaverServer(MCPServer[ServerState]):
         if grant is None or grant.read is None or not isinstance(result, CallToolResult):
             return result
         return self.readable_answer(name, grant, result, context)
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """Several vaults: each prompt takes `vault`, as every tool does."""
+        prompts = await super().list_prompts()
+        if self.routing is None:
+            return prompts
+        vault = MCPPromptArgument(
+            name=VAULT_ARGUMENT,
+            description=f"the vault to ask of: {', '.join(self.routing.names)} "
+            f"(left out: {self.routing.default})",
+            required=False,
+        )
+        return [p.model_copy(update={"arguments": [*(p.arguments or []), vault]}) for p in prompts]
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[ServerState, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """The prompt built from the vault its `vault` argument names (the default's without)."""
+        if self.routing is None:
+            return await super().get_prompt(name, arguments, context)
+        arguments = dict(arguments or {})
+        try:
+            vault = self.routing.route(name, arguments)
+        except UnknownVaultError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        token = PROMPT_STATE.set(self.routing.states[vault])
+        try:
+            return await super().get_prompt(name, arguments, context)
+        finally:
+            PROMPT_STATE.reset(token)
 
     async def call_in_vault(
         self,

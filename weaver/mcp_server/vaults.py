@@ -76,7 +76,8 @@ class VaultRouting:
         if tool in SPANNING_TOOLS:
             text += (
                 f" {EVERY_VAULT!r} searches every vault: their hits merged best score first, "
-                "each naming its `vault`, `offset` and `limit` paging through the merge."
+                "each naming its `vault`, `offset` and `limit` paging through the merge; their "
+                "PDFs likewise, in `attachments` (`readWith` names the vault)."
             )
         return text
 

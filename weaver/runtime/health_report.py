@@ -29,6 +29,7 @@ from weaver.runtime.state import ServerState
 from weaver.semantic.search import embedding_status
 
 Status = Literal["healthy", "starting", "degraded", "unhealthy"]
+STATUS_SEVERITY: tuple[Status, ...] = ("healthy", "starting", "degraded", "unhealthy")
 
 
 @dataclass(frozen=True)

@@ -175,8 +175,8 @@ async def _stop_embedding(state: ServerState) -> None:
 
 def _start_pdf_text(state: ServerState) -> None:
     app = state.app
-    if state.pdf_text is not None or app.db.dialect.name != "sqlite":
-        return  # PostgreSQL: attachment text is not searched yet (docs/tools.md)
+    if state.pdf_text is not None:
+        return
     embedding = state.embedding
     on_text = [embedding.wake] if embedding is not None else []  # new text: embed its pages
     state.pdf_text = AttachmentTextWorker(app.db, app.vault, text_listeners=on_text)

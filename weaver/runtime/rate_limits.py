@@ -82,9 +82,10 @@ class RateLimiter:
         now = self._clock()
         with self._lock:
             self._forget_idle(now)
-            bucket = self._buckets.setdefault(
-                (client_id, rate_class), _Bucket(float(per_minute), now)
-            )
+            # Taken out and put back last: the dict stays in order of last use, idle ones first.
+            key = (client_id, rate_class)
+            bucket = self._buckets.pop(key, None) or _Bucket(float(per_minute), now)
+            self._buckets[key] = bucket
             bucket.tokens = min(per_minute, bucket.tokens + (now - bucket.updated) * rate)
             bucket.updated = now
             if bucket.tokens >= 1.0:
@@ -92,9 +93,15 @@ class RateLimiter:
                 return None
             return RateLimited(rate_class, per_minute, (1.0 - bucket.tokens) / rate)
 
+    def __len__(self) -> int:
+        """The buckets held: the clients seen within `IDLE_S`, per class."""
+        return len(self._buckets)
+
     def _forget_idle(self, now: float) -> None:
-        if len(self._buckets) < 256:
-            return  # a handful of clients: not worth the scan
-        idle = [key for key, b in self._buckets.items() if now - b.updated > IDLE_S]
-        for key in idle:
+        """Drop the buckets idle for `IDLE_S` (full again whatever they held): the oldest used
+        lead the dict, so this reads only those it drops and the first one it keeps."""
+        while self._buckets:
+            key, oldest = next(iter(self._buckets.items()))
+            if now - oldest.updated <= IDLE_S:
+                return
             del self._buckets[key]

@@ -11,13 +11,13 @@ from sqlalchemy import Connection
 
 from weaver.attachments.images import INSTALL_HINT
 from weaver.attachments.pdf_text import pdf_available
-from weaver.cache import attachment_text, fts, read, vectors
+from weaver.cache import fts, read, vectors
 from weaver.cache.attachment_text import PageHit
 from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
 from weaver.paging import Page
 from weaver.search.modes import choose_mode
-from weaver.search.pdf_pages import pages_by_hybrid, pages_by_meaning
+from weaver.search.pdf_pages import pages_by_hybrid, pages_by_meaning, pages_by_words
 from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
 from weaver.semantic.search import (
     SemanticPage,
@@ -27,7 +27,6 @@ from weaver.semantic.search import (
 )
 
 MAX_NAME = 200  # longer text is no note's name
-PG_NOTE = "PDF text is not searched on a PostgreSQL cache yet (SQLite only)"
 
 
 def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
@@ -49,8 +48,6 @@ def _with_attachments(
 ) -> SearchResults:
     """`found` with the PDF pages found as the notes were: by their words, by meaning, or
     both fused. A tag filter leaves them out: an attachment has no tags."""
-    if not attachment_text.searchable(conn):
-        return replace(found, attachment_text=PG_NOTE)
     if request.tag is not None:
         return found
     pages = _attachment_pages(sources, conn, request, found.mode)
@@ -83,9 +80,7 @@ def _attachment_pages(
     expression = fts.fts_query(request.query)
     if expression is None:
         return None
-    return attachment_text.search_pages(
-        conn, expression, request.limit, request.offset, request.directory
-    )
+    return pages_by_words(conn, expression, request.limit, request.offset, request.directory)
 
 
 def _with_page_coverage(

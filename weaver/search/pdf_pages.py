@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from weaver.cache import attachment_text, attachment_vectors, fts
+from weaver.cache import attachment_text, attachment_vectors, fts, pg_attachment_search
 from weaver.cache.attachment_text import PageHit
+from weaver.cache.dialect import is_postgres
 from weaver.paging import Page
 from weaver.semantic.search import (
     FUSION_DEPTH,
@@ -81,8 +82,18 @@ def _keyword_pages(
     expression = fts.fts_query(query[:MAX_QUERY_CHARS])
     if expression is None:
         return [], 0
-    found = attachment_text.search_pages(conn, expression, FUSION_DEPTH, 0, directory)
+    found = pages_by_words(conn, expression, FUSION_DEPTH, 0, directory)
     return found.items, found.total
+
+
+def pages_by_words(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> Page[PageHit]:
+    """PDFs matching an FTS expression: the same answer from each backend's own index (FTS5
+    on SQLite, tsvectors on PostgreSQL)."""
+    if is_postgres(conn):
+        return pg_attachment_search.search_pages(conn, expression, limit, offset, directory)
+    return attachment_text.search_pages(conn, expression, limit, offset, directory)
 
 
 def _named_at_pages(conn: Connection, hits: list[SemanticHit]) -> list[PageHit]:

@@ -1,0 +1,157 @@
+"""The PDF page search (`cache.attachment_text.search_pages`) answers exactly what the plain
+reading of its rule gives, on a small corpus of PDFs stored straight into a cache: documents
+ranked by BM25 over their whole text (ties by path), `total` the documents matching, each at
+the page ranking best on its own (ties by page; page 1 when no page holds every word), only
+PDFs whose text is fresh, a folder narrowing them. The search is quicker than that plain
+reading (one cursor for the best pages, the count read off the ranking), never different.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, event, insert, text, update
+
+from weaver.cache import attachment_text, fts
+from weaver.cache.attachment_text import ExtractedPdf, PageHit
+from weaver.cache.models import Attachment
+from weaver.config import Settings
+from weaver.runtime.app import App, open_app
+
+WORDS = ["valve", "pump", "pipe", "seal", "flow", "gauge", "relief", "pressure", "steam", "boiler"]
+
+
+def _pages(rng: random.Random) -> list[str]:
+    count = rng.choice((1, 1, 2, 3, 5, 8))
+    pages = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(count)]
+    if count > 2 and rng.random() < 0.3:
+        pages[1] = "   "  # a page without a text layer: the pages after it keep their number
+    return pages
+
+
+@pytest.fixture
+def corpus(vault_dir: Path) -> Iterator[App]:
+    """Forty PDFs in three folders, one of them changed on disk since its text was read."""
+    app = open_app(Settings(vault=vault_dir))
+    rng = random.Random(38)
+    with app.db.begin() as conn:
+        for i in range(40):
+            path = f"{('manuals', 'manuals/old', 'reports')[i % 3]}/doc-{i:02d}.pdf"
+            conn.execute(insert(Attachment).values(path=path, size=100 + i, mtime_ns=i))
+            pages = _pages(rng)
+            extracted = ExtractedPdf(path, 100 + i, i, len(pages), pages, None)
+            attachment_text.store_extracted(conn, extracted, 0)
+        # Changed since it was read: its old text is found no more.
+        conn.execute(
+            update(Attachment).where(Attachment.path == "reports/doc-02.pdf").values(size=1)
+        )
+    yield app
+    app.close()
+
+
+def plain_search(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> tuple[list[tuple[str, int, float]], int]:
+    """The rule read plainly: every fresh matching document ranked, every page of each scored."""
+    documents = conn.execute(
+        text("""
+        SELECT p.path, bm25(attachment_doc_fts) AS score
+        FROM attachment_doc_fts
+        JOIN attachment_pages AS p ON p.id = attachment_doc_fts.rowid
+        JOIN attachments AS a ON a.path = p.path
+        JOIN attachment_texts AS t
+          ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
+        WHERE attachment_doc_fts MATCH :expression
+        ORDER BY score, p.path
+        """),
+        {"expression": expression},
+    ).all()
+    if directory:
+        documents = [d for d in documents if d.path.startswith(directory + "/")]
+    pages = conn.execute(
+        text("""
+        SELECT p.path, p.page, bm25(attachment_fts) AS score
+        FROM attachment_fts JOIN attachment_pages AS p ON p.id = attachment_fts.rowid
+        WHERE attachment_fts MATCH :expression
+        ORDER BY p.path, score, p.page
+        """),
+        {"expression": expression},
+    ).all()
+    best: dict[str, int] = {}
+    for path, page, _score in pages:
+        best.setdefault(path, page)
+    hits = [
+        (d.path, best.get(d.path, 1), round(-d.score, 6) + 0.0)
+        for d in documents[offset : offset + limit]
+    ]
+    return hits, len(documents)
+
+
+def found(hits: list[PageHit]) -> list[tuple[str, int, float]]:
+    return [(h.path, h.page, h.score) for h in hits]
+
+
+QUERIES = [
+    "valve",
+    "pump seal",
+    "steam OR boiler",
+    '"relief pressure"',
+    "gauge -flow",
+    "boil*",
+    "valve pump pipe seal flow",  # words spread over pages, no page holding them all
+    "nothingatall",
+]
+
+
+@pytest.mark.parametrize("words", QUERIES)
+def test_every_page_of_answers_is_what_the_plain_rule_gives(corpus: App, words: str) -> None:
+    expression = fts.fts_query(words)
+    assert expression is not None
+    with corpus.db.connect() as conn:
+        for directory in (None, "manuals", "reports"):
+            for limit, offset in ((3, 0), (3, 3), (5, 10), (50, 0), (4, 60)):
+                want, total = plain_search(conn, expression, limit, offset, directory)
+                page = attachment_text.search_pages(conn, expression, limit, offset, directory)
+                where = (words, directory, limit, offset)
+                assert (found(page.items), page.total) == (want, total), where
+
+
+def test_the_corpus_holds_what_the_comparison_needs(corpus: App) -> None:
+    """Ties, several pages, blank pages, a stale PDF: else the comparison proves little."""
+    with corpus.db.connect() as conn:
+        hits = attachment_text.search_pages(conn, "valve", 50, 0).items
+        spread = attachment_text.search_pages(
+            conn, fts.fts_query("valve pump pipe seal flow") or "", 50, 0
+        )
+    assert len({h.score for h in hits}) < len(hits)  # some documents tie
+    assert any(h.page > 2 for h in hits)  # a best page past the first ones
+    assert "reports/doc-02.pdf" not in {h.path for h in hits}
+    assert any(h.page == 1 and h.snippet == "" for h in spread.items)  # no page holds them all
+
+
+@contextmanager
+def statements(conn: Connection) -> Iterator[list[str]]:
+    """The SQL statements `conn` runs meanwhile."""
+    seen: list[str] = []
+
+    def record(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(conn, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(conn, "before_cursor_execute", record)
+
+
+def test_a_full_page_is_counted_by_its_ranking_not_a_second_pass(corpus: App) -> None:
+    with corpus.db.connect() as conn, statements(conn) as seen:
+        page = attachment_text.search_pages(conn, "valve", 3, 0)
+    assert len(page.items) == 3 and page.total > 3
+    # The ranking (with the count), the best pages, their snippets: nothing counts them again.
+    assert len(seen) == 3, seen
+    assert not any(sql.lstrip().startswith("SELECT count(*)") for sql in seen)
