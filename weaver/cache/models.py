@@ -490,6 +490,33 @@ class NoteChunk(Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class AttachmentEmbedding(Base):
+    """Which extraction of a PDF's text (`AttachmentText.extracted_at`) its chunks' vectors
+    were made from, and by which model: the vectors answer only while both match and the text
+    is fresh (see `weaver.cache.attachment_vectors`)."""
+
+    __tablename__ = "attachment_embeddings"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    extracted_at: Mapped[int] = mapped_column(BigInteger)
+    model: Mapped[str] = mapped_column(String)
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    embedded_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class AttachmentChunk(Base):
+    """One embedded chunk of a PDF page: the page it is on (from 1), its text (for snippets)
+    and its vector (float32, little-endian, unit length, as `NoteChunk`)."""
+
+    __tablename__ = "attachment_chunks"
+
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    chunk_no: Mapped[int] = mapped_column(Integer, primary_key=True)
+    page: Mapped[int] = mapped_column(Integer)
+    body: Mapped[str] = mapped_column(Text)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class OAuthClient(Base):
     """A client registered with Weaver's authorization server (RFC 7591): `info` is its
     registration as the MCP SDK models it (`OAuthClientInformationFull`), `name` what the

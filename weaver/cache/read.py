@@ -193,7 +193,7 @@ def read_snapshot(engine: Engine) -> Iterator[Connection]:
 # (they cannot change within one): a search asked for them five times, each a round trip on
 # PostgreSQL. Kept in the connection's `info` for the snapshot's life only.
 _SNAPSHOT_STAMPS = "weaver.snapshot_stamps"
-VERSION_STAMPS = ("last_updated", "vectors_version")
+VERSION_STAMPS = ("last_updated", "vectors_version", "attachment_vectors_version")
 
 
 def version_stamp(conn: Connection, key: str) -> str | None:

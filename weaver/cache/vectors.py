@@ -275,7 +275,8 @@ def load_vectors(
     found: list[str] = []
     starts: list[int] = []
     i = 0
-    result = conn.execution_options(yield_per=2000).execute(statement, values)
+    # Per statement: `Connection.execution_options` would set it for the rest of the snapshot.
+    result = conn.execute(statement, values, execution_options={"yield_per": 2000})
     for path, chunk_no, vector in result:
         if i == size:
             break  # rows written since the count (a reader's snapshot makes this rare)

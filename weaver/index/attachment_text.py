@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import structlog
@@ -131,8 +131,15 @@ def _extract(vault: Vault, pdf: PendingPdf, read_pdf: Callable[[Path], PdfText])
 class AttachmentTextWorker:
     """A daemon thread running `extract_pending` whenever it is woken (attachments changed)."""
 
-    def __init__(self, db: Engine, vault: Vault, read_pdf: ReadPdf | None = None) -> None:
+    def __init__(
+        self,
+        db: Engine,
+        vault: Vault,
+        read_pdf: ReadPdf | None = None,
+        text_listeners: Sequence[Callable[[], None]] = (),
+    ) -> None:
         self._db = db
+        self._text_listeners = list(text_listeners)  # told after a pass that stored text
         self._vault = vault
         self._read_pdf = read_pdf
         self._stop = threading.Event()
@@ -189,4 +196,6 @@ class AttachmentTextWorker:
         self.passes += 1
         if count:
             log.info("read PDF text", count=count)
+            for listener in self._text_listeners:
+                listener()
         return True

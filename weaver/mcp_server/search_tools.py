@@ -108,8 +108,8 @@ class SearchNotesData(WireModel):
     )
     attachments: list[PdfPageHitInfo] = Field(
         default_factory=list,
-        description="PDFs holding the query's words, best first, each at its best page; paged "
-        "by the same offset and limit",
+        description="PDFs matching as the notes do (by words, meaning or both), best first, "
+        "each at its best page; paged by the same offset and limit",
     )
     attachment_total: int = Field(default=0, description="PDFs matching, over all pages")
     attachment_text: str | None = Field(
@@ -141,7 +141,7 @@ a cosine 0-1); "hybrid" fuses both rankings, a note joining by meaning only when
 enough (`totalExact` false: `total` is an upper bound). Left out, it is hybrid once every note
 has been embedded, keyword otherwise; `mode` and `coverage` in the answer say which ran and
 how much of the vault the vectors cover.
-PDFs' text is searched too (by words; no OCR): each matching PDF comes in `attachments` at
+PDFs' text is searched too, in the same mode (no OCR): each matching PDF comes in `attachments` at
 its best page (`path`, `page`, snippet, `readWith`: the call reading it), `attachmentTotal`
 counting them; `offset` pages both lists; `tag` leaves PDFs out. Example:
 {"query": "\\"graph topology\\" neural*", "directory": "concepts", "limit": 10}."""

@@ -177,7 +177,9 @@ def _start_pdf_text(state: ServerState) -> None:
     app = state.app
     if state.pdf_text is not None:
         return
-    state.pdf_text = AttachmentTextWorker(app.db, app.vault)
+    embedding = state.embedding
+    on_text = [embedding.wake] if embedding is not None else []  # new text: embed its pages
+    state.pdf_text = AttachmentTextWorker(app.db, app.vault, text_listeners=on_text)
     app.indexer.attachment_listeners.append(state.pdf_text.wake)
     state.pdf_text.start()
 

@@ -11,13 +11,20 @@ from sqlalchemy import Connection
 
 from weaver.attachments.images import INSTALL_HINT
 from weaver.attachments.pdf_text import pdf_available
-from weaver.cache import attachment_text, fts, pg_attachment_search, read, vectors
-from weaver.cache.dialect import is_postgres
+from weaver.cache import fts, read, vectors
+from weaver.cache.attachment_text import PageHit
 from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
+from weaver.paging import Page
 from weaver.search.modes import choose_mode
+from weaver.search.pdf_pages import pages_by_hybrid, pages_by_meaning, pages_by_words
 from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
-from weaver.semantic.search import SemanticPage, describe_coverage, describe_embedding
+from weaver.semantic.search import (
+    SemanticPage,
+    describe_coverage,
+    describe_embedding,
+    describe_page_coverage,
+)
 
 MAX_NAME = 200  # longer text is no note's name
 
@@ -33,27 +40,58 @@ def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
             found = _by_keyword(sources, conn, request)
         else:
             found = _by_meaning(sources, conn, request, mode)
-        return _with_attachments(conn, request, found)
+        return _with_attachments(sources, conn, request, found)
 
 
 def _with_attachments(
-    conn: Connection, request: SearchRequest, found: SearchResults
+    sources: SearchSources, conn: Connection, request: SearchRequest, found: SearchResults
 ) -> SearchResults:
-    """`found` with the PDF pages holding the query's words. A tag filter leaves them out: an
-    attachment has no tags."""
-    expression = fts.fts_query(request.query)
-    if expression is None or request.tag is not None:
+    """`found` with the PDF pages found as the notes were: by their words, by meaning, or
+    both fused. A tag filter leaves them out: an attachment has no tags."""
+    if request.tag is not None:
         return found
-    # The same answer from each backend's own index: FTS5 on SQLite, tsvectors on PostgreSQL.
-    search_pages = (
-        pg_attachment_search.search_pages if is_postgres(conn) else attachment_text.search_pages
-    )
-    pages = search_pages(conn, expression, request.limit, request.offset, request.directory)
+    pages = _attachment_pages(sources, conn, request, found.mode)
+    if pages is None:
+        return found
+    if found.mode != "keyword":
+        found = replace(found, coverage=_with_page_coverage(sources, conn, found.coverage))
     # Hits were read by the library: only an answer without any asks whether it is there.
     why = None if pages.items or pdf_available() else f"PDF text is not searched: {INSTALL_HINT}"
     return replace(
         found, attachment_hits=pages.items, attachment_total=pages.total, attachment_text=why
     )
+
+
+def _attachment_pages(
+    sources: SearchSources,
+    conn: Connection,
+    request: SearchRequest,
+    mode: Literal["keyword", "semantic", "hybrid"],
+) -> Page[PageHit] | None:
+    """The PDFs matching `request` in `mode` (the one the notes ran in); None when the query
+    has no words to match (keyword mode)."""
+    args = (request.query, request.limit, request.offset, request.directory)
+    if mode != "keyword":
+        by_meaning = pages_by_meaning if mode == "semantic" else pages_by_hybrid
+        try:
+            return by_meaning(sources.semantic, conn, *args)
+        except ModelLoadingError:  # let go since the notes were ranked: their words, then
+            pass
+    expression = fts.fts_query(request.query)
+    if expression is None:
+        return None
+    return pages_by_words(conn, expression, request.limit, request.offset, request.directory)
+
+
+def _with_page_coverage(
+    sources: SearchSources, conn: Connection, coverage: str | None
+) -> str | None:
+    """The notes' coverage, and the PDF pages' where there are any."""
+    pages = sources.semantic.page_coverage(conn)
+    if pages.total == 0:
+        return coverage
+    said = f"PDF pages: {describe_page_coverage(pages)}"
+    return f"{coverage}; {said}" if coverage else said
 
 
 def _by_keyword(sources: SearchSources, conn: Connection, request: SearchRequest) -> SearchResults:

@@ -65,7 +65,7 @@ class SearchResults:
     # Semantic and hybrid, while not every note can be searched by meaning yet: how far the
     # model's build or the notes' embedding is ("building the embedding model, 40 %").
     progress: str | None = None
-    # PDF pages matching the query's words (every mode: pages are not embedded), paged by the
+    # PDFs matching in the notes' mode, each at its best page, paged by the
     # same `offset` and `limit` as the notes; `attachment_text` says why there are none where
     # they cannot be searched (no PDF library, a PostgreSQL cache).
     attachment_hits: list[PageHit] = field(default_factory=list)

@@ -30,6 +30,12 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class PageChunk:
+    page: int  # the PDF page the chunk is on, from 1
+    chunk: Chunk
+
+
+@dataclass(frozen=True, slots=True)
 class _Section:
     path: tuple[str, ...]
     lines: list[str]
@@ -91,3 +97,18 @@ def _windows(words: list[str]) -> Iterator[str]:
     step = MAX_WORDS - OVERLAP_WORDS
     for start in range(0, len(words) - OVERLAP_WORDS, step):
         yield " ".join(words[start : start + MAX_WORDS])
+
+
+def chunk_pages(title: str, pages: Sequence[tuple[int, str]], max_chunks: int) -> list[PageChunk]:
+    """The chunks of a PDF's pages (number, text), each page chunked as a note's body under
+    the document's `title`, in page order, `max_chunks` at most (the first pages'): a page is
+    chunked alone, so every chunk names the one page it is on."""
+    chunks: list[PageChunk] = []
+    for number, page_text in pages:
+        if not page_text.strip():
+            continue
+        for chunk in chunk_note(title, page_text):
+            if len(chunks) == max_chunks:
+                return chunks
+            chunks.append(PageChunk(number, chunk))
+    return chunks

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from weaver.cache import fts, read, vectors
+from weaver.cache import attachment_vectors, fts, read, vectors
 from weaver.cache.graph import notes_within
 from weaver.cache.vectors import ChunkMatrix, Coverage
 from weaver.errors import SemanticUnavailableError
@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start 
     import numpy.typing as npt
 
 RRF_K = 60
+# The most PDF chunk rows held in memory (about 60 MB at 384 dimensions): whole PDFs, those
+# past it are found by their words only (`attachment_vectors.load_page_vectors`).
+MAX_PAGE_ROWS = 40_000
 # How long a query waits for the model to load before answering with the progress instead.
 LOAD_WAIT_S = 5.0
 # Notes changed since the matrix was loaded beyond which it is loaded whole again.
@@ -102,6 +105,14 @@ class SemanticIndex:
         self._loader = ModelLoader(self._load, model)  # given: the bench's variants
         self._matrix: ChunkMatrix | None = None
         self._version = -1
+        # The PDF pages' vectors: a matrix of their own, so that notes rank as before and a
+        # PDF embedded never makes the notes' matrix load again.
+        self._page_matrix: ChunkMatrix | None = None
+        self._page_version = -1
+        self._page_cache: (
+            tuple[tuple[int, tuple[int, int], int | None], tuple[set[str], Coverage]] | None
+        ) = None
+        self._last_query: tuple[str, npt.NDArray[np.float32] | None] | None = None
         self._coverage: tuple[tuple[int, int | None], Coverage] | None = None
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
         self._used_at = time.monotonic()  # the last use of the model or the vectors
@@ -121,8 +132,9 @@ class SemanticIndex:
         if time.monotonic() - self._used_at < idle_s:
             return False
         with self._lock:
-            had_matrix = self._matrix is not None
+            had_matrix = self._matrix is not None or self._page_matrix is not None
             self._matrix, self._version, self._loaded_at = None, -1, 0
+            self._page_matrix, self._page_version = None, -1
         return self._loader.unload() or had_matrix
 
     @property
@@ -159,6 +171,79 @@ class SemanticIndex:
                 self._matrix = self._refresh(conn, self._matrix, dimensions)
                 self._version = version
             return self._matrix
+
+    def page_matrix(self, conn: Connection) -> ChunkMatrix:
+        """Every PDF chunk vector (up to `MAX_PAGE_ROWS`), as of `conn`'s snapshot; loaded
+        whole when they changed (PDFs change seldom, and are a fraction of a vault's chunks)."""
+        version = attachment_vectors.vectors_version(conn)
+        dimensions = self.model().dimensions
+        with self._lock:
+            if self._page_matrix is None or version != self._page_version:
+                self._page_matrix = None  # let the old one go before the new one is read
+                self._page_matrix = attachment_vectors.load_page_vectors(
+                    conn, self.model_id, dimensions, MAX_PAGE_ROWS
+                )
+                self._page_version = version
+            return self._page_matrix
+
+    def page_coverage(self, conn: Connection) -> Coverage:
+        """How many PDF pages with text have current vectors (counted again only when
+        `_page_state` changed: the count joins every page)."""
+        return self._page_facts(conn)[1]
+
+    def _page_facts(self, conn: Connection) -> tuple[set[str], Coverage]:
+        """The PDFs whose vectors may answer now, and the pages' coverage; read again only
+        when the PDF vectors, the PDF text or the cache (the attachment rows) changed."""
+        key = (
+            attachment_vectors.vectors_version(conn),
+            attachment_vectors.text_stamp(conn),
+            read.last_updated(conn),
+        )
+        cached = self._page_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        facts = (
+            attachment_vectors.fresh_paths(conn, self.model_id),
+            attachment_vectors.count_embedded_pages(conn, self.model_id),
+        )
+        self._page_cache = (key, facts)
+        return facts
+
+    def rank_pages(
+        self,
+        conn: Connection,
+        query: str,
+        depth: int,
+        directory: str | None,
+        hybrid: bool,
+    ) -> tuple[list[SemanticHit], int]:
+        """The `depth` PDFs nearest in meaning to `query` (those whose vectors are fresh, under
+        `directory`), best first, each at its best chunk; and how many were kept. `hybrid`
+        keeps only those at `similarity_floor` or above, as for notes."""
+        vector = self._query_vector(query)
+        if vector is None:
+            return [], 0
+        matrix = self.page_matrix(conn)
+        if not matrix.paths:
+            return [], 0
+        fresh = self._page_facts(conn)[0]  # stale ones never answer
+        if directory:
+            fresh = {path for path in fresh if path.startswith(directory + "/")}
+        floor = similarity_floor(self.model_id) if hybrid else None
+        # A PDF scores by its best chunk: its pages are about many things, and one page that
+        # answers is the hit (averaging would sink it among unrelated ones).
+        ranking = _Ranking(None, None, depth, floor, (), least=1, share=0.0)
+        return _rank(matrix, vector, fresh, ranking)
+
+    def _query_vector(self, query: str) -> npt.NDArray[np.float32] | None:
+        """`query`'s vector; the last one is kept, as notes and PDF pages are ranked by it in
+        turn."""
+        last = self._last_query
+        if last is not None and last[0] == query:
+            return last[1]
+        vector = self.model().embed_query(query[:MAX_QUERY_CHARS]) if query.strip() else None
+        self._last_query = (query, vector)
+        return vector
 
     def _refresh(self, conn: Connection, old: ChunkMatrix | None, dimensions: int) -> ChunkMatrix:
         """The matrix brought up to date: the rows of notes embedded since it was loaded are
@@ -271,7 +356,7 @@ class SemanticIndex:
     def _rank_query(
         self, conn: Connection, query: str, ranking: _Ranking
     ) -> tuple[list[SemanticHit], int]:
-        vector = self.model().embed_query(query[:MAX_QUERY_CHARS]) if query.strip() else None
+        vector = self._query_vector(query)
         if vector is None:
             return [], 0
         within = notes_within(conn, ranking.directory, ranking.tag)
@@ -281,7 +366,9 @@ class SemanticIndex:
         keys = [(h.path, h.chunk_no) for h in hits if h.chunk_no >= 0]
         texts = vectors.chunk_texts(conn, keys)
         return [
-            SemanticHit(h.path, h.score, h.chunk_no, _clip(texts.get((h.path, h.chunk_no), "")))
+            SemanticHit(
+                h.path, h.score, h.chunk_no, clip_snippet(texts.get((h.path, h.chunk_no), ""))
+            )
             for h in hits
         ]
 
@@ -310,6 +397,11 @@ def describe_coverage(coverage: Coverage) -> str:
     return text if coverage.complete else text + "; results cover the embedded notes only"
 
 
+def describe_page_coverage(coverage: Coverage) -> str:
+    """`embedded 300 of 1,200` PDF pages (those with text)."""
+    return f"embedded {coverage.embedded:,} of {coverage.total:,}"
+
+
 def describe_embedding(coverage: Coverage) -> str | None:
     """`embedding notes, 1,200 of 6,571` while some notes wait for their vectors; else None."""
     if coverage.complete:
@@ -323,7 +415,9 @@ def embedding_status(index: SemanticIndex, conn: Connection, enabled: bool) -> s
         return f"semantic search not installed: {enable_hint()}"
     if not enabled:
         return "semantic search turned off (semantic = false)"
-    return describe_coverage(index.coverage(conn))
+    said = describe_coverage(index.coverage(conn))
+    pages = index.page_coverage(conn)
+    return said if pages.total == 0 else f"{said}; PDF pages: {describe_page_coverage(pages)}"
 
 
 @functools.cache
@@ -347,6 +441,7 @@ class _Ranking:
     floor: float | None = None
     pinned: Sequence[str] = ()
     least: int = STATIC_LEAST_CHUNKS  # the fewest chunks a note scores by: 1 or 2
+    share: float = BEST_SHARE  # of its chunks a long note scores by (0: `least` alone)
 
 
 def similarity_floor(model_id: str) -> float:
@@ -369,10 +464,13 @@ def _keyword_ranking(
 
 
 def note_scores(
-    scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp], least: int = 2
+    scores: npt.NDArray[np.float32],
+    starts: npt.NDArray[np.intp],
+    least: int = 2,
+    share: float = BEST_SHARE,
 ) -> Vectors:
     """Each note's score from its chunks' (`starts` opens each note's run, plus the end): the
-    mean of its best `BEST_SHARE` of chunks, `least` (1 or 2) at least, as many as it has."""
+    mean of its best `share` of chunks, `least` (1 or 2) at least, as many as it has."""
     import numpy as np
 
     firsts = starts[:-1]
@@ -386,8 +484,8 @@ def note_scores(
         second = np.where(np.add.reduceat(at_best, firsts) > 1, best, second)
         result = np.where(lengths > 1, (best + second) / 2, best).astype(np.float32)
     # Few notes are long enough to average more: those one at a time.
-    for i in np.flatnonzero(lengths * BEST_SHARE > least):
-        counted = math.ceil(lengths[i] * BEST_SHARE)
+    for i in np.flatnonzero(lengths * share > least):
+        counted = math.ceil(lengths[i] * share)
         result[i] = np.sort(scores[starts[i] : starts[i + 1]])[-counted:].mean()
     return result
 
@@ -405,7 +503,7 @@ def _rank(
         return [], 0
     one_blas_thread()
     scores = matrix.matrix @ vector
-    notes = note_scores(scores, matrix.starts, ranking.least)
+    notes = note_scores(scores, matrix.starts, ranking.least, ranking.share)
     kept = np.ones(len(matrix.paths), dtype=bool)
     if within is not None:
         kept = np.fromiter((p in within for p in matrix.paths), bool, len(matrix.paths))
@@ -438,6 +536,6 @@ def _indexes(paths: list[str], wanted: Sequence[str]) -> list[int]:
     return found
 
 
-def _clip(text: str) -> str:
+def clip_snippet(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"

@@ -8,6 +8,11 @@ indexer publishes changes and, as a safety net, every `POLL_SECONDS` if the cach
 the last pass. Stopped mid-pass (at shutdown), it finishes the batch under way or drops it;
 either way every note is fully embedded or pending, and the next start resumes with the
 pending ones.
+
+PDF pages (their text, as the PDF text worker extracted it) are embedded in the same pass, after
+every note, a few PDFs per transaction (`attachment_vectors`); a note changed meanwhile ends the
+pass, so the next one embeds it before the PDFs go on. The PDF text worker wakes this one when
+it stored text (`wake`).
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import PurePosixPath
 
 import structlog
 from sqlalchemy import Engine
 
-from weaver.cache import read, vectors
+from weaver.cache import attachment_vectors, read, vectors
+from weaver.cache.attachment_vectors import EmbeddedPdf, PageChunkVector, PdfSource
 from weaver.cache.vectors import ChunkVector, EmbeddedNote
 from weaver.errors import SemanticUnavailableError
 from weaver.memory_trim import trim_heap
-from weaver.semantic.chunks import chunk_note
+from weaver.semantic.chunks import PageChunk, chunk_note, chunk_pages
 from weaver.semantic.model import EmbeddingModel
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.static import stop_distilling
@@ -36,6 +43,13 @@ log = structlog.get_logger(__name__)
 # Notes per transaction: small enough that a stop loses little work and a changed note's
 # vectors appear soon; large enough that the model sees full batches.
 BATCH_NOTES = 16
+# PDFs per transaction, and what of each is embedded: its first pages, and of those the first
+# chunks (a 2,000-page PDF must not take the model minutes, nor the matrix its rows; later
+# pages are found by their words).
+BATCH_PDFS = 8
+BATCH_CHUNKS = 256  # chunks between two looks at the notes: seconds of the transformer
+MAX_PDF_PAGES = 100
+MAX_PDF_CHUNKS = 200
 POLL_SECONDS = 30.0
 # After this long without a search or a pass, the model and the vectors are let go (the next
 # use loads them again, a second or so) and the freed memory given back to the system.
@@ -52,8 +66,12 @@ def embed_pending(
     should_stop: Callable[[], bool] = lambda: False,
     on_batch: Callable[[int], None] | None = None,
     before_batch: Callable[[], None] | None = None,
+    notes_waiting: Callable[[], bool] = lambda: False,
 ) -> int:
-    """Bring the vectors up to date with the notes; the number of notes embedded.
+    """Bring the vectors up to date with the notes, then with the PDFs' pages; the number of
+    notes and PDFs embedded. The PDFs come after every note, and give way (the pass ends, a
+    PDF at most later) when `notes_waiting` says notes changed meanwhile: a vault's notes never
+    wait for its PDFs.
 
     Raises `SemanticUnavailableError` when the model cannot be loaded."""
     model = index.model(wait=None)  # the first start distils the static model: wait for it
@@ -64,11 +82,83 @@ def embed_pending(
         if before_batch is not None:
             before_batch()
         if should_stop():
-            break
+            return done
         done += _embed_batch(db, model, pending[start : start + BATCH_NOTES])
         if on_batch is not None:
             on_batch(len(pending) - start - BATCH_NOTES)
+    return done + embed_pending_pdfs(
+        db, model, lambda: should_stop() or notes_waiting(), before_batch
+    )
+
+
+def embed_pending_pdfs(
+    db: Engine,
+    model: EmbeddingModel,
+    should_stop: Callable[[], bool] = lambda: False,
+    before_batch: Callable[[], None] | None = None,
+) -> int:
+    """Bring the PDF pages' vectors up to date with their text, newest PDF first, a few PDFs
+    (`BATCH_CHUNKS` chunks at most, but a whole PDF) per transaction; the number of PDFs
+    embedded."""
+    with db.connect() as conn:
+        pending = attachment_vectors.sync_page_embeddings(conn, model.model_id)
+    done = 0
+    for start in range(0, len(pending), BATCH_PDFS):
+        with db.connect() as conn:
+            sources = attachment_vectors.pdf_sources(
+                conn, pending[start : start + BATCH_PDFS], MAX_PDF_PAGES
+            )
+        chunked = [
+            (source, chunk_pages(PurePosixPath(source.path).stem, source.pages, MAX_PDF_CHUNKS))
+            for source in sources
+        ]
+        for batch in _batches(chunked):
+            if before_batch is not None:
+                before_batch()
+            if should_stop():
+                return done
+            done += _embed_pdfs(db, model, batch)
     return done
+
+
+_Chunked = tuple[PdfSource, list[PageChunk]]
+
+
+def _batches(chunked: Sequence[_Chunked]) -> Iterator[list[_Chunked]]:
+    """Consecutive runs of PDFs of `BATCH_CHUNKS` chunks at most (one PDF at least): what the
+    model embeds between two looks at whether notes wait."""
+    batch: list[_Chunked] = []
+    size = 0
+    for item in chunked:
+        if batch and size + len(item[1]) > BATCH_CHUNKS:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += len(item[1])
+    if batch:
+        yield batch
+
+
+def _embed_pdfs(db: Engine, model: EmbeddingModel, chunked: Sequence[_Chunked]) -> int:
+    embedded = model.embed_texts([c.chunk.text for _, chunks in chunked for c in chunks])
+    pdfs = []
+    row = 0
+    for source, chunks in chunked:
+        rows = embedded[row : row + len(chunks)]
+        row += len(chunks)
+        pdfs.append(
+            EmbeddedPdf(
+                source.path,
+                source.extracted_at,
+                [
+                    PageChunkVector(c.page, c.chunk.body, v)
+                    for c, v in zip(chunks, rows, strict=True)
+                ],
+            )
+        )
+    with db.connect() as conn:
+        attachment_vectors.store_page_embeddings(conn, pdfs, model.model_id)
+    return len(pdfs)
 
 
 def _embed_batch(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int:
@@ -170,16 +260,22 @@ class EmbeddingWorker:
             trim_heap()
             log.info("embedding model unloaded while idle", idle_s=self._release_after_s)
 
-    def _cache_version(self) -> int | None:
+    def _cache_version(self) -> tuple[int | None, tuple[int, int]]:
+        """Changes when notes change, or PDF text is stored or forgotten."""
         with self._db.connect() as conn:
-            return read.last_updated(conn)
+            return read.last_updated(conn), attachment_vectors.text_stamp(conn)
 
     def _on_events(self, _events: Sequence[VaultEvent]) -> None:
         self._wake.set()
 
+    def wake(self) -> None:
+        """A pass soon: PDF text was stored (the PDF text worker says so; its changes are no
+        bus events)."""
+        self._wake.set()
+
     def _run(self) -> None:
         _lower_priority()
-        seen: int | None = None
+        seen: tuple[int | None, tuple[int, int]] | None = None
         while not self._stop.is_set():
             woken = self._wake.wait(POLL_SECONDS)
             self._wake.clear()
@@ -195,7 +291,11 @@ class EmbeddingWorker:
             seen = version
             try:
                 count = embed_pending(
-                    self._db, self._index, self._stop.is_set, before_batch=self._wait_for_a_pause
+                    self._db,
+                    self._index,
+                    self._stop.is_set,
+                    before_batch=self._wait_for_a_pause,
+                    notes_waiting=self._wake.is_set,  # a note changed: its pass goes first
                 )
             except SemanticUnavailableError as exc:
                 self.error = str(exc)
@@ -208,5 +308,5 @@ class EmbeddingWorker:
             self.error = None
             self.passes += 1
             if count:
-                log.info("embedded notes", count=count)
+                log.info("embedded notes and PDFs", count=count)
                 trim_heap()  # the batches' texts and vectors, freed: give the memory back

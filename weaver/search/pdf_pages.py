@@ -1,0 +1,106 @@
+"""PDF pages by meaning: the `attachments` list of a semantic or hybrid search.
+
+As notes are, PDFs are ranked whole (a document by its best chunks, `note_scores`) and each hit
+named at its best page. Semantic mode ranks the PDFs whose pages have current vectors; hybrid
+fuses that ranking, kept to `similarity_floor` and above, with the words' (BM25) one by
+reciprocal rank fusion, each read `FUSION_DEPTH` deep, as `SemanticIndex.hybrid` fuses notes.
+A hybrid hit the words found is named at the page holding them, with their highlighted
+snippet; one found by meaning alone at its nearest chunk's page.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from weaver.cache import attachment_text, attachment_vectors, fts, pg_attachment_search
+from weaver.cache.attachment_text import PageHit
+from weaver.cache.dialect import is_postgres
+from weaver.paging import Page
+from weaver.semantic.search import (
+    FUSION_DEPTH,
+    MAX_QUERY_CHARS,
+    RRF_K,
+    SemanticHit,
+    SemanticIndex,
+    clip_snippet,
+)
+
+
+def pages_by_meaning(
+    index: SemanticIndex,
+    conn: Connection,
+    query: str,
+    limit: int,
+    offset: int,
+    directory: str | None,
+) -> Page[PageHit]:
+    """PDFs nearest in meaning to `query`, best first, each at its best page."""
+    ranked, total = index.rank_pages(conn, query, offset + limit, directory, hybrid=False)
+    return Page(_named_at_pages(conn, ranked[offset : offset + limit]), total, offset, limit)
+
+
+def pages_by_hybrid(
+    index: SemanticIndex,
+    conn: Connection,
+    query: str,
+    limit: int,
+    offset: int,
+    directory: str | None,
+) -> Page[PageHit]:
+    """The PDFs holding the query's words and those near it in meaning, fused (RRF). The
+    total counts both lists, those beyond `FUSION_DEPTH` as well (an upper bound then)."""
+    semantic, semantic_total = index.rank_pages(conn, query, FUSION_DEPTH, directory, hybrid=True)
+    keyword, keyword_total = _keyword_pages(conn, query, directory)
+    scores: dict[str, float] = {}
+    for ranked in ([hit.path for hit in semantic], [hit.path for hit in keyword]):
+        for rank, path in enumerate(ranked, start=1):
+            scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
+    fused = sorted(scores, key=lambda p: (-scores[p], p))
+    page = fused[offset : offset + limit]
+    by_words = {hit.path: hit for hit in keyword}
+    by_meaning = {hit.path: hit for hit in semantic if hit.path not in by_words}
+    named = {
+        hit.path: hit
+        for hit in _named_at_pages(conn, [by_meaning[p] for p in page if p in by_meaning])
+    }
+    hits = [
+        PageHit(path, *_place(by_words.get(path) or named[path]), round(scores[path], 6))
+        for path in page
+        if path in by_words or path in named
+    ]
+    unread = semantic_total - len(semantic) + keyword_total - len(keyword)
+    return Page(hits, len(fused) + unread, offset, limit)
+
+
+def _place(hit: PageHit) -> tuple[int, str]:
+    return hit.page, hit.snippet
+
+
+def _keyword_pages(
+    conn: Connection, query: str, directory: str | None
+) -> tuple[list[PageHit], int]:
+    expression = fts.fts_query(query[:MAX_QUERY_CHARS])
+    if expression is None:
+        return [], 0
+    found = pages_by_words(conn, expression, FUSION_DEPTH, 0, directory)
+    return found.items, found.total
+
+
+def pages_by_words(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> Page[PageHit]:
+    """PDFs matching an FTS expression: the same answer from each backend's own index (FTS5
+    on SQLite, tsvectors on PostgreSQL)."""
+    if is_postgres(conn):
+        return pg_attachment_search.search_pages(conn, expression, limit, offset, directory)
+    return attachment_text.search_pages(conn, expression, limit, offset, directory)
+
+
+def _named_at_pages(conn: Connection, hits: list[SemanticHit]) -> list[PageHit]:
+    """Each hit at the page of its best chunk, that chunk's text its snippet (one query)."""
+    places = attachment_vectors.chunk_pages(conn, [(h.path, h.chunk_no) for h in hits])
+    return [
+        PageHit(h.path, places[key][0], clip_snippet(places[key][1]), h.score)
+        for h in hits
+        if (key := (h.path, h.chunk_no)) in places  # a PDF's vectors replaced since the load
+    ]
