@@ -106,7 +106,7 @@ def is_search_table(name: str) -> bool:
     """The FTS table and the shadow tables FTS5 creates beside it (`notes_fts_data`, ...), and
     PostgreSQL's `note_texts` (made by migration `0017` on that dialect only), and the PDFs'
     `attachment_fts` and `attachment_doc_fts` with their shadow tables (migration `0025`,
-    SQLite only), or their `tsvector` tables on PostgreSQL (migration `0027`)."""
+    SQLite only), or their `tsvector` tables on PostgreSQL (migration `0026`)."""
     tables = (FTS_TABLE, ATTACHMENT_FTS_TABLE, ATTACHMENT_DOC_FTS_TABLE)
     pg_tables = (pg_search.TEXT_TABLE, *PG_ATTACHMENT_TABLES)
     return name in (*tables, *pg_tables) or name.startswith(tuple(table + "_" for table in tables))

@@ -1,5 +1,5 @@
 """PDF text search on a PostgreSQL cache: what `cache.attachment_text` does with FTS5 on
-SQLite, in `tsvector`s (migration `0027`), with the notes' query language and configuration
+SQLite, in `tsvector`s (migration `0026`), with the notes' query language and configuration
 (`cache.pg_search`).
 
 Each PDF has a document vector and one vector per page (`cache.pg_attachment_text` writes

@@ -1,4 +1,4 @@
-"""PDF text as `tsvector`s on a PostgreSQL cache (migration `0027`), written beside
+"""PDF text as `tsvector`s on a PostgreSQL cache (migration `0026`), written beside
 `attachment_pages` in the extractor's transaction (`attachment_text.store_extracted`) and
 forgotten with them: a document vector (`attachment_doc_search`: its pages in order, a word no
 text holds between them, so no phrase runs from one page into the next; its first

@@ -5,8 +5,8 @@ extracted_at`) and by which model its chunks were embedded; `attachment_chunks` 
 chunk's page, text and vector, as `note_chunks` does for notes. Plain tables, as in 0016, so
 both SQLite and PostgreSQL migrate them.
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-11-29 09:30:00
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0028"
-down_revision = "0027"
+revision = "0027"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 

@@ -12,7 +12,7 @@ listed in SQLite's order. Nothing on SQLite.
 Backfill: none is needed. Before this revision a PostgreSQL cache extracted no PDF text, so
 its `attachment_texts` are emptied: every PDF is pending, and the extractor reads it again.
 
-Revision ID: 0027
+Revision ID: 0026
 Revises: 0025
 Create Date: 2026-11-29 09:30:00
 """
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0027"
+revision = "0026"
 down_revision = "0025"
 branch_labels = None
 depends_on = None
