@@ -153,10 +153,10 @@ def test_the_pass_runs_here_when_the_childs_pass_fails(
     monkeypatch.setattr(
         apart,
         "_CHILD_CODE",
-        "from weaver.index import indexer, apart\n"
+        "from weaver.index import indexer\n"
         "def fail(*a, **k): raise RuntimeError('disk on fire')\n"
         "indexer.Indexer._apply = fail\n"
-        "apart.serve_pass()\n",
+        "indexer.serve_pass_apart()\n",
     )
     report = lasting.indexer.reconcile()
     assert report.added == NOTES
@@ -204,10 +204,10 @@ from weaver.runtime.app import open_app
 
 apart._CHILD_CODE = (
     "import time\\n"
-    "from weaver.index import apart\\n"
+    "from weaver.index import apart, indexer\\n"
     "apart._run_pass = lambda *a: time.sleep(60)\\n"
-    + ("apart._end_with_parent = lambda: None\\n" if sys.argv[2] == "none" else "")
-    + "apart.serve_pass()\\n"
+    + ("apart.end_with_parent = lambda: None\\n" if sys.argv[2] == "none" else "")
+    + "indexer.serve_pass_apart()\\n"
 )
 app = open_app(Settings(vault=Path(sys.argv[1])), lasting=True)
 app.indexer.apart = ApartPasses(app.settings.db_url, min_notes=1)

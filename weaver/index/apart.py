@@ -29,26 +29,29 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import structlog
 
 from weaver.index.workers import (
-    _PACKAGE_PARENT,
+    PACKAGE_PARENT,
     PARENT_ENV,
-    _end_with_parent,
-    _frame,
-    _read_frame,
+    end_with_parent,
+    pack_frame,
+    read_frame,
 )
+from weaver.log import configure_logging
 from weaver.vault.fs import Vault
-
-if TYPE_CHECKING:
-    from weaver.index.indexer import IndexReport
 
 log = structlog.get_logger(__name__)
 
-_CHILD_CODE = "from weaver.index.apart import serve_pass; serve_pass()"
+# The child's code: `indexer.serve_pass_apart` runs `serve_pass` with the indexer's reconcile.
+_CHILD_CODE = "from weaver.index.indexer import serve_pass_apart; serve_pass_apart()"
+
+# A pass as the child runs it: (passes, vault, parse workers, full) -> its report.
+RunPass = Callable[["ApartPasses", Vault, int, bool], object]
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,12 @@ class ApartPasses:
     min_notes: int = 2000
 
 
-def reconcile_apart(
-    passes: ApartPasses, vault: Vault, parse_workers: int, full: bool
-) -> IndexReport | None:
+def reconcile_apart(passes: ApartPasses, vault: Vault, parse_workers: int, full: bool) -> object:
     """`Indexer.reconcile(full)` run in a child process: its report, events included; None
     when the child could not run it (it failed to start, died, or the pass raised), having
     logged why: the caller then runs the pass itself."""
     env = dict(os.environ)  # find this very `weaver`, installed or not (as the parse workers)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get("PYTHONPATH")]))
     env[PARENT_ENV] = str(os.getpid())
     order = pickle.dumps((passes, vault, parse_workers, full), pickle.HIGHEST_PROTOCOL)
     try:
@@ -97,16 +98,16 @@ def reconcile_apart(
 
 def _outcome(
     child: subprocess.Popen[bytes], stdin: IO[bytes], stdout: IO[bytes], order: bytes
-) -> IndexReport | None:
+) -> object:
     try:
-        stdin.write(_frame(order))
-        answer = pickle.loads(_read_frame(stdout.fileno()))
+        stdin.write(pack_frame(order))
+        answer = pickle.loads(read_frame(stdout.fileno()))
     except (OSError, EOFError, pickle.UnpicklingError) as exc:
         log.warning("indexing in this process: the child ended early", error=str(exc) or None)
         return None
     match answer:
         case ("done", report):
-            return report  # type: ignore[no-any-return]
+            return report
         case ("failed", error):
             log.warning("indexing in this process: the child's pass failed", error=error)
     return None
@@ -120,38 +121,30 @@ def _reap(child: subprocess.Popen[bytes]) -> None:
         child.wait()
 
 
-def serve_pass() -> None:
-    """The child: one order on stdin, one framed answer on stdout, then exit. It exits at once,
-    whatever it is doing, when its stdin ends (the parent died or gave up on it)."""
+def serve_pass(run: RunPass) -> None:
+    """The child: one order on stdin, `run` on it, one framed answer on stdout, then exit. It
+    exits at once, whatever it is doing, when its stdin ends (the parent died or gave up)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
-    _end_with_parent()
+    end_with_parent()
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the answer
     stdin = sys.stdin.fileno()
-    passes, vault, parse_workers, full = pickle.loads(_read_frame(stdin))
+    passes, vault, parse_workers, full = pickle.loads(read_frame(stdin))
     threading.Thread(target=_exit_when_orphaned, args=(stdin,), daemon=True).start()
-    answer = _run_pass(passes, vault, parse_workers, full)
-    out.write(_frame(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)))
+    answer = _run_pass(run, passes, vault, parse_workers, full)
+    out.write(pack_frame(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)))
     out.close()
 
 
 def _run_pass(
-    passes: ApartPasses, vault: Vault, parse_workers: int, full: bool
+    run: RunPass, passes: ApartPasses, vault: Vault, parse_workers: int, full: bool
 ) -> tuple[str, object]:
-    # Imported here: the parent pays for none of it (it has them already, the child needs them).
-    from weaver.cache.db import open_engine
-    from weaver.index.indexer import Indexer
-    from weaver.log import configure_logging
-
     configure_logging(passes.log_level, passes.log_format)
-    db = open_engine(passes.db_url)
     try:
-        return ("done", Indexer(db, vault, parse_workers=parse_workers).reconcile(full))
+        return ("done", run(passes, vault, parse_workers, full))
     except Exception as exc:  # reported to the parent, which runs the pass itself
         log.exception("indexing pass in a child process failed")
         return ("failed", f"{type(exc).__name__}: {exc}")
-    finally:
-        db.dispose()
 
 
 def _exit_when_orphaned(stdin: int) -> None:

@@ -31,9 +31,9 @@ from sqlalchemy import Connection, Engine, RootTransaction
 
 from weaver.cache import changes, feed, task_rows, write
 from weaver.cache.bulk import indexes_deferred
-from weaver.cache.db import bulk_writes
+from weaver.cache.db import bulk_writes, open_engine
 from weaver.cache.rows import NoteRecord, StoredFile
-from weaver.index.apart import ApartPasses, reconcile_apart
+from weaver.index.apart import ApartPasses, reconcile_apart, serve_pass
 from weaver.index.workers import ReadChunk, default_workers, read_notes
 from weaver.markdown.parser import PARSER_VERSION
 from weaver.markdown.resolver import LinkResolver, path_key
@@ -209,10 +209,10 @@ class Indexer:
         on_disk, stored, plan = self._plan_all(full)
         if self.apart is not None and len(plan.candidates) >= self.apart.min_notes:
             del on_disk, stored, plan  # the child reads them again: not kept here meanwhile
-            report = reconcile_apart(self.apart, self.vault, self.parse_workers, full)
-            if report is not None:
-                self._took_over(report)
-                return report
+            apart = reconcile_apart(self.apart, self.vault, self.parse_workers, full)
+            if isinstance(apart, IndexReport):
+                self._took_over(apart)
+                return apart
             on_disk, stored, plan = self._plan_all(full)  # what the child wrote, if anything
         report = self._apply(plan, stored, LinkResolver(on_disk), started, observer, full)
         if pending:
@@ -474,6 +474,19 @@ class Indexer:
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
         report.moved = sum(isinstance(e, NoteMoved) for e in report.events)
         return version if previous == plan.version else None
+
+
+def serve_pass_apart() -> None:
+    """The child process of `weaver.index.apart`: a reconcile on the parent's cache and vault."""
+    serve_pass(_reconcile_apart)
+
+
+def _reconcile_apart(passes: ApartPasses, vault: Vault, parse_workers: int, full: bool) -> object:
+    db = open_engine(passes.db_url)
+    try:
+        return Indexer(db, vault, parse_workers=parse_workers).reconcile(full)
+    finally:
+        db.dispose()
 
 
 def _announce(conn: Connection, plan: _Plan) -> None:
