@@ -159,8 +159,13 @@ def test_the_end_of_a_burst_of_runs_gives_its_memory_back(
     """Runs in threads that kept the engine busy `BURST_S` or more: once the last of them ends,
     the heap they freed goes back to the system (once, not per run); a short spell is left."""
     trimmed: list[int] = []
+
+    def trim() -> bool:
+        trimmed.append(1)
+        return True
+
     monkeypatch.setattr(dispatch, "BURST_S", burst_s)
-    monkeypatch.setattr(dispatch, "trim_heap", lambda: trimmed.append(1) or True)
+    monkeypatch.setattr(dispatch, "trim_heap", trim)
     engine = make_engine(where, gated, background="threads")
     runs = [engine.trigger("gated", async_=True).execution_id for _ in range(3)]
     time.sleep(0.1)  # the spell outlasts a short BURST_S

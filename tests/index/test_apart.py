@@ -9,14 +9,16 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from tests.helpers import WriteNotes, child_pids, wait_for
+from tests.helpers import EngineFactory, WriteNotes, child_pids, wait_for
 from tests.index.test_worker_orphans import alive
 from weaver.cache.models import Link, Note
 from weaver.config import Settings
+from weaver.engine import FileTrigger, OnFile, WorkflowContext, workflow
 from weaver.index import apart
 from weaver.index.apart import ApartPasses
 from weaver.index.indexer import Indexer
@@ -100,7 +102,7 @@ def test_after_a_pass_apart_a_watcher_batch_resolves_against_the_new_cache(
     assert events == [NoteModified("n0.md")]
     with lasting.db.connect() as conn:
         targets = conn.execute(select(Link.target_path).where(Link.source_path == "n0.md"))
-        assert sorted(targets.scalars()) == ["n11.md", "n5.md"]
+        assert sorted(t or "" for t in targets.scalars()) == ["n11.md", "n5.md"]
 
 
 def test_a_small_pass_runs_here(
@@ -198,6 +200,7 @@ PARENT = """
 import sys
 from pathlib import Path
 from weaver.config import Settings
+from weaver.engine import FileTrigger, OnFile, WorkflowContext, workflow
 from weaver.index import apart
 from weaver.index.apart import ApartPasses
 from weaver.runtime.app import open_app
@@ -234,3 +237,21 @@ def test_a_killed_process_takes_its_pass_apart_with_it(
         parent.kill()
         assert parent.wait(timeout=10) == -9
     wait_for(lambda: not alive(child), 5, "the orphaned pass to end")
+
+
+found: list[str] = []
+
+
+@workflow(id="finder", name="Finder", triggers=[OnFile("**")])
+def finder(ctx: WorkflowContext[Any]) -> None:
+    found.extend(ctx.trigger.paths if isinstance(ctx.trigger, FileTrigger) else ())
+
+
+def test_the_workflows_see_each_note_of_a_pass_apart_once(
+    app: App, make_engine: EngineFactory, notes: dict[str, str]
+) -> None:
+    found.clear()
+    app.indexer.apart = ApartPasses(app.settings.db_url, min_notes=NOTES)
+    make_engine(finder)  # inline: the runs are over when the bus's handlers return
+    app.indexer.reconcile()
+    assert sorted(found) == sorted(notes)
