@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.index.test_worker_orphans import alive
 from weaver.cache.models import Link, Note
 from weaver.config import Settings
 from weaver.engine import FileTrigger, OnFile, WorkflowContext, workflow
+from weaver.host.serve import served_state
 from weaver.index import apart
 from weaver.index.apart import ApartPasses
 from weaver.index.indexer import Indexer
@@ -255,3 +257,13 @@ def test_the_workflows_see_each_note_of_a_pass_apart_once(
     make_engine(finder)  # inline: the runs are over when the bus's handlers return
     app.indexer.reconcile()
     assert sorted(found) == sorted(notes)
+
+
+def test_the_servers_run_their_big_passes_apart(settings: Settings) -> None:
+    """`weaver serve` and the daemon's vaults (`served_state`) keep running after their first
+    index: theirs runs apart."""
+    with ExitStack() as cleanup:
+        state, _engine = served_state(cleanup, settings, watch=False, files=True, queue=False)
+        assert state.app.indexer.apart == ApartPasses(
+            state.app.settings.db_url, settings.log_level, settings.log_format
+        )
