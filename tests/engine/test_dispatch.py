@@ -15,7 +15,7 @@ from sqlalchemy import insert
 
 from tests.helpers import EngineFactory, wait_for
 from weaver.cache.models import Execution
-from weaver.engine import WorkflowContext, workflow
+from weaver.engine import WorkflowContext, dispatch, workflow
 from weaver.engine.dispatch import Background
 from weaver.runtime.app import App
 
@@ -150,3 +150,29 @@ def test_an_idle_engine_takes_up_a_run_queued_elsewhere_promptly(
     began = time.monotonic()
     wait_for(lambda: engine.get_status(queued).status == "completed", 10)
     assert time.monotonic() - began < 1.5
+
+
+@pytest.mark.parametrize(("burst_s", "trims"), [(0.05, 1), (60.0, 0)])
+def test_the_end_of_a_burst_of_runs_gives_its_memory_back(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch, burst_s: float, trims: int
+) -> None:
+    """Runs in threads that kept the engine busy `BURST_S` or more: once the last of them ends,
+    the heap they freed goes back to the system (once, not per run); a short spell is left."""
+    trimmed: list[int] = []
+
+    def trim() -> bool:
+        trimmed.append(1)
+        return True
+
+    monkeypatch.setattr(dispatch, "BURST_S", burst_s)
+    monkeypatch.setattr(dispatch, "trim_heap", trim)
+    engine = make_engine(where, gated, background="threads")
+    runs = [engine.trigger("gated", async_=True).execution_id for _ in range(3)]
+    time.sleep(0.1)  # the spell outlasts a short BURST_S
+    assert trimmed == []  # runs under way
+    gate.set()
+    for execution_id in runs:
+        assert settled(engine, execution_id, "completed") == "completed"
+    wait_for(lambda: len(trimmed) >= trims, 5, "the trim after the burst")
+    time.sleep(0.1)
+    assert len(trimmed) == trims

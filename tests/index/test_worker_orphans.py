@@ -30,7 +30,7 @@ workers._WORKER_CODE = (
     f"    time.sleep({float(sys.argv[2])})\\n"
     "    return parse(*a)\\n"
     "w.read_chunk = slowly\\n"
-    + ("w._end_with_parent = lambda: None\\n" if sys.argv[3] == "none" else "")
+    + ("w.end_with_parent = lambda: None\\n" if sys.argv[3] == "none" else "")
     + "w.serve_worker()\\n"
 )
 vault = Vault(__import__("pathlib").Path(sys.argv[1]))

@@ -24,11 +24,11 @@ from weaver.vault.fs import Vault
 DIES_AFTER_ONE_CHUNK = """
 import os
 from weaver.index import workers as parse_workers
-frame = parse_workers._frame
+frame = parse_workers.pack_frame
 def frame_then_die(payload):
-    parse_workers._frame = lambda payload: os._exit(9)
+    parse_workers.pack_frame = lambda payload: os._exit(9)
     return frame(payload)
-parse_workers._frame = frame_then_die
+parse_workers.pack_frame = frame_then_die
 parse_workers.serve_worker()
 """
 # Takes its time over every chunk, as a worker on a busy machine would.

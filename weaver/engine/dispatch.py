@@ -15,6 +15,7 @@ Sync triggers run in the caller's thread in every mode but `jobs`, where they wa
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, Protocol
 
@@ -25,8 +26,13 @@ from weaver.engine.definition import Workflow
 from weaver.engine.job_dispatch import JobDispatch
 from weaver.engine.jobs import JobQueue
 from weaver.engine.runs import Deferral, Runs
+from weaver.memory_trim import trim_heap
 
 Background = Literal["threads", "inline", "queue", "jobs"]
+
+# A spell of runs at least this long is a burst whose freed memory is given back when it ends
+# (`ThreadDispatch`); shorter ones, an edit's runs, are not worth a trim each.
+BURST_S = 1.0
 
 STARTED_MESSAGE = "Workflow execution started"
 QUEUED_MESSAGE = "Workflow execution queued for the daemon"
@@ -110,6 +116,10 @@ class QueueDispatch(_LocalDispatch):
 
 
 class ThreadDispatch(_LocalDispatch):
+    """Runs in a thread pool. When the last run under way ends a spell of runs that lasted
+    `BURST_S` or more (the workflows a first index sets off: thousands of notes read, analysed
+    and recorded), the heap they freed is given back (`memory_trim`): a daemon rests after."""
+
     name: Literal["threads"] = "threads"
     polls = True
 
@@ -118,6 +128,7 @@ class ThreadDispatch(_LocalDispatch):
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._submitted: set[str] = set()
+        self._busy_since = 0.0  # when the runs under way began to be under way
 
     def start(self, runs: Runs) -> None:
         super().start(runs)
@@ -136,6 +147,8 @@ class ThreadDispatch(_LocalDispatch):
         with self._lock:
             if execution_id in self._submitted:
                 return
+            if not self._submitted:
+                self._busy_since = time.monotonic()
             self._submitted.add(execution_id)
         self._pool.submit(self._drive, runs, execution_id)
 
@@ -145,6 +158,12 @@ class ThreadDispatch(_LocalDispatch):
         finally:
             with self._lock:
                 self._submitted.discard(execution_id)
+                burst_over = not self._submitted and self._busy_for() >= BURST_S
+            if burst_over:
+                trim_heap()
+
+    def _busy_for(self) -> float:
+        return time.monotonic() - self._busy_since
 
 
 def make_dispatch(background: Background, workers: int, jobs: JobQueue | None) -> Dispatch:

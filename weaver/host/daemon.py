@@ -98,7 +98,7 @@ def _run_daemon(settings: Settings, http: bool, writer: PgWriterLock | None) -> 
             check_http_settings(settings)
             check_vaults_over_http(settings)
             sock = bind_socket(settings.http_host, settings.http_port)
-        app = open_app(settings, check=True)
+        app = open_app(settings, check=True, lasting=True)
         try:
             with hosted_engine(app, schedules=True) as engine, ExitStack() as others:
                 state = ServerState(

@@ -280,7 +280,7 @@ def served_state(
     """The cache opened and the workflow engine started (both closed by `cleanup`): what a
     server's tools are bound to, and the engine. For the `daemon`: the cache checked as it
     opens, the schedules run."""
-    app = open_app(settings, check=daemon, files=files, queue=queue)
+    app = open_app(settings, check=daemon, files=files, queue=queue, lasting=True)
     cleanup.callback(app.close)
     if files:
         engine = cleanup.enter_context(hosted_engine(app, schedules=daemon))

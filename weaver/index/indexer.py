@@ -31,8 +31,9 @@ from sqlalchemy import Connection, Engine, RootTransaction
 
 from weaver.cache import changes, feed, task_rows, write
 from weaver.cache.bulk import indexes_deferred
-from weaver.cache.db import bulk_writes
+from weaver.cache.db import bulk_writes, open_engine
 from weaver.cache.rows import NoteRecord, StoredFile
+from weaver.index.apart import ApartPasses, reconcile_apart, serve_pass
 from weaver.index.workers import ReadChunk, default_workers, read_notes
 from weaver.markdown.parser import PARSER_VERSION
 from weaver.markdown.resolver import LinkResolver, path_key
@@ -162,12 +163,15 @@ class Indexer:
         vault: Vault,
         bus: EventBus | None = None,
         parse_workers: int | None = None,
+        apart: ApartPasses | None = None,
     ) -> None:
         self.engine = engine
         self.vault = vault
         self.bus = bus or EventBus()
         # Processes that parse notes beside this one on a big pass (`weaver.index.workers`).
         self.parse_workers = default_workers() if parse_workers is None else parse_workers
+        # A lasting process's big reconciles run in a child process (`weaver.index.apart`).
+        self.apart = apart
         self._lock = threading.RLock()
         # Every file path in the cache, and the cache version it matches (see the docstring).
         self._resolver: LinkResolver | None = None
@@ -202,12 +206,14 @@ class Indexer:
         self._load_statuses()
         pending = self._state(REPARSE_KEY) is True or self._state(PARSED_BY_KEY) != PARSER_VERSION
         full = full or pending
-        on_disk = {s.path: s for s in self.vault.scan()}
-        with self.engine.connect() as conn:
-            version = write.get_state(conn, "last_updated")
-            stored = write.load_stored_files(conn)
-        plan = _plan(on_disk, stored, scope=None, full=full)
-        plan.complete, plan.version = True, version
+        on_disk, stored, plan = self._plan_all(full)
+        if self.apart is not None and len(plan.candidates) >= self.apart.min_notes:
+            del on_disk, stored, plan  # the child reads them again: not kept here meanwhile
+            apart = reconcile_apart(self.apart, self.vault, self.parse_workers, full)
+            if isinstance(apart, IndexReport):
+                self._took_over(apart)
+                return apart
+            on_disk, stored, plan = self._plan_all(full)  # what the child wrote, if anything
         report = self._apply(plan, stored, LinkResolver(on_disk), started, observer, full)
         if pending:
             with self.engine.begin() as conn:
@@ -216,6 +222,24 @@ class Indexer:
         if len(on_disk) >= BIG_PASS:
             self._ensure_statistics()
         return report
+
+    def _plan_all(self, full: bool) -> tuple[dict[str, FileStat], dict[str, StoredFile], _Plan]:
+        """The whole vault on disk, the whole cache, and what a reconcile would do."""
+        on_disk = {s.path: s for s in self.vault.scan()}
+        with self.engine.connect() as conn:
+            version = write.get_state(conn, "last_updated")
+            stored = write.load_stored_files(conn)
+        plan = _plan(on_disk, stored, scope=None, full=full)
+        plan.complete, plan.version = True, version
+        return on_disk, stored, plan
+
+    def _took_over(self, report: IndexReport) -> None:
+        """After a pass a child ran (`weaver.index.apart`): what `_apply` does after its writes,
+        here. The resolver is built again from the cache by the next watcher batch."""
+        self._resolver, self._version = None, None  # the child logged "index applied"
+        self.bus.publish(report.events)
+        for listener in self.attachment_listeners:  # whether it found attachments is not known
+            listener()
 
     def _load_statuses(self) -> None:
         """Read the vault's task statuses and, when they differ from those the cache's task
@@ -450,6 +474,19 @@ class Indexer:
         report.removed = sum(isinstance(e, NoteDeleted) for e in report.events)
         report.moved = sum(isinstance(e, NoteMoved) for e in report.events)
         return version if previous == plan.version else None
+
+
+def serve_pass_apart() -> None:
+    """The child process of `weaver.index.apart`: a reconcile on the parent's cache and vault."""
+    serve_pass(_reconcile_apart)
+
+
+def _reconcile_apart(passes: ApartPasses, vault: Vault, parse_workers: int, full: bool) -> object:
+    db = open_engine(passes.db_url)
+    try:
+        return Indexer(db, vault, parse_workers=parse_workers).reconcile(full)
+    finally:
+        db.dispose()
 
 
 def _announce(conn: Connection, plan: _Plan) -> None:

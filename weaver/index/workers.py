@@ -50,7 +50,7 @@ PARALLEL_MIN = 2000
 # More workers than this only wait for the single writer.
 MAX_WORKERS = 4
 # The folder holding this `weaver` package (this file is weaver/index/workers.py).
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _WORKER_CODE = "from weaver.index.workers import serve_worker; serve_worker()"
 
 
@@ -154,7 +154,7 @@ def _arrived(
 class ParseWorker:
     """One worker process and the chunks it was given (parsed here if it cannot finish).
 
-    Chunks go both ways in frames (`_frame`): the request, then each parsed chunk with its
+    Chunks go both ways in frames (`pack_frame`): the request, then each parsed chunk with its
     index. This process claims a chunk from the back by writing one byte to the worker's
     stdin; the worker counts those bytes and stops where the claims begin. A chunk both of
     them parsed (the worker had started it when it was claimed) is yielded once: the worker's
@@ -184,7 +184,7 @@ class ParseWorker:
         self._frames: queue.Queue[bytes | Exception] = queue.Queue(maxsize=AHEAD)
         self._reader = threading.Thread(target=self._read, daemon=True)
         env = dict(os.environ)  # find this very `weaver`, installed or not
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get("PYTHONPATH")]))
         env[PARENT_ENV] = str(os.getpid())
         try:
             self.process = subprocess.Popen(
@@ -205,7 +205,7 @@ class ParseWorker:
         if self.process is None:
             return
         request = (self.vault, self.chunks, self.reparse)
-        self._outbox.put(_frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)))
+        self._outbox.put(pack_frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)))
         self._feeder.start()
         self._reader.start()
 
@@ -286,7 +286,7 @@ class ParseWorker:
         stream = self.process.stdout.fileno()
         while True:
             try:
-                frame: bytes | Exception = _read_frame(stream)
+                frame: bytes | Exception = read_frame(stream)
             except (EOFError, OSError) as exc:
                 frame = exc
             self._frames.put(frame)
@@ -318,7 +318,7 @@ class ParseWorker:
             return self.process.wait()
 
 
-def _end_with_parent() -> None:
+def end_with_parent() -> None:
     """On Linux, have the kernel end this worker when its parent dies: a `weaver index`
     killed with -9 left its workers parsing for seconds, until their pipe broke."""
     if not sys.platform.startswith("linux"):
@@ -346,13 +346,13 @@ def serve_worker() -> None:
     a last one of None; it stops early where the chunks this process's parent claimed begin.
 
     It ends as soon as its parent is gone, wherever the kernel does not see to it
-    (`_end_with_parent`): its stdin ends before the work does, or its stdout breaks."""
+    (`end_with_parent`): its stdin ends before the work does, or its stdout breaks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
-    _end_with_parent()
+    end_with_parent()
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the stream
     stdin = sys.stdin.fileno()
-    vault, chunks, reparse = pickle.loads(_read_frame(stdin))
+    vault, chunks, reparse = pickle.loads(read_frame(stdin))
     claims = _Claims(stdin)
     ready: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
     sender = threading.Thread(target=_send, args=(ready, out), daemon=True)
@@ -361,8 +361,8 @@ def serve_worker() -> None:
         if index >= len(chunks) - claims.count:
             break
         parsed = (index, read_chunk(vault, chunk, reparse))
-        ready.put(_frame(pickle.dumps(parsed, pickle.HIGHEST_PROTOCOL)))
-    ready.put(_frame(pickle.dumps(None)))
+        ready.put(pack_frame(pickle.dumps(parsed, pickle.HIGHEST_PROTOCOL)))
+    ready.put(pack_frame(pickle.dumps(None)))
     ready.put(None)
     sender.join()
 
@@ -397,11 +397,11 @@ def _send(ready: queue.Queue[bytes | None], out: IO[bytes]) -> None:
         os._exit(0)
 
 
-def _frame(payload: bytes) -> bytes:
+def pack_frame(payload: bytes) -> bytes:
     return len(payload).to_bytes(8, "big") + payload
 
 
-def _read_frame(fd: int) -> bytes:
+def read_frame(fd: int) -> bytes:
     """One frame's payload from a raw file descriptor."""
     size = int.from_bytes(_read_exactly(fd, 8), "big")
     return _read_exactly(fd, size)

@@ -11,6 +11,7 @@ from weaver.cache import fts
 from weaver.cache.db import open_cache_engine, open_engine, open_reader_engine
 from weaver.cache.dialect import is_postgres
 from weaver.config import Settings
+from weaver.index.apart import ApartPasses
 from weaver.index.indexer import Indexer
 from weaver.semantic.search import SemanticIndex
 from weaver.vault.events import EventBus
@@ -63,13 +64,20 @@ def reader_queues(settings: Settings) -> bool:
 
 
 def open_app(
-    settings: Settings, check: bool = False, files: bool = True, queue: bool = False
+    settings: Settings,
+    check: bool = False,
+    files: bool = True,
+    queue: bool = False,
+    lasting: bool = False,
 ) -> App:
     """Open (and migrate) the cache for the configured vault; with `check`, a corrupt cache is
     moved aside and rebuilt first (`cache.recovery`). Without `files`, a reader's App: the
     cache opened read-only as it is, and a vault whose files are never opened; with `queue`
     too (see `reader_queues`), a second engine that may write, for the workflow queue only
-    (least privilege: the notes' tables are read through a read-only session)."""
+    (least privilege: the notes' tables are read through a read-only session). `lasting`: a
+    process that keeps running after its first index (the daemon, `weaver serve`), whose big
+    reconciles run in a child process so that their burst of memory goes with it
+    (`index.apart`)."""
     queue_db = None
     if files:
         db = open_cache_engine(settings.db_url, check=check)
@@ -79,7 +87,12 @@ def open_app(
         vault = CacheOnlyVault(settings.vault, settings.ignore, partial(note_text, db))
         queue_db = open_engine(settings.db_url) if queue else None
     bus = EventBus()
-    indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers)
+    apart = (
+        ApartPasses(settings.db_url, settings.log_level, settings.log_format)
+        if lasting and files
+        else None
+    )
+    indexer = Indexer(db, vault, bus, parse_workers=settings.index_workers, apart=apart)
     semantic = SemanticIndex(
         settings.embedding_model,
         settings.embedding_model_path,
