@@ -14,7 +14,6 @@ PDF embedded never makes a reader load the notes' matrix again.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,9 +27,8 @@ from weaver.cache.models import (
     AttachmentEmbedding,
     AttachmentPage,
     AttachmentText,
-    CacheState,
 )
-from weaver.cache.vectors import ChunkMatrix, Coverage
+from weaver.cache.vectors import ChunkMatrix, Coverage, bump_counter
 from weaver.markdown.cjk import unsegment
 
 if TYPE_CHECKING:  # numpy is imported where vectors are computed: not to start a server
@@ -94,7 +92,7 @@ def sync_page_embeddings(conn: Connection, model_id: str) -> list[str]:
     values = {"model": model_id}
     conn.execute(_DROP_STALE_CHUNKS, values)
     if conn.execute(_DROP_STALE, values).rowcount:
-        _bump_version(conn)  # readers reload their matrix only when it changed
+        bump_counter(conn, VERSION_KEY)  # readers reload their matrix only when it changed
     conn.commit()
     return list(conn.execute(_PENDING, values).scalars())
 
@@ -161,14 +159,8 @@ def store_page_embeddings(conn: Connection, pdfs: Sequence[EmbeddedPdf], model_i
             for p in pdfs
         ],
     )
-    _bump_version(conn)
+    bump_counter(conn, VERSION_KEY)
     conn.commit()
-
-
-def _bump_version(conn: Connection) -> None:
-    version = vectors_version(conn) + 1
-    conn.execute(delete(CacheState).where(CacheState.key == VERSION_KEY))
-    conn.execute(insert(CacheState).values(key=VERSION_KEY, value=json.dumps(version)))
 
 
 # ---------------------------------------------------------------- reads
@@ -176,8 +168,7 @@ def _bump_version(conn: Connection) -> None:
 
 def vectors_version(conn: Connection) -> int:
     """A counter raised by every change to the PDF vectors."""
-    value = read.version_stamp(conn, VERSION_KEY)
-    return int(json.loads(value)) if value is not None else 0
+    return read.counter(conn, VERSION_KEY)
 
 
 def text_stamp(conn: Connection) -> tuple[int, int]:

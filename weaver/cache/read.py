@@ -196,6 +196,12 @@ _SNAPSHOT_STAMPS = "weaver.snapshot_stamps"
 VERSION_STAMPS = ("last_updated", "vectors_version", "attachment_vectors_version")
 
 
+def counter(conn: Connection, key: str) -> int:
+    """One of the `VERSION_STAMPS` kept as a counter (0 before its first change)."""
+    value = version_stamp(conn, key)
+    return int(json.loads(value)) if value is not None else 0
+
+
 def version_stamp(conn: Connection, key: str) -> str | None:
     """The raw `cache_state` value of one of `VERSION_STAMPS`."""
     memo: dict[str, str | None] | None = conn.info.get(_SNAPSHOT_STAMPS)

@@ -122,7 +122,7 @@ def sync_embeddings(conn: Connection, model_id: str) -> list[str]:
     changed += len(moves) + conn.execute(_GONE_CHUNKS).rowcount
     changed += conn.execute(_GONE_NOTES).rowcount
     if changed:  # a new version makes every reader reload the matrix: only when it changed
-        _bump_version(conn)
+        bump_counter(conn, VERSION_KEY)
     conn.commit()
     return list(conn.execute(_PENDING, values).scalars())
 
@@ -201,14 +201,16 @@ def store_embeddings(conn: Connection, notes: Sequence[EmbeddedNote], model_id: 
             for n in notes
         ],
     )
-    _bump_version(conn)
+    bump_counter(conn, VERSION_KEY)
     conn.commit()
 
 
-def _bump_version(conn: Connection) -> None:
-    version = vectors_version(conn) + 1
-    conn.execute(delete(CacheState).where(CacheState.key == VERSION_KEY))
-    conn.execute(insert(CacheState).values(key=VERSION_KEY, value=json.dumps(version)))
+def bump_counter(conn: Connection, key: str) -> None:
+    """Raise the vectors' counter `key` by one (the notes' `VERSION_KEY`, or the PDFs'), in
+    the caller's transaction: a reader holding a matrix of an older count loads it again."""
+    raised = read.counter(conn, key) + 1
+    conn.execute(delete(CacheState).where(CacheState.key == key))
+    conn.execute(insert(CacheState).values(key=key, value=json.dumps(raised)))
 
 
 # ---------------------------------------------------------------- reads
@@ -217,8 +219,7 @@ def _bump_version(conn: Connection) -> None:
 def vectors_version(conn: Connection) -> int:
     """A counter raised by every change to the vectors: a loaded matrix is current while it
     holds."""
-    value = read.version_stamp(conn, VERSION_KEY)
-    return int(json.loads(value)) if value is not None else 0
+    return read.counter(conn, VERSION_KEY)
 
 
 _COVERED = (
