@@ -35,13 +35,7 @@ from typing import IO
 
 import structlog
 
-from weaver.index.workers import (
-    PACKAGE_PARENT,
-    PARENT_ENV,
-    end_with_parent,
-    pack_frame,
-    read_frame,
-)
+from weaver.index.workers import end_with_parent, pack_frame, read_frame, start_child
 from weaver.log import configure_logging
 from weaver.vault.fs import Vault
 
@@ -72,18 +66,9 @@ def reconcile_apart(passes: ApartPasses, vault: Vault, parse_workers: int, full:
     """`Indexer.reconcile(full)` run in a child process: its report, events included; None
     when the child could not run it (it failed to start, died, or the pass raised), having
     logged why: the caller then runs the pass itself."""
-    env = dict(os.environ)  # find this very `weaver`, installed or not (as the parse workers)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get("PYTHONPATH")]))
-    env[PARENT_ENV] = str(os.getpid())
     order = pickle.dumps((passes, vault, parse_workers, full), pickle.HIGHEST_PROTOCOL)
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-P", "-c", _CHILD_CODE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=0,
-        )
+        child = start_child(_CHILD_CODE)  # as the parse workers are started
     except OSError as exc:  # no interpreter to run (embedded Python), out of processes
         log.warning("indexing in this process: no child process", error=str(exc))
         return None

@@ -183,19 +183,8 @@ class ParseWorker:
         self._arrivals = arrivals
         self._frames: queue.Queue[bytes | Exception] = queue.Queue(maxsize=AHEAD)
         self._reader = threading.Thread(target=self._read, daemon=True)
-        env = dict(os.environ)  # find this very `weaver`, installed or not
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get("PYTHONPATH")]))
-        env[PARENT_ENV] = str(os.getpid())
         try:
-            self.process = subprocess.Popen(
-                # -P: no current folder ahead of PYTHONPATH, where another checkout's `weaver`
-                # would be imported instead of this one, and send records of another shape.
-                [sys.executable, "-P", "-c", _WORKER_CODE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env,
-                bufsize=0,
-            )
+            self.process = start_child(_WORKER_CODE)
         except OSError as exc:  # no interpreter to run (embedded Python), out of processes
             self.failure = f"cannot start: {exc}"
 
@@ -339,6 +328,24 @@ def end_with_parent() -> None:
 PR_SET_PDEATHSIG = 1
 # The parent's pid, as the parent saw it (the worker's own getppid() may be too late).
 PARENT_ENV = "WEAVER_INDEX_PARENT"
+
+
+def start_child(code: str) -> subprocess.Popen[bytes]:
+    """`code` run by this Python in a child process that imports this very `weaver`, installed
+    or not, and knows its parent (`PARENT_ENV`), its stdin and stdout pipes to this one.
+    Raises OSError where no child can start (an embedded Python, out of processes)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, env.get("PYTHONPATH")]))
+    env[PARENT_ENV] = str(os.getpid())
+    return subprocess.Popen(
+        # -P: no current folder ahead of PYTHONPATH, where another checkout's `weaver` would
+        # be imported instead of this one, and send records of another shape.
+        [sys.executable, "-P", "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        bufsize=0,
+    )
 
 
 def serve_worker() -> None:
