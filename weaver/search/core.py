@@ -17,7 +17,12 @@ from weaver.errors import ModelLoadingError
 from weaver.markdown.cjk import unsegment
 from weaver.paging import Page
 from weaver.search.modes import choose_mode
-from weaver.search.pdf_pages import pages_by_hybrid, pages_by_meaning, pages_by_words
+from weaver.search.pdf_pages import (
+    pages_by_hybrid,
+    pages_by_meaning,
+    pages_by_words,
+    pdf_words_beside,
+)
 from weaver.search.results import NoteHit, SearchRequest, SearchResults, SearchSources
 from weaver.semantic.search import (
     SemanticPage,
@@ -37,20 +42,28 @@ def find_notes(sources: SearchSources, request: SearchRequest) -> SearchResults:
     with read.read_snapshot(sources.db) as conn:
         mode = choose_mode(sources, conn, request.mode)
         if mode == "keyword":
+            beside = pdf_words_beside(sources.db, request)
             found = _by_keyword(sources, conn, request)
+            pages = beside.result() if beside is not None else None
         else:
-            found = _by_meaning(sources, conn, request, mode)
-        return _with_attachments(sources, conn, request, found)
+            found, pages = _by_meaning(sources, conn, request, mode), None
+        return _with_attachments(sources, conn, request, found, pages)
 
 
 def _with_attachments(
-    sources: SearchSources, conn: Connection, request: SearchRequest, found: SearchResults
+    sources: SearchSources,
+    conn: Connection,
+    request: SearchRequest,
+    found: SearchResults,
+    pages: Page[PageHit] | None = None,
 ) -> SearchResults:
     """`found` with the PDF pages found as the notes were: by their words, by meaning, or
-    both fused. A tag filter leaves them out: an attachment has no tags."""
+    both fused (`pages`, where they were searched already). A tag filter leaves them out: an
+    attachment has no tags."""
     if request.tag is not None:
         return found
-    pages = _attachment_pages(sources, conn, request, found.mode)
+    if pages is None:
+        pages = _attachment_pages(sources, conn, request, found.mode)
     if pages is None:
         return found
     if found.mode != "keyword":

@@ -10,12 +10,17 @@ snippet; one found by meaning alone at its nearest chunk's page.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from sqlalchemy import Connection, Engine
 
 from weaver.cache import attachment_text, attachment_vectors, fts, pg_attachment_search
 from weaver.cache.attachment_text import PageHit
 from weaver.cache.dialect import is_postgres
+from weaver.cache.read import read_snapshot
 from weaver.paging import Page
+from weaver.search.results import SearchRequest
 from weaver.semantic.search import (
     FUSION_DEPTH,
     MAX_QUERY_CHARS,
@@ -24,6 +29,12 @@ from weaver.semantic.search import (
     SemanticIndex,
     clip_snippet,
 )
+
+# PDF word searches run beside their notes' (`pdf_words_beside`), a few at once; past that a
+# search runs its own after its notes rather than queue behind another's.
+BESIDE_THREADS = 4
+_BESIDE = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="pdf-words")
+_BESIDE_SLOTS = threading.BoundedSemaphore(BESIDE_THREADS)
 
 
 def pages_by_meaning(
@@ -84,6 +95,31 @@ def _keyword_pages(
         return [], 0
     found = pages_by_words(conn, expression, FUSION_DEPTH, 0, directory)
     return found.items, found.total
+
+
+def pdf_words_beside(db: Engine, request: SearchRequest) -> Future[Page[PageHit]] | None:
+    """The PDFs holding `request`'s words, searched on a thread of their own while the caller
+    searches the notes (None: nothing to search for, or no thread free, and the caller searches
+    them after the notes as before). The two indexes are apart, and SQLite lets go of the GIL
+    while it steps through one, so on two cores the answer takes about the longer of the two
+    rather than both. Its own connection: a snapshot of its own, taken with the notes'."""
+    expression = fts.fts_query(request.query)
+    if expression is None or request.tag is not None or not _BESIDE_SLOTS.acquire(False):
+        return None
+    try:
+        return _BESIDE.submit(_pages_in_snapshot, db, expression, request)
+    except BaseException:  # not started (the pool shut down at exit): the slot is not taken
+        _BESIDE_SLOTS.release()
+        raise
+
+
+def _pages_in_snapshot(db: Engine, expression: str, request: SearchRequest) -> Page[PageHit]:
+    try:
+        with read_snapshot(db) as conn:
+            args = (request.limit, request.offset, request.directory)
+            return pages_by_words(conn, expression, *args)
+    finally:  # before the answer is handed over: the next search finds the thread free
+        _BESIDE_SLOTS.release()
 
 
 def pages_by_words(
