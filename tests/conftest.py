@@ -192,11 +192,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On PostgreSQL, the MCP tests run in the newest protocol mode only: the `legacy` one
-    shows the same answers differently framed, and would double their time there."""
+    shows the same answers differently framed, and would double their time there. Then the
+    modules of long tests go first (`long_modules_first`)."""
     dropped = [item for item in items if _postgres_legacy(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not _postgres_legacy(item)]
+    long_modules_first(items)
+
+
+LONG_MARKERS = ("slow", "cluster", "browser")
+
+
+def long_modules_first(items: list[pytest.Item]) -> None:
+    """Whole modules holding a test marked slow, cluster or browser run before the rest, each
+    module's tests in their order. In collection order the top-level process tests (the
+    wheel, the installers, the container, CI's workflow files) came last: under xdist a worker
+    could be left alone with a test of a minute while the other had nothing to do. Short tests
+    at the end let the workers (`--dist worksteal` in pyproject.toml) finish together."""
+    long = {item.path for item in items if _long(item)}
+    items.sort(key=lambda item: item.path not in long)  # stable: else in collection order
+
+
+def _long(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) is not None for name in LONG_MARKERS)
 
 
 def _postgres_legacy(item: pytest.Item) -> bool:
