@@ -73,6 +73,19 @@ def every_toolset() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def child_bytecode() -> Iterator[None]:
+    """Python processes the tests start write bytecode even where PYTHONDONTWRITEBYTECODE is
+    set (as `.ci/install-check` and the startup benchmark do): else every `weaver` process
+    compiled Weaver's modules again, a third of a second of CPU per start. The processes
+    started with an environment of their own already did. (A PYTHONPYCACHEPREFIX of the
+    session instead would compile the dependencies once more too, in the first process: a
+    daemon missed its 30 s start on a loaded machine.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """New SQLite caches opened in the test processes are copies of one migrated once here
     (tests/migrated_cache.py): migrating each from nothing took a fifth of the app tests' time."""
