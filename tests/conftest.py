@@ -12,7 +12,9 @@ import structlog
 
 from tests.absent import linux_piece_absent, postgres_off_linux
 from tests.helpers import EngineFactory, WriteNotes, write_files
+from tests.migrated_cache import make_template, upgrade_from_template
 from tests.pg_server import PostgresServer, PostgresUnavailableError, start_server
+from weaver.cache import db
 from weaver.cache.db import open_cache_engine
 from weaver.config import DEFAULT_TOOLSETS, TOOLSETS, Settings
 from weaver.engine import Registry, Workflow, WorkflowEngine
@@ -21,6 +23,7 @@ from weaver.engine.registry import apply_overrides
 from weaver.runtime.app import App, open_app
 
 SHIPPED_TOOLSETS = DEFAULT_TOOLSETS  # before `every_toolset` changes it
+MIGRATE_TO_HEAD = db.upgrade_to_head  # before `migrated_sqlite_template` changes it
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +70,36 @@ def every_toolset() -> Iterator[None]:
         patch.setattr("weaver.config.DEFAULT_TOOLSETS", TOOLSETS)
         patch.setenv("WEAVER_TOOLSETS", "all")
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def child_bytecode() -> Iterator[None]:
+    """Python processes the tests start write bytecode even where PYTHONDONTWRITEBYTECODE is
+    set (as `.ci/install-check` and the startup benchmark do): else every `weaver` process
+    compiled Weaver's modules again, a third of a second of CPU per start. The processes
+    started with an environment of their own already did. (A PYTHONPYCACHEPREFIX of the
+    session instead would compile the dependencies once more too, in the first process: a
+    daemon missed its 30 s start on a loaded machine.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """New SQLite caches opened in the test processes are copies of one migrated once here
+    (tests/migrated_cache.py): migrating each from nothing took a fifth of the app tests' time."""
+    template = make_template(tmp_path_factory.mktemp("schema") / "cache.db")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(db, "upgrade_to_head", upgrade_from_template(template, MIGRATE_TO_HEAD))
+        yield template
+
+
+@pytest.fixture(autouse=True)
+def real_migrations(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests marked `real_migrations` make every cache through Alembic, as users' caches are."""
+    if request.node.get_closest_marker("real_migrations") is not None:
+        monkeypatch.setattr(db, "upgrade_to_head", MIGRATE_TO_HEAD)
 
 
 @pytest.fixture(autouse=True)
@@ -172,11 +205,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On PostgreSQL, the MCP tests run in the newest protocol mode only: the `legacy` one
-    shows the same answers differently framed, and would double their time there."""
+    shows the same answers differently framed, and would double their time there. Then the
+    modules of long tests go first (`long_modules_first`)."""
     dropped = [item for item in items if _postgres_legacy(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not _postgres_legacy(item)]
+    long_modules_first(items)
+
+
+LONG_MARKERS = ("slow", "cluster", "browser")
+
+
+def long_modules_first(items: list[pytest.Item]) -> None:
+    """Whole modules holding a test marked slow, cluster or browser run before the rest, each
+    module's tests in their order. In collection order the top-level process tests (the
+    wheel, the installers, the container, CI's workflow files) came last: under xdist a worker
+    could be left alone with a test of a minute while the other had nothing to do. Short tests
+    at the end let the workers (`--dist worksteal` in pyproject.toml) finish together."""
+    long = {item.path for item in items if _long(item)}
+    items.sort(key=lambda item: item.path not in long)  # stable: else in collection order
+
+
+def _long(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) is not None for name in LONG_MARKERS)
 
 
 def _postgres_legacy(item: pytest.Item) -> bool:

@@ -30,7 +30,7 @@ from weaver.cache.read import FileFilters, read_snapshot
 from weaver.config import Settings
 from weaver.runtime.app import open_app
 
-pytestmark = pytest.mark.both_backends
+pytestmark = [pytest.mark.both_backends, pytest.mark.real_migrations]
 
 
 def include_name(name: str | None, type_: str, _parents: object) -> bool:
