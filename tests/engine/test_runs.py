@@ -383,15 +383,19 @@ def test_claims_are_atomic(app: App, make_engine: EngineFactory) -> None:
 
 def test_stop_interrupts_runs_under_way(app: App, make_engine: EngineFactory) -> None:
     woken: list[bool] = []
+    started = threading.Event()
 
     @workflow(id="forever", timeout=None)
     def forever(ctx: WorkflowContext[Any]) -> None:
+        started.set()
         woken.append(ctx.cancelled.wait(60))  # True: woken by the stop, not by the wait's end
 
     engine = make_engine(forever, background="threads")
     data = engine.trigger("forever", async_=True)
-    # Bounds for a loaded machine (a full run once took more than 5 s to start the run).
-    wait_for(lambda: engine.get_status(data.execution_id).status == "running", 30)
+    # The workflow's own body, not the row's `running`: a stop between the claim and the
+    # attempt interrupts the run before it starts (rightly), and nothing would wake. Bounds
+    # for a loaded machine (a full run once took more than 5 s to start the run).
+    assert started.wait(30)
     engine.stop()
     wait_for(lambda: woken == [True], 30)
     status = engine.get_status(data.execution_id)
