@@ -7,7 +7,7 @@ PDFs; the embedding status counts PDF pages."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ from weaver.search.results import SearchMode, SearchResults, SearchSources
 from weaver.semantic import worker as worker_module
 from weaver.semantic.search import SemanticIndex, embedding_status
 from weaver.semantic.worker import BATCH_PDFS, EmbeddingWorker, embed_pending
+from weaver.vault.events import NoteModified
 
 ECONOMY = text_pdf(
     [
@@ -349,3 +350,33 @@ def test_a_pdf_batch_is_bounded_in_chunks_so_notes_wait_little(
         assert embed_pending(app.db, app.semantic) == 3
     finally:
         app.close()
+
+
+def test_new_pdf_text_does_not_end_a_pdf_pass_but_a_note_change_does(
+    tmp_path: Path, semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While PDFs are extracted the text worker wakes this one at every PDF it stores; were
+    that taken for a note change, each PDF pass would end before its first batch and no PDF
+    would be embedded until every one was extracted."""
+    monkeypatch.setattr(worker_module, "POLL_SECONDS", 3600.0)
+    app = open_extracted(write_files(tmp_path / "vault", {"a.md": "# A\nalpha\n"}), semantic_index)
+    embedding = EmbeddingWorker(app.db, app.semantic, app.bus)
+    asked: list[bool] = []
+
+    def a_pass(*_args: object, notes_waiting: Callable[[], bool], **_kwargs: object) -> int:
+        if asked:  # only the first pass
+            return 0
+        embedding.wake()  # the PDF text worker stored another PDF meanwhile
+        asked.append(notes_waiting())
+        app.bus.publish([NoteModified("a.md")])  # a note changed meanwhile
+        asked.append(notes_waiting())
+        return 0
+
+    monkeypatch.setattr(worker_module, "embed_pending", a_pass)
+    try:
+        embedding.start()
+        wait_for(lambda: len(asked) == 2, 30, "the first pass")
+    finally:
+        embedding.stop()
+        app.close()
+    assert asked == [False, True]

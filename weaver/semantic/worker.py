@@ -221,6 +221,10 @@ class EmbeddingWorker:
         self._index = index
         self._bus = bus
         self._wake = threading.Event()
+        # Notes changed since the pass began: ends a PDF pass so they go first. Apart from
+        # `_wake`, which new PDF text sets too and which must not end a PDF pass: while PDFs
+        # are extracted it is set every moment, and no PDF would be embedded until they all were.
+        self._notes_changed = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -266,6 +270,7 @@ class EmbeddingWorker:
             return read.last_updated(conn), attachment_vectors.text_stamp(conn)
 
     def _on_events(self, _events: Sequence[VaultEvent]) -> None:
+        self._notes_changed.set()
         self._wake.set()
 
     def wake(self) -> None:
@@ -279,6 +284,7 @@ class EmbeddingWorker:
         while not self._stop.is_set():
             woken = self._wake.wait(POLL_SECONDS)
             self._wake.clear()
+            self._notes_changed.clear()
             if self._stop.is_set():
                 return
             if not woken:
@@ -295,7 +301,7 @@ class EmbeddingWorker:
                     self._index,
                     self._stop.is_set,
                     before_batch=self._wait_for_a_pause,
-                    notes_waiting=self._wake.is_set,  # a note changed: its pass goes first
+                    notes_waiting=self._notes_changed.is_set,  # its pass goes first
                 )
             except SemanticUnavailableError as exc:
                 self.error = str(exc)
