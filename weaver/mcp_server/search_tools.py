@@ -207,8 +207,9 @@ class VaultSearchNotesData(SearchNotesData):
     results: list[VaultSearchHitInfo]  # type: ignore[assignment]
     attachments: list[VaultPdfPageHitInfo] = Field(  # type: ignore[assignment]
         default_factory=list,
-        description="PDFs holding the query's words in every vault, best first, each at its "
-        "best page and naming its vault; paged by the same offset and limit",
+        description="PDFs matching as the notes do (by words, meaning or both) in every vault, "
+        "best first, each at its best page and naming its vault; paged by the same offset and "
+        "limit",
     )
 
 
