@@ -58,10 +58,16 @@ Transport = Literal["stdio", "http"]
 HEALTH_PATH = "/health"
 
 
-def vault_statuses(states: Mapping[str, ServerState]) -> dict[str, str]:
+def vault_statuses(
+    states: Mapping[str, ServerState], default: ServerState, default_status: str
+) -> dict[str, str]:
     """Each vault's health status, by name: a monitor of a server of several vaults sees which
-    one is failing (the status only: `/health` answers without auth)."""
-    return {name: compute_health(each).status for name, each in states.items()}
+    one is failing (the status only: `/health` answers without auth). The default vault's is
+    `default_status`, already computed: not checked twice."""
+    return {
+        name: default_status if each is default else compute_health(each).status
+        for name, each in states.items()
+    }
 
 
 def transport_security(host: str) -> TransportSecuritySettings | None:
@@ -109,7 +115,9 @@ def http_app(
         }
         routing = getattr(server, "routing", None)
         if routing is not None:  # several vaults: each one's status, the worst at the top
-            statuses = await anyio.to_thread.run_sync(vault_statuses, routing.states)
+            statuses = await anyio.to_thread.run_sync(
+                vault_statuses, routing.states, state, report.status
+            )
             body["vaults"] = statuses
             body["status"] = max(statuses.values(), key=STATUS_SEVERITY.index)
         return JSONResponse(body, status_code=503 if body["status"] == "unhealthy" else 200)
