@@ -33,7 +33,7 @@ from weaver.cache.vectors import ChunkVector, EmbeddedNote
 from weaver.errors import SemanticUnavailableError
 from weaver.memory_trim import trim_heap
 from weaver.semantic.chunks import PageChunk, chunk_note, chunk_pages
-from weaver.semantic.model import EmbeddingModel
+from weaver.semantic.model import EmbeddingModel, Vectors
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.static import stop_distilling
 from weaver.vault.events import EventBus, VaultEvent
@@ -141,24 +141,27 @@ def _batches(chunked: Sequence[_Chunked]) -> Iterator[list[_Chunked]]:
 
 def _embed_pdfs(db: Engine, model: EmbeddingModel, chunked: Sequence[_Chunked]) -> int:
     embedded = model.embed_texts([c.chunk.text for _, chunks in chunked for c in chunks])
-    pdfs = []
-    row = 0
-    for source, chunks in chunked:
-        rows = embedded[row : row + len(chunks)]
-        row += len(chunks)
-        pdfs.append(
-            EmbeddedPdf(
-                source.path,
-                source.extracted_at,
-                [
-                    PageChunkVector(c.page, c.chunk.body, v)
-                    for c, v in zip(chunks, rows, strict=True)
-                ],
-            )
+    pdfs = [
+        EmbeddedPdf(
+            source.path,
+            source.extracted_at,
+            [PageChunkVector(c.page, c.chunk.body, v) for c, v in zip(chunks, rows, strict=True)],
         )
+        for (source, chunks), rows in zip(chunked, _per_source(embedded, chunked), strict=True)
+    ]
     with db.connect() as conn:
         attachment_vectors.store_page_embeddings(conn, pdfs, model.model_id)
     return len(pdfs)
+
+
+def _per_source(
+    embedded: Vectors, chunked: Sequence[tuple[object, Sequence[object]]]
+) -> Iterator[Vectors]:
+    """The rows of `embedded` (every source's chunks, one after another) of each source."""
+    row = 0
+    for _, chunks in chunked:
+        yield embedded[row : row + len(chunks)]
+        row += len(chunks)
 
 
 def _embed_batch(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int:
@@ -169,18 +172,14 @@ def _embed_batch(db: Engine, model: EmbeddingModel, paths: Sequence[str]) -> int
         for source in sources
     ]
     embedded = model.embed_texts([c.text for _, chunks in chunked for c in chunks])
-    notes = []
-    row = 0
-    for source, chunks in chunked:
-        rows = embedded[row : row + len(chunks)]
-        row += len(chunks)
-        notes.append(
-            EmbeddedNote(
-                source.path,
-                source.content_hash,
-                [ChunkVector(c.heading, c.body, v) for c, v in zip(chunks, rows, strict=True)],
-            )
+    notes = [
+        EmbeddedNote(
+            source.path,
+            source.content_hash,
+            [ChunkVector(c.heading, c.body, v) for c, v in zip(chunks, rows, strict=True)],
         )
+        for (source, chunks), rows in zip(chunked, _per_source(embedded, chunked), strict=True)
+    ]
     with db.connect() as conn:
         vectors.store_embeddings(conn, notes, model.model_id)
     return len(notes)
