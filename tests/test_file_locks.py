@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,7 +28,8 @@ from tests.standins import msvcrt as msvcrt_standin
 from weaver import file_locks
 from weaver.cache.recovery import writer_of
 from weaver.errors import DaemonError
-from weaver.runtime.locks import WriterLock, daemon_lock, daemon_running
+from weaver.config import Settings
+from weaver.runtime.locks import WriterLock, daemon_lock, daemon_running, writer_lock_for
 from weaver.vault.note_locks import NoteLocks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,6 +250,66 @@ def test_a_daemon_s_locks_exclude_another_process_until_it_is_killed(
         assert writer.try_acquire()
     with NoteLocks(vault_dir).hold(["a.md"], check=deadline(5)), daemon_lock(vault_dir):
         pass
+
+
+# A daemon whose `.weaver/` is deleted under it: holds the vault's daemon lock, says "held";
+# at a line, makes its writer lock again (as `WriterLock.reassert` does) and says "held".
+REMAKING_DAEMON = """
+import sys
+from pathlib import Path
+from weaver.runtime.locks import WriterLock, daemon_lock
+vault = Path(sys.argv[1])
+with daemon_lock(vault):
+    print("held", flush=True)
+    sys.stdin.readline()
+    writer = WriterLock(vault / ".weaver" / "cache.db.writer.lock", vault)
+    assert writer.try_acquire()
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def remaking_daemon(vault: Path) -> subprocess.Popen[str]:
+    if os.environ.get("WEAVER_PORTABLE_PATHS"):
+        pytest.skip("a held folder cannot be deleted on Windows: no lock file goes missing")
+    env = clean_env()
+    env["PYTHONPATH"] = str(ROOT)
+    daemon = start(REMAKING_DAEMON, [str(vault)], env)
+    shutil.rmtree(vault / ".weaver")  # `rm -rf .weaver`, the daemon lock file with it
+    return daemon
+
+
+def test_a_newcomer_waits_for_the_daemon_to_make_its_deleted_lock_again(vault_dir: Path) -> None:
+    """Without the wait, a `weaver serve` or `weaver index` started just after `rm -rf .weaver`
+    took a fresh lock and made an empty cache of its own beside the daemon's."""
+    daemon = remaking_daemon(vault_dir)
+    try:
+        newcomer = writer_lock_for(Settings(vault=vault_dir))  # as `weaver index` takes it
+        remade = threading.Timer(0.5, tell, [daemon])
+        started = time.monotonic()
+        remade.start()
+        assert not newcomer.try_acquire()  # the daemon's, made again meanwhile
+        assert time.monotonic() - started >= 0.4
+        assert newcomer.holder() == str(daemon.pid)
+        remade.join()
+    finally:
+        killed(daemon)
+
+
+def test_a_newcomer_takes_the_lock_a_daemon_does_not_make_again(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("weaver.runtime.locks.REMAKE_WAIT_SECONDS", 0.3)
+    daemon = remaking_daemon(vault_dir)
+    try:
+        elsewhere = WriterLock(vault_dir / "elsewhere.writer.lock")  # not the daemon's to make
+        assert elsewhere.try_acquire()
+        elsewhere.release()
+        newcomer = writer_lock_for(Settings(vault=vault_dir))
+        assert newcomer.try_acquire()  # after the wait: someone must keep the cache fresh
+        newcomer.release()
+    finally:
+        killed(daemon)
 
 
 def deadline(seconds: float) -> Callable[[], None]:

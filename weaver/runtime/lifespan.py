@@ -85,7 +85,7 @@ async def keep_cache_fresh(state: ServerState) -> None:
         return
     lock = state.writer_lock or writer_lock_for(state.app.settings)
     try:
-        if not lock.try_acquire():
+        if not await anyio.to_thread.run_sync(lock.try_acquire):
             log.info("another process writes this cache; serving it read-only", pid=lock.holder())
             state.mark_ready()
             if not state.watch:

@@ -48,6 +48,15 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_RETRY_SECONDS = 3.0
 
+# How long a newcomer waits for a daemon to make its deleted writer lock again (`WriterLock`):
+# the daemon notices within a second or two; a daemon that never does (stopped writing, its
+# cache elsewhere) costs a newcomer this once.
+REMAKE_WAIT_SECONDS = 10.0
+REMAKE_POLL_SECONDS = 0.05
+
+# Vaults whose daemon lock this process holds: its own daemon is no reason to wait.
+_OWN_DAEMON_VAULTS: set[Path] = set()
+
 
 def _write_pid(handle: IO[str]) -> None:
     handle.seek(0)
@@ -73,9 +82,11 @@ def daemon_lock(vault: Path) -> Iterator[Path]:
                 owner = _read_holder(handle)
                 raise DaemonError(f"a daemon is already running on {vault} (pid {owner})")
             _write_pid(handle)
+            _OWN_DAEMON_VAULTS.add(vault.resolve())
             try:
                 yield lock_path
             finally:
+                _OWN_DAEMON_VAULTS.discard(vault.resolve())
                 handle.truncate(0)
                 file_locks.unlock(handle)
     finally:
@@ -132,25 +143,35 @@ class WriterLock:
     When the lock file cannot be created at all (a read-only folder), `try_acquire` answers
     True with a warning: refusing would leave nobody to keep the cache fresh, and SQLite still
     serialises the writes.
+
+    `vault`: the vault whose daemon keeps this lock, when the lock lives in its `.weaver/`.
+    `rm -rf .weaver` under that daemon deletes the lock file with the cache; until the daemon
+    makes both again (`reassert`, `runtime.rebuild`), a newcomer would find no lock, take a new
+    one and make an empty cache of its own. It waits for the daemon's instead.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, vault: Path | None = None) -> None:
         self.path = path
+        self._vault = vault
         self._handle: IO[str] | None = None
         self._unlocked = False
 
     @classmethod
     def for_settings(cls, settings: Settings) -> WriterLock:
-        return cls(writer_lock_path(settings))
+        path = writer_lock_path(settings)
+        kept_in_vault = path.parent == settings.vault / CACHE_DIR_NAME
+        return cls(path, settings.vault if kept_in_vault else None)
 
     @property
     def held(self) -> bool:
         return self._handle is not None or self._unlocked
 
     def try_acquire(self) -> bool:
-        """Take the lock if it is free; never blocks."""
+        """Take the lock if it is free; never blocks, but for the moment a daemon takes to
+        make its deleted lock file again (see the class)."""
         if self.held:
             return True
+        self._await_daemons_lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle = self.path.open("a+")
@@ -171,7 +192,7 @@ class WriterLock:
         on_wait: Callable[[str], None] | None = None,
     ) -> None:
         """Wait until the lock is ours, trying again every `retry_seconds`."""
-        while not self.try_acquire():
+        while not await anyio.to_thread.run_sync(self.try_acquire):
             if on_wait is not None:
                 on_wait(self.holder())
                 on_wait = None  # say it once
@@ -197,6 +218,26 @@ class WriterLock:
             log.warning("the writer lock file was deleted; made again", path=str(self.path))
             return True
         return False
+
+    def _await_daemons_lock(self) -> None:
+        """While this vault's daemon (another process) runs and the lock file is missing, wait
+        up to `REMAKE_WAIT_SECONDS` for the daemon to make it again."""
+        vault = self._vault
+        if vault is None or self.path.exists() or vault.resolve() in _OWN_DAEMON_VAULTS:
+            return
+        deadline = time.monotonic() + REMAKE_WAIT_SECONDS
+        waited = False
+        while not self.path.exists() and daemon_running(vault):
+            if time.monotonic() > deadline:
+                log.warning(
+                    "the vault's daemon has not made its writer lock again; taking it",
+                    path=str(self.path),
+                )
+                return
+            if not waited:
+                log.info("waiting for the vault's daemon to make its cache again")
+                waited = True
+            time.sleep(REMAKE_POLL_SECONDS)
 
     def holder(self) -> str:
         """The pid written by the current holder, for messages."""
