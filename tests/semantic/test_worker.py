@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,10 @@ from weaver.cache.models import NoteChunk, NoteEmbedding
 from weaver.cache.read import read_snapshot
 from weaver.cache.vectors import ChunkMatrix
 from weaver.config import Settings
+from weaver.errors import SemanticUnavailableError
 from weaver.runtime.app import App, open_app
 from weaver.semantic import worker as worker_module
-from weaver.semantic.model import TRANSFORMER_MODEL
+from weaver.semantic.model import TRANSFORMER_MODEL, EmbeddingModel
 from weaver.semantic.search import SemanticIndex
 from weaver.semantic.worker import EmbeddingWorker, embed_pending
 
@@ -135,6 +137,36 @@ def test_the_worker_embeds_in_the_background_and_follows_edits(app: App) -> None
     finally:
         worker.stop()
     assert not worker.running and worker.error is None
+
+
+class StuckLoad(SemanticIndex):
+    """A model whose load does not end: another process distilling it holds its file lock."""
+
+    def __init__(self) -> None:
+        self.started, self.released = threading.Event(), threading.Event()
+        super().__init__()
+
+    def _load(self, on_progress: Callable[[float], None]) -> EmbeddingModel:
+        self.started.set()
+        self.released.wait(60)
+        raise SemanticUnavailableError("the other process let go")
+
+
+def test_a_worker_waiting_for_its_model_stops_at_once(app: App) -> None:
+    """A daemon stopping while its model loads stopped at once, not after the load: the
+    stop's grace (7 s) ran out while the worker waited on another process's distillation."""
+    index = StuckLoad()
+    worker = EmbeddingWorker(app.db, index, app.bus)
+    worker.start()
+    try:
+        assert index.started.wait(30)
+        stopping = time.monotonic()
+        worker.stop(timeout=5)
+        assert not worker.running
+        assert time.monotonic() - stopping < 2
+        assert worker.error is None  # stopped, not failed
+    finally:
+        index.released.set()
 
 
 def test_the_worker_holds_its_batches_while_the_server_answers_calls(

@@ -39,19 +39,20 @@ class ModelLoader:
         self._thread: threading.Thread | None = None
         self._building: float | None = None  # a distillation's share done, when one runs
 
-    def get(self, wait: float | None) -> EmbeddingModel:
+    def get(self, wait: float | None, stopped: Callable[[], bool] | None = None) -> EmbeddingModel:
         """The model; `ModelLoadingError` when it is not loaded within `wait` seconds (None:
-        as long as it takes), the load's own `SemanticUnavailableError` when it failed."""
+        as long as it takes) or, while waiting, once `stopped()` says so; the load's own
+        `SemanticUnavailableError` when it failed."""
         model = self._model
         if model is not None:
             return model
         if not self._done.is_set():
             self._begin()
-            self._wait(wait)
+            self._wait(wait, stopped)
         if self._error is not None:
             raise self._error
         model = self._model
-        return model if model is not None else self.get(wait)  # unloaded meanwhile: again
+        return model if model is not None else self.get(wait, stopped)  # unloaded meanwhile
 
     @property
     def loaded(self) -> bool:
@@ -78,11 +79,14 @@ class ModelLoader:
             return "loading the embedding model"
         return f"building the embedding model, {self._building:.0%}".replace("%", " %")
 
-    def _wait(self, wait: float | None) -> None:
+    def _wait(self, wait: float | None, stopped: Callable[[], bool] | None) -> None:
         deadline = None if wait is None else time.monotonic() + wait
         while not self._done.wait(POLL_S):
             distilling = self._building is not None and wait is not None
-            if distilling or (deadline is not None and time.monotonic() >= deadline):
+            late = deadline is not None and time.monotonic() >= deadline
+            # A load can wait on another process's distillation (a file lock) for minutes;
+            # a stopping worker must not wait with it.
+            if distilling or late or (stopped is not None and stopped()):
                 progress = self.progress()
                 raise ModelLoadingError(progress)
 

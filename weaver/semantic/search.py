@@ -117,13 +117,15 @@ class SemanticIndex:
         self._loaded_at = 0  # the newest `embedded_at` among the loaded vectors
         self._used_at = time.monotonic()  # the last use of the model or the vectors
 
-    def model(self, wait: float | None = LOAD_WAIT_S) -> EmbeddingModel:
+    def model(
+        self, wait: float | None = LOAD_WAIT_S, stopped: Callable[[], bool] | None = None
+    ) -> EmbeddingModel:
         """The loaded model, loading it in the background on first use: `ModelLoadingError`
         (with the progress) when it is not ready within `wait` seconds or is being distilled
         (a first start, a minute or more), the load's `SemanticUnavailableError` when it
-        failed (kept). The worker waits as long as it takes (None)."""
+        failed (kept). The worker waits as long as it takes (None), or until `stopped()`."""
         self._used_at = time.monotonic()
-        return self._loader.get(wait)
+        return self._loader.get(wait, stopped)
 
     def release_if_idle(self, idle_s: float) -> bool:
         """Let go of the model and the vectors when neither was used for `idle_s` seconds,

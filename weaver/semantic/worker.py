@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 from weaver.cache import attachment_vectors, read, vectors
 from weaver.cache.attachment_vectors import EmbeddedPdf, PageChunkVector, PdfSource
 from weaver.cache.vectors import ChunkVector, EmbeddedNote
-from weaver.errors import SemanticUnavailableError
+from weaver.errors import ModelLoadingError, SemanticUnavailableError
 from weaver.memory_trim import trim_heap
 from weaver.semantic.chunks import PageChunk, chunk_note, chunk_pages
 from weaver.semantic.model import EmbeddingModel, Vectors
@@ -74,7 +74,12 @@ def embed_pending(
     wait for its PDFs.
 
     Raises `SemanticUnavailableError` when the model cannot be loaded."""
-    model = index.model(wait=None)  # the first start distils the static model: wait for it
+    try:  # the first start distils the static model: wait for it, unless told to stop
+        model = index.model(wait=None, stopped=should_stop)
+    except ModelLoadingError:
+        if should_stop():
+            return 0
+        raise
     with db.connect() as conn:
         pending = vectors.sync_embeddings(conn, index.model_id)
     done = 0
