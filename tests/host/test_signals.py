@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import anyio
 import pytest
@@ -57,3 +60,33 @@ def test_the_daemon_stops_cleanly_by_the_handlers_path(
     assert code == 0, log
     assert '"signal": "SIGTERM"' in log and "daemon stopped" in log
     assert "Traceback" not in log
+
+
+# A stop held up by a thread stuck in a call: the watchdog ends the process, saying where.
+OVERDUE = """
+import threading, time
+from weaver.host.signals import arm_stop_watchdog
+from weaver.log import configure_logging
+
+configure_logging("info", "json")
+
+def wait_on_the_other_process():
+    time.sleep(60)
+
+threading.Thread(target=wait_on_the_other_process, daemon=True).start()
+arm_stop_watchdog(grace=0.3)
+time.sleep(60)
+"""
+
+
+def test_an_overdue_stop_ends_the_process_and_says_what_held_it_up() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", OVERDUE],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0
+    assert "stopping is overdue" in done.stderr
+    assert "in wait_on_the_other_process" in done.stderr  # the stuck thread's stack

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import os
 import signal
 import socket
@@ -55,7 +56,12 @@ def arm_stop_watchdog(
     process that ends by itself ends it too)."""
 
     def overdue() -> None:
-        log.error("stopping is overdue: ending the process now", grace_s=grace)
+        log.error(
+            "stopping is overdue: ending the process now (what each thread was doing follows)",
+            grace_s=grace,
+        )
+        # What held the stop up, for the bug report: otherwise nothing says.
+        faulthandler.dump_traceback(all_threads=True)
         if on_overdue is not None:
             worker = threading.Thread(target=on_overdue, name="weaver-overdue", daemon=True)
             worker.start()
