@@ -238,7 +238,9 @@ def test_a_killed_process_takes_its_pass_apart_with_it(
         child = wait_for(lambda: child_pids(parent.pid), 60, "the pass's child process")[0]
         parent.kill()
         assert parent.wait(timeout=10) == -9
-    wait_for(lambda: not alive(child), 5, "the orphaned pass to end")
+    # A child still importing when its parent dies finds no order and ends: slow on a busy
+    # machine (5 s failed under a loaded suite), so the wait is long; the point is that it ends.
+    wait_for(lambda: not alive(child), 30, "the orphaned pass to end")
 
 
 found: list[str] = []
