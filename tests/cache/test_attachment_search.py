@@ -33,24 +33,43 @@ def _pages(rng: random.Random) -> list[str]:
     return pages
 
 
+# Pages that tie: the best of them is the earliest, here page 2, not page 1.
+TIED_PAGES = ["seal gauge", "valve pump valve", "valve pump valve", "valve pump valve", "pipe"]
+
+
 @pytest.fixture
 def corpus(vault_dir: Path) -> Iterator[App]:
-    """Forty PDFs in three folders, one of them changed on disk since its text was read."""
+    """Forty PDFs in three folders, one of them changed on disk since its text was read, two
+    read again after the others (their pages now last of all), one with tied pages."""
     app = open_app(Settings(vault=vault_dir))
     rng = random.Random(38)
     with app.db.begin() as conn:
         for i in range(40):
             path = f"{('manuals', 'manuals/old', 'reports')[i % 3]}/doc-{i:02d}.pdf"
             conn.execute(insert(Attachment).values(path=path, size=100 + i, mtime_ns=i))
-            pages = _pages(rng)
-            extracted = ExtractedPdf(path, 100 + i, i, len(pages), pages, None)
-            attachment_text.store_extracted(conn, extracted, 0)
+            _store(conn, path, 100 + i, i, _pages(rng))
+        _store_tied(conn)
         # Changed since it was read: its old text is found no more.
         conn.execute(
             update(Attachment).where(Attachment.path == "reports/doc-02.pdf").values(size=1)
         )
+        # Replaced, and read again: the new text only is found, its pages after all others.
+        for path in ("manuals/doc-00.pdf", "manuals/old/doc-04.pdf"):
+            conn.execute(update(Attachment).where(Attachment.path == path).values(size=7))
+            _store(conn, path, 7, 0, ["flow boiler", "valve valve steam valve", "pump"])
     yield app
     app.close()
+
+
+def _store(conn: Connection, path: str, size: int, mtime_ns: int, pages: list[str]) -> None:
+    extracted = ExtractedPdf(path, size, mtime_ns, len(pages), pages, None)
+    attachment_text.store_extracted(conn, extracted, 0)
+
+
+def _store_tied(conn: Connection) -> None:
+    path = "manuals/tied.pdf"
+    conn.execute(insert(Attachment).values(path=path, size=1, mtime_ns=1))
+    _store(conn, path, 1, 1, TIED_PAGES)
 
 
 def plain_search(
@@ -131,6 +150,35 @@ def test_the_corpus_holds_what_the_comparison_needs(corpus: App) -> None:
     assert any(h.page > 2 for h in hits)  # a best page past the first ones
     assert "reports/doc-02.pdf" not in {h.path for h in hits}
     assert any(h.page == 1 and h.snippet == "" for h in spread.items)  # no page holds them all
+    by_path = {h.path: h for h in hits}
+    assert by_path["manuals/tied.pdf"].page == 2  # the first of three tied pages
+    assert by_path["manuals/doc-00.pdf"].page == 2  # read again: its new text's best page
+
+
+def test_a_pages_document_is_told_by_its_id(corpus: App) -> None:
+    """What the search relies on: a PDF's pages hold consecutive ids in page order, the
+    first its whole-document row's, and reading a PDF again gives its new pages new ids."""
+    with corpus.db.connect() as conn:
+        rows = conn.execute(text("SELECT path, page, id FROM attachment_pages ORDER BY id")).all()
+        documents = conn.execute(text("SELECT id FROM attachment_doc_fts_docsize")).all()
+    by_path: dict[str, list[tuple[int, int]]] = {}
+    for path, page, page_id in rows:
+        by_path.setdefault(path, []).append((page, page_id))
+    for path, pages in by_path.items():
+        ids = [page_id for _, page_id in pages]
+        assert ids == list(range(ids[0], ids[0] + len(ids))), path
+        assert [page for page, _ in pages] == sorted(page for page, _ in pages), path
+    assert sorted(r.id for r in documents) == sorted(p[0][1] for p in by_path.values())
+    assert rows[-1].path == "manuals/old/doc-04.pdf"
+
+
+def test_the_best_page_is_the_lowest_score_then_the_earliest() -> None:
+    """Scores arrive in any order; a page belongs to the document whose first id is the
+    nearest at or below its own."""
+    firsts = [10, 20, 35]
+    scores = [(36, -1.0), (22, -2.0), (11, -3.0), (21, -2.0), (12, -3.0), (35, -1.0), (37, -4.0)]
+    assert attachment_text._best_page_ids(firsts, scores) == {10: 11, 20: 21, 35: 37}
+    assert attachment_text._best_page_ids(firsts, []) == {}
 
 
 @contextmanager

@@ -13,7 +13,8 @@ as `tsvector`s by `cache.pg_attachment_text` and searched by `cache.pg_attachmen
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
@@ -116,7 +117,9 @@ def count_pending(conn: Connection) -> int:
 
 
 def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> None:
-    """Replace the PDF's pages and state with `extracted` (in the caller's transaction)."""
+    """Replace the PDF's pages and state with `extracted` (in the caller's transaction). Its
+    pages take consecutive ids in page order, the first one its `attachment_doc_fts` rowid:
+    the search tells a page's document by its id alone (`_best_page_ids`)."""
     _delete_pages(conn, [extracted.path])
     conn.execute(delete(AttachmentText).where(AttachmentText.path == extracted.path))
     conn.execute(
@@ -246,20 +249,20 @@ def _total_changes(conn: Connection) -> int:
 
 # Documents are ranked, not pages: BM25 costs each match its time, and a word on every page of
 # a thousand PDFs is tens of thousands of pages but a thousand documents. A hit is a document
-# at its best page (`_BEST_PAGES`).
+# at its best page (`_PAGE_SCORES`).
 _FRESH_JOIN = """
 JOIN attachment_pages AS p ON p.id = {doc}.rowid
 JOIN attachments AS a ON a.path = p.path
 JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
 """
-# The page of documents and, on each row, how many match in all: the ranking already visits
-# every match, so counting them there spares a second pass (`_COUNT`) over the same matches.
-# SQLite never flattens a subquery into a query holding a window function, so bm25() stays
-# in the FTS5 scan, where it can run.
+# The page of documents, each with its first page's id (its row's rowid) and, on each row, how
+# many match in all: the ranking already visits every match, so counting them there spares a
+# second pass (`_COUNT`) over the same matches. SQLite never flattens a subquery into a query
+# holding a window function, so bm25() stays in the FTS5 scan, where it can run.
 _RANKED_SQL = f"""
-SELECT path, score, count(*) OVER () AS total
+SELECT path, first_id, score, count(*) OVER () AS total
 FROM (
-    SELECT p.path AS path, bm25({DOC_FTS_TABLE}) AS score
+    SELECT p.path AS path, p.id AS first_id, bm25({DOC_FTS_TABLE}) AS score
     FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
     WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 )
@@ -273,30 +276,28 @@ FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
 WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 """
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
-# Each ranked document's pages matching on their own, best first per document. One FTS5 cursor
-# for all of them: bm25() counts each phrase's matches over the whole table once per cursor
-# (and per rowid constraint), so a cursor per document costs that count as many times. The
-# match is a walk of the index; a page is kept by its id alone, looked up in the ids of the
-# documents' pages (read from the (path, page) index, which holds them), never by reading the
-# page's row, whose text makes it wide; the walk is bounded to those ids' range.
-_BEST_PAGES = text(f"""
+# The ranked documents' pages matching on their own, each as its id and score alone: which
+# document a page is of is told by its id (`_best_page_ids`), so SQLite neither joins the
+# pages to their paths nor sorts them, which cost more than reading the pairs.
+# One FTS5 cursor for all of them: bm25() counts each phrase's matches over the whole table
+# once per cursor (and per rowid constraint), so a cursor per document costs that count as
+# many times. The match is a walk of the index bounded to the documents' id range; a page is
+# kept by its id alone, looked up in the ids of the documents' pages (read from the
+# (path, page) index, which holds them), never by reading the page's row, whose text makes it
+# wide.
+_PAGE_SCORES = text(f"""
 WITH wanted AS MATERIALIZED (
-    SELECT id, path, page FROM attachment_pages
-    WHERE path IN (SELECT value FROM json_each(:paths))
-),
-scored AS MATERIALIZED (
-    SELECT {FTS_TABLE}.rowid AS id, bm25({FTS_TABLE}) AS score
-    FROM {FTS_TABLE}
-    WHERE {FTS_TABLE} MATCH :expression
-      AND {FTS_TABLE}.rowid BETWEEN (SELECT min(id) FROM wanted) AND (SELECT max(id) FROM wanted)
-      AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
+    SELECT id FROM attachment_pages WHERE path IN (SELECT value FROM json_each(:paths))
 )
-SELECT w.path, w.page, w.id, s.score
-FROM scored AS s JOIN wanted AS w ON w.id = s.id
-ORDER BY w.path, s.score, w.page
+SELECT {FTS_TABLE}.rowid, bm25({FTS_TABLE})
+FROM {FTS_TABLE}
+WHERE {FTS_TABLE} MATCH :expression
+  AND {FTS_TABLE}.rowid BETWEEN :low AND (SELECT max(id) FROM wanted)
+  AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
 """)
 _SNIPPETS = text(f"""
 SELECT {FTS_TABLE}.rowid,
+       (SELECT page FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
        snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens)
 FROM {FTS_TABLE}
 WHERE {FTS_TABLE} MATCH :expression
@@ -338,7 +339,7 @@ def search_pages(
         total = 0
     else:  # past the last match: no row said how many there are
         total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
-    best = _best_pages(conn, expression, [row.path for row in ranked])
+    best = _best_pages(conn, expression, {row.first_id: row.path for row in ranked})
     hits = [
         PageHit(row.path, *best.get(row.path, (1, "")), round(-float(row.score or 0.0), 6) + 0.0)
         for row in ranked
@@ -346,22 +347,42 @@ def search_pages(
     return Page(hits, total, offset, limit)
 
 
-def _best_pages(conn: Connection, expression: str, paths: list[str]) -> dict[str, tuple[int, str]]:
-    """For each of `paths`, its best page matching `expression` and that page's snippet."""
-    if not paths:
+def _best_pages(
+    conn: Connection, expression: str, documents: dict[int, str]
+) -> dict[str, tuple[int, str]]:
+    """For each document (its path by its first page's id), its best page matching
+    `expression` and that page's snippet."""
+    if not documents:
         return {}
-    rows = conn.execute(_BEST_PAGES, {"expression": expression, "paths": json.dumps(paths)})
-    best: dict[str, tuple[int, int]] = {}
-    for path, page, page_id, _score in rows:
-        best.setdefault(path, (page, page_id))  # ordered best first within each path
-    ids = [page_id for _, page_id in best.values()]
-    snippets: dict[int, str | None] = dict(
-        conn.execute(_SNIPPETS, {"expression": expression, "ids": json.dumps(ids)} | _SNIPPET).all()
+    rows = conn.execute(
+        _PAGE_SCORES,
+        {
+            "expression": expression,
+            "paths": json.dumps(list(documents.values())),
+            "low": min(documents),
+        },
     )
-    return {
-        path: (page, unsegment(snippets.get(page_id) or ""))
-        for path, (page, page_id) in best.items()
-    }
+    best = _best_page_ids(sorted(documents), rows)
+    found = conn.execute(
+        _SNIPPETS, {"expression": expression, "ids": json.dumps(list(best.values()))} | _SNIPPET
+    )
+    pages = {page_id: (page, unsegment(snippet or "")) for page_id, page, snippet in found}
+    # A page scored a moment ago matches still: this connection reads one snapshot.
+    return {documents[first]: pages[page_id] for first, page_id in best.items()}
+
+
+def _best_page_ids(firsts: list[int], scores: Iterable[tuple[int, float]]) -> dict[int, int]:
+    """Of pages scored (id, bm25: lower is better), the best of each document, by its first
+    page's id (`firsts`, ascending): the lowest score, then the lowest id. A document's pages
+    are stored together in page order (`store_extracted`), so a page belongs to the document
+    starting at the nearest first id at or below its own, and a lower id is an earlier page."""
+    best: dict[int, tuple[float, int]] = {}
+    for page_id, score in scores:
+        first = firsts[bisect_right(firsts, page_id) - 1]
+        held = best.get(first)
+        if held is None or (score, page_id) < held:
+            best[first] = (score, page_id)
+    return {first: page_id for first, (_, page_id) in best.items()}
 
 
 # ---------------------------------------------------------------- problems
