@@ -139,6 +139,25 @@ def test_every_page_of_answers_is_what_the_plain_rule_gives(corpus: App, words: 
                 assert (found(page.items), page.total) == (want, total), where
 
 
+@pytest.mark.parametrize("words", QUERIES)
+def test_ranked_then_placed_is_the_search(corpus: App, words: str) -> None:
+    """Hybrid search ranks deep and places only what it shows: placing any of the ranked PDFs,
+    in any order, names each at the page the search names it at."""
+    expression = fts.fts_query(words)
+    assert expression is not None
+    with corpus.db.connect() as conn:
+        for directory in (None, "manuals"):
+            searched = attachment_text.search_pages(conn, expression, 50, 0, directory)
+            ranked = attachment_text.rank_pdfs(conn, expression, 50, 0, directory)
+            assert (ranked.total, [p.path for p in ranked.items]) == (
+                searched.total,
+                [h.path for h in searched.items],
+            )
+            assert attachment_text.place_pdfs(conn, expression, ranked.items) == searched.items
+            some = ranked.items[::-3]  # every third, last first
+            assert attachment_text.place_pdfs(conn, expression, some) == searched.items[::-3]
+
+
 def test_the_corpus_holds_what_the_comparison_needs(corpus: App) -> None:
     """Ties, several pages, blank pages, a stale PDF: else the comparison proves little."""
     with corpus.db.connect() as conn:

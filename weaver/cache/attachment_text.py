@@ -68,6 +68,14 @@ class PageHit:
 
 
 @dataclass(frozen=True, slots=True)
+class RankedPdf:
+    """A PDF matching a search, ranked but not yet placed at a page (`place_pdfs`)."""
+
+    path: str
+    score: float  # -bm25 (ts_rank_cd on PostgreSQL): higher is better
+
+
+@dataclass(frozen=True, slots=True)
 class PdfProblem:
     path: str
     problem: str
@@ -295,6 +303,12 @@ WHERE {FTS_TABLE} MATCH :expression
   AND {FTS_TABLE}.rowid BETWEEN :low AND (SELECT max(id) FROM wanted)
   AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
 """)
+# Each PDF's first page's id, by path (`place_pdfs`, whose PDFs come without it).
+_FIRST_PAGES = text("""
+SELECT min(id), path FROM attachment_pages
+WHERE path IN (SELECT value FROM json_each(:paths))
+GROUP BY path
+""")
 _SNIPPETS = text(f"""
 SELECT {FTS_TABLE}.rowid,
        (SELECT page FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
@@ -328,23 +342,57 @@ def search_pages(
     words are spread over several pages, none holding them all, is named at its first page."""
     if not searchable(conn):
         return Page([], 0, offset, limit)
+    ranked, total = _ranked(conn, expression, limit, offset, directory)
+    best = _best_pages(conn, expression, {first: pdf.path for first, pdf in ranked})
+    return Page([_at_best_page(pdf, best) for _, pdf in ranked], total, offset, limit)
+
+
+def rank_pdfs(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
+) -> Page[RankedPdf]:
+    """The PDFs `search_pages` answers, ranked alike, without their pages: for a ranking read
+    deeper than what is shown (hybrid search fuses it), whose shown PDFs `place_pdfs` places."""
+    if not searchable(conn):
+        return Page([], 0, offset, limit)
+    ranked, total = _ranked(conn, expression, limit, offset, directory)
+    return Page([pdf for _, pdf in ranked], total, offset, limit)
+
+
+def place_pdfs(conn: Connection, expression: str, ranked: Sequence[RankedPdf]) -> list[PageHit]:
+    """Each of `ranked` (from `rank_pdfs`, with the same `expression`) at its best page, as
+    `search_pages` places it."""
+    best: dict[str, tuple[int, str]] = {}
+    if ranked and searchable(conn):
+        paths = json.dumps([pdf.path for pdf in ranked])
+        firsts = conn.execute(_FIRST_PAGES, {"paths": paths})
+        best = _best_pages(conn, expression, {int(first): str(path) for first, path in firsts})
+    return [_at_best_page(pdf, best) for pdf in ranked]
+
+
+def _ranked(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> tuple[list[tuple[int, RankedPdf]], int]:
+    """The page of PDFs ranked, each with its first page's id, and how many match in all."""
     by_folder = bool(directory)
     values: dict[str, object] = {"expression": expression}
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    ranked = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
-    if ranked:
-        total = int(ranked[0].total)
-    elif offset == 0:
-        total = 0
-    else:  # past the last match: no row said how many there are
-        total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
-    best = _best_pages(conn, expression, {row.first_id: row.path for row in ranked})
-    hits = [
-        PageHit(row.path, *best.get(row.path, (1, "")), round(-float(row.score or 0.0), 6) + 0.0)
-        for row in ranked
+    rows = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
+    ranked = [
+        (row.first_id, RankedPdf(row.path, round(-float(row.score or 0.0), 6) + 0.0))
+        for row in rows
     ]
-    return Page(hits, total, offset, limit)
+    if rows:
+        return ranked, int(rows[0].total)
+    if offset == 0:
+        return ranked, 0
+    # Past the last match: no row said how many there are.
+    return ranked, int(conn.execute(_COUNT[by_folder], values).scalar_one())
+
+
+def _at_best_page(pdf: RankedPdf, best: dict[str, tuple[int, str]]) -> PageHit:
+    # No page of its own holds every word (they are spread over pages): its first page.
+    return PageHit(pdf.path, *best.get(pdf.path, (1, "")), pdf.score)
 
 
 def _best_pages(
@@ -367,8 +415,9 @@ def _best_pages(
         _SNIPPETS, {"expression": expression, "ids": json.dumps(list(best.values()))} | _SNIPPET
     )
     pages = {page_id: (page, unsegment(snippet or "")) for page_id, page, snippet in found}
-    # A page scored a moment ago matches still: this connection reads one snapshot.
-    return {documents[first]: pages[page_id] for first, page_id in best.items()}
+    # Gone only if a write came between the two statements (a connection outside a snapshot):
+    # that PDF is then named at its first page, as one with no page of its own matching.
+    return {documents[first]: pages[i] for first, i in best.items() if i in pages}
 
 
 def _best_page_ids(firsts: list[int], scores: Iterable[tuple[int, float]]) -> dict[int, int]:
