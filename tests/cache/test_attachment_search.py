@@ -158,6 +158,26 @@ def test_ranked_then_placed_is_the_search(corpus: App, words: str) -> None:
             assert attachment_text.place_pdfs(conn, expression, some) == searched.items[::-3]
 
 
+def test_a_pdf_read_again_meanwhile_never_lends_its_pages_to_another(corpus: App) -> None:
+    """Outside a snapshot a PDF may be read again between its ranking and its placing: its new
+    pages, after every other's, are never taken for the PDF ranked last's."""
+    expression = fts.fts_query("valve")
+    assert expression is not None
+    first_pages = text("SELECT min(id), path FROM attachment_pages GROUP BY path")
+    with corpus.db.connect() as conn:
+        ranked = {int(first): str(path) for first, path in conn.execute(first_pages)}
+    with corpus.db.begin() as conn:
+        _store(conn, "manuals/doc-03.pdf", 103, 3, ["seal", "pump", "valve valve valve"])
+    with corpus.db.connect() as conn:
+        now = {int(first): str(path) for first, path in conn.execute(first_pages)}
+        fresh = attachment_text._best_pages(conn, expression, now)
+        stale = attachment_text._best_pages(conn, expression, ranked)
+    assert fresh["manuals/doc-03.pdf"][0] == 3
+    assert "manuals/doc-03.pdf" not in stale  # named at its first page, as if no page matched
+    assert stale == {path: place for path, place in fresh.items() if path in stale}
+    assert len(stale) == len(fresh) - 1
+
+
 def test_the_corpus_holds_what_the_comparison_needs(corpus: App) -> None:
     """Ties, several pages, blank pages, a stale PDF: else the comparison proves little."""
     with corpus.db.connect() as conn:

@@ -126,8 +126,9 @@ def count_pending(conn: Connection) -> int:
 
 def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> None:
     """Replace the PDF's pages and state with `extracted` (in the caller's transaction). Its
-    pages take consecutive ids in page order, the first one its `attachment_doc_fts` rowid:
-    the search tells a page's document by its id alone (`_best_page_ids`)."""
+    pages take consecutive ids in page order (one insert; a rowid table gives each row the
+    largest id plus one), the first one its `attachment_doc_fts` rowid: the search tells a
+    page's document by its id alone (`_best_page_ids`)."""
     _delete_pages(conn, [extracted.path])
     conn.execute(delete(AttachmentText).where(AttachmentText.path == extracted.path))
     conn.execute(
@@ -286,7 +287,10 @@ WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
 # The ranked documents' pages matching on their own, each as its id and score alone: which
 # document a page is of is told by its id (`_best_page_ids`), so SQLite neither joins the
-# pages to their paths nor sorts them, which cost more than reading the pairs.
+# pages to their paths nor sorts them, which cost more than reading the pairs. A document
+# counts while its first page is still its own: on a connection outside a snapshot a PDF read
+# again since its ranking has new pages, after every other's, which its old first id would
+# not tell apart from the document ranked last.
 # One FTS5 cursor for all of them: bm25() counts each phrase's matches over the whole table
 # once per cursor (and per rowid constraint), so a cursor per document costs that count as
 # many times. The match is a walk of the index bounded to the documents' id range; a page is
@@ -295,12 +299,16 @@ _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
 # wide.
 _PAGE_SCORES = text(f"""
 WITH wanted AS MATERIALIZED (
-    SELECT id FROM attachment_pages WHERE path IN (SELECT value FROM json_each(:paths))
+    SELECT p.id
+    FROM json_each(:documents) AS d
+    JOIN attachment_pages AS first
+      ON first.id = json_extract(d.value, '$[0]') AND first.path = json_extract(d.value, '$[1]')
+    JOIN attachment_pages AS p ON p.path = first.path AND p.id >= first.id
 )
 SELECT {FTS_TABLE}.rowid, bm25({FTS_TABLE})
 FROM {FTS_TABLE}
 WHERE {FTS_TABLE} MATCH :expression
-  AND {FTS_TABLE}.rowid BETWEEN :low AND (SELECT max(id) FROM wanted)
+  AND {FTS_TABLE}.rowid BETWEEN (SELECT min(id) FROM wanted) AND (SELECT max(id) FROM wanted)
   AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
 """)
 # Each PDF's first page's id, by path (`place_pdfs`, whose PDFs come without it).
@@ -311,6 +319,7 @@ GROUP BY path
 """)
 _SNIPPETS = text(f"""
 SELECT {FTS_TABLE}.rowid,
+       (SELECT path FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
        (SELECT page FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
        snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens)
 FROM {FTS_TABLE}
@@ -404,20 +413,22 @@ def _best_pages(
         return {}
     rows = conn.execute(
         _PAGE_SCORES,
-        {
-            "expression": expression,
-            "paths": json.dumps(list(documents.values())),
-            "low": min(documents),
-        },
+        {"expression": expression, "documents": json.dumps(list(documents.items()))},
     )
     best = _best_page_ids(sorted(documents), rows)
     found = conn.execute(
         _SNIPPETS, {"expression": expression, "ids": json.dumps(list(best.values()))} | _SNIPPET
     )
-    pages = {page_id: (page, unsegment(snippet or "")) for page_id, page, snippet in found}
-    # Gone only if a write came between the two statements (a connection outside a snapshot):
-    # that PDF is then named at its first page, as one with no page of its own matching.
-    return {documents[first]: pages[i] for first, i in best.items() if i in pages}
+    pages = {page_id: (path, page, snippet) for page_id, path, page, snippet in found}
+    placed: dict[str, tuple[int, str]] = {}
+    for first, page_id in best.items():
+        path, page, snippet = pages.get(page_id, (None, 1, None))
+        # Its document's still, unless a write came between the two statements (a connection
+        # outside a snapshot): that PDF is then named at its first page, as one whose words
+        # no page of its own holds.
+        if path == documents[first]:
+            placed[path] = (page, unsegment(snippet or ""))
+    return placed
 
 
 def _best_page_ids(firsts: list[int], scores: Iterable[tuple[int, float]]) -> dict[int, int]:
