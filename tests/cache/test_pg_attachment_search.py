@@ -73,6 +73,25 @@ def test_the_pdf_most_about_the_query_ranks_first_at_its_best_page(pg_app: App) 
     assert page.items[0].snippet == "The <mark>turbine</mark> and the <mark>turbine</mark> housing"
 
 
+def test_ranked_then_placed_is_the_search(pg_app: App) -> None:
+    """Hybrid search ranks deep and places only what it shows, as on SQLite."""
+    store(
+        pg_app,
+        {
+            "a.pdf": ["Cover", "One turbine among many other words about the plant"],
+            "b.pdf": ["Turbine blades", "The turbine and the turbine housing", "Index"],
+            "c.pdf": ["turbine", "blades"],
+        },
+    )
+    searched = search(pg_app, "turbine")
+    with pg_app.db.connect() as conn:
+        ranked = pg_attachment_search.rank_pdfs(conn, '"turbine"', 20, 0)
+        placed = pg_attachment_search.place_pdfs(conn, '"turbine"', ranked.items[::-1])
+    assert ranked.total == searched.total == 3
+    assert [pdf.path for pdf in ranked.items] == [hit.path for hit in searched.items]
+    assert placed == searched.items[::-1]
+
+
 def test_a_folder_and_a_page_of_hits_narrow_alike_and_count_every_match(pg_app: App) -> None:
     store(
         pg_app,

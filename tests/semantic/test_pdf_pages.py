@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from tests.attachments.pdfs import text_pdf
 from tests.helpers import wait_for, write_files
 from tests.mcp_server.test_cache_tools import Tools, serve
-from weaver.cache import attachment_vectors
+from weaver.cache import attachment_text, attachment_vectors
 from weaver.cache.graph import names_cache
 from weaver.cache.models import AttachmentChunk, AttachmentEmbedding, NoteEmbedding
 from weaver.config import Settings
@@ -132,6 +132,32 @@ def test_hybrid_fuses_words_and_meaning_naming_the_page_holding_the_words(app: A
     found = search(app, "tomatoes", "hybrid")
     assert pdf_places(found) == [("papers/garden.pdf", 1)]
     assert "<mark>Tomatoes</mark>" in found.attachment_hits[0].snippet  # the words' snippet
+
+
+def test_hybrid_places_only_the_pdfs_it_shows(
+    tmp_path: Path, semantic_index: SemanticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Words in many PDFs: hybrid reads their ranking `FUSION_DEPTH` deep, but looks for the
+    best page of the PDFs on the page of hits only (a placement scores every page of each)."""
+    pages = ["Cover", "The pressure valve and the pressure gauge"]
+    files: dict[str, str | bytes] = {f"manuals/m{i}.pdf": text_pdf(pages) for i in range(6)}
+    app = open_extracted(write_files(tmp_path / "vault", files), semantic_index)
+    placed: list[int] = []
+    best_pages = attachment_text._best_pages
+
+    def noting(conn: Connection, expression: str, documents: dict[int, str]) -> object:
+        placed.append(len(documents))
+        return best_pages(conn, expression, documents)
+
+    monkeypatch.setattr(attachment_text, "_best_pages", noting)
+    try:
+        embed_pending(app.db, app.semantic)
+        found = search(app, "pressure valve", "hybrid", limit=2)
+    finally:
+        app.close()
+    assert len(found.attachment_hits) == 2 and found.attachment_total >= 6
+    assert all(h.page == 2 and "<mark>valve</mark>" in h.snippet for h in found.attachment_hits)
+    assert placed and max(placed) <= 2
 
 
 def test_a_folder_filter_keeps_pdfs_under_it_and_a_tag_filter_none(app: App) -> None:

@@ -13,7 +13,8 @@ as `tsvector`s by `cache.pg_attachment_text` and searched by `cache.pg_attachmen
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, not_, select, text
@@ -67,6 +68,14 @@ class PageHit:
 
 
 @dataclass(frozen=True, slots=True)
+class RankedPdf:
+    """A PDF matching a search, ranked but not yet placed at a page (`place_pdfs`)."""
+
+    path: str
+    score: float  # -bm25 (ts_rank_cd on PostgreSQL): higher is better
+
+
+@dataclass(frozen=True, slots=True)
 class PdfProblem:
     path: str
     problem: str
@@ -116,7 +125,10 @@ def count_pending(conn: Connection) -> int:
 
 
 def store_extracted(conn: Connection, extracted: ExtractedPdf, now_ms: int) -> None:
-    """Replace the PDF's pages and state with `extracted` (in the caller's transaction)."""
+    """Replace the PDF's pages and state with `extracted` (in the caller's transaction). Its
+    pages take consecutive ids in page order (one insert; a rowid table gives each row the
+    largest id plus one), the first one its `attachment_doc_fts` rowid: the search tells a
+    page's document by its id alone (`_best_page_ids`)."""
     _delete_pages(conn, [extracted.path])
     conn.execute(delete(AttachmentText).where(AttachmentText.path == extracted.path))
     conn.execute(
@@ -246,20 +258,20 @@ def _total_changes(conn: Connection) -> int:
 
 # Documents are ranked, not pages: BM25 costs each match its time, and a word on every page of
 # a thousand PDFs is tens of thousands of pages but a thousand documents. A hit is a document
-# at its best page (`_BEST_PAGES`).
+# at its best page (`_PAGE_SCORES`).
 _FRESH_JOIN = """
 JOIN attachment_pages AS p ON p.id = {doc}.rowid
 JOIN attachments AS a ON a.path = p.path
 JOIN attachment_texts AS t ON t.path = a.path AND t.size = a.size AND t.mtime_ns = a.mtime_ns
 """
-# The page of documents and, on each row, how many match in all: the ranking already visits
-# every match, so counting them there spares a second pass (`_COUNT`) over the same matches.
-# SQLite never flattens a subquery into a query holding a window function, so bm25() stays
-# in the FTS5 scan, where it can run.
+# The page of documents, each with its first page's id (its row's rowid) and, on each row, how
+# many match in all: the ranking already visits every match, so counting them there spares a
+# second pass (`_COUNT`) over the same matches. SQLite never flattens a subquery into a query
+# holding a window function, so bm25() stays in the FTS5 scan, where it can run.
 _RANKED_SQL = f"""
-SELECT path, score, count(*) OVER () AS total
+SELECT path, first_id, score, count(*) OVER () AS total
 FROM (
-    SELECT p.path AS path, bm25({DOC_FTS_TABLE}) AS score
+    SELECT p.path AS path, p.id AS first_id, bm25({DOC_FTS_TABLE}) AS score
     FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
     WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 )
@@ -273,30 +285,42 @@ FROM {DOC_FTS_TABLE} {_FRESH_JOIN.format(doc=DOC_FTS_TABLE)}
 WHERE {DOC_FTS_TABLE} MATCH :expression {{folder}}
 """
 _FOLDER = "AND p.path >= :folder_low AND p.path < :folder_high"
-# Each ranked document's pages matching on their own, best first per document. One FTS5 cursor
-# for all of them: bm25() counts each phrase's matches over the whole table once per cursor
-# (and per rowid constraint), so a cursor per document costs that count as many times. The
-# match is a walk of the index; a page is kept by its id alone, looked up in the ids of the
-# documents' pages (read from the (path, page) index, which holds them), never by reading the
-# page's row, whose text makes it wide; the walk is bounded to those ids' range.
-_BEST_PAGES = text(f"""
+# The ranked documents' pages matching on their own, each as its id and score alone: which
+# document a page is of is told by its id (`_best_page_ids`), so SQLite neither joins the
+# pages to their paths nor sorts them, which cost more than reading the pairs. A document
+# counts while its first page is still its own: on a connection outside a snapshot a PDF read
+# again since its ranking has new pages, after every other's, which its old first id would
+# not tell apart from the document ranked last.
+# One FTS5 cursor for all of them: bm25() counts each phrase's matches over the whole table
+# once per cursor (and per rowid constraint), so a cursor per document costs that count as
+# many times. The match is a walk of the index bounded to the documents' id range; a page is
+# kept by its id alone, looked up in the ids of the documents' pages (read from the
+# (path, page) index, which holds them), never by reading the page's row, whose text makes it
+# wide.
+_PAGE_SCORES = text(f"""
 WITH wanted AS MATERIALIZED (
-    SELECT id, path, page FROM attachment_pages
-    WHERE path IN (SELECT value FROM json_each(:paths))
-),
-scored AS MATERIALIZED (
-    SELECT {FTS_TABLE}.rowid AS id, bm25({FTS_TABLE}) AS score
-    FROM {FTS_TABLE}
-    WHERE {FTS_TABLE} MATCH :expression
-      AND {FTS_TABLE}.rowid BETWEEN (SELECT min(id) FROM wanted) AND (SELECT max(id) FROM wanted)
-      AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
+    SELECT p.id
+    FROM json_each(:documents) AS d
+    JOIN attachment_pages AS first
+      ON first.id = json_extract(d.value, '$[0]') AND first.path = json_extract(d.value, '$[1]')
+    JOIN attachment_pages AS p ON p.path = first.path AND p.id >= first.id
 )
-SELECT w.path, w.page, w.id, s.score
-FROM scored AS s JOIN wanted AS w ON w.id = s.id
-ORDER BY w.path, s.score, w.page
+SELECT {FTS_TABLE}.rowid, bm25({FTS_TABLE})
+FROM {FTS_TABLE}
+WHERE {FTS_TABLE} MATCH :expression
+  AND {FTS_TABLE}.rowid BETWEEN (SELECT min(id) FROM wanted) AND (SELECT max(id) FROM wanted)
+  AND +{FTS_TABLE}.rowid IN (SELECT id FROM wanted)
+""")
+# Each PDF's first page's id, by path (`place_pdfs`, whose PDFs come without it).
+_FIRST_PAGES = text("""
+SELECT min(id), path FROM attachment_pages
+WHERE path IN (SELECT value FROM json_each(:paths))
+GROUP BY path
 """)
 _SNIPPETS = text(f"""
 SELECT {FTS_TABLE}.rowid,
+       (SELECT path FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
+       (SELECT page FROM attachment_pages WHERE id = {FTS_TABLE}.rowid),
        snippet({FTS_TABLE}, 0, :open, :close, :ellipsis, :tokens)
 FROM {FTS_TABLE}
 WHERE {FTS_TABLE} MATCH :expression
@@ -327,41 +351,98 @@ def search_pages(
     words are spread over several pages, none holding them all, is named at its first page."""
     if not searchable(conn):
         return Page([], 0, offset, limit)
+    ranked, total = _ranked(conn, expression, limit, offset, directory)
+    best = _best_pages(conn, expression, {first: pdf.path for first, pdf in ranked})
+    return Page([_at_best_page(pdf, best) for _, pdf in ranked], total, offset, limit)
+
+
+def rank_pdfs(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
+) -> Page[RankedPdf]:
+    """The PDFs `search_pages` answers, ranked alike, without their pages: for a ranking read
+    deeper than what is shown (hybrid search fuses it), whose shown PDFs `place_pdfs` places."""
+    if not searchable(conn):
+        return Page([], 0, offset, limit)
+    ranked, total = _ranked(conn, expression, limit, offset, directory)
+    return Page([pdf for _, pdf in ranked], total, offset, limit)
+
+
+def place_pdfs(conn: Connection, expression: str, ranked: Sequence[RankedPdf]) -> list[PageHit]:
+    """Each of `ranked` (from `rank_pdfs`, with the same `expression`) at its best page, as
+    `search_pages` places it."""
+    best: dict[str, tuple[int, str]] = {}
+    if ranked and searchable(conn):
+        paths = json.dumps([pdf.path for pdf in ranked])
+        firsts = conn.execute(_FIRST_PAGES, {"paths": paths})
+        best = _best_pages(conn, expression, {int(first): str(path) for first, path in firsts})
+    return [_at_best_page(pdf, best) for pdf in ranked]
+
+
+def _ranked(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> tuple[list[tuple[int, RankedPdf]], int]:
+    """The page of PDFs ranked, each with its first page's id, and how many match in all."""
     by_folder = bool(directory)
     values: dict[str, object] = {"expression": expression}
     if directory:
         values |= {"folder_low": directory + "/", "folder_high": directory + "0"}
-    ranked = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
-    if ranked:
-        total = int(ranked[0].total)
-    elif offset == 0:
-        total = 0
-    else:  # past the last match: no row said how many there are
-        total = int(conn.execute(_COUNT[by_folder], values).scalar_one())
-    best = _best_pages(conn, expression, [row.path for row in ranked])
-    hits = [
-        PageHit(row.path, *best.get(row.path, (1, "")), round(-float(row.score or 0.0), 6) + 0.0)
-        for row in ranked
+    rows = conn.execute(_RANKED[by_folder], values | {"limit": limit, "offset": offset}).all()
+    ranked = [
+        (row.first_id, RankedPdf(row.path, round(-float(row.score or 0.0), 6) + 0.0))
+        for row in rows
     ]
-    return Page(hits, total, offset, limit)
+    if rows:
+        return ranked, int(rows[0].total)
+    if offset == 0:
+        return ranked, 0
+    # Past the last match: no row said how many there are.
+    return ranked, int(conn.execute(_COUNT[by_folder], values).scalar_one())
 
 
-def _best_pages(conn: Connection, expression: str, paths: list[str]) -> dict[str, tuple[int, str]]:
-    """For each of `paths`, its best page matching `expression` and that page's snippet."""
-    if not paths:
+def _at_best_page(pdf: RankedPdf, best: dict[str, tuple[int, str]]) -> PageHit:
+    # No page of its own holds every word (they are spread over pages): its first page.
+    return PageHit(pdf.path, *best.get(pdf.path, (1, "")), pdf.score)
+
+
+def _best_pages(
+    conn: Connection, expression: str, documents: dict[int, str]
+) -> dict[str, tuple[int, str]]:
+    """For each document (its path by its first page's id), its best page matching
+    `expression` and that page's snippet."""
+    if not documents:
         return {}
-    rows = conn.execute(_BEST_PAGES, {"expression": expression, "paths": json.dumps(paths)})
-    best: dict[str, tuple[int, int]] = {}
-    for path, page, page_id, _score in rows:
-        best.setdefault(path, (page, page_id))  # ordered best first within each path
-    ids = [page_id for _, page_id in best.values()]
-    snippets: dict[int, str | None] = dict(
-        conn.execute(_SNIPPETS, {"expression": expression, "ids": json.dumps(ids)} | _SNIPPET).all()
+    rows = conn.execute(
+        _PAGE_SCORES,
+        {"expression": expression, "documents": json.dumps(list(documents.items()))},
     )
-    return {
-        path: (page, unsegment(snippets.get(page_id) or ""))
-        for path, (page, page_id) in best.items()
-    }
+    best = _best_page_ids(sorted(documents), rows)
+    found = conn.execute(
+        _SNIPPETS, {"expression": expression, "ids": json.dumps(list(best.values()))} | _SNIPPET
+    )
+    pages = {page_id: (path, page, snippet) for page_id, path, page, snippet in found}
+    placed: dict[str, tuple[int, str]] = {}
+    for first, page_id in best.items():
+        path, page, snippet = pages.get(page_id, (None, 1, None))
+        # Its document's still, unless a write came between the two statements (a connection
+        # outside a snapshot): that PDF is then named at its first page, as one whose words
+        # no page of its own holds.
+        if path == documents[first]:
+            placed[path] = (page, unsegment(snippet or ""))
+    return placed
+
+
+def _best_page_ids(firsts: list[int], scores: Iterable[tuple[int, float]]) -> dict[int, int]:
+    """Of pages scored (id, bm25: lower is better), the best of each document, by its first
+    page's id (`firsts`, ascending): the lowest score, then the lowest id. A document's pages
+    are stored together in page order (`store_extracted`), so a page belongs to the document
+    starting at the nearest first id at or below its own, and a lower id is an earlier page."""
+    best: dict[int, tuple[float, int]] = {}
+    for page_id, score in scores:
+        first = firsts[bisect_right(firsts, page_id) - 1]
+        held = best.get(first)
+        if held is None or (score, page_id) < held:
+            best[first] = (score, page_id)
+    return {first: page_id for first, (_, page_id) in best.items()}
 
 
 # ---------------------------------------------------------------- problems

@@ -15,6 +15,7 @@ and mtime), as on SQLite. Snippets are the notes' (`fts.bounded_snippet`) over t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, TextClause, bindparam, text
@@ -76,26 +77,56 @@ def search_pages(
     """PDFs matching an FTS5 `expression` (from `fts.fts_query`), best first, each at its best
     page with a snippet, as `attachment_text.search_pages` answers on SQLite; `directory`
     narrows to a folder and its subfolders."""
+    with pg_search.index_scans(conn):
+        ranked = _rank(conn, expression, limit, offset, directory)
+        hits = _place(conn, expression, ranked.items)
+    return Page(hits, ranked.total, offset, limit)
+
+
+def rank_pdfs(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None = None
+) -> Page[attachment_text.RankedPdf]:
+    """The PDFs `search_pages` answers, ranked alike, without their pages (as
+    `attachment_text.rank_pdfs`)."""
+    with pg_search.index_scans(conn):
+        return _rank(conn, expression, limit, offset, directory)
+
+
+def place_pdfs(
+    conn: Connection, expression: str, ranked: Sequence[attachment_text.RankedPdf]
+) -> list[attachment_text.PageHit]:
+    """Each of `ranked` (from `rank_pdfs`, with the same `expression`) at its best page, as
+    `search_pages` places it."""
+    with pg_search.index_scans(conn):
+        return _place(conn, expression, ranked)
+
+
+def _rank(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> Page[attachment_text.RankedPdf]:
     values: dict[str, Any] = {"query": to_tsquery_text(expression)}
     values |= filter_values(directory, None)
-    with pg_search.index_scans(conn):
-        ranked = conn.execute(
-            _RANKED[bool(directory)], values | {"limit": limit, "offset": offset}
-        ).all()
-        if ranked:
-            total = int(ranked[0].total)
-        elif offset == 0:
-            total = 0
-        else:  # past the last match: the window counted nothing
-            total = int(conn.execute(_COUNT[bool(directory)], values).scalar_one())
-        best = _best_pages(conn, expression, values["query"], [row.path for row in ranked])
-    hits = [
-        attachment_text.PageHit(
-            row.path, *best.get(row.path, (1, "")), round(float(row.rank), 6) + 0.0
-        )
-        for row in ranked
+    ranked = conn.execute(
+        _RANKED[bool(directory)], values | {"limit": limit, "offset": offset}
+    ).all()
+    if ranked:
+        total = int(ranked[0].total)
+    elif offset == 0:
+        total = 0
+    else:  # past the last match: the window counted nothing
+        total = int(conn.execute(_COUNT[bool(directory)], values).scalar_one())
+    pdfs = [attachment_text.RankedPdf(row.path, round(float(row.rank), 6) + 0.0) for row in ranked]
+    return Page(pdfs, total, offset, limit)
+
+
+def _place(
+    conn: Connection, expression: str, ranked: Sequence[attachment_text.RankedPdf]
+) -> list[attachment_text.PageHit]:
+    paths = [pdf.path for pdf in ranked]
+    best = _best_pages(conn, expression, to_tsquery_text(expression), paths)
+    return [
+        attachment_text.PageHit(pdf.path, *best.get(pdf.path, (1, "")), pdf.score) for pdf in ranked
     ]
-    return Page(hits, total, offset, limit)
 
 
 def _best_pages(

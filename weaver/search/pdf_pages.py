@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from sqlalchemy import Connection, Engine
 
 from weaver.cache import attachment_text, attachment_vectors, fts, pg_attachment_search
-from weaver.cache.attachment_text import PageHit
+from weaver.cache.attachment_text import PageHit, RankedPdf
 from weaver.cache.dialect import is_postgres
 from weaver.cache.read import read_snapshot
 from weaver.paging import Page
@@ -59,42 +59,43 @@ def pages_by_hybrid(
     directory: str | None,
 ) -> Page[PageHit]:
     """The PDFs holding the query's words and those near it in meaning, fused (RRF). The
-    total counts both lists, those beyond `FUSION_DEPTH` as well (an upper bound then)."""
+    total counts both lists, those beyond `FUSION_DEPTH` as well (an upper bound then). Only
+    the PDFs shown are placed at their pages: a ranking read `FUSION_DEPTH` deep would
+    otherwise score every page of a hundred PDFs for a page of twenty."""
     semantic, semantic_total = index.rank_pages(conn, query, FUSION_DEPTH, directory, hybrid=True)
-    keyword, keyword_total = _keyword_pages(conn, query, directory)
-    scores: dict[str, float] = {}
-    for ranked in ([hit.path for hit in semantic], [hit.path for hit in keyword]):
-        for rank, path in enumerate(ranked, start=1):
-            scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
+    expression = fts.fts_query(query[:MAX_QUERY_CHARS])
+    keyword: Page[RankedPdf] = Page([], 0, 0, FUSION_DEPTH)
+    if expression is not None:
+        keyword = rank_by_words(conn, expression, FUSION_DEPTH, 0, directory)
+    scores = _fused([hit.path for hit in semantic], [pdf.path for pdf in keyword.items])
     fused = sorted(scores, key=lambda p: (-scores[p], p))
     page = fused[offset : offset + limit]
-    by_words = {hit.path: hit for hit in keyword}
+    by_words = {pdf.path: pdf for pdf in keyword.items}
     by_meaning = {hit.path: hit for hit in semantic if hit.path not in by_words}
-    named = {
-        hit.path: hit
-        for hit in _named_at_pages(conn, [by_meaning[p] for p in page if p in by_meaning])
-    }
+    shown = [by_words[p] for p in page if p in by_words]
+    placed = place_by_words(conn, expression, shown) if shown and expression is not None else []
+    placed += _named_at_pages(conn, [by_meaning[p] for p in page if p in by_meaning])
+    named = {hit.path: hit for hit in placed}
     hits = [
-        PageHit(path, *_place(by_words.get(path) or named[path]), round(scores[path], 6))
+        PageHit(path, *_place(named[path]), round(scores[path], 6))
         for path in page
-        if path in by_words or path in named
+        if path in named  # a PDF's vectors replaced since the load: not named by meaning
     ]
-    unread = semantic_total - len(semantic) + keyword_total - len(keyword)
+    unread = semantic_total - len(semantic) + keyword.total - len(keyword.items)
     return Page(hits, len(fused) + unread, offset, limit)
+
+
+def _fused(*rankings: list[str]) -> dict[str, float]:
+    """Each path's reciprocal rank fusion score over `rankings` (best first)."""
+    scores: dict[str, float] = {}
+    for ranked in rankings:
+        for rank, path in enumerate(ranked, start=1):
+            scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + rank)
+    return scores
 
 
 def _place(hit: PageHit) -> tuple[int, str]:
     return hit.page, hit.snippet
-
-
-def _keyword_pages(
-    conn: Connection, query: str, directory: str | None
-) -> tuple[list[PageHit], int]:
-    expression = fts.fts_query(query[:MAX_QUERY_CHARS])
-    if expression is None:
-        return [], 0
-    found = pages_by_words(conn, expression, FUSION_DEPTH, 0, directory)
-    return found.items, found.total
 
 
 def pdf_words_beside(db: Engine, request: SearchRequest) -> Future[Page[PageHit]] | None:
@@ -130,6 +131,22 @@ def pages_by_words(
     if is_postgres(conn):
         return pg_attachment_search.search_pages(conn, expression, limit, offset, directory)
     return attachment_text.search_pages(conn, expression, limit, offset, directory)
+
+
+def rank_by_words(
+    conn: Connection, expression: str, limit: int, offset: int, directory: str | None
+) -> Page[RankedPdf]:
+    """The PDFs `pages_by_words` answers, ranked, without their pages (`place_by_words`)."""
+    if is_postgres(conn):
+        return pg_attachment_search.rank_pdfs(conn, expression, limit, offset, directory)
+    return attachment_text.rank_pdfs(conn, expression, limit, offset, directory)
+
+
+def place_by_words(conn: Connection, expression: str, ranked: list[RankedPdf]) -> list[PageHit]:
+    """Each of `ranked` at the page holding the words best, with their snippet."""
+    if is_postgres(conn):
+        return pg_attachment_search.place_pdfs(conn, expression, ranked)
+    return attachment_text.place_pdfs(conn, expression, ranked)
 
 
 def _named_at_pages(conn: Connection, hits: list[SemanticHit]) -> list[PageHit]:
