@@ -29,7 +29,7 @@ NOTES = {
 }
 RECORDING = ("file-change-logger", "markdown-analyzer", "concept-tracker", "proof-spec-kit-review")
 # Stands in for a slow workflow: waits until its run is stopped (or 30 s).
-SLOW_PLUGIN = '''
+SLOW_PLUGIN = """
 from typing import Any
 from weaver.engine import OnFile, WorkflowContext, workflow
 
@@ -37,7 +37,7 @@ from weaver.engine import OnFile, WorkflowContext, workflow
 def slow(ctx: WorkflowContext[Any]) -> str:
     ctx.cancelled.wait(30)
     return "woke"
-'''
+"""
 
 
 @pytest.fixture
@@ -110,9 +110,7 @@ def test_a_burst_runs_in_a_child_and_records_what_it_would_here(opened: Any) -> 
     assert all(r[3]["initial"] is True for r in logged)
 
 
-def test_with_no_child_the_burst_runs_here(
-    opened: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_with_no_child_the_burst_runs_here(opened: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_child(_code: str) -> Any:
         raise OSError("no interpreter")
 
