@@ -5,6 +5,7 @@ start, the engine stops under it) is run here or queued again, never lost."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from weaver.config import Settings
 from weaver.engine import WorkflowEngine, load_registry
 from weaver.engine import apart as apart_module
 from weaver.engine.apart import ApartRuns
+from weaver.runtime import engines
 from weaver.runtime.app import App, open_app
 from weaver.runtime.engines import engine_for
 
@@ -108,6 +110,23 @@ def test_a_burst_runs_in_a_child_and_records_what_it_would_here(opened: Any) -> 
     logged = [r for r in recorded(apart) if r[0] == "file-change-logger"]
     assert sorted(r[1] for r in logged) == sorted(NOTES)
     assert all(r[3]["initial"] is True for r in logged)
+
+
+def test_a_lasting_process_hosts_an_engine_that_runs_bursts_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = write_files(tmp_path / "vault", NOTES)
+    monkeypatch.setattr(engines, "ApartRuns", partial(ApartRuns, min_events=len(NOTES)))
+    settings = Settings(vault=vault, database_url=f"sqlite:///{tmp_path / 'daemon.db'}")
+    app = open_app(settings, lasting=True)  # as the daemon and `weaver serve` open it
+    try:
+        with engines.hosted_engine(app) as engine:
+            app.indexer.reconcile()
+            runs = wait_for(lambda: ended_runs(app), 60, "the runs of the first index to end")
+            assert all(run.process != engine.process for run in runs)
+        assert len([r for r in recorded(app) if r[0] == "file-change-logger"]) == len(NOTES)
+    finally:
+        app.close()
 
 
 def test_with_no_child_the_burst_runs_here(opened: Any, monkeypatch: pytest.MonkeyPatch) -> None:
