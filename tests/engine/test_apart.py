@@ -72,10 +72,11 @@ def first_index(app: App, min_events: int) -> tuple[WorkflowEngine, list[Executi
     return engine, runs
 
 
-def ended_runs(app: App) -> list[ExecutionRecord] | None:
+def ended_runs(app: App) -> list[ExecutionRecord]:
+    """Every run, once there are some and all have ended; else none."""
     with app.db.connect() as conn:
         runs = executions.list_executions(conn, None, 100, 0)[0]
-    return runs if runs and all(run.done for run in runs) else None
+    return runs if all(run.done for run in runs) else []
 
 
 def recorded(app: App) -> list[tuple[str, str, str, Any]]:
@@ -155,7 +156,7 @@ def test_stopping_the_engine_queues_the_childs_runs_again(opened: Any, tmp_path:
     try:
         app.indexer.reconcile()
         running = wait_for(lambda: slow_run(app, "running"), 30, "the slow run to start")
-        assert running.process != engine.process  # the child runs it
+        assert running is not None and running.process != engine.process  # the child runs it
     finally:
         engine.stop()  # returns once the child has ended
 
