@@ -2,7 +2,8 @@
 the engine is built (`make_dispatch`).
 
 - `threads` (daemon, server): a thread pool runs them; with `poll`, the engine also claims rows
-  queued by other processes every `workflow_poll_ms`.
+  queued by other processes every `workflow_poll_ms`; in a lasting process, a burst of the
+  change feed is queued and run by a child process instead (`engine.apart`).
 - `inline` (tests): in the caller's thread before the call returns, like huey's immediate mode,
   so a test sees a file event's workflow finished when `publish` returns.
 - `queue` (the CLI, readers): they stay `pending` for the daemon.
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, Protocol
 
+import structlog
 from sqlalchemy import Connection
 
 from weaver.cache.executions import ExecutionRecord
@@ -29,6 +31,8 @@ from weaver.engine.job_dispatch import JobDispatch
 from weaver.engine.jobs import JobQueue
 from weaver.engine.runs import Deferral, Runs
 from weaver.memory_trim import trim_heap
+
+log = structlog.get_logger("weaver.engine")
 
 Background = Literal["threads", "inline", "queue", "jobs"]
 
@@ -208,8 +212,12 @@ class ThreadDispatch(_LocalDispatch):
         if self._bursts is None or self._pool is None or runs.live.stopping.is_set():
             return False
         self._apart.set()
-        # From one of the pool's threads: the engine's stop waits for it as for a run.
-        self._pool.submit(self._run_apart, self._bursts, runs, after)
+        try:
+            # From one of the pool's threads: the engine's stop waits for it as for a run.
+            self._pool.submit(self._run_apart, self._bursts, runs, after)
+        except RuntimeError:  # the pool shut down meanwhile: the engine stops
+            self._apart.clear()
+            return False
         return True
 
     def _run_apart(self, bursts: ApartBursts, runs: Runs, after: Callable[[bool], None]) -> None:
@@ -217,9 +225,13 @@ class ThreadDispatch(_LocalDispatch):
             done = bursts.run()
         finally:
             self._apart.clear()
-        if not runs.live.stopping.is_set():
-            after(done)
-        trim_heap()  # what this process read meanwhile, and what it took up after
+        try:
+            if not runs.live.stopping.is_set():
+                after(done)
+        except Exception:  # the poll loop takes it up again
+            log.exception("taking up what a child left of a burst failed")
+        finally:
+            trim_heap()  # what this process read meanwhile, and what it took up after
 
 
 def make_dispatch(
