@@ -152,6 +152,18 @@ def test_retention_keeps_the_newest_rows_and_drops_old_ones(
         assert feed.read_after(conn, 0, 100) == []
 
 
+def test_a_backlog_is_counted_after_a_position_up_to_a_bound(
+    app: App, write_notes: WriteNotes
+) -> None:
+    write_notes({f"n{i}.md": str(i) for i in range(5)})
+    app.indexer.reconcile()
+    with app.db.connect() as conn:
+        first = feed.read_after(conn, 0, 1)[0].id
+        assert feed.count_after(conn, 0, 100) == 5
+        assert feed.count_after(conn, 0, 3) == 3  # a burst's size is all the engine asks
+        assert feed.count_after(conn, first, 100) == 4
+
+
 def test_a_cursor_behind_retention_skips_what_went(
     app: App, write_notes: WriteNotes, make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -121,6 +121,18 @@ def read_after(conn: Connection, position: int, limit: int) -> list[FeedEntry]:
     ]
 
 
+def count_after(conn: Connection, position: int, at_most: int) -> int:
+    """How many sealed events follow `position`, counted up to `at_most` (a backlog's size
+    is all a consumer asks; counting on past that would read the whole feed)."""
+    waiting = (
+        select(VaultEventRow.id)
+        .where(VaultEventRow.id > position, VaultEventRow.sealed.is_(True))
+        .limit(at_most)
+        .subquery()
+    )
+    return int(conn.execute(select(func.count()).select_from(waiting)).scalar() or 0)
+
+
 def _event(kind: str, path: str, old_path: str | None, initial: bool) -> VaultEvent:
     match kind:
         case "add":

@@ -2,7 +2,8 @@
 the engine is built (`make_dispatch`).
 
 - `threads` (daemon, server): a thread pool runs them; with `poll`, the engine also claims rows
-  queued by other processes every `workflow_poll_ms`.
+  queued by other processes every `workflow_poll_ms`; in a lasting process, a burst of the
+  change feed is queued and run by a child process instead (`engine.apart`).
 - `inline` (tests): in the caller's thread before the call returns, like huey's immediate mode,
   so a test sees a file event's workflow finished when `publish` returns.
 - `queue` (the CLI, readers): they stay `pending` for the daemon.
@@ -16,17 +17,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, Protocol
 
+import structlog
 from sqlalchemy import Connection
 
 from weaver.cache.executions import ExecutionRecord
+from weaver.engine.apart import ApartBursts, ApartRuns
 from weaver.engine.definition import Workflow
 from weaver.engine.job_dispatch import JobDispatch
 from weaver.engine.jobs import JobQueue
 from weaver.engine.runs import Deferral, Runs
 from weaver.memory_trim import trim_heap
+
+log = structlog.get_logger("weaver.engine")
 
 Background = Literal["threads", "inline", "queue", "jobs"]
 
@@ -54,6 +60,19 @@ class Dispatch(Deferral, Protocol):
     @property
     def quiet(self) -> bool: ...
 
+    @property
+    def burst_events(self) -> int | None:
+        """A backlog of the change feed this long or longer is handed to a child process
+        (`consume_apart`); None: never."""
+
+    @property
+    def consuming_apart(self) -> bool:
+        """Whether a child has the feed now (this process then takes none of it)."""
+
+    def consume_apart(self, runs: Runs, after: Callable[[bool], None]) -> bool:
+        """Hand the feed to a child that queues and runs its runs; `after(done)` once it has
+        ended (`done`: it ran through). False when it cannot be handed over now."""
+
     def start(self, runs: Runs) -> None: ...
 
     def stop(self) -> None:
@@ -76,6 +95,11 @@ class _LocalDispatch:
     queued_message = STARTED_MESSAGE
     polls = False
     quiet = False
+    burst_events: int | None = None
+    consuming_apart = False
+
+    def consume_apart(self, runs: Runs, after: Callable[[bool], None]) -> bool:
+        return False  # the feed is consumed in process
 
     def defer(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
         """Nothing: a pending row is found by whoever polls."""
@@ -117,18 +141,30 @@ class QueueDispatch(_LocalDispatch):
 
 class ThreadDispatch(_LocalDispatch):
     """Runs in a thread pool. When the last run under way ends a spell of runs that lasted
-    `BURST_S` or more (the workflows a first index sets off: thousands of notes read, analysed
-    and recorded), the heap they freed is given back (`memory_trim`): a daemon rests after."""
+    `BURST_S` or more, the heap they freed is given back (`memory_trim`): a daemon rests after.
+
+    With `apart` (a lasting process: the daemon, `weaver serve`), a burst of the change feed
+    (`ApartRuns.min_events` events or more waiting: the workflows a first index sets off,
+    thousands of notes read, analysed and recorded) is queued and run by a child process
+    instead (`engine.apart`), whose memory goes with it; meanwhile this process neither
+    consumes the feed nor takes up pending rows, and takes up what is left once it ends."""
 
     name: Literal["threads"] = "threads"
     polls = True
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, apart: ApartRuns | None = None) -> None:
         self._workers = workers
+        self._bursts = ApartBursts(apart) if apart is not None else None
+        self.burst_events = apart.min_events if apart is not None else None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._submitted: set[str] = set()
         self._busy_since = 0.0  # when the runs under way began to be under way
+        self._apart = threading.Event()  # a child has the feed
+
+    @property
+    def consuming_apart(self) -> bool:  # type: ignore[override]
+        return self._apart.is_set()
 
     def start(self, runs: Runs) -> None:
         super().start(runs)
@@ -137,6 +173,8 @@ class ThreadDispatch(_LocalDispatch):
         )
 
     def stop(self) -> None:
+        if self._bursts is not None:
+            self._bursts.stop()  # a child's runs record themselves as this pool's do
         if self._pool is not None:
             # Runs notice the stop within runner.STOP_CHECK_SECONDS and record themselves.
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -152,6 +190,11 @@ class ThreadDispatch(_LocalDispatch):
             self._submitted.add(execution_id)
         self._pool.submit(self._drive, runs, execution_id)
 
+    def submit_pending(self, runs: Runs) -> int:
+        if self._apart.is_set():
+            return 0  # the child runs the rows it queues: not taken from under it
+        return super().submit_pending(runs)
+
     def _drive(self, runs: Runs, execution_id: str) -> None:
         try:
             runs.drive(execution_id)
@@ -165,15 +208,46 @@ class ThreadDispatch(_LocalDispatch):
     def _busy_for(self) -> float:
         return time.monotonic() - self._busy_since
 
+    def consume_apart(self, runs: Runs, after: Callable[[bool], None]) -> bool:
+        if self._bursts is None or self._pool is None or runs.live.stopping.is_set():
+            return False
+        self._apart.set()
+        try:
+            # From one of the pool's threads: the engine's stop waits for it as for a run.
+            self._pool.submit(self._run_apart, self._bursts, runs, after)
+        except RuntimeError:  # the pool shut down meanwhile: the engine stops
+            self._apart.clear()
+            return False
+        return True
 
-def make_dispatch(background: Background, workers: int, jobs: JobQueue | None) -> Dispatch:
-    """The strategy of a run mode; `jobs` is the job queue of the `jobs` mode, and only its."""
+    def _run_apart(self, bursts: ApartBursts, runs: Runs, after: Callable[[bool], None]) -> None:
+        try:
+            done = bursts.run()
+        finally:
+            self._apart.clear()
+        try:
+            if not runs.live.stopping.is_set():
+                after(done)
+        except Exception:  # the poll loop takes it up again
+            log.exception("taking up what a child left of a burst failed")
+        finally:
+            trim_heap()  # what this process read meanwhile, and what it took up after
+
+
+def make_dispatch(
+    background: Background,
+    workers: int,
+    jobs: JobQueue | None,
+    apart: ApartRuns | None = None,
+) -> Dispatch:
+    """The strategy of a run mode; `jobs` is the job queue of the `jobs` mode, and only its;
+    `apart`: where the `threads` mode hands a burst of the feed (elsewhere: not used)."""
     if (background == "jobs") != (jobs is not None):
         raise ValueError("the jobs background needs a job queue, and only it does")
     if jobs is not None:
         return JobDispatch(jobs)
     strategies: dict[Background, Dispatch] = {
-        "threads": ThreadDispatch(workers),
+        "threads": ThreadDispatch(workers, apart),
         "inline": InlineDispatch(),
         "queue": QueueDispatch(),
     }

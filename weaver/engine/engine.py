@@ -24,21 +24,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from structlog.typing import FilteringBoundLogger
 
-from weaver.cache import executions, feed
+from weaver.cache import executions
 from weaver.cache.db import commit_stamp
 from weaver.cache.executions import PENDING, RUNNING, ExecutionRecord
 from weaver.config import Settings
-from weaver.engine.context import FileTrigger, ManualTrigger, ScheduleTrigger, Trigger
+from weaver.engine.apart import ApartRuns
+from weaver.engine.context import ManualTrigger, ScheduleTrigger
 from weaver.engine.definition import Workflow
 from weaver.engine.dispatch import Background, make_dispatch
 from weaver.engine.execution import CANCELLED_MESSAGE
+from weaver.engine.feed_runs import FEED_BATCH, FEED_CONSUMER, FeedRuns, defaults
 from weaver.engine.job_dispatch import run_job
 from weaver.engine.jobs import JobQueue
 from weaver.engine.live_runs import LiveRuns, ProgressListener
@@ -62,12 +64,9 @@ from weaver.vault.fs import Vault
 if TYPE_CHECKING:
     from weaver.engine.scheduler import WorkflowScheduler
 
+__all__ = ["FEED_BATCH", "FEED_CONSUMER", "WorkflowEngine"]
+
 HISTORY_MAX_LIMIT = 100
-# The engine's name as a consumer of the change feed (`weaver.cache.feed`): every engine over
-# one cache shares it, so a change starts its workflows once, whichever process queues them.
-FEED_CONSUMER = "workflows"
-# Events taken from the feed per transaction (and at most per file-triggered run).
-FEED_BATCH = 2000
 # The longest pause of the poll for work queued by other processes, reached by doubling
 # `workflow_poll_ms` while polls find nothing: how late such a run may start on an idle engine.
 IDLE_POLL_SECONDS = 15.0
@@ -78,7 +77,9 @@ class WorkflowEngine:
 
     `background` is the run mode (`engine.dispatch`); `jobs` is the job queue of the `jobs`
     mode, and only its; `poll` makes a started engine claim rows queued elsewhere, follow the
-    change feed and prune, every `workflow_poll_ms` (in the modes that poll)."""
+    change feed and prune, every `workflow_poll_ms` (in the modes that poll); `apart`, for a
+    lasting process in the `threads` mode, hands a burst of the feed (a first index's) to a
+    child process, which queues and runs its runs (`engine.apart`)."""
 
     def __init__(
         self,
@@ -91,8 +92,9 @@ class WorkflowEngine:
         background: Background = "threads",
         poll: bool = False,
         jobs: JobQueue | None = None,
+        apart: ApartRuns | None = None,
     ) -> None:
-        self._dispatch = make_dispatch(background, settings.workflow_workers, jobs)
+        self._dispatch = make_dispatch(background, settings.workflow_workers, jobs, apart)
         self.registry = registry
         self.db = db
         self.settings = settings
@@ -109,6 +111,7 @@ class WorkflowEngine:
             live=self._live,
         )
         self.retention = Retention(db, settings, registry)
+        self._feed = FeedRuns(registry, db, self.runs)
         # The scheduler firing this engine's schedules, when this process runs one (the daemon).
         self.scheduler: WorkflowScheduler | None = None
         self._poll = poll
@@ -325,21 +328,22 @@ class WorkflowEngine:
         """Queue one execution per matching workflow for this batch (outside the feed: the
         feed's consumer goes through `consume_feed`)."""
         with self.db.begin() as conn:
-            queued = self._queue_events(conn, events)
+            queued = self._feed.queue_events(conn, events)
         for execution_id in queued:
             self._dispatch.submit(self.runs, execution_id)
         return queued
 
-    def consume_feed(self) -> list[str]:
+    def consume_feed(self, apart: bool = True) -> list[str]:
         """Queue the runs for every event of the change feed after this engine's cursor.
 
         The runs are queued and the cursor moved in one transaction, so an event starts its
         workflows exactly once whichever process (and however many) consume, across crashes.
-        Returns the ids of the executions queued."""
+        Returns the ids of the executions queued here: none when a burst of the feed is, or
+        now goes, to a child process (`engine.apart`; not with `apart=False`)."""
         queued: list[str] = []
         while not self._live.stopping.is_set():
             with self._feed_lock:
-                taken = self._take_feed_batch()
+                taken = None if apart and self._handed_over() else self._feed.take_batch()
             if taken is None:
                 break
             queued += taken
@@ -347,58 +351,33 @@ class WorkflowEngine:
                 self._dispatch.submit(self.runs, execution_id)
         return queued
 
-    def _take_feed_batch(self) -> list[str] | None:
-        """One batch of the feed, queued; None when there is nothing after the cursor (or
-        another process moved the cursor first: it queued those runs)."""
-        try:
-            return self._queue_feed_batch()
-        except _CursorMovedError:
-            return None
+    def _handed_over(self) -> bool:
+        """Under the feed lock: whether the feed is a child's to consume, because one has it
+        now or because its backlog is a burst (`burst_events` or more), handed to one here."""
+        at_least = self._dispatch.burst_events
+        if at_least is None:
+            return False
+        if self._dispatch.consuming_apart:
+            return True
+        if self._feed.backlog(at_least) < at_least:
+            return False
+        return self._dispatch.consume_apart(self.runs, self._after_apart)
 
-    def _queue_feed_batch(self) -> list[str] | None:
-        with self.db.begin() as conn:
-            position = feed.get_cursor(conn, FEED_CONSUMER)
-            entries = feed.read_after(conn, position or 0, FEED_BATCH)
-            if not entries:
-                return None
-            oldest = entries[0].id
-            if position is not None and oldest > position + 1 and oldest == feed.oldest_id(conn):
-                self._log.warning("change feed pruned past this cursor", cursor=position)
-            queued = self._queue_events(conn, [entry.event for entry in entries])
-            if not feed.advance_cursor(conn, FEED_CONSUMER, position, entries[-1].id):
-                raise _CursorMovedError  # rolls back the runs queued here
-        return queued
+    def _after_apart(self, done: bool) -> None:
+        """Once the child has ended: the runs it left running (it died) queued again, and
+        what it left of the feed (all of it, when it could not run: then in this process)."""
+        self.runs.recover_interrupted()
+        try:
+            self.consume_feed(apart=done)
+        except SQLAlchemyError as exc:  # busy or failing cache: the poll loop tries again
+            self._log.warning("reading the change feed failed", error=str(exc).partition("\n")[0])
+        self.run_pending()
 
     def _consume_safely(self) -> None:
         try:
             self.consume_feed()
         except SQLAlchemyError as exc:  # busy or failing cache: the poll loop tries again
             self._log.warning("reading the change feed failed", error=str(exc).partition("\n")[0])
-
-    def _queue_events(self, conn: Connection, events: Sequence[VaultEvent]) -> list[str]:
-        """In the caller's transaction: one pending execution per matching workflow.
-
-        Events for notes whose current content the engine wrote itself are left out, so a
-        workflow writing into a folder it watches does not start itself again.
-        """
-        matching = [
-            (workflow, [event for event in events if workflow.matches(event)])
-            for workflow in self.registry
-            if workflow.enabled and workflow.on_file
-        ]
-        matching = [(workflow, found) for workflow, found in matching if found]
-        if not matching:
-            return []
-        own = _own_changes(conn, events)
-        queued = []
-        for workflow, found in matching:
-            theirs = tuple(event for event in found if event.path not in own)
-            if theirs:
-                trigger: Trigger = FileTrigger(theirs)
-                queued.append(self.runs.enqueue(workflow, trigger, _defaults(workflow), conn).id)
-            else:
-                self._log.debug("own vault writes ignored", workflow_id=workflow.id)
-        return queued
 
     def _on_events(self, _events: Sequence[VaultEvent]) -> None:
         """The EventBus handler: the events are in the feed by now; take them from there."""
@@ -414,7 +393,7 @@ class WorkflowEngine:
             )
             return None
         trigger = ScheduleTrigger(scheduled_time)
-        queued = self.runs.enqueue(workflow, trigger, _defaults(workflow))
+        queued = self.runs.enqueue(workflow, trigger, defaults(workflow))
         self._dispatch.submit(self.runs, queued.id)
         return queued.id
 
@@ -490,21 +469,3 @@ def _not_cancellable(record: ExecutionRecord, process: str) -> str:
         f"Execution {record.id!r} runs in process {record.process or 'unknown'}, not in this "
         f"one ({process}): only that process can cancel it"
     )
-
-
-def _own_changes(conn: Connection, events: Sequence[VaultEvent]) -> set[str]:
-    """The events' paths whose current content the engine wrote itself."""
-    present = {event.path for event in events if event.kind != "delete"}
-    deleted = {event.path for event in events if event.kind == "delete"}
-    own = executions.self_written(conn, present, deleted)
-    executions.forget_deletions(conn, present - own)
-    return own
-
-
-class _CursorMovedError(Exception):
-    """Another process consumed this batch of the feed first."""
-
-
-def _defaults(workflow: Workflow) -> dict[str, Any]:
-    """The input of a run started by a file event or a schedule: the model's defaults."""
-    return workflow.input_model.model_validate({}).model_dump(mode="json")

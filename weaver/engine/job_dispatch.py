@@ -6,6 +6,7 @@ the process that queued it; a sync trigger waits on the row.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Literal
 
@@ -45,6 +46,8 @@ class JobDispatch:
     queued_message = JOB_QUEUED_MESSAGE
     polls = True  # the change feed and retention still need a reader here
     quiet = False
+    burst_events: int | None = None  # the workers share a burst's runs out already
+    consuming_apart = False
 
     def __init__(self, queue: JobQueue) -> None:
         self._queue = queue
@@ -68,6 +71,9 @@ class JobDispatch:
 
     def submit(self, runs: Runs, execution_id: str) -> None:
         """Nothing: deferred as a job with its row (`defer`), a worker runs it."""
+
+    def consume_apart(self, runs: Runs, after: Callable[[bool], None]) -> bool:
+        return False
 
     def submit_pending(self, runs: Runs) -> int:
         return 0  # the job system hands them out

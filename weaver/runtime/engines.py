@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from weaver.config import Settings
+from weaver.engine.apart import ApartRuns
 from weaver.engine.dispatch import Background
 from weaver.engine.engine import WorkflowEngine
 from weaver.engine.jobs import JobQueue
@@ -26,9 +27,10 @@ def engine_for(
     background: Background = "threads",
     poll: bool = False,
     jobs: JobQueue | None = None,
+    apart: ApartRuns | None = None,
 ) -> WorkflowEngine:
     """The engine over the app's cache, vault and bus. `background="jobs"` (see
-    `background_for`) makes the job queue when none is given."""
+    `background_for`) makes the job queue when none is given; `apart`: see `WorkflowEngine`."""
     if background == "jobs" and jobs is None:
         jobs = JobQueue(app.settings.db_url)
     return WorkflowEngine(
@@ -40,6 +42,7 @@ def engine_for(
         background=background,
         poll=poll,
         jobs=jobs,
+        apart=apart,
     )
 
 
@@ -96,12 +99,21 @@ def hosted_engine(
     app: App, registry: Registry | None = None, *, schedules: bool = False
 ) -> Iterator[WorkflowEngine]:
     """The engine as the daemon (`schedules=True`) or the MCP server hosts it: plugins loaded,
-    interrupted runs recovered, vault events followed, queued rows polled, schedules run."""
+    interrupted runs recovered, vault events followed, queued rows polled, schedules run; a
+    burst of runs (a first index's) run in a child process (`engine.apart`) in a lasting
+    process."""
     from weaver.engine.scheduler import WorkflowScheduler  # APScheduler: not for the CLI's start
 
     background = background_for(app.settings, "threads")
+    # A lasting process's bursts of runs go to a child, as its big reconciles do (`App`'s
+    # `lasting`): the child loads the registry the settings give, as this one is loaded.
+    apart = ApartRuns(app.settings, app.vault) if app.indexer.apart is not None else None
     engine = engine_for(
-        app, registry or load_registry(app.settings), background=background, poll=True
+        app,
+        registry or load_registry(app.settings),
+        background=background,
+        poll=True,
+        apart=apart if registry is None else None,
     )
     engine.start()
     # On PostgreSQL the workers fire schedules (engine.worker_schedules, once per tick).

@@ -1,0 +1,228 @@
+"""A burst of workflow runs in a lasting process, run in a short-lived child process.
+
+A first index of a big vault (or any change of thousands of notes at once) queues the file
+workflows on every note it found: each built-in reads, analyses or records thousands of notes,
+in the engine's threads, side by side. Their objects, rows and statements are freed when the
+runs end, but the few that outlive them (pooled connections' page caches, caches filled on the
+way) pin the memory around them, in CPython's small-object arenas and in each engine thread's
+glibc arena alike, and neither `gc.collect()` nor `malloc_trim` gives that back: the daemon
+would keep the peak of its first minute all day. A child that runs the burst and exits takes
+all of it with it, as `index.apart` does for the index itself. Why and the figures:
+docs/architecture.md, "engine/apart.py".
+
+The child consumes the change feed as the engine would (`FeedRuns`, under the engine's cursor)
+and runs what it queues with `Runs.drive`, on the same cache, vault and settings (its registry
+loaded as this process loads it): each run is queued, claimed, run and recorded exactly as it
+would be here, only by another process.
+
+- While the child has the feed, the caller's engine neither consumes it nor takes up pending
+  rows (`ThreadDispatch.consuming_apart`); once the child has ended, it takes up whatever is
+  left: rows a child that died left running are queued again, the feed's rest and the pending
+  rows are run here, as they always were.
+- A run the child has under way cannot be cancelled from here (`cancel` says which process
+  runs it); a row still pending can.
+- When the engine stops, the child is told (its stdin ends): its runs stop as this process's
+  own do, queued again as interrupted, and it exits. Should this process be killed, the child
+  ends too (the kernel sees to it on Linux), and the next start queues its runs again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO
+
+import structlog
+from sqlalchemy import Connection
+
+from weaver.cache.db import open_engine
+from weaver.config import Settings
+from weaver.engine.definition import Workflow
+from weaver.engine.feed_runs import FeedRuns
+from weaver.engine.live_runs import LiveRuns
+from weaver.engine.loader import load_registry
+from weaver.engine.processes import process_label
+from weaver.engine.runs import Runs
+from weaver.index.workers import end_with_parent, pack_frame, read_frame, start_child
+from weaver.log import configure_logging
+from weaver.vault.fs import Vault
+
+log = structlog.get_logger(__name__)
+
+_CHILD_CODE = "from weaver.engine.apart import serve_runs; serve_runs()"
+# How long a child told to stop waits for its runs to record themselves interrupted before it
+# exits anyway (a run notices a stop within `runner.STOP_CHECK_SECONDS`).
+STOP_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class ApartRuns:
+    """What a child needs to run this engine's runs as it would: its settings (the cache's URL,
+    the plugins, each workflow's settings, the logging) and its vault.
+
+    `min_events`: events waiting in the change feed from which they are a burst, consumed and
+    run apart (a child costs an interpreter's start and the engine's imports, about a second:
+    worth it for thousands of notes, not for an edit's few). As `ApartPasses.min_notes`."""
+
+    settings: Settings
+    vault: Vault
+    min_events: int = 2000
+
+
+class ApartBursts:
+    """The children running bursts for one engine, so that its stop can stop them."""
+
+    def __init__(self, apart: ApartRuns) -> None:
+        self.apart = apart
+        self._lock = threading.Lock()
+        self._children: set[subprocess.Popen[bytes]] = set()
+        self._stopped = False
+
+    def run(self) -> bool:
+        """Have a child consume the change feed and run the runs it queues; return once it
+        has ended. True when it ran through; False when it could not (it failed to start,
+        died, or was stopped), having logged why: the caller then takes up what is left."""
+        order = pickle.dumps((self.apart.settings, self.apart.vault), pickle.HIGHEST_PROTOCOL)
+        try:
+            child = start_child(_CHILD_CODE)  # as the index's child is started
+        except OSError as exc:  # no interpreter to run (embedded Python), out of processes
+            log.warning("workflow runs in this process: no child process", error=str(exc))
+            return False
+        assert child.stdin is not None and child.stdout is not None
+        with self._lock:
+            self._children.add(child)
+            stopped = self._stopped
+        try:
+            return not stopped and _outcome(child.stdin, child.stdout, order)
+        finally:
+            _close(child.stdin)  # its end tells a child still running that it is not wanted
+            child.stdout.close()
+            _reap(child)
+            with self._lock:
+                self._children.discard(child)
+
+    def stop(self) -> None:
+        """Tell the children running now to stop their runs and exit (without waiting)."""
+        with self._lock:
+            self._stopped = True
+            children = list(self._children)
+        for child in children:
+            if child.stdin is not None:
+                _close(child.stdin)
+
+
+def _outcome(stdin: IO[bytes], stdout: IO[bytes], order: bytes) -> bool:
+    try:
+        stdin.write(pack_frame(order))
+        stdin.flush()
+        answer = pickle.loads(read_frame(stdout.fileno()))
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+        log.warning("workflow runs in this process: the child ended early", error=str(exc) or None)
+        return False
+    match answer:
+        case ("done", queued):
+            log.info("workflow runs of a burst done in a child process", runs=queued)
+            return True
+        case ("failed", error):
+            log.warning("workflow runs in this process: the child failed", error=error)
+    return False
+
+
+def _close(stream: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):  # the child has gone: its pipe could not be flushed
+        stream.close()
+
+
+def _reap(child: subprocess.Popen[bytes]) -> None:
+    try:
+        child.wait(timeout=STOP_GRACE_S + 5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+def serve_runs() -> None:
+    """The child: one order on stdin (settings, vault), the feed's runs, one framed answer
+    on stdout, then exit. When its stdin ends first (the parent stops or died), its
+    runs stop as an engine's do on its stop: queued again as interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
+    end_with_parent()
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the answer
+    stdin = sys.stdin.fileno()
+    try:
+        settings, vault = pickle.loads(read_frame(stdin))
+    except EOFError:  # stopped before it was given anything
+        return
+    configure_logging(settings.log_level, settings.log_format)
+    try:
+        answer: tuple[str, object] = ("done", run_here(settings, vault, stdin))
+    except Exception as exc:  # reported to the parent, which runs what is left itself
+        log.exception("workflow runs in a child process failed")
+        answer = ("failed", f"{type(exc).__name__}: {exc}")
+    try:
+        out.write(pack_frame(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)))
+        out.close()
+    except OSError:  # the parent has gone: nobody waits for the answer
+        pass
+
+
+def run_here(settings: Settings, vault: Vault, stdin: int) -> int:
+    """The child's work: the feed consumed as the parent's engine consumes it (`FeedRuns`),
+    each run driven as its dispatch drives them (then the next pending rows of its
+    workflow), in as many threads as it has, until the feed is empty. How many it queued."""
+    db = open_engine(settings.db_url)
+    try:
+        registry = load_registry(settings)
+        live = LiveRuns()
+        runs = Runs(
+            registry=registry,
+            db=db,
+            vault=vault,
+            settings=settings,
+            process=process_label(),
+            deferral=_RowsAreTheQueue(),
+            live=live,
+        )
+        threading.Thread(target=_stop_when_orphaned, args=(stdin, live), daemon=True).start()
+        feed_runs = FeedRuns(registry, db, runs)
+        queued = 0
+        with ThreadPoolExecutor(settings.workflow_workers, "weaver-engine") as pool:
+            while not live.stopping.is_set() and (taken := feed_runs.take_batch()) is not None:
+                queued += len(taken)
+                for execution_id in taken:
+                    pool.submit(runs.drive, execution_id)
+        return queued
+    finally:
+        db.dispose()
+
+
+class _RowsAreTheQueue:
+    """The child's deferral: as the thread dispatch's, a pending row is found by whoever
+    polls (the parent, for one the child queues again on its stop)."""
+
+    def defer(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
+        """Nothing to do."""
+
+    def requeued(self, conn: Connection, execution_id: str, workflow: Workflow) -> None:
+        """Nothing to do."""
+
+
+def _stop_when_orphaned(stdin: int, live: LiveRuns) -> None:
+    """The parent keeps our stdin open until it has our answer: its end means it stops (or
+    died). The runs under way notice `stopping` and record themselves interrupted; should one
+    not within `STOP_GRACE_S`, exit anyway: the next engine to start queues it again."""
+    try:
+        while os.read(stdin, 4096):
+            pass
+    except OSError:
+        pass
+    live.stop()
+    threading.Timer(STOP_GRACE_S, os._exit, args=(0,)).start()
