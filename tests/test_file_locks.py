@@ -27,8 +27,8 @@ from tests.helpers import clean_env
 from tests.standins import msvcrt as msvcrt_standin
 from weaver import file_locks
 from weaver.cache.recovery import writer_of
-from weaver.errors import DaemonError
 from weaver.config import Settings
+from weaver.errors import DaemonError
 from weaver.runtime.locks import WriterLock, daemon_lock, daemon_running, writer_lock_for
 from weaver.vault.note_locks import NoteLocks
 
