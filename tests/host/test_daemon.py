@@ -27,7 +27,7 @@ from tests.helpers import free_port, wait_for, write_files
 pytestmark = pytest.mark.slow
 
 T = TypeVar("T")
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0  # a timeout: 30 s ran out under a loaded run (load 10, 2 cores)
 WAIT_TIMEOUT = 20.0
 
 
@@ -78,8 +78,15 @@ class Daemon:
             process = subprocess.Popen(
                 self.command("daemon"), stderr=log, stdout=log, text=True, env=self.env()
             )
-        wait_for(lambda: self.healthy() or _exited(process), START_TIMEOUT, "the daemon's /health")
-        assert process.poll() is None, self.log.read_text()
+        try:
+            wait_for(
+                lambda: self.healthy() or _exited(process), START_TIMEOUT, "the daemon's /health"
+            )
+            assert process.poll() is None, self.log.read_text()
+        except BaseException:  # a daemon that never became healthy must not outlive its test
+            process.kill()
+            process.wait()
+            raise
         return process
 
     def healthy(self) -> bool:
