@@ -26,6 +26,19 @@ SHIPPED_TOOLSETS = DEFAULT_TOOLSETS  # before `every_toolset` changes it
 MIGRATE_TO_HEAD = db.upgrade_to_head  # before `migrated_sqlite_template` changes it
 
 
+def plain_structlog_defaults() -> None:
+    """structlog's defaults, except that a logged exception is printed as Python prints it.
+    The default renderer draws it with rich, each frame's source and locals included: a test
+    whose server logged one exception took 25 s, most of it drawing that. Weaver's own
+    configuration (`weaver.log`) prints tracebacks as plain text too."""
+    structlog.reset_defaults()
+    processors = structlog.get_config()["processors"]
+    renderer = structlog.dev.ConsoleRenderer(
+        colors=False, exception_formatter=structlog.dev.plain_traceback
+    )
+    structlog.configure(processors=[*processors[:-1], renderer])
+
+
 @pytest.fixture(autouse=True)
 def default_logging() -> Iterator[None]:
     """Undo `configure_logging` after a test that ran the CLI in-process: it points structlog and
@@ -34,9 +47,13 @@ def default_logging() -> Iterator[None]:
     root = logging.getLogger()
     handlers = list(root.handlers)
     yield
-    structlog.reset_defaults()
+    plain_structlog_defaults()
     for handler in [h for h in root.handlers if h not in handlers]:
         root.removeHandler(handler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    plain_structlog_defaults()  # before the first test, as after each (`default_logging`)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,11 +6,13 @@ served (issue 39). Real stdio processes, spoken to in JSON-RPC lines."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import pytest
 
@@ -107,6 +109,37 @@ def session(
     return {"initialize": initialized, "list": listed, "call": called, "heavy": noted}
 
 
+class Primed(NamedTuple):
+    """A vault a first start served with the default settings (so its manifest is written),
+    and what that start answered."""
+
+    vault: Path
+    first: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def primed_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Primed, Path]:
+    """The first start the tests of the default settings each began with, made once per
+    module (a `weaver serve` costs seconds): the vault as it left it, and a copy to restore.
+    The manifest's key covers the vault's path, so each test gets the same path back."""
+    root = tmp_path_factory.mktemp("primed")
+    vault = write_files(root / "vault", NOTES)
+    first = session(root, vault, [], clean_env())
+    assert first["heavy"] is None  # no manifest yet: served as ever, and one written
+    assert (vault / CACHE_DIR_NAME / MANIFEST_NAME).exists()
+    shutil.copytree(vault, root / "pristine")
+    return Primed(vault, first), root / "pristine"
+
+
+@pytest.fixture
+def primed(primed_once: tuple[Primed, Path]) -> Iterator[Primed]:
+    """`primed_once`'s vault, exactly as its first start left it (cache and manifest)."""
+    served, pristine = primed_once
+    shutil.rmtree(served.vault)
+    shutil.copytree(pristine, served.vault)
+    yield served
+
+
 def send(pipe: IO[bytes], message: dict[str, Any]) -> None:
     pipe.write(json.dumps(message).encode() + b"\n")
     pipe.flush()
@@ -130,13 +163,16 @@ def files_of(line: bytes) -> list[str]:
     ids=["default", "all-toolsets", "read-only"],
 )
 def test_the_next_start_answers_from_the_manifest_exactly_as_the_server_does(
-    tmp_path: Path, args: list[str], settings: dict[str, str]
+    tmp_path: Path, args: list[str], settings: dict[str, str], request: pytest.FixtureRequest
 ) -> None:
-    vault = write_files(tmp_path / "vault", NOTES)
     env = {**clean_env(), **settings}
-    first = session(tmp_path, vault, args, env)
-    assert first["heavy"] is None  # no manifest yet: served as ever, and one written
-    assert (vault / CACHE_DIR_NAME / MANIFEST_NAME).exists()
+    if args or settings:
+        vault = write_files(tmp_path / "vault", NOTES)
+        first = session(tmp_path, vault, args, env)
+        assert first["heavy"] is None  # no manifest yet: served as ever, and one written
+        assert (vault / CACHE_DIR_NAME / MANIFEST_NAME).exists()
+    else:  # the default settings' first start (the same checks) is made once: `primed_once`
+        vault, first = request.getfixturevalue("primed")
     second = session(tmp_path, vault, args, env)
     assert second["heavy"] == []  # answered before the tools, or SQLAlchemy, were imported
     assert second["initialize"] == first["initialize"]
@@ -147,9 +183,8 @@ def test_the_next_start_answers_from_the_manifest_exactly_as_the_server_does(
     assert ("edit_canvas" in tools) == ("all" in args)
 
 
-def test_a_stale_manifest_is_not_served_and_is_rewritten(tmp_path: Path) -> None:
-    vault = write_files(tmp_path / "vault", NOTES)
-    first = session(tmp_path, vault, [], clean_env())
+def test_a_stale_manifest_is_not_served_and_is_rewritten(tmp_path: Path, primed: Primed) -> None:
+    vault, first = primed
     path = vault / CACHE_DIR_NAME / MANIFEST_NAME
     kept = json.loads(path.read_text())
     # Written by another version, or before a source file changed: another key. Its tools
@@ -161,20 +196,17 @@ def test_a_stale_manifest_is_not_served_and_is_rewritten(tmp_path: Path) -> None
     assert json.loads(path.read_text()) == kept
 
 
-def test_another_setting_is_another_manifest(tmp_path: Path) -> None:
-    vault = write_files(tmp_path / "vault", NOTES)
-    session(tmp_path, vault, [], clean_env())
-    every = session(tmp_path, vault, ["--toolsets", "all"], clean_env())
+def test_another_setting_is_another_manifest(tmp_path: Path, primed: Primed) -> None:
+    every = session(tmp_path, primed.vault, ["--toolsets", "all"], clean_env())
     assert every["heavy"] is None  # the default toolsets' manifest does not answer for all
     tools = json.loads(every["list"])["result"]["tools"]
     assert "edit_canvas" in [tool["name"] for tool in tools]
 
 
-def test_a_manifest_unlike_the_server_it_built_is_rewritten(tmp_path: Path) -> None:
+def test_a_manifest_unlike_the_server_it_built_is_rewritten(tmp_path: Path, primed: Primed) -> None:
     """Something shaped the tools that the key does not cover: the quick start, once its
     server is built, finds its manifest wrong and writes the right one for the next."""
-    vault = write_files(tmp_path / "vault", NOTES)
-    first = session(tmp_path, vault, [], clean_env())
+    vault, first = primed
     path = vault / CACHE_DIR_NAME / MANIFEST_NAME
     kept = json.loads(path.read_text())
     path.write_text(json.dumps({**kept, "tools": kept["tools"][:1]}))
@@ -195,9 +227,10 @@ def test_an_unreadable_manifest_is_none(tmp_path: Path, text: str) -> None:
     assert read_manifest(tmp_path / "absent.json", "k") is None
 
 
-def test_a_manifest_the_front_cannot_use_means_the_slow_path(tmp_path: Path) -> None:
-    vault = write_files(tmp_path / "vault", NOTES)
-    first = session(tmp_path, vault, [], clean_env())
+def test_a_manifest_the_front_cannot_use_means_the_slow_path(
+    tmp_path: Path, primed: Primed
+) -> None:
+    vault, first = primed
     path = vault / CACHE_DIR_NAME / MANIFEST_NAME
     kept = json.loads(path.read_text())
     path.write_text(json.dumps({**kept, "tools": [{"name": 1}]}))
