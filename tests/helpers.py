@@ -142,6 +142,17 @@ def statements_run(engine: Engine) -> Iterator[list[str]]:
         event.remove(engine, "before_cursor_execute", seen)
 
 
+def bare_env(**settings: str) -> dict[str, str]:
+    """A near-empty environment for a server a test starts as a user would (`settings`: its
+    `WEAVER_*` variables), keeping the session's model cache (`XDG_CACHE_HOME`, set by
+    `conftest.embedding_cache`): without it each server distilled the embedding model anew
+    into the user's cache on a fresh machine, and was killed at its test's end before done."""
+    env = {"PATH": "/usr/bin:/bin", **settings}
+    if "XDG_CACHE_HOME" in os.environ:
+        env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
+    return env
+
+
 def clean_env() -> dict[str, str]:
     """This process's environment without `WEAVER_*`: a command started with it reads only
     the settings its test gives it."""

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.helpers import child_pids, free_port, wait_for, write_files
+from tests.helpers import bare_env, child_pids, free_port, wait_for, write_files
 from tests.host.test_daemon import Daemon
 from tests.mcp_server.test_transports import WEAVER
 
@@ -243,7 +243,7 @@ async def test_serve_no_vault_over_stdio_reads_what_weaver_index_wrote(tmp_path:
     vault = write_files(tmp_path / "vault", FILES)
     cache = tmp_path / "elsewhere" / "cache.db"
     cache.parent.mkdir()  # a folder named in database_url is never created by Weaver
-    env = {"PATH": "/usr/bin:/bin", "WEAVER_DATABASE_URL": f"sqlite:///{cache}"}
+    env = bare_env(WEAVER_DATABASE_URL=f"sqlite:///{cache}")
     indexed = subprocess.run(
         [WEAVER, "--vault", str(vault), "index"], env=env, capture_output=True, timeout=60
     )

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 
-from tests.helpers import free_port, write_files
+from tests.helpers import bare_env, free_port, write_files
 from tests.mcp_server.reverse_proxy import reverse_proxy
 from tests.mcp_server.served_http import HEADERS, LEGACY, rpc
 from tests.mcp_server.test_oauth import pkce
@@ -57,13 +57,12 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     port, and `localhost`: no document naming it can have been built from the bind address)."""
     vault = write_files(tmp_path / "vault", {"Plan.md": "# Plan\n#project\n", "Other.md": "x\n"})
     port, proxy_port = free_port(), free_port()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "WEAVER_TOOLSETS": "all",
-        "WEAVER_OAUTH": "true",
-        "WEAVER_HTTP_TOKEN": OWNER,
-        "WEAVER_PUBLIC_URL": f"http://localhost:{proxy_port}",
-    }
+    env = bare_env(
+        WEAVER_TOOLSETS="all",
+        WEAVER_OAUTH="true",
+        WEAVER_HTTP_TOKEN=OWNER,
+        WEAVER_PUBLIC_URL=f"http://localhost:{proxy_port}",
+    )
     if "PYTHONPATH" in os.environ:  # this checkout's code, when it is not the one installed
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     command = [WEAVER, "--vault", str(vault), "serve", "--transport", "http"]

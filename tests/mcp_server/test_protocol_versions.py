@@ -20,7 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import write_files
+from tests.helpers import bare_env, write_files
 from tests.mcp_server.test_transports import NOTES, WEAVER, http_server
 
 pytestmark = pytest.mark.slow
@@ -165,7 +165,7 @@ class StdioPeer:
         self.process = subprocess.Popen(
             [WEAVER, "--vault", str(vault), "serve"],
             cwd=vault.parent,
-            env={"PATH": "/usr/bin:/bin", "WEAVER_TOOLSETS": "all"},
+            env=bare_env(WEAVER_TOOLSETS="all"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

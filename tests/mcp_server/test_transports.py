@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.helpers import free_port, logged, wait_for_async, write_files
+from tests.helpers import bare_env, free_port, logged, wait_for_async, write_files
 from weaver.cli import main
 from weaver.config import Settings
 from weaver.mcp_server import build_server
@@ -217,7 +217,7 @@ def http_server(
     """`weaver serve --transport http`; one process unless told (the sessions of 2025-11-25
     clients, which these tests pin, need one stateful process: `host.http_readers`)."""
     port = free_port()
-    env = {"PATH": "/usr/bin:/bin", "WEAVER_TOOLSETS": "all"}  # every tool, as in-process
+    env = bare_env(WEAVER_TOOLSETS="all")  # every tool, as in-process
     if token:
         env["WEAVER_HTTP_TOKEN"] = token
     with log.open("w") as errors:
