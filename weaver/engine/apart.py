@@ -30,14 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
-import signal
 import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO
 
 import structlog
 from sqlalchemy import Connection
@@ -50,7 +46,8 @@ from weaver.engine.live_runs import LiveRuns
 from weaver.engine.loader import load_registry
 from weaver.engine.processes import process_label
 from weaver.engine.runs import Runs
-from weaver.index.workers import end_with_parent, pack_frame, read_frame, start_child
+from weaver.index.child_order import answer_order, ask_child, dismiss_child
+from weaver.index.workers import start_child
 from weaver.log import configure_logging
 from weaver.vault.fs import Vault
 
@@ -89,24 +86,27 @@ class ApartBursts:
         """Have a child consume the change feed and run the runs it queues; return once it
         has ended. True when it ran through; False when it could not (it failed to start,
         died, or was stopped), having logged why: the caller then takes up what is left."""
-        order = pickle.dumps((self.apart.settings, self.apart.vault), pickle.HIGHEST_PROTOCOL)
         try:
             child = start_child(_CHILD_CODE)  # as the index's child is started
         except OSError as exc:  # no interpreter to run (embedded Python), out of processes
             log.warning("workflow runs in this process: no child process", error=str(exc))
             return False
-        assert child.stdin is not None and child.stdout is not None
         with self._lock:
             self._children.add(child)
             stopped = self._stopped
         try:
-            return not stopped and _outcome(child.stdin, child.stdout, order)
+            if stopped:
+                dismiss_child(child, STOP_GRACE_S + 5)
+                return False
+            order = (self.apart.settings, self.apart.vault)
+            queued = ask_child(child, order, "workflow runs", STOP_GRACE_S + 5)
         finally:
-            _close(child.stdin)  # its end tells a child still running that it is not wanted
-            child.stdout.close()
-            _reap(child)
             with self._lock:
                 self._children.discard(child)
+        if queued is None:
+            return False
+        log.info("workflow runs of a burst done in a child process", runs=queued)
+        return True
 
     def stop(self) -> None:
         """Tell the children running now to stop their runs and exit (without waiting)."""
@@ -115,63 +115,21 @@ class ApartBursts:
             children = list(self._children)
         for child in children:
             if child.stdin is not None:
-                _close(child.stdin)
-
-
-def _outcome(stdin: IO[bytes], stdout: IO[bytes], order: bytes) -> bool:
-    try:
-        stdin.write(pack_frame(order))
-        stdin.flush()
-        answer = pickle.loads(read_frame(stdout.fileno()))
-    except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
-        log.warning("workflow runs in this process: the child ended early", error=str(exc) or None)
-        return False
-    match answer:
-        case ("done", queued):
-            log.info("workflow runs of a burst done in a child process", runs=queued)
-            return True
-        case ("failed", error):
-            log.warning("workflow runs in this process: the child failed", error=error)
-    return False
-
-
-def _close(stream: IO[bytes]) -> None:
-    with contextlib.suppress(OSError):  # the child has gone: its pipe could not be flushed
-        stream.close()
-
-
-def _reap(child: subprocess.Popen[bytes]) -> None:
-    try:
-        child.wait(timeout=STOP_GRACE_S + 5)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+                with contextlib.suppress(OSError):  # the child has gone
+                    child.stdin.close()
 
 
 def serve_runs() -> None:
-    """The child: one order on stdin (settings, vault), the feed's runs, one framed answer
-    on stdout, then exit. When its stdin ends first (the parent stops or died), its
-    runs stop as an engine's do on its stop: queued again as interrupted."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
-    end_with_parent()
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the answer
-    stdin = sys.stdin.fileno()
-    try:
-        settings, vault = pickle.loads(read_frame(stdin))
-    except EOFError:  # stopped before it was given anything
-        return
-    configure_logging(settings.log_level, settings.log_format)
-    try:
-        answer: tuple[str, object] = ("done", run_here(settings, vault, stdin))
-    except Exception as exc:  # reported to the parent, which runs what is left itself
-        log.exception("workflow runs in a child process failed")
-        answer = ("failed", f"{type(exc).__name__}: {exc}")
-    try:
-        out.write(pack_frame(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)))
-        out.close()
-    except OSError:  # the parent has gone: nobody waits for the answer
-        pass
+    """The child: the feed's runs for the order it is given (settings, vault; `child_order`).
+    When its stdin ends first (the parent stops or died), its runs stop as an engine's do on
+    its stop: queued again as interrupted."""
+
+    def handle(order: tuple[Settings, Vault], stdin: int) -> int:
+        settings, vault = order
+        configure_logging(settings.log_level, settings.log_format)
+        return run_here(settings, vault, stdin)
+
+    answer_order(handle, "workflow runs")
 
 
 def run_here(settings: Settings, vault: Vault, stdin: int) -> int:

@@ -24,18 +24,14 @@ feed and the resumable first index are those of a pass run here. What the caller
 from __future__ import annotations
 
 import os
-import pickle
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
 
 import structlog
 
-from weaver.index.workers import end_with_parent, pack_frame, read_frame, start_child
+from weaver.index.child_order import answer_order, ask_child
+from weaver.index.workers import start_child
 from weaver.log import configure_logging
 from weaver.vault.fs import Vault
 
@@ -66,70 +62,25 @@ def reconcile_apart(passes: ApartPasses, vault: Vault, parse_workers: int, full:
     """`Indexer.reconcile(full)` run in a child process: its report, events included; None
     when the child could not run it (it failed to start, died, or the pass raised), having
     logged why: the caller then runs the pass itself."""
-    order = pickle.dumps((passes, vault, parse_workers, full), pickle.HIGHEST_PROTOCOL)
     try:
         child = start_child(_CHILD_CODE)  # as the parse workers are started
     except OSError as exc:  # no interpreter to run (embedded Python), out of processes
         log.warning("indexing in this process: no child process", error=str(exc))
         return None
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        return _outcome(child, child.stdin, child.stdout, order)
-    finally:
-        child.stdin.close()  # its end tells a child still running that it is not wanted
-        child.stdout.close()
-        _reap(child)
-
-
-def _outcome(
-    child: subprocess.Popen[bytes], stdin: IO[bytes], stdout: IO[bytes], order: bytes
-) -> object:
-    try:
-        stdin.write(pack_frame(order))
-        answer = pickle.loads(read_frame(stdout.fileno()))
-    except (OSError, EOFError, pickle.UnpicklingError) as exc:
-        log.warning("indexing in this process: the child ended early", error=str(exc) or None)
-        return None
-    match answer:
-        case ("done", report):
-            return report
-        case ("failed", error):
-            log.warning("indexing in this process: the child's pass failed", error=error)
-    return None
-
-
-def _reap(child: subprocess.Popen[bytes]) -> None:
-    try:
-        child.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+    return ask_child(child, (passes, vault, parse_workers, full), "indexing")
 
 
 def serve_pass(run: RunPass) -> None:
-    """The child: one order on stdin, `run` on it, one framed answer on stdout, then exit. It
-    exits at once, whatever it is doing, when its stdin ends (the parent died or gave up)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which ends us
-    end_with_parent()
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the answer
-    stdin = sys.stdin.fileno()
-    passes, vault, parse_workers, full = pickle.loads(read_frame(stdin))
-    threading.Thread(target=_exit_when_orphaned, args=(stdin,), daemon=True).start()
-    answer = _run_pass(run, passes, vault, parse_workers, full)
-    out.write(pack_frame(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)))
-    out.close()
+    """The child: `run` on the order it is given (`child_order`). It exits at once, whatever
+    it is doing, when its stdin ends (the parent died or gave up)."""
 
+    def handle(order: tuple[ApartPasses, Vault, int, bool], stdin: int) -> object:
+        passes, vault, parse_workers, full = order
+        threading.Thread(target=_exit_when_orphaned, args=(stdin,), daemon=True).start()
+        configure_logging(passes.log_level, passes.log_format)
+        return run(passes, vault, parse_workers, full)
 
-def _run_pass(
-    run: RunPass, passes: ApartPasses, vault: Vault, parse_workers: int, full: bool
-) -> tuple[str, object]:
-    configure_logging(passes.log_level, passes.log_format)
-    try:
-        return ("done", run(passes, vault, parse_workers, full))
-    except Exception as exc:  # reported to the parent, which runs the pass itself
-        log.exception("indexing pass in a child process failed")
-        return ("failed", f"{type(exc).__name__}: {exc}")
+    answer_order(handle, "indexing pass")
 
 
 def _exit_when_orphaned(stdin: int) -> None:
