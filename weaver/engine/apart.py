@@ -55,8 +55,12 @@ log = structlog.get_logger(__name__)
 
 _CHILD_CODE = "from weaver.engine.apart import serve_runs; serve_runs()"
 # How long a child told to stop waits for its runs to record themselves interrupted before it
-# exits anyway (a run notices a stop within `runner.STOP_CHECK_SECONDS`).
-STOP_GRACE_S = 10.0
+# exits anyway (a run notices a stop within `runner.STOP_CHECK_SECONDS`), as a job worker's
+# (`host.job_worker.SHUTDOWN_GRACE_S`): the daemon's stop waits for the child, and the whole
+# stop must end within `host.signals.STOP_GRACE_S` (7 s) or its watchdog cuts it short.
+STOP_GRACE_S = 4.0
+# How long the parent waits for a child to exit once its pipes are closed.
+REAP_S = STOP_GRACE_S + 1.5
 
 
 @dataclass(frozen=True)
@@ -96,10 +100,10 @@ class ApartBursts:
             stopped = self._stopped
         try:
             if stopped:
-                dismiss_child(child, STOP_GRACE_S + 5)
+                dismiss_child(child, REAP_S)
                 return False
             order = (self.apart.settings, self.apart.vault)
-            queued = ask_child(child, order, "workflow runs", STOP_GRACE_S + 5)
+            queued = ask_child(child, order, "workflow runs", REAP_S)
         finally:
             with self._lock:
                 self._children.discard(child)
